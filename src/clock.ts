@@ -1,0 +1,26 @@
+/** Where time comes from, so tests can move it instead of sleeping. */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** ISO 8601 with milliseconds and `Z`, the one timestamp format stored in the database. */
+export function isoAt(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** A clock tests can set and advance. */
+export class ManualClock implements Clock {
+  constructor(private ms: number = Date.parse('2026-01-01T00:00:00.000Z')) {}
+  now(): number {
+    return this.ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+  set(ms: number): void {
+    this.ms = ms;
+  }
+}

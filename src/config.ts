@@ -1,0 +1,178 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import type { z } from 'zod';
+import { type Config, configSchema } from './configSchema.js';
+import { ConfigError, errorMessage } from './errors.js';
+import { registerSecret } from './redact.js';
+
+export type { Config } from './configSchema.js';
+
+/** Where configuration comes from; every field defaults to the real process's. */
+export interface LoadConfigOptions {
+  /** TOML file named on the command line (default: $VCU_SYNC_CONFIG, else none). */
+  file?: string | undefined;
+  /** Environment to read (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+  /** Extra values applied after the environment, as TOML would spell them (default: none). */
+  overrides?: Record<string, unknown>;
+}
+
+type Raw = Record<string, unknown>;
+
+/** Environment variables that override a key: [variable, section, key]. */
+const ENV_KEYS: ReadonlyArray<readonly [string, string, string]> = [
+  ['VCU_SYNC_OPERATOR_URL', 'operator', 'url'],
+  ['VCU_SYNC_MARKETPLACE_ID', 'operator', 'marketplace_id'],
+  ['VCU_SYNC_DB', 'database', 'path'],
+  ['VCU_SYNC_LISTEN', 'api', 'listen'],
+  ['VCU_SYNC_WEBHOOK_LISTEN', 'webhook', 'listen'],
+  ['VCU_SYNC_LOG_LEVEL', 'log', 'level'],
+];
+
+/** Secrets: [variable (also read as VARIABLE_FILE), systemd credential name, section, key]. */
+const SECRET_KEYS: ReadonlyArray<readonly [string, string, string, string]> = [
+  ['VCU_SYNC_API_KEY', 'api-key', 'operator', 'api_key'],
+  ['VCU_SYNC_API_TOKEN', 'api-token', 'api', 'token'],
+  ['VCU_SYNC_WEBHOOK_SECRET', 'webhook-secret', 'webhook', 'secrets'],
+];
+
+function section(raw: Raw, name: string): Raw {
+  const current = raw[name];
+  if (current !== undefined && (typeof current !== 'object' || current === null || Array.isArray(current))) {
+    throw new ConfigError([`${name}: expected a table`]);
+  }
+  const table = (current ?? {}) as Raw;
+  raw[name] = table;
+  return table;
+}
+
+function readTomlFile(file: string): Raw {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`]);
+  }
+  try {
+    return parseToml(text) as Raw;
+  } catch (err) {
+    if (err instanceof TomlError) {
+      throw new ConfigError([`${file} line ${err.line}, column ${err.column}: ${err.message.split('\n')[0]}`]);
+    }
+    throw new ConfigError([`${file}: ${errorMessage(err)}`]);
+  }
+}
+
+function readSecretFile(source: string, file: string): string {
+  try {
+    const value = readFileSync(file, 'utf8').trim();
+    if (value === '') throw new ConfigError([`${source}: ${file} is empty`]);
+    return value;
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    const code = (err as NodeJS.ErrnoException).code ?? errorMessage(err);
+    throw new ConfigError([`${source}: cannot read ${file} (${code})`]);
+  }
+}
+
+/** Reads one secret from (in rising precedence) the file, VAR, VAR_FILE, then the systemd credential. */
+function secretFromEnvironment(env: NodeJS.ProcessEnv, variable: string, credential: string): string | undefined {
+  const direct = env[variable];
+  const fileVar = env[`${variable}_FILE`];
+  if (direct !== undefined && direct !== '' && fileVar !== undefined && fileVar !== '') {
+    throw new ConfigError([`set ${variable} or ${variable}_FILE, not both`]);
+  }
+  let value: string | undefined = direct === '' ? undefined : direct;
+  if (fileVar) value = readSecretFile(`${variable}_FILE`, fileVar);
+  const credentialsDir = env.CREDENTIALS_DIRECTORY;
+  if (credentialsDir) {
+    const credentialFile = path.join(credentialsDir, credential);
+    try {
+      value = readFileSync(credentialFile, 'utf8').trim() || value;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new ConfigError([`credential ${credential}: cannot read (${(err as NodeJS.ErrnoException).code})`]);
+      }
+    }
+  }
+  return value;
+}
+
+function issuePath(issue: z.core.$ZodIssue): string {
+  return issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+}
+
+/** One line per zod issue, naming the key; never the value (it may be a secret). */
+export function describeIssues(issues: readonly z.core.$ZodIssue[]): string[] {
+  return issues.map((issue) => {
+    const where = issuePath(issue);
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.map((k) => (where ? `${where}.${k}` : k));
+      return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+    }
+    return `${where || '(top level)'}: ${issue.message}`;
+  });
+}
+
+function validateWebhookSecrets(config: Config): string[] {
+  if (config.webhook.scheme !== 'standard-webhooks') return [];
+  return config.webhook.secrets.flatMap((secret, i) => {
+    const body = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+    const ok = /^[A-Za-z0-9+/]+={0,2}$/.test(body) && Buffer.from(body, 'base64').length >= 16;
+    return ok ? [] : [`webhook.secrets[${i}]: expected whsec_ followed by base64 of at least 16 bytes`];
+  });
+}
+
+/** Loads the TOML file, applies the environment and credentials over it, and validates the result. */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const env = options.env ?? process.env;
+  const file = options.file ?? (env.VCU_SYNC_CONFIG || undefined);
+  const raw: Raw = file ? readTomlFile(file) : {};
+
+  for (const [variable, sectionName, key] of ENV_KEYS) {
+    const value = env[variable];
+    if (value !== undefined && value !== '') section(raw, sectionName)[key] = value;
+  }
+  for (const [variable, credential, sectionName, key] of SECRET_KEYS) {
+    const value = secretFromEnvironment(env, variable, credential);
+    if (value === undefined) continue;
+    // Several webhook secrets (key rotation) are given whitespace-separated.
+    section(raw, sectionName)[key] = key === 'secrets' ? value.split(/\s+/).filter(Boolean) : value;
+  }
+  for (const [dotted, value] of Object.entries(options.overrides ?? {})) {
+    const [sectionName, key] = dotted.split('.') as [string, string];
+    section(raw, sectionName)[key] = value;
+  }
+
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues));
+  const config = parsed.data as Config;
+  config.database.path ??= path.join(env.STATE_DIRECTORY || '.', 'vcu-sync.db');
+
+  const problems = validateWebhookSecrets(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  for (const secret of [config.operator.api_key, config.api.token, ...config.webhook.secrets]) {
+    if (secret) registerSecret(secret);
+  }
+  return config;
+}
+
+/** What is needed to talk to the operator; a clear error naming the missing key otherwise. */
+export function requireOperator(config: Config): { url: string; marketplaceId: string | undefined } {
+  if (!config.operator.url) {
+    throw new ConfigError(['operator.url is not set (set it in the config file or VCU_SYNC_OPERATOR_URL)']);
+  }
+  return { url: config.operator.url, marketplaceId: config.operator.marketplace_id };
+}
+
+/** The effective configuration with every secret masked, for `vcu-sync config check`. */
+export function maskedConfig(config: Config): Config {
+  const copy = structuredClone(config);
+  const mask = (v: string | undefined) => (v === undefined ? undefined : '********');
+  copy.operator.api_key = mask(copy.operator.api_key);
+  copy.api.token = mask(copy.api.token);
+  copy.webhook.secrets = copy.webhook.secrets.map(() => '********');
+  return copy;
+}

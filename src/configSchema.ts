@@ -1,0 +1,211 @@
+import { z } from 'zod';
+
+/**
+ * The configuration, as the TOML file spells it (snake_case keys). Every key has a default, and
+ * config/vcu-sync.example.toml documents each one; keep the two in step.
+ * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`) are better given through
+ * `*_FILE` variables or systemd credentials than written in the file.
+ */
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:8787')
+  .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, 'port must be at most 65535');
+
+const httpUrl = z
+  .string()
+  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'expected an http(s) URL');
+
+const apiPath = z.string().regex(/^\//, 'expected a path starting with /');
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().min(0);
+/** A cron expression for node-cron (five or six fields). */
+const cron = z
+  .string()
+  .refine((v) => v === 'off' || [5, 6].includes(v.trim().split(/\s+/).length), 'expected a cron expression or "off"');
+
+const operatorSchema = z.strictObject({
+  /** The operator's base URL (default: none; required to sync or send). */
+  url: httpUrl.optional(),
+  /** The operator API key (default: none). Prefer VCU_SYNC_API_KEY_FILE or the `api-key` credential. */
+  api_key: z.string().min(1).optional(),
+  /** How the API key is sent: `apikey` header (Part A) or `Authorization: Bearer` (Part B) (default: "apikey"). */
+  auth: z.enum(['apikey', 'bearer']).default('apikey'),
+  /** Whether /notify carries the API key too (default: true). */
+  auth_on_notify: z.boolean().default(true),
+  /** This marketplace's marketplaceId, filled into notifications that omit it (default: none). */
+  marketplace_id: z.string().min(1).optional(),
+  /** Whole-request timeout in milliseconds (default: 30000). */
+  timeout_ms: positiveInt.default(30_000),
+  /** Timeout to connect, in milliseconds (default: 5000). */
+  connect_timeout_ms: positiveInt.default(5_000),
+  /** Most requests per second sent to the operator, all loops together (default: 10). */
+  rate_per_second: z.number().positive().default(10),
+  /** Largest response body accepted for one page, in bytes, before it is streamed (default: 67108864). */
+  max_body_bytes: positiveInt.default(64 * 1024 * 1024),
+  /** getProjectList path (default: "/integration/v1/projects"). */
+  projects_path: apiPath.default('/integration/v1/projects'),
+  /** getIssuanceList path (default: "/integration/v1/issuances"). */
+  issuances_path: apiPath.default('/integration/v1/issuances'),
+  /** getUnitList path (default: "/integration/v1/units"). */
+  units_path: apiPath.default('/integration/v1/units'),
+  /** getProjectData path, `{id}` replaced (default: "/integration/v1/projects/{id}"). */
+  project_data_path: apiPath.default('/integration/v1/projects/{id}'),
+  /** getIssuanceData path, not published yet (default: "/integration/v1/issuances/{id}"). */
+  issuance_data_path: apiPath.default('/integration/v1/issuances/{id}'),
+  /** getUnitsData path, not published yet (default: "/integration/v1/units/{id}"). */
+  units_data_path: apiPath.default('/integration/v1/units/{id}'),
+  /** reportTransaction path (default: "/integration/v1/notify"). */
+  notify_path: apiPath.default('/integration/v1/notify'),
+});
+
+const databaseSchema = z.strictObject({
+  /** SQLite file (default: "$STATE_DIRECTORY/vcu-sync.db", else "./vcu-sync.db"). */
+  path: z.string().min(1).optional(),
+  /** SQLite `synchronous`: `full` survives power loss, `normal` only process crashes (default: "full"). */
+  synchronous: z.enum(['full', 'normal']).default('full'),
+  /** How long a writer waits for a lock, in milliseconds (default: 5000). */
+  busy_timeout_ms: positiveInt.default(5_000),
+});
+
+const apiSchema = z.strictObject({
+  /** host:port of the internal API (default: "127.0.0.1:8787"). */
+  listen: hostPort.default('127.0.0.1:8787'),
+  /** Bearer token the internal API requires (default: none, which refuses every call but /healthz). */
+  token: z.string().min(1).optional(),
+});
+
+const webhookFieldsSchema = z.strictObject({
+  /** Where the event type is read, first found wins (default: ["type", "event", "eventType"]). */
+  type: z.array(z.string().min(1)).min(1).default(['type', 'event', 'eventType']),
+  /** Where the operation's reference is read (default: ["marketplaceTransactionRef", "transactionReferenceId"]). */
+  ref: z.array(z.string().min(1)).min(1).default(['marketplaceTransactionRef', 'transactionReferenceId']),
+  /** Where an explicit decision is read (default: ["status"]). */
+  status: z.array(z.string().min(1)).min(1).default(['status']),
+  /** Where a rejection reason is read (default: ["reason"]). */
+  reason: z.array(z.string().min(1)).min(1).default(['reason']),
+});
+
+const webhookSchema = z.strictObject({
+  /** host:port of the webhook listener (default: "127.0.0.1:8788"). */
+  listen: hostPort.default('127.0.0.1:8788'),
+  /** `standard-webhooks`, `hmac`, `token` or `none` (default: "standard-webhooks"). */
+  scheme: z.enum(['standard-webhooks', 'hmac', 'token', 'none']).default('standard-webhooks'),
+  /** Signing secrets; several during key rotation (default: none). Prefer VCU_SYNC_WEBHOOK_SECRET_FILE. */
+  secrets: z.array(z.string().min(1)).default([]),
+  /** Accepted clock skew of the signature timestamp, both ways, in seconds (default: 300). */
+  tolerance_seconds: positiveInt.default(300),
+  /** Largest accepted body in bytes (default: 262144). */
+  max_body_bytes: positiveInt.default(256 * 1024),
+  /** `hmac` scheme: header holding the signature (default: "x-signature"). */
+  hmac_header: z.string().min(1).default('x-signature'),
+  /** `hmac` scheme: signature encoding (default: "hex"). */
+  hmac_encoding: z.enum(['hex', 'base64']).default('hex'),
+  /** `hmac` scheme: header with a timestamp that is signed as "timestamp.body" (default: none). */
+  hmac_timestamp_header: z.string().min(1).optional(),
+  /** `token` scheme: header that must equal the secret (default: "x-webhook-token"). */
+  token_header: z.string().min(1).default('x-webhook-token'),
+  /** Where the payload's fields are read. */
+  fields: webhookFieldsSchema.default(webhookFieldsSchema.parse({})),
+});
+
+const scheduleSchema = z.strictObject({
+  /** Projects list (default: "17 * * * *", hourly). */
+  projects: cron.default('17 * * * *'),
+  /** Issuances list (default: "27 * * * *"). */
+  issuances: cron.default('27 * * * *'),
+  /** Unit operations, incremental (default: every 5 minutes: "*\/5 * * * *"). */
+  units: cron.default('*/5 * * * *'),
+  /** Custody data (default: every 15 minutes: "*\/15 * * * *"). */
+  custody: cron.default('*/15 * * * *'),
+});
+
+const syncSchema = z.strictObject({
+  /** Records asked for per page (default: 500). */
+  page_size: positiveInt.max(100_000).default(500),
+  /** Hard stop against endless paging, pages per run (default: 100000). */
+  max_pages: positiveInt.default(100_000),
+  /** Largest share of a resource one run may mark removed (default: 0.5). */
+  max_remove_share: z.number().min(0).max(1).default(0.5),
+  /** Unit operations re-read before the last known position, which must match (default: 100). */
+  units_overlap: positiveInt.default(100),
+  /** Sync everything when the daemon starts (default: true). */
+  on_startup: z.boolean().default(true),
+  /** Random delay up to this many seconds before each scheduled run (default: 30). */
+  jitter_seconds: nonNegativeInt.default(30),
+  /** Attempts per page on transient errors and 429, inside one run (default: 5). */
+  page_attempts: positiveInt.default(5),
+  /** Longest wait between page attempts, in milliseconds (default: 60000). */
+  retry_cap_ms: positiveInt.default(60_000),
+  /** Cron schedules per resource. */
+  schedule: scheduleSchema.default(scheduleSchema.parse({})),
+});
+
+const custodySchema = z.strictObject({
+  /** Project ids in custody besides those learned from the outbox and webhooks (default: []). */
+  projects: z.array(z.union([z.string(), z.number().int()]).transform(String)).default([]),
+  /** Issuance ids in custody (default: []). */
+  issuances: z.array(z.union([z.string(), z.number().int()]).transform(String)).default([]),
+  /** Unit ids in custody (default: []). */
+  units: z.array(z.union([z.string(), z.number().int()]).transform(String)).default([]),
+});
+
+const wireSpellingSchema = z.strictObject({
+  /** (default: "Tokenization") */
+  tokenization: z.string().min(1).default('Tokenization'),
+  /** (default: "Transfer") */
+  transfer: z.string().min(1).default('Transfer'),
+  /** The interface's own example spells it lowercase (default: "retire"). */
+  retire: z.string().min(1).default('retire'),
+  /** (default: "Detokenization") */
+  detokenization: z.string().min(1).default('Detokenization'),
+});
+
+const outboxSchema = z.strictObject({
+  /** Notifications in flight at once (default: 4). */
+  concurrency: positiveInt.max(64).default(4),
+  /** How long a claimed row is held before another claim may take it, in seconds (default: 120). */
+  lease_seconds: positiveInt.default(120),
+  /** Attempts before a row is `failed` (default: 30). */
+  max_attempts: positiveInt.default(30),
+  /** Age after which a row still not accepted is `failed`, in hours (default: 72). */
+  max_age_hours: z.number().positive().default(72),
+  /** First retry delay in milliseconds, doubled each attempt (default: 1000). */
+  backoff_base_ms: positiveInt.default(1_000),
+  /** Longest retry delay in milliseconds (default: 600000). */
+  backoff_cap_ms: positiveInt.default(600_000),
+  /** Days after a final state when personal fields are scrubbed (default: 30). */
+  scrub_after_days: z.number().min(0).default(30),
+  /** How often the dispatcher looks for due rows when idle, in milliseconds (default: 500). */
+  poll_ms: positiveInt.default(500),
+  /** The operationType spelling sent to the operator, per kind. */
+  wire_spelling: wireSpellingSchema.default(wireSpellingSchema.parse({})),
+});
+
+const statusSchema = z.strictObject({
+  /** An accepted operation with no decision after this many hours is a warning (default: 24). */
+  decision_warn_hours: z.number().positive().default(24),
+  /** A resource whose last success is older than this many schedule periods is a warning (default: 3). */
+  stale_periods: z.number().positive().default(3),
+});
+
+const logSchema = z.strictObject({
+  /** pino level: fatal, error, warn, info, debug, trace, silent (default: "info"). */
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export const configSchema = z.strictObject({
+  operator: operatorSchema.default(operatorSchema.parse({})),
+  database: databaseSchema.default(databaseSchema.parse({})),
+  api: apiSchema.default(apiSchema.parse({})),
+  webhook: webhookSchema.default(webhookSchema.parse({})),
+  sync: syncSchema.default(syncSchema.parse({})),
+  custody: custodySchema.default(custodySchema.parse({})),
+  outbox: outboxSchema.default(outboxSchema.parse({})),
+  status: statusSchema.default(statusSchema.parse({})),
+  log: logSchema.default(logSchema.parse({})),
+});
+
+/** The validated configuration; `database.path` is always resolved. */
+export type Config = z.output<typeof configSchema> & { database: { path: string } };
+export type ConfigInput = z.input<typeof configSchema>;

@@ -1,0 +1,44 @@
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { OpenDatabase } from './db/open.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import type { OperatorClient } from './operator/client.js';
+
+/** The resources a sync can be asked for, as the CLI and the API name them. */
+export type SyncTarget = 'projects' | 'issuances' | 'units' | 'custody';
+export const SYNC_TARGETS: readonly SyncTarget[] = ['projects', 'issuances', 'units', 'custody'];
+
+/** What started a sync run. */
+export type SyncTrigger = 'startup' | 'schedule' | 'manual' | 'api' | 'webhook';
+
+/**
+ * Calls between loops that must not import each other (the inbox asks the mirror for a custody
+ * sync; the API asks for syncs and wakes the dispatcher). Each is set by the loop that owns it.
+ */
+export interface AppHooks {
+  /** Starts a sync of the targets in the background; resolves once it is scheduled. */
+  requestSync?: (targets: readonly SyncTarget[], trigger: SyncTrigger) => Promise<void>;
+  /** Tells the dispatcher new rows are due, so it need not wait for its poll. */
+  wakeDispatcher?: () => void;
+}
+
+/** What every loop is built from. */
+export interface AppContext {
+  config: Config;
+  database: OpenDatabase;
+  log: Logger;
+  clock: Clock;
+  /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
+  operator(): OperatorClient;
+  hooks: AppHooks;
+  metrics: Metrics;
+}
+
+/** A part of the daemon with a life: started in order, stopped in reverse. */
+export interface Component {
+  readonly name: string;
+  start(): Promise<void>;
+  /** Stops taking new work and finishes (or hands back) what is in flight, within its bound. */
+  stop(): Promise<void>;
+}

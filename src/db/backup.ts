@@ -1,0 +1,50 @@
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { UserError } from '../errors.js';
+import type { Sqlite } from './open.js';
+
+/** What a backup wrote. */
+export interface BackupResult {
+  file: string;
+  pages: number;
+  /** Rows per table in the copy, to show it is whole. */
+  tables: Record<string, number>;
+}
+
+/**
+ * Copies the live database to `target` with SQLite's online backup API, which takes consistent
+ * snapshots while the daemon keeps writing. Writes a temporary file first and renames it, so a
+ * failed backup never leaves a half file under the name asked for; an existing file is not replaced.
+ */
+export async function backupDatabase(source: Sqlite, target: string): Promise<BackupResult> {
+  if (existsSync(target)) throw new UserError(`backup: ${target} exists already; choose a new file name`);
+  const partial = `${target}.partial-${process.pid}`;
+  let pages = 0;
+  try {
+    const result = await source.backup(partial);
+    pages = result.totalPages;
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw new UserError(`backup: cannot write ${target}: ${(err as Error).message}`);
+  }
+  const copy = new Database(partial, { readonly: true });
+  try {
+    const check = copy.pragma('quick_check', { simple: true });
+    if (check !== 'ok') throw new UserError(`backup: the copy failed its integrity check: ${String(check)}`);
+    const tables: Record<string, number> = {};
+    const names = copy
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .pluck()
+      .all() as string[];
+    for (const name of names) {
+      tables[name] = copy.prepare(`SELECT count(*) FROM "${name}"`).pluck().get() as number;
+    }
+    copy.close();
+    renameSync(partial, target);
+    return { file: target, pages, tables };
+  } catch (err) {
+    if (copy.open) copy.close();
+    rmSync(partial, { force: true });
+    throw err;
+  }
+}

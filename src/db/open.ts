@@ -1,0 +1,93 @@
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3';
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+import { UserError } from '../errors.js';
+import * as schema from './schema/index.js';
+
+export type Sqlite = Database.Database;
+export type Db = BetterSQLite3Database<typeof schema>;
+
+/** An open database: the raw handle for hot paths and prepared statements, drizzle for the rest. */
+export interface OpenDatabase {
+  sqlite: Sqlite;
+  db: Db;
+  path: string;
+  close(): void;
+}
+
+/** Options of {@link openDatabase}. */
+export interface OpenOptions {
+  /** Apply pending migrations (default: true). */
+  migrate?: boolean;
+  /** Open read-only, e.g. for `vcu-sync status` (default: false). */
+  readonly?: boolean;
+  /** SQLite `synchronous` (default: "full"). */
+  synchronous?: 'full' | 'normal';
+  /** Lock wait in milliseconds (default: 5000). */
+  busyTimeoutMs?: number;
+}
+
+/** The drizzle migrations folder, found from this file in both src/ and dist/. */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+function openProblem(file: string, err: unknown): UserError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const dir = path.dirname(path.resolve(file));
+  if (!existsSync(dir)) return new UserError(`database: cannot open ${file}: folder ${dir} does not exist`);
+  if (existsSync(file) && statSync(file).isDirectory()) return new UserError(`database: ${file} is a folder, not a file`);
+  const reason = (err as Error).message || code || 'unknown error';
+  return new UserError(`database: cannot open ${file}: ${reason}`);
+}
+
+/**
+ * Opens the SQLite file with the pragmas every process needs (WAL so readers never block the
+ * writer, a busy timeout, foreign keys) and, unless told otherwise, brings the schema up to date.
+ */
+export function openDatabase(file: string, options: OpenOptions = {}): OpenDatabase {
+  if (!options.readonly) {
+    const dir = path.dirname(path.resolve(file));
+    // Only create the last folder level: a wrong deeper path should be an error, not a surprise tree.
+    if (!existsSync(dir) && existsSync(path.dirname(dir))) mkdirSync(dir);
+  }
+  let sqlite: Sqlite;
+  try {
+    sqlite = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    if (!options.readonly) {
+      sqlite.pragma('journal_mode = WAL');
+      sqlite.pragma(`synchronous = ${(options.synchronous ?? 'full').toUpperCase()}`);
+    }
+    sqlite.pragma('foreign_keys = ON');
+  } catch (err) {
+    throw openProblem(file, err);
+  }
+  const db = drizzle(sqlite, { schema });
+  if (options.migrate ?? !options.readonly) {
+    try {
+      migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    } catch (err) {
+      sqlite.close();
+      throw new UserError(`database: migration failed on ${file}: ${(err as Error).message}`);
+    }
+  }
+  return {
+    sqlite,
+    db,
+    path: file,
+    close() {
+      if (!sqlite.open) return;
+      if (!sqlite.readonly) {
+        // Fold the WAL back so a copied file alone is complete.
+        try {
+          sqlite.pragma('wal_checkpoint(TRUNCATE)');
+        } catch {
+          // Another connection may hold the WAL; it will checkpoint later.
+        }
+      }
+      sqlite.close();
+    },
+  };
+}

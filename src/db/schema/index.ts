@@ -1,0 +1,4 @@
+export * from './inbox.js';
+export * from './mirror.js';
+export * from './outbox.js';
+export * from './sync.js';

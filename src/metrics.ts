@@ -1,0 +1,90 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * Every Prometheus metric vcu-sync exports, defined in one place. One set per daemon (not the
+ * global registry), so tests can run several daemons in one process.
+ * Gauges that describe the database (outbox depth, last success) are filled at scrape time by the
+ * API from the same health module `vcu-sync status` uses.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+  return {
+    registry,
+    syncRuns: new Counter({
+      name: 'vcu_sync_sync_runs_total',
+      help: 'Sync runs by resource and final status.',
+      labelNames: ['resource', 'status'] as const,
+      registers,
+    }),
+    syncDuration: new Histogram({
+      name: 'vcu_sync_sync_duration_seconds',
+      help: 'Duration of sync runs.',
+      labelNames: ['resource'] as const,
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+      registers,
+    }),
+    syncRecords: new Counter({
+      name: 'vcu_sync_sync_records_total',
+      help: 'Records processed by sync runs, by resource and outcome (inserted, updated, unchanged, removed, quarantined).',
+      labelNames: ['resource', 'outcome'] as const,
+      registers,
+    }),
+    notifyRequests: new Counter({
+      name: 'vcu_sync_notify_requests_total',
+      help: 'POST /notify attempts by HTTP status code ("error" when there was no answer).',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+    webhookEvents: new Counter({
+      name: 'vcu_sync_webhook_events_total',
+      help: 'Webhook requests by outcome (applied, pending, duplicate, conflict, ignored, rejected_signature, ...).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    rejections: new Counter({
+      name: 'vcu_sync_operations_rejected_total',
+      help: 'Operations the operator rejected.',
+      registers,
+    }),
+    operatorLatency: new Histogram({
+      name: 'vcu_sync_operator_request_duration_seconds',
+      help: 'Latency of requests to the operator, by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    operatorRequests: new Counter({
+      name: 'vcu_sync_operator_requests_total',
+      help: 'Requests to the operator by operation and HTTP status code ("error" when there was no answer).',
+      labelNames: ['operation', 'code'] as const,
+      registers,
+    }),
+    /** Set by the API at scrape time from the health module. */
+    outboxDepth: new Gauge({
+      name: 'vcu_sync_outbox_rows',
+      help: 'Outbox rows by state.',
+      labelNames: ['state'] as const,
+      registers,
+    }),
+    outboxOldestQueuedAge: new Gauge({
+      name: 'vcu_sync_outbox_oldest_queued_age_seconds',
+      help: 'Age of the oldest queued outbox row (0 when none).',
+      registers,
+    }),
+    lastSyncSuccess: new Gauge({
+      name: 'vcu_sync_last_success_timestamp_seconds',
+      help: 'Unix time of the last successful sync, by resource.',
+      labelNames: ['resource'] as const,
+      registers,
+    }),
+    mirrorRecords: new Gauge({
+      name: 'vcu_sync_mirror_records',
+      help: 'Records in the mirror (not removed), by resource.',
+      labelNames: ['resource'] as const,
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,77 @@
+import { scrubText } from '../redact.js';
+
+/** How a failed operator call should be handled by the loop that made it. */
+export type OperatorErrorKind = 'transient' | 'rate-limited' | 'auth' | 'permanent' | 'invalid-response';
+
+/** A failed call to the operator, classified so the loops can decide what to do next. */
+export class OperatorError extends Error {
+  readonly kind: OperatorErrorKind;
+  /** HTTP status, when there was an answer. */
+  readonly status: number | undefined;
+  /** How long the operator asked us to wait (429, 503 with Retry-After), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: OperatorErrorKind, message: string, status?: number, retryAfterMs?: number) {
+    super(scrubText(message));
+    this.name = 'OperatorError';
+    this.kind = kind;
+    this.status = status;
+    this.retryAfterMs = retryAfterMs;
+  }
+
+  /** Worth trying again later (transient or rate-limited). */
+  get retryable(): boolean {
+    return this.kind === 'transient' || this.kind === 'rate-limited';
+  }
+}
+
+/**
+ * Parses `Retry-After` (delta seconds or an HTTP date) into milliseconds from `nowMs`;
+ * undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - nowMs);
+}
+
+/** The operator's own words from an error body: `message`/`error` of a JSON body, else a short excerpt. */
+export function operatorMessage(body: string): string {
+  const text = body.trim();
+  if (text === '') return 'no message';
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object') {
+      const o = parsed as Record<string, unknown>;
+      const message = o.message ?? o.error ?? o.detail ?? o.title;
+      if (typeof message === 'string' && message !== '') {
+        const details = Array.isArray(o.errors) ? ` (${JSON.stringify(o.errors).slice(0, 300)})` : '';
+        return `${message}${details}`.slice(0, 500);
+      }
+    }
+  } catch {
+    // Not JSON: fall through to an excerpt.
+  }
+  if (/^<(!doctype|html)/i.test(text)) return 'an HTML page instead of JSON';
+  return text.replace(/\s+/g, ' ').slice(0, 200);
+}
+
+/** Classifies an HTTP error status into the error the loops act on. */
+export function errorForStatus(status: number, body: string, retryAfter: string | undefined, nowMs: number): OperatorError {
+  const message = `operator answered ${status}: ${operatorMessage(body)}`;
+  const wait = parseRetryAfter(retryAfter, nowMs);
+  if (status === 429) return new OperatorError('rate-limited', message, status, wait);
+  if (status === 401 || status === 403) return new OperatorError('auth', message, status);
+  if (status === 408 || status === 425 || status >= 500) return new OperatorError('transient', message, status, wait);
+  return new OperatorError('permanent', message, status);
+}
+
+/** Classifies a network-level failure (reset, refused, timeout) as transient. */
+export function errorForNetwork(err: unknown): OperatorError {
+  const e = err as { code?: string; message?: string; name?: string };
+  const what = e.code === 'ETIMEDOUT' || e.name === 'TimeoutError' ? 'timed out' : (e.code ?? e.message ?? 'failed');
+  return new OperatorError('transient', `operator request ${what}${e.message && e.code ? `: ${e.message}` : ''}`);
+}

@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createAppContext } from '../../src/appContext.js';
+import type { Clock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import type { AppContext } from '../../src/context.js';
+import { silentLogger } from '../../src/log.js';
+
+/** A fresh temporary folder, removed by the returned cleanup. */
+export function tempDir(prefix = 'vcu-sync-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Options of {@link testContext}. */
+export interface TestContextOptions {
+  /** Config keys as TOML spells them, e.g. { 'operator.url': url } (default: none). */
+  overrides?: Record<string, unknown>;
+  /** Environment for loadConfig (default: empty, so the developer's variables do not leak in). */
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+}
+
+/** A real context over a real SQLite file in a temporary folder. */
+export function testContext(options: TestContextOptions = {}): AppContext & { dir: string; dispose: () => void } {
+  const { dir, cleanup } = tempDir();
+  const config = loadConfig({
+    env: { VCU_SYNC_DB: path.join(dir, 'test.db'), ...options.env },
+    overrides: options.overrides ?? {},
+  });
+  const ctx = createAppContext(config, silentLogger, { clock: options.clock });
+  return Object.assign(ctx, {
+    dir,
+    dispose: () => {
+      ctx.database.close();
+      cleanup();
+    },
+  });
+}
