@@ -15,7 +15,11 @@ export interface CreateContextOptions {
 }
 
 /** Opens the database and builds the shared context; the operator client is made on first use. */
-export function createAppContext(config: Config, log: Logger, options: CreateContextOptions = {}): AppContext {
+export function createAppContext(
+  config: Config,
+  log: Logger,
+  options: CreateContextOptions = {},
+): AppContext {
   const database = openDatabase(config.database.path, {
     migrate: options.migrate ?? true,
     synchronous: config.database.synchronous,

@@ -52,13 +52,17 @@ function readTomlFile(file: string): Raw {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError([`cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`]);
+    throw new ConfigError([
+      `cannot read config file ${file}: ${(err as NodeJS.ErrnoException).code ?? errorMessage(err)}`,
+    ]);
   }
   try {
     return parseToml(text) as Raw;
   } catch (err) {
     if (err instanceof TomlError) {
-      throw new ConfigError([`${file} line ${err.line}, column ${err.column}: ${err.message.split('\n')[0]}`]);
+      throw new ConfigError([
+        `${file} line ${err.line}, column ${err.column}: ${err.message.split('\n')[0]}`,
+      ]);
     }
     throw new ConfigError([`${file}: ${errorMessage(err)}`]);
   }
@@ -77,7 +81,11 @@ function readSecretFile(source: string, file: string): string {
 }
 
 /** Reads one secret from (in rising precedence) the file, VAR, VAR_FILE, then the systemd credential. */
-function secretFromEnvironment(env: NodeJS.ProcessEnv, variable: string, credential: string): string | undefined {
+function secretFromEnvironment(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  credential: string,
+): string | undefined {
   const direct = env[variable];
   const fileVar = env[`${variable}_FILE`];
   if (direct !== undefined && direct !== '' && fileVar !== undefined && fileVar !== '') {
@@ -92,7 +100,9 @@ function secretFromEnvironment(env: NodeJS.ProcessEnv, variable: string, credent
       value = readFileSync(credentialFile, 'utf8').trim() || value;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new ConfigError([`credential ${credential}: cannot read (${(err as NodeJS.ErrnoException).code})`]);
+        throw new ConfigError([
+          `credential ${credential}: cannot read (${(err as NodeJS.ErrnoException).code})`,
+        ]);
       }
     }
   }
@@ -100,7 +110,9 @@ function secretFromEnvironment(env: NodeJS.ProcessEnv, variable: string, credent
 }
 
 function issuePath(issue: z.core.$ZodIssue): string {
-  return issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+  return issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`))
+    .join('');
 }
 
 /** One line per zod issue, naming the key; never the value (it may be a secret). */

@@ -1,3 +1,4 @@
+import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
 
 /**
@@ -19,10 +20,18 @@ const httpUrl = z
 const apiPath = z.string().regex(/^\//, 'expected a path starting with /');
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().min(0);
-/** A cron expression for node-cron (five or six fields). */
-const cron = z
-  .string()
-  .refine((v) => v === 'off' || [5, 6].includes(v.trim().split(/\s+/).length), 'expected a cron expression or "off"');
+/** A cron expression for node-cron (five or six fields), or "off". */
+const cron = z.string().superRefine((value, ctx) => {
+  if (value === 'off') return;
+  const result = validateDetailed(value);
+  if (!result.valid) {
+    const first = result.errors[0];
+    ctx.addIssue({
+      code: 'custom',
+      message: `not a cron expression${first ? ` (${first.field}: ${first.message})` : ''}; use e.g. "*/5 * * * *" or "off"`,
+    });
+  }
+});
 
 const operatorSchema = z.strictObject({
   /** The operator's base URL (default: none; required to sync or send). */

@@ -22,7 +22,9 @@ export class ConfigError extends UserError {
 
   constructor(problems: readonly string[]) {
     super(
-      problems.length === 1 ? `config: ${problems[0]}` : `config: ${problems.length} problems: ${problems.join('; ')}`,
+      problems.length === 1
+        ? `config: ${problems[0]}`
+        : `config: ${problems.length} problems: ${problems.join('; ')}`,
       EXIT_CONFIG,
     );
     this.name = 'ConfigError';

@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 import { redactDeep, scrubText } from './redact.js';
 
 export type { Logger } from 'pino';
@@ -9,8 +9,10 @@ export interface LogOptions {
   level?: string;
   /** Where lines go (default: stdout; pretty-printed when stdout is a TTY). */
   destination?: DestinationStream;
-  /** Pretty-print instead of JSON (default: whether stdout is a TTY). */
+  /** Pretty-print instead of JSON (default: whether the output is a TTY). */
   pretty?: boolean;
+  /** File descriptor: 1 for the daemon (journald), 2 for one-shot commands whose stdout is data (default: 1). */
+  fd?: 1 | 2;
 }
 
 /**
@@ -19,7 +21,9 @@ export interface LogOptions {
  * or a personal field cannot reach the journal whatever a caller logs.
  */
 export function createLogger(options: LogOptions = {}): Logger {
-  const pretty = options.pretty ?? (options.destination === undefined && process.stdout.isTTY === true);
+  const fd = options.fd ?? 1;
+  const tty = fd === 1 ? process.stdout.isTTY : process.stderr.isTTY;
+  const pretty = options.pretty ?? (options.destination === undefined && tty === true);
   const base = {
     level: options.level ?? 'info',
     base: { pid: process.pid },
@@ -42,9 +46,15 @@ export function createLogger(options: LogOptions = {}): Logger {
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {
-    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+    return pino({
+      ...base,
+      transport: {
+        target: 'pino-pretty',
+        options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', destination: fd },
+      },
+    });
   }
-  return pino(base, pino.destination({ fd: 1, sync: false }));
+  return pino(base, pino.destination({ fd, sync: fd === 2 }));
 }
 
 /** A logger that writes nothing, for tests and library use. */

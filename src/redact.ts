@@ -60,7 +60,11 @@ export function redactDeep(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return scrubText(value);
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (value instanceof Error) {
-    return { type: value.name, message: scrubText(value.message), stack: value.stack && scrubText(value.stack) };
+    return {
+      type: value.name,
+      message: scrubText(value.message),
+      stack: value.stack && scrubText(value.stack),
+    };
   }
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
   const out: Record<string, unknown> = {};

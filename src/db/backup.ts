@@ -33,7 +33,9 @@ export async function backupDatabase(source: Sqlite, target: string): Promise<Ba
     if (check !== 'ok') throw new UserError(`backup: the copy failed its integrity check: ${String(check)}`);
     const tables: Record<string, number> = {};
     const names = copy
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
       .pluck()
       .all() as string[];
     for (const name of names) {

@@ -37,7 +37,8 @@ function openProblem(file: string, err: unknown): UserError {
   const code = (err as NodeJS.ErrnoException).code;
   const dir = path.dirname(path.resolve(file));
   if (!existsSync(dir)) return new UserError(`database: cannot open ${file}: folder ${dir} does not exist`);
-  if (existsSync(file) && statSync(file).isDirectory()) return new UserError(`database: ${file} is a folder, not a file`);
+  if (existsSync(file) && statSync(file).isDirectory())
+    return new UserError(`database: ${file} is a folder, not a file`);
   const reason = (err as Error).message || code || 'unknown error';
   return new UserError(`database: cannot open ${file}: ${reason}`);
 }
@@ -54,7 +55,10 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
   }
   let sqlite: Sqlite;
   try {
-    sqlite = new Database(file, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    sqlite = new Database(file, {
+      readonly: options.readonly ?? false,
+      fileMustExist: options.readonly ?? false,
+    });
     sqlite.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     if (!options.readonly) {
       sqlite.pragma('journal_mode = WAL');

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import https from 'node:https';
-import { got, type Got, type Request } from 'got';
+import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
 import { errorForNetwork, errorForStatus, OperatorError } from './errors.js';
-import { type ListBody, readListBody } from './readBody.js';
 import { RateLimiter } from './rateLimit.js';
+import { type ListBody, readListBody } from './readBody.js';
 
 /** Everything the client needs to reach the operator. */
 export interface OperatorClientOptions {
@@ -81,7 +81,9 @@ export class OperatorClient {
   private headers(withAuth: boolean): Record<string, string> {
     const key = this.options.apiKey;
     if (!withAuth || !key) return {};
-    return (this.options.auth ?? 'apikey') === 'bearer' ? { authorization: `Bearer ${key}` } : { apikey: key };
+    return (this.options.auth ?? 'apikey') === 'bearer'
+      ? { authorization: `Bearer ${key}` }
+      : { apikey: key };
   }
 
   private url(path: string, query: ListQuery = {}): string {
@@ -98,7 +100,11 @@ export class OperatorClient {
   }
 
   /** Reads the text of a non-2xx answer (bounded) and throws it as a classified error. */
-  private async failFromStream(stream: Request, status: number, retryAfter: string | undefined): Promise<never> {
+  private async failFromStream(
+    stream: Request,
+    status: number,
+    retryAfter: string | undefined,
+  ): Promise<never> {
     let text = '';
     try {
       for await (const chunk of stream) {
@@ -129,11 +135,16 @@ export class OperatorClient {
     }
     const status = response.statusCode ?? 0;
     this.report(operation, status, started);
-    if (status < 200 || status >= 300) await this.failFromStream(stream, status, header(response, 'retry-after'));
+    if (status < 200 || status >= 300)
+      await this.failFromStream(stream, status, header(response, 'retry-after'));
     const type = header(response, 'content-type') ?? '';
     if (type.includes('text/html')) {
       stream.destroy();
-      throw new OperatorError('invalid-response', 'operator answered an HTML page where a JSON array was expected', status);
+      throw new OperatorError(
+        'invalid-response',
+        'operator answered an HTML page where a JSON array was expected',
+        status,
+      );
     }
     return readListBody(stream, this.options.bufferLimitBytes ?? 8 * 1024 * 1024);
   }
@@ -143,16 +154,28 @@ export class OperatorClient {
     await this.limiter.acquire();
     const started = this.clock.now();
     const response = await this.send(operation, started, () =>
-      this.got(this.url(path), { headers: this.headers(true), timeout: { request: this.options.timeoutMs ?? 30_000 } }),
+      this.got(this.url(path), {
+        headers: this.headers(true),
+        timeout: { request: this.options.timeoutMs ?? 30_000 },
+      }),
     );
     if (response.statusCode === 404) return null;
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw errorForStatus(response.statusCode, response.body, header(response, 'retry-after'), this.clock.now());
+      throw errorForStatus(
+        response.statusCode,
+        response.body,
+        header(response, 'retry-after'),
+        this.clock.now(),
+      );
     }
     try {
       return JSON.parse(response.body) as unknown;
     } catch {
-      throw new OperatorError('invalid-response', 'operator answered a body that is not valid JSON', response.statusCode);
+      throw new OperatorError(
+        'invalid-response',
+        'operator answered a body that is not valid JSON',
+        response.statusCode,
+      );
     }
   }
 
@@ -169,7 +192,12 @@ export class OperatorClient {
     );
     const durationMs = this.clock.now() - started;
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw errorForStatus(response.statusCode, response.body, header(response, 'retry-after'), this.clock.now());
+      throw errorForStatus(
+        response.statusCode,
+        response.body,
+        header(response, 'retry-after'),
+        this.clock.now(),
+      );
     }
     return { status: response.statusCode, body: response.body, durationMs };
   }

@@ -60,18 +60,28 @@ export function operatorMessage(body: string): string {
 }
 
 /** Classifies an HTTP error status into the error the loops act on. */
-export function errorForStatus(status: number, body: string, retryAfter: string | undefined, nowMs: number): OperatorError {
+export function errorForStatus(
+  status: number,
+  body: string,
+  retryAfter: string | undefined,
+  nowMs: number,
+): OperatorError {
   const message = `operator answered ${status}: ${operatorMessage(body)}`;
   const wait = parseRetryAfter(retryAfter, nowMs);
   if (status === 429) return new OperatorError('rate-limited', message, status, wait);
   if (status === 401 || status === 403) return new OperatorError('auth', message, status);
-  if (status === 408 || status === 425 || status >= 500) return new OperatorError('transient', message, status, wait);
+  if (status === 408 || status === 425 || status >= 500)
+    return new OperatorError('transient', message, status, wait);
   return new OperatorError('permanent', message, status);
 }
 
 /** Classifies a network-level failure (reset, refused, timeout) as transient. */
 export function errorForNetwork(err: unknown): OperatorError {
   const e = err as { code?: string; message?: string; name?: string };
-  const what = e.code === 'ETIMEDOUT' || e.name === 'TimeoutError' ? 'timed out' : (e.code ?? e.message ?? 'failed');
-  return new OperatorError('transient', `operator request ${what}${e.message && e.code ? `: ${e.message}` : ''}`);
+  const what =
+    e.code === 'ETIMEDOUT' || e.name === 'TimeoutError' ? 'timed out' : (e.code ?? e.message ?? 'failed');
+  return new OperatorError(
+    'transient',
+    `operator request ${what}${e.message && e.code ? `: ${e.message}` : ''}`,
+  );
 }

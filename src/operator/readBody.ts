@@ -31,7 +31,8 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
   const parser = StreamArray.withParser();
   const feed = async () => {
     try {
-      for (const chunk of buffered) if (!parser.write(chunk)) await new Promise((r) => parser.once('drain', r));
+      for (const chunk of buffered)
+        if (!parser.write(chunk)) await new Promise((r) => parser.once('drain', r));
       buffered.length = 0;
       for (let next = await rest.next(); !next.done; next = await rest.next()) {
         if (!parser.write(next.value)) await new Promise((r) => parser.once('drain', r));
@@ -47,7 +48,8 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
   } catch (err) {
     if (err instanceof OperatorError) throw err;
     const message = (err as Error).message ?? '';
-    if (/parser|token|JSON|expected/i.test(message)) throw notAnArray('a body that is not a valid JSON array');
+    if (/parser|token|JSON|expected/i.test(message))
+      throw notAnArray('a body that is not a valid JSON array');
     throw new OperatorError('transient', `operator body broke off while streaming: ${message}`);
   }
 }

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { type FieldDef, type FieldType, LEGACY_FIELD_NAMES, RESOURCE_FIELDS, type ResourceName } from './fields.js';
+import {
+  type FieldDef,
+  type FieldType,
+  LEGACY_FIELD_NAMES,
+  RESOURCE_FIELDS,
+  type ResourceName,
+} from './fields.js';
 
 /**
  * zod schemas for the interface's records, derived from the field lists in fields.ts.
@@ -33,7 +39,12 @@ const FIELD_SCHEMAS: Record<FieldType, z.ZodType> = {
   int: numeric.refine(Number.isInteger, 'expected an integer').nullish(),
   number: numeric.nullish(),
   bool: z
-    .union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true'), z.literal(0), z.literal(1)])
+    .union([
+      z.boolean(),
+      z.enum(['true', 'false']).transform((v) => v === 'true'),
+      z.literal(0),
+      z.literal(1),
+    ])
     .transform((v) => (v === true || v === 1 ? 1 : 0))
     .nullish(),
   date: z.string().refine(isRealDate, 'expected a date YYYY-MM-DD').nullish(),
@@ -111,7 +122,9 @@ export function normalizeRecord(resource: ResourceName, value: unknown, rawText?
     const issue = result.error.issues[0]!;
     const field = issue.path.join('.') || '(record)';
     const reason =
-      issue.path[0] === keyField && issue.code === 'invalid_union' ? `${field}: missing or not an id` : `${field}: ${issue.message}`;
+      issue.path[0] === keyField && issue.code === 'invalid_union'
+        ? `${field}: missing or not an id`
+        : `${field}: ${issue.message}`;
     return { ok: false, key: keyOf(value, keyField), reason, raw };
   }
   const data = result.data as Record<string, string | number | null | undefined>;

@@ -29,7 +29,8 @@ export function checkAuth(
 ): AuthResult {
   const offered: string[] = [];
   if (mode !== 'bearer' && headers.apikey !== undefined) offered.push(headers.apikey);
-  if (mode !== 'apikey' && headers.authorization !== undefined) offered.push(bearer(headers.authorization) ?? '');
+  if (mode !== 'apikey' && headers.authorization !== undefined)
+    offered.push(bearer(headers.authorization) ?? '');
   if (offered.length === 0) return 'missing';
   return offered.some((v) => same(v, key)) ? 'ok' : 'wrong';
 }

@@ -41,6 +41,10 @@ export interface FaultOptions {
   driftOp?: 'insert' | 'remove';
   /** How many records `drift` inserts or removes (default: 1) */
   driftCount?: number;
+  /** Field that `invalid-record` gives a wrong type (default: projectID / issuanceAmount / unitsQuantity) */
+  corruptField?: string;
+  /** The wrong value (default: 'abc' for ids, 'lots' otherwise) */
+  corruptValue?: unknown;
 }
 
 export interface Fault extends FaultOptions {
@@ -81,6 +85,8 @@ export interface InjectedFault {
   method: string;
   path: string;
   at: string;
+  /** What the fault did, e.g. the ids a drift removed or inserted. */
+  detail?: Record<string, unknown>;
 }
 
 const DEFAULT_PREFIX = '/integration/v1/';
@@ -130,8 +136,20 @@ export class FaultControl {
   /** Chooses the fault for one request (queue first, then rates) and records it. */
   take(req: FaultRequest): Fault | undefined {
     const fault = this.fromQueue(req) ?? this.fromRates(req);
-    if (fault) this.injected.push({ kind: fault.kind, method: req.method, path: req.path, at: new Date().toISOString() });
+    if (fault)
+      this.injected.push({
+        kind: fault.kind,
+        method: req.method,
+        path: req.path,
+        at: new Date().toISOString(),
+      });
     return fault;
+  }
+
+  /** Attaches what the last injected fault did (handlers call it after acting). */
+  noteLast(detail: Record<string, unknown>): void {
+    const last = this.injected[this.injected.length - 1];
+    if (last) last.detail = detail;
   }
 
   /** Constant latency added to every interface request by the rates (0 when none). */
@@ -156,7 +174,8 @@ export class FaultControl {
     if (r.reset && this.rng.chance(r.reset)) return { kind: 'reset' };
     if (r.truncated && this.rng.chance(r.truncated)) return { kind: 'truncated' };
     if (r.html && this.rng.chance(r.html)) return { kind: 'html' };
-    if (req.returnsRecords && r.invalidRecord && this.rng.chance(r.invalidRecord)) return { kind: 'invalid-record' };
+    if (req.returnsRecords && r.invalidRecord && this.rng.chance(r.invalidRecord))
+      return { kind: 'invalid-record' };
     return undefined;
   }
 }

@@ -6,7 +6,7 @@
  * START + STEP * i. The gaps (STEP > 1) leave room to insert records *between* existing ones,
  * which the `drift` fault needs to shift offsets the way a live upstream does.
  */
-import { hashInts, Rng } from './prng.js';
+import { hash3, Rng } from './prng.js';
 import type { Issuance, Project, ResourceName, UnitOperation } from './types.js';
 import {
   CHAINS,
@@ -74,13 +74,23 @@ const DAY_MS = 86_400_000;
 const EPOCH_2015 = Date.UTC(2015, 0, 1);
 
 function rngFor(ctx: GenContext, resource: ResourceName, i: number): Rng {
-  return new Rng(hashInts(ctx.seed, SALT[resource], i));
+  return new Rng(hash3(ctx.seed, SALT[resource], i));
 }
 
-/** YYYY-MM-DD for a day count since 2015-01-01. */
+const DAY_CACHE: string[] = [];
+
+/** YYYY-MM-DD for a day count since 2015-01-01 (memoised: generation is on the hot path). */
 export function isoDay(daysSince2015: number): string {
-  return new Date(EPOCH_2015 + daysSince2015 * DAY_MS).toISOString().slice(0, 10);
+  const hit = DAY_CACHE[daysSince2015];
+  if (hit !== undefined) return hit;
+  const s = new Date(EPOCH_2015 + daysSince2015 * DAY_MS).toISOString().slice(0, 10);
+  if (daysSince2015 >= 0 && daysSince2015 < 8000) DAY_CACHE[daysSince2015] = s;
+  return s;
 }
+
+/** URL slugs precomputed once: string work per record adds up at a million records. */
+const SLUG = new Map<string, string>([...MARKETPLACES, ...CHAINS].map((v) => [v, v.replace(/ /g, '-').toLowerCase()]));
+const slug = (v: string): string => SLUG.get(v) ?? v.toLowerCase();
 
 function dayOfYear(year: number, rng: Rng): string {
   return isoDay(Math.floor((Date.UTC(year, 0, 1) - EPOCH_2015) / DAY_MS) + rng.int(0, 364));
@@ -158,7 +168,7 @@ export function generateIssuance(ctx: GenContext, i: number): Issuance {
     isCorsiaCompliant: r.chance(0.25),
     issuanceLinkRegistry: `https://registry.example/issuances/${id}`,
     issuanceLinkPublicTrust: `https://trust.example/issuances/${id}`,
-    issuanceLinkNftMarket: `https://nft.example/${chain.toLowerCase()}/issuances/${id}`,
+    issuanceLinkNftMarket: `https://nft.example/${slug(chain)}/issuances/${id}`,
   };
 }
 
@@ -176,7 +186,7 @@ export function generateUnit(ctx: GenContext, i: number): UnitOperation {
     unitsIssuanceID: issuance,
     unitsType: r.pick(UNIT_TYPES),
     unitsMarketplace: market,
-    unitsLinkMarketplace: `https://market.example/${market.replace(/ /g, '-').toLowerCase()}/ops/${id}`,
+    unitsLinkMarketplace: `https://market.example/${slug(market)}/ops/${id}`,
     unitsMarketplaceID: `MKT-${r.int(1, 9)}`,
     unitsStatus: status,
     unitsDate: isoDay(day),
@@ -186,13 +196,15 @@ export function generateUnit(ctx: GenContext, i: number): UnitOperation {
     unitsAccountDestinationID: r.int(1, 50_000),
     unitsBlockchainNetwork: chain,
     unitsLinkRegistry: `https://registry.example/units/${id}`,
-    unitsLinkNftMarket: `https://nft.example/${chain.toLowerCase()}/units/${id}`,
+    unitsLinkNftMarket: `https://nft.example/${slug(chain)}/units/${id}`,
   };
 }
 
-export const GENERATORS: Record<ResourceName, (ctx: GenContext, i: number) => Project | Issuance | UnitOperation> =
-  {
-    projects: generateProject,
-    issuances: generateIssuance,
-    units: generateUnit,
-  };
+export const GENERATORS: Record<
+  ResourceName,
+  (ctx: GenContext, i: number) => Project | Issuance | UnitOperation
+> = {
+  projects: generateProject,
+  issuances: generateIssuance,
+  units: generateUnit,
+};

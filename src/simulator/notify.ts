@@ -30,7 +30,12 @@ const STRING_FIELDS = [
   'unitsRetirementNotes',
   'detokenizationProof',
 ] as const;
-const INTEGER_FIELDS = ['unitId', 'issuanceId', 'unitsInternalAccountID', 'unitsAccountDestinationID'] as const;
+const INTEGER_FIELDS = [
+  'unitId',
+  'issuanceId',
+  'unitsInternalAccountID',
+  'unitsAccountDestinationID',
+] as const;
 
 const optional = <T extends z.ZodType>(t: T) => t.nullish();
 
@@ -54,11 +59,19 @@ const notificationSchema = z.looseObject(shape).superRefine((n, ctx) => {
   if (op !== 'detokenization') return;
   const dest = n.unitsAccountDestinationID;
   if (typeof dest !== 'number' || !Number.isInteger(dest)) {
-    ctx.addIssue({ code: 'custom', path: ['unitsAccountDestinationID'], message: 'is required for Detokenization' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['unitsAccountDestinationID'],
+      message: 'is required for Detokenization',
+    });
   }
   const amount = n.transactionAmount;
   if (typeof amount === 'number' && !Number.isInteger(amount)) {
-    ctx.addIssue({ code: 'custom', path: ['transactionAmount'], message: 'must be whole tCO2e for Detokenization' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['transactionAmount'],
+      message: 'must be whole tCO2e for Detokenization',
+    });
   }
   if (n.transactionUnit != null && n.transactionUnit !== 'tCO2e') {
     ctx.addIssue({ code: 'custom', path: ['transactionUnit'], message: 'must be tCO2e for Detokenization' });

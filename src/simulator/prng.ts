@@ -29,6 +29,15 @@ export function hashInts(...parts: number[]): number {
   return h;
 }
 
+/** hashInts for exactly three parts, without the rest-array allocation (hot path). */
+export function hash3(a: number, b: number, c: number): number {
+  let h = 0x9e3779b9;
+  h = mix32(h ^ mix32(a >>> 0) ^ Math.imul(Math.floor(a / 0x1_0000_0000), 0x27d4eb2d));
+  h = mix32(h ^ mix32(b >>> 0) ^ Math.imul(Math.floor(b / 0x1_0000_0000), 0x27d4eb2d));
+  h = mix32(h ^ mix32(c >>> 0) ^ Math.imul(Math.floor(c / 0x1_0000_0000), 0x27d4eb2d));
+  return h;
+}
+
 /** A tiny sequential generator (mulberry32) for drawing several values from one state. */
 export class Rng {
   private state: number;

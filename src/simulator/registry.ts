@@ -70,7 +70,10 @@ export class Registry {
   keyOf(resource: ResourceName, id: unknown): number {
     const key = KEY_SPECS[resource].keyOfId(id);
     if (key === undefined) {
-      throw new RegistryError('invalid', `${ID_FIELD[resource]} must be a non-negative integer or digit string`);
+      throw new RegistryError(
+        'invalid',
+        `${ID_FIELD[resource]} must be a non-negative integer or digit string`,
+      );
     }
     return key;
   }
@@ -94,7 +97,10 @@ export class Registry {
     const key = this.keyOf(resource, record[ID_FIELD[resource]]);
     const stored = { ...record, [ID_FIELD[resource]]: this.idOf(resource, key) };
     if (!this.seqs[resource].add(key, stored)) {
-      throw new RegistryError('exists', `${resource} record ${String(this.idOf(resource, key))} already exists`);
+      throw new RegistryError(
+        'exists',
+        `${resource} record ${String(this.idOf(resource, key))} already exists`,
+      );
     }
     return stored;
   }
@@ -120,13 +126,18 @@ export class Registry {
    * Cheap for any n: it grows the generated base unless a hand-added record sits past it.
    */
   appendUnits(n: number): { count: number; firstId?: string; lastId?: string } {
-    if (!Number.isSafeInteger(n) || n < 0) throw new RegistryError('invalid', 'count must be a non-negative integer');
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new RegistryError('invalid', 'count must be a non-negative integer');
     if (n === 0) return { count: 0 };
     const seq = this.seqs.units;
     const spec = KEY_SPECS.units;
     if (seq.growBase(n)) {
       const first = seq.baseSize - n;
-      return { count: n, firstId: String(spec.baseKey(first)), lastId: String(spec.baseKey(seq.baseSize - 1)) };
+      return {
+        count: n,
+        firstId: String(spec.baseKey(first)),
+        lastId: String(spec.baseKey(seq.baseSize - 1)),
+      };
     }
     let key = (seq.maxKey() ?? spec.baseKey(0)) + 1;
     const firstId = String(key);
@@ -138,7 +149,10 @@ export class Registry {
   synthesize(resource: ResourceName, key: number): JsonObject {
     const spec = KEY_SPECS[resource];
     const index = Math.max(0, Math.floor((key - spec.baseKey(0)) / (spec.baseKey(1) - spec.baseKey(0))));
-    const rec: JsonObject = { ...GENERATORS[resource](this.ctx, index), [ID_FIELD[resource]]: spec.idOfKey(key) };
+    const rec: JsonObject = {
+      ...GENERATORS[resource](this.ctx, index),
+      [ID_FIELD[resource]]: spec.idOfKey(key),
+    };
     return rec;
   }
 
@@ -155,7 +169,12 @@ export class Registry {
   }
 
   /** One page; a filter makes it a scan over the whole resource (fine at the sizes filters see). */
-  page(resource: ResourceName, offset: number, limit: number, filter?: (r: JsonObject) => boolean): JsonObject[] {
+  page(
+    resource: ResourceName,
+    offset: number,
+    limit: number,
+    filter?: (r: JsonObject) => boolean,
+  ): JsonObject[] {
     const out: JsonObject[] = [];
     if (limit <= 0) return out;
     if (!filter) {
@@ -175,12 +194,16 @@ export class Registry {
     return out;
   }
 
-  /** Inserts up to n synthesized records just before position p; returns the ids inserted. */
+  /**
+   * Inserts up to n synthesized records at positions <= p (at p while the neighbouring keys leave
+   * a gap, else a little earlier), so the record that was at p ends up at p + n.
+   */
   insertBefore(resource: ResourceName, p: number, n: number): (string | number)[] {
     const seq = this.seqs[resource];
     const ids: (string | number)[] = [];
-    for (let k = 0; k < n; k++) {
-      const key = seq.freeKeyBefore(p + k);
+    while (ids.length < n) {
+      let key: number | undefined;
+      for (let q = Math.min(p, seq.size); q >= Math.max(0, p - 64) && key === undefined; q--) key = seq.freeKeyBefore(q);
       if (key === undefined) break;
       seq.add(key, this.synthesize(resource, key));
       ids.push(this.idOf(resource, key));

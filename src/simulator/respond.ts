@@ -11,7 +11,12 @@ export const outcomeOf = new WeakMap<ServerResponse, string>();
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-export function writeJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   writeBody(res, status, JSON.stringify(body), headers);
 }
 
@@ -25,7 +30,12 @@ export function resetSocket(req: IncomingMessage, res: ServerResponse): void {
  * Sends a body cut in half. `short-body`: headers promise the full length, half is sent, then the
  * socket is destroyed. `cut-json`: a well-formed HTTP response whose JSON body ends mid-value.
  */
-export function writeTruncated(res: ServerResponse, status: number, body: string, mode: 'short-body' | 'cut-json'): void {
+export function writeTruncated(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  mode: 'short-body' | 'cut-json',
+): void {
   outcomeOf.set(res, 'truncated');
   const full = Buffer.from(body);
   const half = full.subarray(0, Math.max(1, Math.floor(full.length / 2)));
@@ -47,12 +57,17 @@ export function writeHtmlError(res: ServerResponse, status: number): void {
   res.end(buf);
 }
 
-/** A page body: small enough (<= maxPageSize records) to serialise at once, record by record. */
+/** A page body: bounded by maxPageSize, so it is serialised at once (faster than per record). */
 export function jsonArrayBody(records: readonly unknown[]): string {
-  return `[${records.map((r) => JSON.stringify(r)).join(',')}]`;
+  return JSON.stringify(records);
 }
 
-export function writeBody(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function writeBody(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   const buf = Buffer.from(body);
   res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': String(buf.length) });
   res.end(buf);
@@ -65,7 +80,11 @@ const CHUNK_BYTES = 64 * 1024;
  * full. `cutAfter` (truncated fault): stop after that many records and destroy the socket, so
  * the client sees a chunked body that never terminates.
  */
-export async function streamJsonArray(res: ServerResponse, records: Iterable<unknown>, cutAfter?: number): Promise<void> {
+export async function streamJsonArray(
+  res: ServerResponse,
+  records: Iterable<unknown>,
+  cutAfter?: number,
+): Promise<void> {
   res.writeHead(200, { 'content-type': JSON_TYPE });
   let chunk = '[';
   let n = 0;

@@ -124,7 +124,11 @@ export class WebhookSender {
   }
 
   /** Sends a custody deposit confirmation now; resolves when delivered or given up. */
-  sendDeposit(data: { projectID?: number | string; issuanceId?: string | number; unitIds?: (string | number)[] }): Promise<SentWebhook> {
+  sendDeposit(data: {
+    projectID?: number | string;
+    issuanceId?: string | number;
+    unitIds?: (string | number)[];
+  }): Promise<SentWebhook> {
     const payload: JsonObject = { type: 'custody.deposit', timestamp: new Date().toISOString(), data };
     return this.send(payload);
   }
@@ -175,7 +179,8 @@ export class WebhookSender {
         }
         record.error = `HTTP ${res.status}`;
       } catch (err) {
-        record.error = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : 'error';
+        record.error =
+          err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : 'error';
       }
       if (attempt < this.config.maxAttempts) await sleep(this.config.retryBaseMs * 2 ** (attempt - 1));
     }

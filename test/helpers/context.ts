@@ -23,7 +23,9 @@ export interface TestContextOptions {
 }
 
 /** A real context over a real SQLite file in a temporary folder. */
-export function testContext(options: TestContextOptions = {}): AppContext & { dir: string; dispose: () => void } {
+export function testContext(
+  options: TestContextOptions = {},
+): AppContext & { dir: string; dispose: () => void } {
   const { dir, cleanup } = tempDir();
   const config = loadConfig({
     env: { VCU_SYNC_DB: path.join(dir, 'test.db'), ...options.env },

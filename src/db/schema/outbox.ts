@@ -32,6 +32,8 @@ export const outbox = sqliteTable(
     finished_at: text('finished_at'),
     /** When its personal fields were scrubbed. */
     scrubbed_at: text('scrubbed_at'),
+    /** When a person last moved it from `failed` back to `queued`; max_age_hours counts from here. */
+    retried_at: text('retried_at'),
   },
   (t) => [
     index('outbox_due_idx').on(t.state, t.next_attempt_at),

@@ -1,0 +1,185 @@
+import { Command, CommanderError, Option } from 'commander';
+import { loadConfig } from './config.js';
+import { errorMessage, UserError } from './errors.js';
+import { scrubText } from './redact.js';
+
+/**
+ * The command line. Each command loads what it needs lazily, so `vcu-sync status` does not pay
+ * for the simulator and `--help` answers at once. Errors caused by the user print one line and
+ * exit non-zero; only a bug prints a stack trace, and only with VCU_SYNC_DEBUG=1.
+ */
+
+type Action = (...args: never[]) => Promise<number>;
+
+function configOf(cmd: Command) {
+  const { config } = cmd.optsWithGlobals<{ config?: string }>();
+  return loadConfig({ file: config });
+}
+
+function wrap(action: Action) {
+  return async (...args: unknown[]) => {
+    process.exitCode = await (action as (...a: unknown[]) => Promise<number>)(...args);
+  };
+}
+
+export function buildProgram(): Command {
+  const program = new Command('vcu-sync')
+    .description('Mirror a carbon registry operator, forward marketplace operations, receive its decisions.')
+    .option('--config <file>', 'TOML configuration file (default: $VCU_SYNC_CONFIG)')
+    .showHelpAfterError('(run vcu-sync --help for usage)')
+    .exitOverride();
+
+  program
+    .command('run')
+    .description('run the daemon: scheduler, dispatcher, API and webhook listeners, until SIGTERM')
+    .action(
+      wrap(async (_opts: unknown, cmd: Command) => {
+        const { runDaemonCommand } = await import('./commands/run.js');
+        return runDaemonCommand(configOf(cmd));
+      }),
+    );
+
+  program
+    .command('sync')
+    .description('sync the named resources once (all if none), then exit; 0 only if all succeeded')
+    .argument('[resources...]', 'projects, issuances, units, custody')
+    .option('--full', 'full scan instead of incremental (units)')
+    .action(
+      wrap(async (resources: string[], opts: { full?: boolean }, cmd: Command) => {
+        const { runSyncCli } = await import('./commands/syncCli.js');
+        return runSyncCli(configOf(cmd), resources, opts.full ?? false);
+      }),
+    );
+
+  program
+    .command('status')
+    .description('health for on-call; exit 0 ok, 1 warning, 2 critical')
+    .option('--json', 'machine-readable output')
+    .action(
+      wrap(async (opts: { json?: boolean }, cmd: Command) => {
+        const { runStatusCommand } = await import('./commands/status.js');
+        return runStatusCommand(configOf(cmd), { json: opts.json ?? false });
+      }),
+    );
+
+  program
+    .command('enqueue')
+    .description('queue a notification (JSON file, or - for stdin) and print the stored entry')
+    .argument('<file>', 'JSON file, or - for standard input')
+    .action(
+      wrap(async (file: string, _opts: unknown, cmd: Command) => {
+        const { runEnqueueCli } = await import('./commands/outboxCli.js');
+        return runEnqueueCli(configOf(cmd), file);
+      }),
+    );
+
+  program
+    .command('outbox')
+    .description('inspect and steer the queue: list | show REF | retry REF | cancel REF')
+    .addArgument(
+      program
+        .createArgument('<action>', 'list, show, retry or cancel')
+        .choices(['list', 'show', 'retry', 'cancel']),
+    )
+    .argument('[ref]', 'marketplaceTransactionRef')
+    .option('--json', 'machine-readable output')
+    .addOption(new Option('--state <state>', 'list: only rows in this state'))
+    .action(
+      wrap(
+        async (
+          action: string,
+          ref: string | undefined,
+          opts: { json?: boolean; state?: string },
+          cmd: Command,
+        ) => {
+          const { runOutboxCli } = await import('./commands/outboxCli.js');
+          return runOutboxCli(configOf(cmd), action, ref, { json: opts.json ?? false, state: opts.state });
+        },
+      ),
+    );
+
+  program
+    .command('simulator')
+    .description('run the operator simulator (see --help of the simulator for its flags)')
+    .allowUnknownOption()
+    .helpOption(false)
+    .argument('[flags...]')
+    .action(
+      wrap(async (flags: string[]) => {
+        const { runSimulatorCommand } = await import('./commands/simulator.js');
+        return runSimulatorCommand(flags);
+      }),
+    );
+
+  program
+    .command('demo')
+    .description('simulator + daemon together on loopback with a local database')
+    .option('--dir <dir>', 'where the demo keeps its database', '.vcu-sync-demo')
+    .option('--seconds <n>', 'stop after this many seconds (default: run until Ctrl-C)')
+    .action(
+      wrap(async (opts: { dir: string; seconds?: string }) => {
+        const { runDemoCommand } = await import('./commands/demo.js');
+        return runDemoCommand({
+          dir: opts.dir,
+          seconds: opts.seconds === undefined ? undefined : Number(opts.seconds),
+        });
+      }),
+    );
+
+  const db = program.command('db').description('schema and online backup');
+  db.command('migrate')
+    .description('apply pending migrations')
+    .action(
+      wrap(async (_opts: unknown, cmd: Command) => {
+        const { runDbMigrate } = await import('./commands/db.js');
+        return runDbMigrate(configOf(cmd));
+      }),
+    );
+  db.command('backup')
+    .description('online backup of the database to FILE, safe while the daemon writes')
+    .argument('<file>', 'the new backup file (must not exist)')
+    .action(
+      wrap(async (file: string, _opts: unknown, cmd: Command) => {
+        const { runDbBackup } = await import('./commands/db.js');
+        return runDbBackup(configOf(cmd), file);
+      }),
+    );
+
+  const config = program.command('config').description('configuration');
+  config
+    .command('check')
+    .description('validate the configuration and print it with secrets masked')
+    .action(
+      wrap(async (_opts: unknown, cmd: Command) => {
+        const { runConfigCheck } = await import('./commands/configCheck.js');
+        return runConfigCheck(configOf(cmd));
+      }),
+    );
+  return program;
+}
+
+/** Runs the CLI; resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 64;
+    if (err instanceof UserError) {
+      process.stderr.write(`vcu-sync: ${scrubText(err.message)}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`vcu-sync: unexpected error: ${scrubText(errorMessage(err))}\n`);
+    if (process.env.VCU_SYNC_DEBUG === '1' && err instanceof Error)
+      process.stderr.write(`${scrubText(err.stack ?? '')}\n`);
+    return 70;
+  }
+}
+
+const invokedDirectly = process.argv[1] && /cli\.(ts|js)$/.test(process.argv[1]);
+if (invokedDirectly) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,33 @@
+import { closeAppContext, createAppContext } from '../appContext.js';
+import { type Config, requireOperator } from '../config.js';
+import { startDaemon } from '../daemon.js';
+import { createLogger } from '../log.js';
+
+/** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
+export async function runDaemonCommand(config: Config): Promise<number> {
+  requireOperator(config);
+  const log = createLogger({ level: config.log.level });
+  const ctx = createAppContext(config, log);
+  if (config.webhook.scheme === 'none') {
+    log.warn(
+      { event: 'webhook.unsigned' },
+      'webhook.scheme is "none": webhooks are accepted without any signature',
+    );
+  }
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try {
+    daemon = await startDaemon(ctx);
+  } catch (err) {
+    closeAppContext(ctx);
+    throw err;
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    void daemon.stop(signal);
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  await daemon.stopped;
+  closeAppContext(ctx);
+  log.flush();
+  return 0;
+}

@@ -1,0 +1,29 @@
+import { existsSync } from 'node:fs';
+import type { Config } from '../config.js';
+import { openDatabase } from '../db/open.js';
+import { formatHealth } from '../health/format.js';
+import { getHealth } from '../status.js';
+
+/** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
+export async function runStatusCommand(config: Config, options: { json: boolean }): Promise<number> {
+  if (!existsSync(config.database.path)) {
+    const message = `database ${config.database.path} does not exist: the daemon has never run with this configuration`;
+    if (options.json) {
+      process.stdout.write(
+        `${JSON.stringify({ status: 'critical', exitCode: 2, problems: [{ severity: 'critical', code: 'no-database', message, action: 'check database.path / VCU_SYNC_DB, then start the daemon' }] }, null, 2)}\n`,
+      );
+    } else {
+      process.stdout.write(`vcu-sync CRITICAL: ${message}\n`);
+    }
+    return 2;
+  }
+  const database = openDatabase(config.database.path, { readonly: true, migrate: false });
+  try {
+    const now = Date.now();
+    const health = getHealth(database.sqlite, config, now);
+    process.stdout.write(options.json ? `${JSON.stringify(health, null, 2)}\n` : formatHealth(health, now));
+    return health.exitCode;
+  } finally {
+    database.close();
+  }
+}

@@ -1,0 +1,94 @@
+import type { AppContext, Component } from './context.js';
+import { errorMessage } from './errors.js';
+
+/** Options of {@link startDaemon}. */
+export interface DaemonOptions {
+  /** The parts to run, in start order (default: API, webhook listener, dispatcher, mirror scheduler). */
+  components?: Component[];
+  /** Longest a graceful stop may take before the process gives up on stragglers, ms (default: 20000). */
+  stopTimeoutMs?: number;
+}
+
+/** A running daemon. */
+export interface Daemon {
+  /** Stops every component in reverse start order; resolves when all stopped or the bound passed. */
+  stop(reason: string): Promise<void>;
+  /** Resolves once stop() has finished. */
+  readonly stopped: Promise<void>;
+}
+
+/** The daemon's parts in start order: listeners first (so status answers), then the loops. */
+export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
+  const [
+    { createApiComponent },
+    { createWebhookComponent },
+    { createDispatcherComponent },
+    { createMirrorComponent },
+  ] = await Promise.all([
+    import('./api/server.js'),
+    import('./inbox/listener.js'),
+    import('./outbox/dispatcher.js'),
+    import('./mirror/scheduler.js'),
+  ]);
+  return [
+    createApiComponent(ctx),
+    createWebhookComponent(ctx),
+    createDispatcherComponent(ctx),
+    createMirrorComponent(ctx),
+  ];
+}
+
+/**
+ * Starts the components in order. If one fails to start, those already started are stopped
+ * again and the error is thrown (a port in use, say), so the process exits instead of half-running.
+ */
+export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}): Promise<Daemon> {
+  const components = options.components ?? (await defaultComponents(ctx));
+  const started: Component[] = [];
+  const stopAll = async (reason: string) => {
+    ctx.log.info({ event: 'daemon.stopping', reason }, `stopping (${reason})`);
+    const bound = options.stopTimeoutMs ?? 20_000;
+    for (const component of [...started].reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), bound);
+      });
+      try {
+        const outcome = await Promise.race([component.stop().then(() => 'stopped' as const), timeout]);
+        if (outcome === 'timeout') {
+          ctx.log.warn(
+            { event: 'daemon.stop.timeout', component: component.name },
+            `${component.name} did not stop in ${bound} ms`,
+          );
+        }
+      } catch (err) {
+        ctx.log.error({ event: 'daemon.stop.failed', component: component.name, err }, errorMessage(err));
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    ctx.log.info({ event: 'daemon.stopped' }, 'stopped');
+  };
+  for (const component of components) {
+    try {
+      await component.start();
+      started.push(component);
+    } catch (err) {
+      await stopAll(`${component.name} failed to start`);
+      throw err;
+    }
+  }
+  ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
+  let stopping: Promise<void> | undefined;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => {
+    resolveStopped = resolve;
+  });
+  return {
+    stopped,
+    stop(reason: string) {
+      stopping ??= stopAll(reason).then(resolveStopped);
+      return stopping;
+    },
+  };
+}

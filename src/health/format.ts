@@ -1,0 +1,31 @@
+import type { Health } from '../status.js';
+import { formatDuration } from './rules.js';
+
+/** `vcu-sync status` for people: the verdict, the worst problem first with what to do, then a short table. */
+export function formatHealth(health: Health, now: number): string {
+  const lines: string[] = [];
+  const verdict = health.status.toUpperCase();
+  lines.push(
+    `vcu-sync ${verdict}${health.problems.length ? `: ${health.problems.length} problem${health.problems.length === 1 ? '' : 's'}` : ''}`,
+  );
+  for (const p of health.problems) {
+    lines.push(`  [${p.severity}] ${p.code}: ${p.message}`);
+    lines.push(`      → ${p.action}`);
+  }
+  lines.push('');
+  lines.push('resource    last success   records   last run');
+  for (const r of health.snapshot.resources) {
+    const age = r.lastSuccessAt ? `${formatDuration(now - Date.parse(r.lastSuccessAt))} ago` : 'never';
+    const run = r.lastRun ? `${r.lastRun.status} (#${r.lastRun.id})` : '-';
+    lines.push(`${r.resource.padEnd(12)}${age.padEnd(15)}${String(r.records).padEnd(10)}${run}`);
+  }
+  const states = Object.entries(health.snapshot.outbox.byState)
+    .map(([state, n]) => `${state} ${n}`)
+    .join(', ');
+  lines.push('');
+  lines.push(`outbox: ${states || 'empty'}${health.snapshot.outbox.paused ? ' (sending PAUSED)' : ''}`);
+  lines.push(
+    `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
+  );
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,192 @@
+import type { HealthSnapshot } from './snapshot.js';
+
+/**
+ * Health rules: pure functions from a snapshot to problems, each with what it means and what to
+ * do. The same rules answer `vcu-sync status`, `GET /status`, the status page and the metrics.
+ * Exit codes follow the Nagios convention: 0 ok, 1 warning, 2 critical.
+ */
+
+export type Severity = 'ok' | 'warning' | 'critical';
+
+export interface Problem {
+  severity: Exclude<Severity, 'ok'>;
+  /** Stable identifier, also the README runbook's heading. */
+  code: string;
+  /** What is wrong, with the figures. */
+  message: string;
+  /** What the on-call engineer should do. */
+  action: string;
+}
+
+/** Inputs besides the snapshot. */
+export interface RuleInputs {
+  now: number;
+  /** Expected period between runs, ms, per resource (from the cron schedule); null when the schedule is off. */
+  periods: Record<string, number | null>;
+  /** How many periods without success make a resource stale. */
+  stalePeriods: number;
+  /** An accepted operation undecided this long is flagged, hours. */
+  decisionWarnHours: number;
+}
+
+/** Queued work older than this is a warning, then critical (ms). */
+export const QUEUE_AGE_WARNING_MS = 15 * 60_000;
+export const QUEUE_AGE_CRITICAL_MS = 6 * 60 * 60_000;
+
+const ageMs = (iso: string | null, now: number) => (iso ? now - Date.parse(iso) : null);
+
+export function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172_800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
+function syncProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
+  const problems: Problem[] = [];
+  for (const r of snapshot.resources) {
+    const period = inputs.periods[r.resource] ?? null;
+    const run = r.lastRun;
+    if (run?.status === 'failed' && run.error && /\b40[13]\b|auth/i.test(run.error)) {
+      problems.push({
+        severity: 'critical',
+        code: 'operator-auth',
+        message: `${r.resource} sync refused by the operator: ${run.error}`,
+        action: 'check the API key (credential api-key) and operator.auth; ask the operator whether the key was revoked',
+      });
+      continue;
+    }
+    if (run?.status === 'failed') {
+      problems.push({
+        severity: 'warning',
+        code: 'sync-failed',
+        message: `last ${r.resource} sync failed: ${run.error ?? 'no error recorded'}`,
+        action: `read the log (event sync.run.failed); run "vcu-sync sync ${r.resource}" to retry now`,
+      });
+    }
+    if (period === null) continue;
+    const age = ageMs(r.lastSuccessAt, inputs.now);
+    if (age === null) {
+      if (run === null) {
+        problems.push({
+          severity: 'warning',
+          code: 'sync-never',
+          message: `${r.resource} has never been synced`,
+          action: `start the daemon or run "vcu-sync sync ${r.resource}"`,
+        });
+      }
+    } else if (age > period * inputs.stalePeriods) {
+      problems.push({
+        severity: 'warning',
+        code: 'sync-stale',
+        message: `${r.resource} last synced ${formatDuration(age)} ago (schedule every ${formatDuration(period)})`,
+        action: 'check the daemon is running and the operator reachable (vcu-sync sync to retry)',
+      });
+    }
+  }
+  return problems;
+}
+
+function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
+  const problems: Problem[] = [];
+  const { outbox } = snapshot;
+  if (outbox.paused) {
+    problems.push({
+      severity: 'critical',
+      code: 'sending-paused',
+      message: `sending to /notify is paused since ${outbox.paused.since || 'an unknown time'}: ${outbox.paused.reason}`,
+      action: 'the operator refused our credentials: fix the API key; sending resumes by itself once a probe succeeds',
+    });
+  }
+  const failed = outbox.byState.failed ?? 0;
+  if (failed > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'operations-failed',
+      message: `${failed} operation${failed === 1 ? '' : 's'} failed and will not be retried`,
+      action: 'vcu-sync outbox list --state failed; fix the cause, then vcu-sync outbox retry REF (or cancel REF)',
+    });
+  }
+  const queuedAge = ageMs(outbox.oldestQueuedAt, inputs.now);
+  if (queuedAge !== null && queuedAge > QUEUE_AGE_WARNING_MS) {
+    problems.push({
+      severity: queuedAge > QUEUE_AGE_CRITICAL_MS ? 'critical' : 'warning',
+      code: 'queue-old',
+      message: `oldest unsent operation is ${formatDuration(queuedAge)} old (${(outbox.byState.queued ?? 0) + (outbox.byState.sending ?? 0)} waiting)`,
+      action: 'check the operator is reachable and the daemon running; vcu-sync outbox list shows last errors',
+    });
+  }
+  if (outbox.awaitingDecision > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'decision-overdue',
+      message: `${outbox.awaitingDecision} accepted operation${outbox.awaitingDecision === 1 ? '' : 's'} without a decision for over ${inputs.decisionWarnHours}h`,
+      action: 'ask the operator about them; check webhook delivery (webhook listener reachable, secret right)',
+    });
+  }
+  if (snapshot.rejections.since > 0) {
+    const last = snapshot.rejections.recent[0];
+    problems.push({
+      severity: 'warning',
+      code: 'operations-rejected',
+      message: `${snapshot.rejections.since} operation${snapshot.rejections.since === 1 ? '' : 's'} rejected by the operator in the last 24h${last ? ` (latest ${last.ref}: ${last.reason ?? 'no reason given'})` : ''}`,
+      action: 'investigate each rejection and reverse the internal operation if needed (vcu-sync outbox show REF)',
+    });
+  }
+  return problems;
+}
+
+function inboxProblems(snapshot: HealthSnapshot): Problem[] {
+  const problems: Problem[] = [];
+  const { webhooks } = snapshot;
+  if (webhooks.conflicts > 0) {
+    problems.push({
+      severity: 'critical',
+      code: 'decision-conflict',
+      message: `${webhooks.conflicts} webhook${webhooks.conflicts === 1 ? '' : 's'} contradicted an earlier decision`,
+      action: 'ask the operator which decision stands; the first one is applied, the others are in webhook_events',
+    });
+  }
+  if (webhooks.verificationFailures > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'webhook-verification-failed',
+      message: `${webhooks.verificationFailures} webhook request${webhooks.verificationFailures === 1 ? '' : 's'} failed verification in the last 24h (latest: ${webhooks.lastFailureReason ?? 'unknown'})`,
+      action: 'compare the webhook secret with the operator; check clocks (timestamp tolerance); could be probing',
+    });
+  }
+  if (webhooks.pendingOlderThanCutoff > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'webhook-unmatched',
+      message: `${webhooks.pendingOlderThanCutoff} decision webhook${webhooks.pendingOlderThanCutoff === 1 ? '' : 's'} name operations this marketplace never queued`,
+      action: 'check webhook_events for their refs; another system may be reporting under this marketplace',
+    });
+  }
+  const quarantined = Object.entries(snapshot.quarantine).filter(([, n]) => n > 0);
+  if (quarantined.length > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'records-quarantined',
+      message: `records the operator sent that could not be read: ${quarantined.map(([r, n]) => `${r} ${n}`).join(', ')}`,
+      action: 'SELECT resource, record_id, reason FROM quarantine WHERE resolved_at IS NULL; report them to the operator',
+    });
+  }
+  return problems;
+}
+
+const RANK: Record<Severity, number> = { ok: 0, warning: 1, critical: 2 };
+
+/** All problems, the worst first, and the overall severity. */
+export function judge(snapshot: HealthSnapshot, inputs: RuleInputs): { status: Severity; problems: Problem[] } {
+  const problems = [...syncProblems(snapshot, inputs), ...outboxProblems(snapshot, inputs), ...inboxProblems(snapshot)];
+  problems.sort((a, b) => RANK[b.severity] - RANK[a.severity]);
+  const status = problems.reduce<Severity>((worst, p) => (RANK[p.severity] > RANK[worst] ? p.severity : worst), 'ok');
+  return { status, problems };
+}
+
+/** Nagios exit code of a severity. */
+export function exitCodeOf(status: Severity): number {
+  return RANK[status];
+}

@@ -1,0 +1,167 @@
+import type { Sqlite } from '../db/open.js';
+
+/**
+ * Every fact health is judged on, read from the database in one short read transaction, so the
+ * daemon, `vcu-sync status` in another process, and the metrics all judge the same numbers.
+ * All SQL of the health module lives here.
+ */
+
+/** The latest runs of one sync resource. */
+export interface ResourceFacts {
+  resource: string;
+  lastSuccessAt: string | null;
+  lastRun: {
+    id: number;
+    status: string;
+    startedAt: string;
+    finishedAt: string | null;
+    error: string | null;
+    fetched: number;
+    inserted: number;
+    updated: number;
+    removed: number;
+    quarantined: number;
+  } | null;
+  /** Records in the mirror table, not removed. */
+  records: number;
+}
+
+export interface HealthSnapshot {
+  resources: ResourceFacts[];
+  outbox: {
+    byState: Record<string, number>;
+    oldestQueuedAt: string | null;
+    paused: { reason: string; since: string } | null;
+    /** Accepted rows with no decision, accepted before the cutoff. */
+    awaitingDecision: number;
+    oldestAwaitingAt: string | null;
+    recentFailures: Array<{ ref: string; operationType: string; error: string | null; at: string }>;
+  };
+  rejections: {
+    since: number;
+    recent: Array<{ ref: string; operationType: string; reason: string | null; at: string }>;
+  };
+  quarantine: Record<string, number>;
+  webhooks: {
+    received: number;
+    verificationFailures: number;
+    lastFailureReason: string | null;
+    conflicts: number;
+    pendingOlderThanCutoff: number;
+    lastReceivedAt: string | null;
+  };
+}
+
+/** Times the snapshot counts from (ISO strings). */
+export interface SnapshotWindow {
+  /** Start of the "recent" window (rejections, failures, webhook counts): usually 24 hours ago. */
+  recentSince: string;
+  /** Accepted before this and still undecided is "awaiting too long". */
+  decisionCutoff: string;
+}
+
+/** Mirror tables by the name health reports them under. */
+export const SYNC_RESOURCES: ReadonlyArray<{ resource: string; table: string }> = [
+  { resource: 'projects', table: 'projects' },
+  { resource: 'issuances', table: 'issuances' },
+  { resource: 'units', table: 'unit_operations' },
+  { resource: 'custody', table: 'custody_projects' },
+];
+
+function parsePause(value: string | undefined): { reason: string; since: string } | null {
+  if (!value) return null;
+  try {
+    const parsed = JSON.parse(value) as { reason?: unknown; since?: unknown };
+    return { reason: String(parsed.reason ?? 'paused'), since: String(parsed.since ?? '') };
+  } catch {
+    return { reason: value, since: '' };
+  }
+}
+
+export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnapshot {
+  const read = sqlite.transaction((): HealthSnapshot => {
+    const resources = SYNC_RESOURCES.map(({ resource, table }): ResourceFacts => {
+      const last = sqlite
+        .prepare(
+          `SELECT id, status, started_at AS startedAt, finished_at AS finishedAt, error, fetched, inserted, updated, removed, quarantined
+           FROM sync_runs WHERE resource = ? ORDER BY id DESC LIMIT 1`,
+        )
+        .get(resource) as ResourceFacts['lastRun'] | undefined;
+      const success = sqlite
+        .prepare(`SELECT max(finished_at) FROM sync_runs WHERE resource = ? AND status = 'succeeded'`)
+        .pluck()
+        .get(resource) as string | null;
+      const records = sqlite.prepare(`SELECT count(*) FROM "${table}" WHERE _removed_at IS NULL`).pluck().get() as number;
+      return { resource, lastSuccessAt: success, lastRun: last ?? null, records };
+    });
+
+    const byState: Record<string, number> = {};
+    for (const row of sqlite.prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state').all() as Array<{
+      state: string;
+      n: number;
+    }>) {
+      byState[row.state] = row.n;
+    }
+    const oldestQueuedAt = sqlite
+      .prepare(`SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')`)
+      .pluck()
+      .get() as string | null;
+    const pausedValue = sqlite.prepare(`SELECT value FROM daemon_state WHERE key = 'outbox.paused'`).pluck().get() as
+      | string
+      | undefined;
+    const awaiting = sqlite
+      .prepare(`SELECT count(*) AS n, min(accepted_at) AS oldest FROM outbox WHERE state = 'accepted' AND accepted_at < ?`)
+      .get(window.decisionCutoff) as { n: number; oldest: string | null };
+    const recentFailures = sqlite
+      .prepare(
+        `SELECT marketplaceTransactionRef AS ref, operationType, last_error AS error, updated_at AS at
+         FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC LIMIT 10`,
+      )
+      .all() as HealthSnapshot['outbox']['recentFailures'];
+    const rejectedSince = sqlite
+      .prepare(`SELECT count(*) FROM outbox WHERE state = 'rejected' AND decided_at >= ?`)
+      .pluck()
+      .get(window.recentSince) as number;
+    const recentRejections = sqlite
+      .prepare(
+        `SELECT marketplaceTransactionRef AS ref, operationType, decision_reason AS reason, decided_at AS at
+         FROM outbox WHERE state = 'rejected' ORDER BY decided_at DESC LIMIT 10`,
+      )
+      .all() as HealthSnapshot['rejections']['recent'];
+
+    const quarantine: Record<string, number> = {};
+    for (const row of sqlite
+      .prepare('SELECT resource, count(*) AS n FROM quarantine WHERE resolved_at IS NULL GROUP BY resource')
+      .all() as Array<{ resource: string; n: number }>) {
+      quarantine[row.resource] = row.n;
+    }
+
+    const webhooks = sqlite
+      .prepare(
+        `SELECT
+           (SELECT count(*) FROM webhook_events WHERE received_at >= @since) AS received,
+           (SELECT max(received_at) FROM webhook_events) AS lastReceivedAt,
+           (SELECT count(*) FROM webhook_rejections WHERE at >= @since) AS verificationFailures,
+           (SELECT reason FROM webhook_rejections ORDER BY id DESC LIMIT 1) AS lastFailureReason,
+           (SELECT count(*) FROM webhook_events WHERE outcome = 'conflict') AS conflicts,
+           (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < @cutoff) AS pendingOlderThanCutoff`,
+      )
+      .get({ since: window.recentSince, cutoff: window.decisionCutoff }) as HealthSnapshot['webhooks'];
+
+    return {
+      resources,
+      outbox: {
+        byState,
+        oldestQueuedAt,
+        paused: parsePause(pausedValue),
+        awaitingDecision: awaiting.n,
+        oldestAwaitingAt: awaiting.oldest,
+        recentFailures,
+      },
+      rejections: { since: rejectedSince, recent: recentRejections },
+      quarantine,
+      webhooks,
+    };
+  });
+  return read();
+}

@@ -1,0 +1,193 @@
+/**
+ * The webhook endpoint, `POST /webhooks/operator`, as a Hono app (served by `listener.ts`, or
+ * called directly by tests). Order of checks: declared size (413), content type (415), bounded body
+ * (413), signature (401), JSON object (400); then record first, act second, answer 2xx only after
+ * the commit. Nothing unverified touches the events table.
+ */
+import { Hono } from 'hono';
+import { isoAt } from '../clock.js';
+import type { AppContext } from '../context.js';
+import { errorMessage } from '../errors.js';
+import { CommitQueue } from './commitQueue.js';
+import { type RecordResult, recordEvent } from './correlate.js';
+import { interpretPayload } from './interpret.js';
+import { recordRejection } from './queries.js';
+import { declaredTooLarge, readBoundedBody } from './readBody.js';
+import { reportDecisionEffects } from './report.js';
+import { createVerifier } from './verifySignature.js';
+
+/** The path the operator posts to. */
+export const WEBHOOK_PATH = '/webhooks/operator';
+
+/** Options of {@link createWebhookApp}. */
+export interface WebhookAppOptions {
+  /** Header with the sender's message id for the hmac, token and none schemes (default: "webhook-id"). */
+  idHeader?: string;
+  /** Refusals stored in webhook_rejections per minute; beyond it they are only counted, so a flood cannot fill the disk (default: 60). */
+  rejectionRowsPerMinute?: number;
+}
+
+/** The Hono app plus what the component needs from it. */
+export type WebhookApp = Hono;
+
+type Refusal = 400 | 401 | 413 | 415;
+
+const REFUSAL_OUTCOME: Record<Refusal, string> = {
+  400: 'rejected_malformed',
+  401: 'rejected_signature',
+  413: 'rejected_too_large',
+  415: 'rejected_content_type',
+};
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** application/json, with or without parameters; also `application/<x>+json`. */
+export function isJsonContentType(value: string | undefined): boolean {
+  if (!value) return false;
+  const type = value.split(';', 1)[0]!.trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+/** Parses the body as a JSON object, or says why not. Pure. */
+export function parseJsonObject(
+  bytes: Uint8Array,
+): { ok: true; value: Record<string, unknown>; text: string } | { ok: false; reason: string } {
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return { ok: false, reason: 'body is not valid UTF-8' };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, reason: 'body is not valid JSON' };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, reason: 'body must be a JSON object' };
+  }
+  return { ok: true, value: value as Record<string, unknown>, text };
+}
+
+/** Counts stored refusals per minute so a flood of forgeries cannot grow the table without bound. */
+class RefusalBudget {
+  private windowStart = 0;
+  private used = 0;
+  constructor(private readonly perMinute: number) {}
+  take(nowMs: number): boolean {
+    if (nowMs - this.windowStart >= 60_000 || nowMs < this.windowStart) {
+      this.windowStart = nowMs;
+      this.used = 0;
+    }
+    if (this.used >= this.perMinute) return false;
+    this.used += 1;
+    return true;
+  }
+}
+
+/**
+ * Builds the webhook app over the context's database. Throws an Error naming the problem when the
+ * configured scheme needs secrets and none are set.
+ */
+export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {}): WebhookApp {
+  const cfg = ctx.config.webhook;
+  const verify = createVerifier({
+    scheme: cfg.scheme,
+    secrets: cfg.secrets,
+    toleranceSeconds: cfg.tolerance_seconds,
+    hmacHeader: cfg.hmac_header,
+    hmacEncoding: cfg.hmac_encoding,
+    hmacTimestampHeader: cfg.hmac_timestamp_header,
+    tokenHeader: cfg.token_header,
+    idHeader: options.idHeader ?? 'webhook-id',
+  });
+  const { sqlite } = ctx.database;
+  const queue = new CommitQueue(sqlite);
+  const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
+  const limit = cfg.max_body_bytes;
+  const fields = cfg.fields;
+  const app = new Hono();
+
+  const refuse = (status: Refusal, reason: string, nowMs: number, close = false): Response => {
+    ctx.metrics.webhookEvents.inc({ outcome: REFUSAL_OUTCOME[status] });
+    if (budget.take(nowMs)) {
+      try {
+        recordRejection(sqlite, isoAt(nowMs), status, reason);
+      } catch (err) {
+        ctx.log.warn(
+          { event: 'webhook.rejection.store_failed', error: errorMessage(err) },
+          'could not record a refused webhook',
+        );
+      }
+    }
+    ctx.log.warn({ event: 'webhook.refused', status, reason }, 'webhook refused');
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    // An unread oversized body would otherwise be drained from the socket after we answer.
+    if (close) headers.connection = 'close';
+    return new Response(JSON.stringify({ error: reason }), { status, headers });
+  };
+
+  app.post(WEBHOOK_PATH, async (c) => {
+    const nowMs = ctx.clock.now();
+    if (declaredTooLarge(c.req.header('content-length'), limit)) {
+      return refuse(413, `body larger than ${limit} bytes`, nowMs, true);
+    }
+    if (!isJsonContentType(c.req.header('content-type'))) {
+      return refuse(415, 'content type must be application/json', nowMs);
+    }
+    const body = await readBoundedBody(c.req.raw.body, limit);
+    if (!body.ok) return refuse(413, body.reason, nowMs, true);
+
+    const verdict = verify((name) => c.req.header(name), body.bytes, nowMs);
+    if (!verdict.ok) return refuse(401, verdict.reason, nowMs);
+
+    const parsed = parseJsonObject(body.bytes);
+    if (!parsed.ok) return refuse(400, parsed.reason, nowMs);
+
+    const meaning = interpretPayload(parsed.value, fields);
+    let result: RecordResult;
+    try {
+      result = await queue.submit(() =>
+        recordEvent(sqlite, {
+          webhookId: verdict.webhookId,
+          receivedAt: isoAt(nowMs),
+          body: parsed.text,
+          meaning,
+        }),
+      );
+    } catch (err) {
+      // Not stored, so not acknowledged: the operator retries and nothing is lost.
+      ctx.metrics.webhookEvents.inc({ outcome: 'store_failed' });
+      ctx.log.error(
+        { event: 'webhook.store_failed', error: errorMessage(err) },
+        'could not store a webhook; answering 503',
+      );
+      return c.json({ error: 'could not store the event, retry later' }, 503);
+    }
+    ctx.metrics.webhookEvents.inc({ outcome: result.replay ? 'replay' : result.outcome });
+    reportDecisionEffects(ctx, result.effects);
+    if (ctx.log.isLevelEnabled('debug')) {
+      ctx.log.debug(
+        {
+          event: 'webhook.received',
+          webhookId: verdict.webhookId,
+          type: meaning.type,
+          ref: meaning.ref,
+          outcome: result.outcome,
+          replay: result.replay,
+        },
+        'webhook stored',
+      );
+    }
+    return c.json({ received: true, outcome: result.outcome, replay: result.replay }, 200);
+  });
+
+  app.all(WEBHOOK_PATH, (c) => c.json({ error: 'method not allowed, use POST' }, 405, { allow: 'POST' }));
+  app.notFound((c) => c.json({ error: 'not found' }, 404));
+  app.onError((err, c) => {
+    ctx.log.error({ event: 'webhook.handler_failed', error: errorMessage(err) }, 'webhook handler failed');
+    return c.json({ error: 'internal error' }, 500);
+  });
+  return app;
+}

@@ -1,0 +1,195 @@
+/**
+ * Matching decisions to operations. Everything here is synchronous and runs inside the caller's
+ * better-sqlite3 transaction: the listener's (record + apply before the 2xx) or the dispatcher's
+ * (a row just marked accepted picks up decisions that arrived early). Side effects that are not
+ * SQL (logs, metrics, a custody sync) are returned as {@link DecisionEffect}s for the caller to
+ * report after the commit.
+ */
+import type { Sqlite } from '../db/open.js';
+import type { Interpretation } from './interpret.js';
+import { type InboxStatements, inboxStatements } from './queries.js';
+
+/** What became of one stored event (`webhook_events.outcome`). */
+export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored';
+
+/** Something the caller reports after the commit (logs, metrics, hooks). */
+export type DecisionEffect =
+  | { kind: 'approved'; ref: string; outboxId: number }
+  | { kind: 'rejected'; ref: string; outboxId: number; reason: string | null }
+  | { kind: 'conflict'; ref: string; outboxId: number; decision: string; standing: string; webhookId: string }
+  | { kind: 'unexpected-state'; ref: string; outboxId: number; state: string; decision: string }
+  | { kind: 'deposit'; ids: number };
+
+/** The outcome for a decision given the state of its outbox row (null: no row yet). Pure. */
+export function outcomeFor(rowState: string | null, decision: 'approved' | 'rejected'): EventOutcome {
+  switch (rowState) {
+    case null:
+    case 'queued':
+    case 'sending':
+      // The operator decided before our own 2xx was recorded: keep it until the row is accepted.
+      return 'pending';
+    case 'accepted':
+      return 'applied';
+    case 'approved':
+    case 'rejected':
+      return rowState === decision ? 'duplicate' : 'conflict';
+    default:
+      // failed / cancelled: we gave up on a row the operator did receive; keep the event, change nothing.
+      return 'ignored';
+  }
+}
+
+/** Applies one decision to one row in its current state; returns the outcome and any effect. */
+function applyOne(
+  st: InboxStatements,
+  row: { id: number; state: string },
+  ref: string,
+  decision: 'approved' | 'rejected',
+  reason: string | null,
+  webhookId: string,
+  nowIso: string,
+): { outcome: EventOutcome; effect?: DecisionEffect } {
+  const outcome = outcomeFor(row.state, decision);
+  if (outcome === 'applied') {
+    st.decide.run(decision, reason, nowIso, nowIso, nowIso, row.id);
+    row.state = decision;
+    return {
+      outcome,
+      effect:
+        decision === 'rejected'
+          ? { kind: 'rejected', ref, outboxId: row.id, reason }
+          : { kind: 'approved', ref, outboxId: row.id },
+    };
+  }
+  if (outcome === 'conflict') {
+    return {
+      outcome,
+      effect: { kind: 'conflict', ref, outboxId: row.id, decision, standing: row.state, webhookId },
+    };
+  }
+  if (outcome === 'ignored') {
+    return {
+      outcome,
+      effect: { kind: 'unexpected-state', ref, outboxId: row.id, state: row.state, decision },
+    };
+  }
+  return { outcome };
+}
+
+/**
+ * Applies the decisions that arrived for `ref` before its row was accepted. Call it inside the
+ * transaction that marks the row accepted (synchronous: no awaits), and also whenever a row is
+ * enqueued or becomes accepted by any other path. The first pending decision is applied; later
+ * ones are duplicates or conflicts. Does nothing unless the row is `accepted`.
+ * Returns what to report after the commit (see `reportDecisionEffects`); callers may ignore it.
+ */
+export function applyPendingDecisions(
+  sqlite: Sqlite,
+  outboxId: number,
+  ref: string,
+  nowIso: string,
+): DecisionEffect[] {
+  const st = inboxStatements(sqlite);
+  const pending = st.pendingByRef.all(ref);
+  if (pending.length === 0) return [];
+  const row = st.outboxById.get(outboxId);
+  if (row?.state !== 'accepted') return [];
+  const effects: DecisionEffect[] = [];
+  for (const event of pending) {
+    const { outcome, effect } = applyOne(
+      st,
+      row,
+      ref,
+      event.decision,
+      event.reason,
+      event.webhook_id,
+      nowIso,
+    );
+    st.setOutcome.run(outcome, row.id, outcome === 'applied' ? nowIso : null, event.id);
+    if (effect) effects.push(effect);
+  }
+  return effects;
+}
+
+/** A verified webhook, ready to store. */
+export interface IncomingEvent {
+  webhookId: string;
+  receivedAt: string;
+  /** The raw body as text (already known to be a JSON object). */
+  body: string;
+  meaning: Interpretation;
+}
+
+/** What recording one event did. */
+export interface RecordResult {
+  /** `duplicate` also when the webhook id was seen before (nothing stored the second time). */
+  outcome: EventOutcome;
+  /** Whether this delivery repeated a webhook id already stored. */
+  replay: boolean;
+  effects: DecisionEffect[];
+}
+
+/**
+ * Stores one verified event and applies what it decides. Synchronous; run it inside a transaction
+ * so the event and its effect commit together, and answer 2xx only after the commit.
+ */
+export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult {
+  const st = inboxStatements(sqlite);
+  const { meaning, receivedAt: now } = event;
+  const store = (outcome: EventOutcome, outboxId: number | null): boolean =>
+    st.insertEvent.get(
+      event.webhookId,
+      now,
+      meaning.type,
+      meaning.ref,
+      meaning.decision,
+      meaning.reason,
+      event.body,
+      outboxId,
+      outcome,
+      outcome === 'applied' ? now : null,
+    ) !== undefined;
+  const replay: RecordResult = { outcome: 'duplicate', replay: true, effects: [] };
+
+  if (meaning.decision === 'deposit' && meaning.deposit) {
+    // Insert the event first: a replayed id must not touch custody_ids again.
+    if (!store('applied', null)) return replay;
+    let ids = 0;
+    for (const [kind, list] of Object.entries(meaning.deposit) as [string, string[]][]) {
+      for (const id of list) ids += st.insertCustodyId.run(kind, id, now).changes;
+    }
+    return { outcome: 'applied', replay: false, effects: [{ kind: 'deposit', ids }] };
+  }
+
+  if ((meaning.decision !== 'approved' && meaning.decision !== 'rejected') || meaning.ref === null) {
+    return store('ignored', null) ? { outcome: 'ignored', replay: false, effects: [] } : replay;
+  }
+
+  const ref = meaning.ref;
+  const row = st.outboxByRef.get(ref);
+  const effects: DecisionEffect[] = [];
+  // Earlier decisions still pending for an accepted row go first, so order of arrival decides.
+  if (row?.state === 'accepted') effects.push(...applyPendingDecisions(sqlite, row.id, ref, now));
+  const current = row ? st.outboxById.get(row.id) : undefined;
+  if (!current) {
+    return store('pending', null) ? { outcome: 'pending', replay: false, effects } : replay;
+  }
+  // Decide against a copy: if the id turns out to be a replay, the insert fails and nothing changes.
+  const outcome = outcomeFor(current.state, meaning.decision);
+  if (!store(outcome, current.id)) return { ...replay, effects };
+  const applied = applyOne(st, current, ref, meaning.decision, meaning.reason, event.webhookId, now);
+  if (applied.effect) effects.push(applied.effect);
+  return { outcome, replay: false, effects };
+}
+
+/**
+ * Safety net: applies pending decisions to every row that is accepted by now, whatever path
+ * accepted it. Run it inside a transaction, now and then.
+ */
+export function sweepPendingDecisions(sqlite: Sqlite, nowIso: string): DecisionEffect[] {
+  const effects: DecisionEffect[] = [];
+  for (const { outbox_id, ref } of inboxStatements(sqlite).pendingReady.all()) {
+    effects.push(...applyPendingDecisions(sqlite, outbox_id, ref, nowIso));
+  }
+  return effects;
+}

@@ -1,0 +1,34 @@
+/**
+ * Occasional housekeeping of the inbox: the pending-decision safety net and the bound on stored
+ * refusals.
+ */
+import { isoAt } from '../clock.js';
+import type { AppContext } from '../context.js';
+import { sweepPendingDecisions } from './correlate.js';
+import { pruneRejections } from './queries.js';
+import { reportDecisionEffects } from './report.js';
+
+/** Refusals older than this are deleted. */
+export const REJECTION_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/** Applies ready pending decisions and prunes old refusals; returns what it did. */
+export function runInboxMaintenance(
+  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'hooks'>,
+): {
+  applied: number;
+  pruned: number;
+} {
+  const now = ctx.clock.now();
+  const { sqlite } = ctx.database;
+  const { effects, pruned } = sqlite
+    .transaction(() => ({
+      effects: sweepPendingDecisions(sqlite, isoAt(now)),
+      pruned: pruneRejections(sqlite, isoAt(now - REJECTION_RETENTION_MS)),
+    }))
+    .immediate();
+  reportDecisionEffects(ctx, effects);
+  if (effects.length > 0 || pruned > 0) {
+    ctx.log.info({ event: 'webhook.maintenance', applied: effects.length, pruned }, 'inbox maintenance');
+  }
+  return { applied: effects.length, pruned };
+}

@@ -1,0 +1,138 @@
+/**
+ * All SQL of the inbox, prepared once per database handle (hot path: every webhook runs a few of
+ * these inside one synchronous transaction).
+ */
+import type { Sqlite } from '../db/open.js';
+
+/** An outbox row as correlation needs it. */
+export interface OutboxRef {
+  id: number;
+  state: string;
+}
+
+/** A stored event waiting for its operation. */
+export interface PendingEvent {
+  id: number;
+  webhook_id: string;
+  decision: 'approved' | 'rejected';
+  reason: string | null;
+}
+
+/** An accepted operation still waiting for the operator's decision. */
+export interface AwaitingRow {
+  id: number;
+  marketplaceTransactionRef: string;
+  operationType: string;
+  accepted_at: string;
+}
+
+/** A conflicting decision, for status. */
+export interface ConflictRow {
+  id: number;
+  webhook_id: string;
+  marketplaceTransactionRef: string | null;
+  decision: string | null;
+  received_at: string;
+  outbox_id: number | null;
+}
+
+function prepareAll(sqlite: Sqlite) {
+  return {
+    insertEvent: sqlite.prepare<
+      [
+        string,
+        string,
+        string | null,
+        string | null,
+        string | null,
+        string | null,
+        string,
+        number | null,
+        string,
+        string | null,
+      ],
+      { id: number }
+    >(
+      `INSERT INTO webhook_events
+         (webhook_id, received_at, event_type, marketplaceTransactionRef, decision, reason, body, outbox_id, outcome, applied_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (webhook_id) DO NOTHING
+       RETURNING id`,
+    ),
+    outboxByRef: sqlite.prepare<[string], OutboxRef>(
+      'SELECT id, state FROM outbox WHERE marketplaceTransactionRef = ?',
+    ),
+    outboxById: sqlite.prepare<[number], OutboxRef>('SELECT id, state FROM outbox WHERE id = ?'),
+    decide: sqlite.prepare<[string, string | null, string, string, string, number]>(
+      `UPDATE outbox
+          SET state = ?, decision_reason = ?, decided_at = ?, finished_at = ?, updated_at = ?
+        WHERE id = ? AND state = 'accepted'`,
+    ),
+    pendingByRef: sqlite.prepare<[string], PendingEvent>(
+      `SELECT id, webhook_id, decision, reason FROM webhook_events
+        WHERE marketplaceTransactionRef = ? AND outcome = 'pending'
+        ORDER BY id`,
+    ),
+    setOutcome: sqlite.prepare<[string, number | null, string | null, number]>(
+      'UPDATE webhook_events SET outcome = ?, outbox_id = ?, applied_at = ? WHERE id = ?',
+    ),
+    insertCustodyId: sqlite.prepare<[string, string, string]>(
+      `INSERT OR IGNORE INTO custody_ids (kind, id, source, added_at) VALUES (?, ?, 'webhook', ?)`,
+    ),
+    insertRejection: sqlite.prepare<[string, number, string]>(
+      'INSERT INTO webhook_rejections (at, status, reason) VALUES (?, ?, ?)',
+    ),
+    pruneRejections: sqlite.prepare<[string]>('DELETE FROM webhook_rejections WHERE at < ?'),
+    /** Pending events whose operation has meanwhile been accepted (the safety-net sweep). */
+    pendingReady: sqlite.prepare<[], { outbox_id: number; ref: string }>(
+      `SELECT o.id AS outbox_id, o.marketplaceTransactionRef AS ref FROM outbox o
+        WHERE o.state = 'accepted'
+          AND EXISTS (SELECT 1 FROM webhook_events e
+                       WHERE e.marketplaceTransactionRef = o.marketplaceTransactionRef AND e.outcome = 'pending')`,
+    ),
+    awaitingDecision: sqlite.prepare<[string], AwaitingRow>(
+      `SELECT id, marketplaceTransactionRef, operationType, accepted_at FROM outbox
+        WHERE state = 'accepted' AND accepted_at < ?
+        ORDER BY accepted_at`,
+    ),
+    conflicts: sqlite.prepare<[], ConflictRow>(
+      `SELECT id, webhook_id, marketplaceTransactionRef, decision, received_at, outbox_id
+         FROM webhook_events WHERE outcome = 'conflict' ORDER BY id`,
+    ),
+  };
+}
+
+/** The prepared statements of the inbox. */
+export type InboxStatements = ReturnType<typeof prepareAll>;
+
+const cache = new WeakMap<Sqlite, InboxStatements>();
+
+/** The inbox's statements for this handle, prepared on first use. */
+export function inboxStatements(sqlite: Sqlite): InboxStatements {
+  let statements = cache.get(sqlite);
+  if (!statements) {
+    statements = prepareAll(sqlite);
+    cache.set(sqlite, statements);
+  }
+  return statements;
+}
+
+/** Accepted operations with no decision whose 2xx is older than `olderThanIso`, oldest first. */
+export function awaitingDecision(sqlite: Sqlite, olderThanIso: string): AwaitingRow[] {
+  return inboxStatements(sqlite).awaitingDecision.all(olderThanIso);
+}
+
+/** Webhook events recorded as conflicting decisions (a critical problem for status). */
+export function decisionConflicts(sqlite: Sqlite): ConflictRow[] {
+  return inboxStatements(sqlite).conflicts.all();
+}
+
+/** Records a refused request (status and reason only: nothing the sender sent is kept). */
+export function recordRejection(sqlite: Sqlite, atIso: string, status: number, reason: string): void {
+  inboxStatements(sqlite).insertRejection.run(atIso, status, reason.slice(0, 200));
+}
+
+/** Deletes refusals recorded before `beforeIso`; returns how many. */
+export function pruneRejections(sqlite: Sqlite, beforeIso: string): number {
+  return inboxStatements(sqlite).pruneRejections.run(beforeIso).changes;
+}

@@ -1,0 +1,82 @@
+/**
+ * After the commit: make decisions visible. Rejections are loud (an operator said no to something
+ * the marketplace already did), conflicts are critical, deposits start a custody sync.
+ * Only refs, ids and the operator's reason are logged: never a payload, never personal data.
+ */
+import type { AppContext } from '../context.js';
+import { errorMessage } from '../errors.js';
+import type { DecisionEffect } from './correlate.js';
+
+/** The parts of the context reporting needs. */
+export type ReportContext = Pick<AppContext, 'log' | 'metrics' | 'hooks'>;
+
+/** Logs, counts and triggers what committed decisions call for. Never throws. */
+export function reportDecisionEffects(ctx: ReportContext, effects: readonly DecisionEffect[]): void {
+  for (const effect of effects) {
+    switch (effect.kind) {
+      case 'approved':
+        ctx.log.info(
+          { event: 'operation.approved', ref: effect.ref, outboxId: effect.outboxId },
+          'operator approved the operation',
+        );
+        break;
+      case 'rejected':
+        ctx.metrics.rejections.inc();
+        ctx.log.warn(
+          { event: 'operation.rejected', ref: effect.ref, outboxId: effect.outboxId, reason: effect.reason },
+          'operator REJECTED the operation',
+        );
+        break;
+      case 'conflict':
+        ctx.log.error(
+          {
+            event: 'webhook.decision.conflict',
+            ref: effect.ref,
+            outboxId: effect.outboxId,
+            decision: effect.decision,
+            standing: effect.standing,
+            webhookId: effect.webhookId,
+          },
+          'operator sent a decision contradicting the one already applied; not applied, needs a person',
+        );
+        break;
+      case 'unexpected-state':
+        ctx.log.warn(
+          {
+            event: 'webhook.decision.unexpected_state',
+            ref: effect.ref,
+            outboxId: effect.outboxId,
+            state: effect.state,
+            decision: effect.decision,
+          },
+          'decision for an operation this side had given up on; recorded, not applied',
+        );
+        break;
+      case 'deposit':
+        ctx.log.info(
+          { event: 'webhook.deposit', newIds: effect.ids },
+          'custody deposit confirmed; requesting a custody sync',
+        );
+        requestCustodySync(ctx);
+        break;
+    }
+  }
+}
+
+function requestCustodySync(ctx: ReportContext): void {
+  const request = ctx.hooks.requestSync;
+  if (!request) return;
+  try {
+    request(['custody'], 'webhook').catch((err: unknown) => {
+      ctx.log.warn(
+        { event: 'webhook.deposit.sync_failed', error: errorMessage(err) },
+        'could not request a custody sync',
+      );
+    });
+  } catch (err) {
+    ctx.log.warn(
+      { event: 'webhook.deposit.sync_failed', error: errorMessage(err) },
+      'could not request a custody sync',
+    );
+  }
+}

@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+
+/** What the mirror holds for a key, as far as deciding a write needs. */
+export interface StoredState {
+  hash: string;
+  removedAt: string | null;
+  position: number | null;
+  custodyEndedAt: string | null;
+}
+
+/**
+ * What one fetched record does to its row:
+ * `insert` (new), `return` (tombstoned or out of custody and back: cleared, fed as an insert),
+ * `update` (content changed), `position` (same content, moved in the units log: no feed entry),
+ * `unchanged` (no write at all).
+ */
+export type WriteDecision = 'insert' | 'return' | 'update' | 'position' | 'unchanged';
+
+/** Decides the write for one record (pure). `position` is null for tables without one. */
+export function decideWrite(stored: StoredState | undefined, hash: string, position: number | null): WriteDecision {
+  if (!stored) return 'insert';
+  if (stored.removedAt !== null || stored.custodyEndedAt !== null) return 'return';
+  if (stored.hash !== hash) return 'update';
+  if (position !== null && stored.position !== position) return 'position';
+  return 'unchanged';
+}
+
+/** Content hash of a record's JSON text; md5 is enough to tell change, and cheap. */
+export function contentHash(raw: string): string {
+  return createHash('md5').update(raw).digest('base64url');
+}
+
+/** The key of a raw record, as text, or null when it has none usable. */
+export function rawKey(value: unknown, keyField: string): string | null {
+  if (value && typeof value === 'object') {
+    const key = (value as Record<string, unknown>)[keyField];
+    if (typeof key === 'string' || typeof key === 'number') return String(key);
+  }
+  return null;
+}

@@ -1,0 +1,326 @@
+import { isoAt } from '../clock.js';
+import type { AppContext } from '../context.js';
+import { normalizeRecord } from '../operator/schemas.js';
+import type { ListBody } from '../operator/client.js';
+import { rawKey } from './decide.js';
+import { afterPage, isSamePage, isUnpaginated, type PageShape } from './pager.js';
+import { freshFullScan, type ScanPlan } from './plan.js';
+import { type Checkpoint, type RunCounts, syncQueries, tableQueries } from './queries.js';
+import type { ListResource } from './resources.js';
+import { realSleep, withRetry } from './retry.js';
+import { identify, type FetchedRecord, RecordWriter } from './writer.js';
+
+/** Thrown between pages when the run was asked to stop; the checkpoint is kept. */
+export class RunAborted extends Error {
+  constructor() {
+    super('stopped before the run finished; the next run resumes from the checkpoint');
+    this.name = 'RunAborted';
+  }
+}
+
+/** The incremental window no longer matches the mirror: the run falls back to a full scan. */
+class OverlapMismatch extends Error {}
+
+/** What a list run needs besides the context. */
+export interface ListSyncOptions {
+  runId: number;
+  plan: ScanPlan;
+  counts: RunCounts;
+  /** How retries wait (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Stops the run between batches (default: none). */
+  signal?: AbortSignal;
+  /** Called after each committed batch (default: none). */
+  onProgress?: (counts: RunCounts) => void;
+  /** Called when an incremental run falls back to a full scan (default: none). */
+  onModeChange?: (mode: 'full') => void;
+}
+
+/** How a list run ended when it did not throw. */
+export interface ListSyncResult {
+  mode: 'full' | 'incremental';
+  /** Set when the run finished its scan but refused to tombstone (too large a share). */
+  refusal: string | null;
+}
+
+/** Everything one scan carries from page to page. */
+interface ScanState {
+  plan: ScanPlan;
+  scanStartedAt: string;
+  trackSeen: boolean;
+  writer: RecordWriter;
+  /** Units: positions the mirror holds, [0, logLength). */
+  logLength: number;
+  /** Incremental: mirror rows of the overlap by position, and the positions found matching. */
+  overlap: Map<number, { key: string; hash: string }>;
+  verified: Set<number>;
+}
+
+/** Syncs one public list: a full scan (fresh or resumed) or an incremental pass over the units log. */
+export async function syncList(ctx: AppContext, resource: ListResource, options: ListSyncOptions): Promise<ListSyncResult> {
+  try {
+    return await scan(ctx, resource, options, options.plan);
+  } catch (err) {
+    if (!(err instanceof OverlapMismatch)) throw err;
+    ctx.log.warn(
+      { event: 'sync.units.overlap_mismatch', resource: resource.target, runId: options.runId, detail: err.message },
+      'the units overlap does not match the mirror; falling back to a full scan',
+    );
+    options.onModeChange?.('full');
+    return await scan(ctx, resource, options, freshFullScan());
+  }
+}
+
+async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOptions, plan: ScanPlan) {
+  const { sqlite } = ctx.database;
+  const { config, clock, log } = ctx;
+  const table = tableQueries(sqlite, resource);
+  const sync = syncQueries(sqlite);
+  const limit = config.sync.page_size;
+  const now = () => isoAt(clock.now());
+
+  let trackSeen = plan.trackSeen;
+  if (trackSeen === null) {
+    // Nothing live to tombstone means no seen set is needed: a first sync writes once per record.
+    trackSeen = table.liveCount() > 0;
+    sync.clearSeen(resource.table);
+  }
+  const state: ScanState = {
+    plan,
+    scanStartedAt: plan.scanStartedAt ?? now(),
+    trackSeen,
+    writer: new RecordWriter(table, sync, {
+      runId: options.runId,
+      trackSeen,
+      counts: options.counts,
+      onQuarantine: (key, reason) =>
+        log.warn({ event: 'sync.record.quarantined', resource: resource.table, key, reason }, 'record quarantined'),
+    }),
+    logLength: plan.window?.known ?? 0,
+    overlap: new Map(),
+    verified: new Set(),
+  };
+  if (plan.window) {
+    for (const row of table.overlapRows(plan.window.start, plan.window.known)) state.overlap.set(row.position, row);
+  }
+
+  const checkpointFor = (nextOffset: number): Checkpoint =>
+    plan.mode === 'incremental'
+      ? {
+          resource: resource.target,
+          runId: options.runId,
+          mode: 'incremental',
+          nextOffset: state.logLength,
+          scanStartedAt: state.scanStartedAt,
+          state: { inScan: false, trackSeen: false, logLength: state.logLength },
+        }
+      : {
+          resource: resource.target,
+          runId: options.runId,
+          mode: 'full',
+          nextOffset,
+          scanStartedAt: state.scanStartedAt,
+          state: { inScan: true, trackSeen },
+        };
+
+  const commitBatch = sqlite.transaction((records: FetchedRecord[], nextOffset: number) => {
+    const at = now();
+    for (const record of records) state.writer.apply(record, at);
+    sync.putCheckpoint(checkpointFor(nextOffset), at);
+    sync.progress(options.runId, options.counts);
+  });
+
+  /** Routes a batch: overlap positions are checked, new ones written with the checkpoint. */
+  const handle = (records: FetchedRecord[], nextOffset: number) => {
+    const fresh: FetchedRecord[] = [];
+    for (const record of records) {
+      const position = record.position ?? 0;
+      if (plan.window && position < plan.window.known) {
+        if (position >= plan.window.start) verifyOverlap(state, resource, record);
+        continue;
+      }
+      if (plan.window) {
+        requireCompleteOverlap(state);
+        state.logLength = position + 1;
+      }
+      fresh.push(record);
+    }
+    if (plan.window && fresh.length === 0) return;
+    commitBatch(fresh, nextOffset);
+    options.onProgress?.(options.counts);
+  };
+
+  let offset = plan.startOffset;
+  let previous: PageShape | undefined;
+  let pages = 0;
+  for (;;) {
+    if (options.signal?.aborted) throw new RunAborted();
+    const page = await withRetry(
+      async () => {
+        const body = await ctx.operator().list(resource.operation, resource.path, { limit, offset });
+        return readPage(body, offset, limit, previous, resource, handle);
+      },
+      {
+        attempts: config.sync.page_attempts,
+        capMs: config.sync.retry_cap_ms,
+        sleep: options.sleep ?? realSleep,
+        signal: options.signal,
+        onRetry: (err, attempt, waitMs) =>
+          log.warn(
+            { event: 'sync.page.retry', resource: resource.target, offset, attempt, waitMs, kind: err.kind, error: err.message },
+            'page failed; retrying',
+          ),
+      },
+    );
+    pages++;
+    options.counts.pages++;
+    if (page === 'same-page') {
+      if (plan.mode === 'full') state.logLength = offset;
+      log.info({ event: 'sync.list.same_page', resource: resource.target, offset }, 'list ignores offset; read as one body');
+      break;
+    }
+    if (isUnpaginated(page.count, limit)) {
+      log.info({ event: 'sync.list.unpaginated', resource: resource.target, records: page.count }, 'list ignores paging');
+    }
+    const decision = afterPage(page, limit, pages, config.sync.max_pages);
+    if (decision.action === 'done') {
+      if (plan.mode === 'full') state.logLength = isUnpaginated(page.count, limit) ? page.count : offset + page.count;
+      break;
+    }
+    if (decision.action === 'stop') {
+      throw new Error(`${resource.target}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`);
+    }
+    offset = decision.offset;
+    previous = page;
+  }
+
+  if (plan.window) {
+    requireCompleteOverlap(state);
+    return { mode: plan.mode, refusal: null };
+  }
+  return { mode: plan.mode, refusal: finishScan(ctx, resource, options, state) };
+}
+
+/**
+ * Reads one body into batches for `handle`. A page larger than the limit is the whole list from
+ * position 0; a streamed body is held back only until that is known (limit + 1 records).
+ */
+async function readPage(
+  body: ListBody,
+  offset: number,
+  limit: number,
+  previous: PageShape | undefined,
+  resource: ListResource,
+  handle: (records: FetchedRecord[], nextOffset: number) => void,
+): Promise<PageShape | 'same-page'> {
+  const positioned = resource.positioned;
+  let head: unknown[];
+  let rest: AsyncIterator<unknown> | undefined;
+  if (body.kind === 'array') {
+    head = body.records as unknown[];
+  } else {
+    const iterator = body.records[Symbol.asyncIterator]();
+    head = [];
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      head.push(next.value);
+      if (head.length > limit) {
+        rest = iterator;
+        break;
+      }
+    }
+  }
+  const shape: PageShape = {
+    offset,
+    count: head.length,
+    firstKey: rawKey(head[0], resource.key),
+    lastKey: rawKey(head[head.length - 1], resource.key),
+  };
+  if (rest === undefined && isSamePage(previous, shape)) return 'same-page';
+  const base = rest !== undefined || isUnpaginated(head.length, limit) ? 0 : offset;
+  let done = 0;
+  const batchSize = Math.max(limit, 100);
+  let batch: FetchedRecord[] = [];
+  const flush = () => {
+    done += batch.length;
+    handle(batch, base + done);
+    batch = [];
+  };
+  const push = (value: unknown) => {
+    batch.push({ value, position: positioned ? base + done + batch.length : null });
+    if (batch.length >= batchSize) flush();
+  };
+  for (const value of head) push(value);
+  if (rest) {
+    for (let next = await rest.next(); !next.done; next = await rest.next()) push(next.value);
+  }
+  flush();
+  return { ...shape, count: done };
+}
+
+function verifyOverlap(state: ScanState, resource: ListResource, record: FetchedRecord): void {
+  const position = record.position ?? 0;
+  const stored = state.overlap.get(position);
+  const { key, hash } = identify(record.value, resource.key);
+  // A position the mirror has no row for matches only if it holds a record that is quarantined again.
+  const matches = stored
+    ? stored.key === key && stored.hash === hash
+    : !normalizeRecord(resource.table, record.value).ok;
+  if (!matches) throw new OverlapMismatch(`position ${position}: expected ${stored?.key ?? 'no record'}, got ${key}`);
+  state.verified.add(position);
+}
+
+function requireCompleteOverlap(state: ScanState): void {
+  const window = state.plan.window;
+  if (!window) return;
+  const expected = window.known - window.start;
+  if (state.verified.size !== expected) {
+    throw new OverlapMismatch(`found ${state.verified.size} of the ${expected} overlap positions`);
+  }
+}
+
+/** After a complete full scan: tombstones (guarded), then the checkpoint, in one transaction. */
+function finishScan(ctx: AppContext, resource: ListResource, options: ListSyncOptions, state: ScanState): string | null {
+  const { sqlite } = ctx.database;
+  const table = tableQueries(sqlite, resource);
+  const sync = syncQueries(sqlite);
+  const share = ctx.config.sync.max_remove_share;
+  let refusal: string | null = null;
+  sqlite.transaction(() => {
+    const at = isoAt(ctx.clock.now());
+    if (state.trackSeen) {
+      const unseen = table.unseenCount();
+      const live = table.liveCount();
+      if (unseen > 0 && unseen > share * live) {
+        refusal =
+          `refused to mark ${unseen} of ${live} ${resource.target} removed (more than sync.max_remove_share=${share}); ` +
+          'the mirror keeps them';
+      } else if (unseen > 0) {
+        for (const key of table.tombstoneUnseen(at)) {
+          sync.addChange(resource.table, key, 'remove', at);
+          options.counts.removed++;
+        }
+      }
+      sync.clearSeen(resource.table);
+    }
+    if (resource.log) {
+      sync.putCheckpoint(
+        {
+          resource: resource.target,
+          runId: options.runId,
+          mode: 'incremental',
+          nextOffset: state.logLength,
+          scanStartedAt: state.scanStartedAt,
+          state: { inScan: false, trackSeen: false, logLength: state.logLength },
+        },
+        at,
+      );
+    } else {
+      sync.deleteCheckpoint(resource.target);
+    }
+    sync.progress(options.runId, options.counts);
+  })();
+  if (refusal) {
+    ctx.log.error({ event: 'sync.remove.refused', resource: resource.target, runId: options.runId }, refusal);
+  }
+  return refusal;
+}

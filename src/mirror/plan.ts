@@ -1,0 +1,51 @@
+import type { Checkpoint } from './queries.js';
+import { type LogWindow, logWindow } from './pager.js';
+
+/** How one run of a list resource will go, decided from its checkpoint before it starts. */
+export interface ScanPlan {
+  mode: 'full' | 'incremental';
+  /** Offset of the first request. */
+  startOffset: number;
+  /** The run whose unfinished scan this one continues (null: a fresh start). */
+  resumedFrom: number | null;
+  /** When the scan being continued started (null: now). */
+  scanStartedAt: string | null;
+  /** Whether the continued scan records seen keys (null: decide at start). */
+  trackSeen: boolean | null;
+  /** Incremental runs: the log window to verify and extend. */
+  window: LogWindow | null;
+}
+
+/** A fresh full scan from offset 0. */
+export function freshFullScan(): ScanPlan {
+  return { mode: 'full', startOffset: 0, resumedFrom: null, scanStartedAt: null, trackSeen: null, window: null };
+}
+
+/**
+ * Decides the next run (pure): an unfinished scan is resumed (even with `full`, since it is one);
+ * a log whose length is known goes on incrementally unless `full`; anything else scans afresh.
+ */
+export function planScan(cp: Checkpoint | undefined, isLog: boolean, full: boolean, overlap: number): ScanPlan {
+  if (cp?.state.inScan) {
+    return {
+      mode: 'full',
+      startOffset: cp.nextOffset,
+      resumedFrom: cp.runId,
+      scanStartedAt: cp.scanStartedAt,
+      trackSeen: cp.state.trackSeen,
+      window: null,
+    };
+  }
+  if (isLog && !full && cp?.state.logLength !== undefined) {
+    const window = logWindow(cp.state.logLength, overlap);
+    return {
+      mode: 'incremental',
+      startOffset: window.start,
+      resumedFrom: null,
+      scanStartedAt: null,
+      trackSeen: false,
+      window,
+    };
+  }
+  return freshFullScan();
+}

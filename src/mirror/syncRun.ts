@@ -1,0 +1,129 @@
+import { isoAt } from '../clock.js';
+import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import { errorMessage } from '../errors.js';
+import { OperatorError } from '../operator/errors.js';
+import { syncCustody } from './custody.js';
+import { RunAborted, syncList } from './listSync.js';
+import { planScan } from './plan.js';
+import { emptyCounts, type RunCounts, syncQueries } from './queries.js';
+import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
+import { listResources } from './resources.js';
+
+/** Options of one sync run. */
+export interface RunSyncOptions {
+  /** What started it (default: "manual"). */
+  trigger?: SyncTrigger;
+  /** Units: a full scan instead of the incremental pass (default: false). */
+  full?: boolean;
+  /** How retries wait; tests inject one that returns at once (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Stops the run between pages; it ends `interrupted` with its checkpoint kept (default: none). */
+  signal?: AbortSignal;
+  /** Called after each committed batch (default: none). */
+  onProgress?: (counts: RunCounts) => void;
+}
+
+/** How a run ended. */
+export interface RunOutcome {
+  target: SyncTarget;
+  runId: number | null;
+  status: 'succeeded' | 'failed' | 'interrupted';
+  mode: 'full' | 'incremental';
+  counts: RunCounts;
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * One sync run of one target, recorded in `sync_runs` from start to end. Never throws for what the
+ * operator or the data did: the outcome says it (failed with the error, interrupted when stopped).
+ */
+export async function runSync(ctx: AppContext, target: SyncTarget, options: RunSyncOptions = {}): Promise<RunOutcome> {
+  const sync = syncQueries(ctx.database.sqlite);
+  const started = ctx.clock.now();
+  const counts = emptyCounts();
+  const trigger = options.trigger ?? 'manual';
+  const { liveElsewhere } = markInterruptedRuns(ctx);
+  const busy = liveElsewhere.find((r) => r.resource === target);
+  if (busy) {
+    const error = `${target}: another process (pid ${busy.pid}) is already syncing it (run ${busy.id})`;
+    ctx.log.warn({ event: 'sync.run.skipped', resource: target, pid: busy.pid }, error);
+    return { target, runId: null, status: 'failed', mode: 'full', counts, error, durationMs: 0 };
+  }
+
+  const list = target === 'custody' ? undefined : listResources(ctx.config)[target];
+  const plan = list
+    ? planScan(sync.checkpoint(list.target), list.log, options.full ?? false, ctx.config.sync.units_overlap)
+    : undefined;
+  let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
+  const runId = sync.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
+  markActive(ctx, runId);
+  ctx.log.info(
+    { event: 'sync.run.started', resource: target, runId, mode, trigger, resumedFrom: plan?.resumedFrom ?? null },
+    `sync of ${target} started`,
+  );
+
+  let status: RunOutcome['status'] = 'succeeded';
+  let error: string | null = null;
+  try {
+    if (list && plan) {
+      const result = await syncList(ctx, list, {
+        runId,
+        plan,
+        counts,
+        sleep: options.sleep,
+        signal: options.signal,
+        onProgress: options.onProgress,
+        onModeChange: (next) => {
+          mode = next;
+          sync.setRunMode(runId, next);
+        },
+      });
+      if (result.refusal) {
+        status = 'failed';
+        error = result.refusal;
+      }
+    } else {
+      await syncCustody(ctx, { runId, counts, sleep: options.sleep, signal: options.signal, onProgress: options.onProgress });
+    }
+  } catch (err) {
+    status = err instanceof RunAborted ? 'interrupted' : 'failed';
+    error = describeFailure(target, err);
+  } finally {
+    markInactive(ctx, runId);
+  }
+
+  const finished = ctx.clock.now();
+  sync.finishRun(runId, isoAt(finished), status, error, counts);
+  record(ctx, target, status, counts, (finished - started) / 1000);
+  const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
+  if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
+  else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
+  return { target, runId, status, mode, counts, error, durationMs: finished - started };
+}
+
+/** One line naming what went wrong; operator errors say what kind, with the operator's words. */
+function describeFailure(target: SyncTarget, err: unknown): string {
+  if (err instanceof OperatorError) {
+    const what =
+      err.kind === 'auth'
+        ? 'the operator refused the API key'
+        : err.kind === 'invalid-response'
+          ? 'the operator answered something unreadable'
+          : err.kind === 'permanent'
+            ? 'the operator refused the request'
+            : 'the operator kept failing';
+    return `${target}: ${what}: ${err.message}`;
+  }
+  return `${target}: ${errorMessage(err)}`;
+}
+
+function record(ctx: AppContext, target: SyncTarget, status: string, counts: RunCounts, seconds: number): void {
+  const m = ctx.metrics;
+  m.syncRuns.inc({ resource: target, status });
+  m.syncDuration.observe({ resource: target }, seconds);
+  for (const outcome of ['inserted', 'updated', 'unchanged', 'removed', 'quarantined'] as const) {
+    if (counts[outcome] > 0) m.syncRecords.inc({ resource: target, outcome }, counts[outcome]);
+  }
+  if (status === 'succeeded') m.lastSyncSuccess.set({ resource: target }, Date.now() / 1000);
+}

@@ -1,0 +1,80 @@
+import { normalizeRecord } from '../operator/schemas.js';
+import { contentHash, decideWrite, rawKey } from './decide.js';
+import type { RunCounts, SyncQueries, TableQueries } from './queries.js';
+
+/** One fetched record, with its log position when the table keeps one. */
+export interface FetchedRecord {
+  value: unknown;
+  position: number | null;
+}
+
+/** Options of {@link RecordWriter}. */
+export interface RecordWriterOptions {
+  runId: number;
+  /** Record keys in `sync_seen`, skipping a key seen before in the same scan (default: false). */
+  trackSeen: boolean;
+  counts: RunCounts;
+  /** Called for each quarantined record, to log it (default: none). */
+  onQuarantine?: (key: string | null, reason: string) => void;
+}
+
+/**
+ * Applies fetched records to one mirror table. Must be called inside a transaction: the caller
+ * commits each batch together with its checkpoint.
+ */
+export class RecordWriter {
+  constructor(
+    private readonly table: TableQueries,
+    private readonly sync: SyncQueries,
+    private readonly options: RecordWriterOptions,
+  ) {}
+
+  /** Writes one record (or quarantines it); `at` is the ISO time of the batch. */
+  apply(record: FetchedRecord, at: string): void {
+    const { table, sync, options } = this;
+    const { counts } = options;
+    const name = table.def.table;
+    const raw = JSON.stringify(record.value) ?? 'null';
+    const normalized = normalizeRecord(name, record.value, raw);
+    if (!normalized.ok) {
+      counts.quarantined++;
+      sync.quarantine(name, normalized.key, options.runId, normalized.reason, raw, at);
+      // A quarantined record with a key is still upstream: it must not be tombstoned.
+      if (options.trackSeen && normalized.key !== null) sync.markSeen(name, normalized.key);
+      options.onQuarantine?.(normalized.key, normalized.reason);
+      return;
+    }
+    const { key, values } = normalized.record;
+    if (options.trackSeen && !sync.markSeen(name, key)) return; // seen earlier in this scan: drift
+    const hash = contentHash(raw);
+    const decision = decideWrite(table.get(key), hash, record.position);
+    switch (decision) {
+      case 'insert':
+        table.insert(values, raw, hash, at, record.position);
+        sync.addChange(name, key, 'insert', at);
+        counts.inserted++;
+        return;
+      case 'return':
+        table.update(key, values, raw, hash, at, record.position);
+        sync.addChange(name, key, 'insert', at);
+        counts.inserted++;
+        return;
+      case 'update':
+        table.update(key, values, raw, hash, at, record.position);
+        sync.addChange(name, key, 'update', at);
+        counts.updated++;
+        return;
+      case 'position':
+        table.setPosition(key, record.position!);
+        counts.unchanged++;
+        return;
+      default:
+        counts.unchanged++;
+    }
+  }
+}
+
+/** The key and content hash of a raw record, as the mirror would store them (for the overlap check). */
+export function identify(value: unknown, keyField: string): { key: string | null; hash: string } {
+  return { key: rawKey(value, keyField), hash: contentHash(JSON.stringify(value) ?? 'null') };
+}

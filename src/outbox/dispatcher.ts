@@ -1,0 +1,309 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type Clock, isoAt } from '../clock.js';
+import type { AppContext, Component } from '../context.js';
+import { errorMessage } from '../errors.js';
+import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
+import { reportDecisionEffects } from '../inbox/report.js';
+import { errorForNetwork, OperatorError } from '../operator/errors.js';
+import { backoffDelayMs } from './backoff.js';
+import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './decide.js';
+import { clearPause, type OutboxPause, readPause, writePause } from './pause.js';
+import { maskValues, personalValues } from './personal.js';
+import { type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
+import { scrubFinishedRows } from './scrub.js';
+
+/** Options of the dispatcher; everything else comes from `config.outbox`. */
+export interface DispatcherOptions {
+  /** Where time comes from (default: ctx.clock). */
+  clock?: Clock;
+  /** Random source for backoff jitter (default: Math.random). */
+  random?: () => number;
+  /** This dispatcher's lease owner name (default: host:pid:random). */
+  owner?: string;
+  /** How often personal fields of finished rows are scrubbed, ms (default: 3600000). */
+  scrubEveryMs?: number;
+}
+
+const EXCERPT = 500;
+
+/**
+ * Sends queued notifications to the operator's /notify. Rows are claimed by one UPDATE ...
+ * RETURNING with a lease (so two dispatchers, or a restart after a crash, never lose a row), up to
+ * `outbox.concurrency` at once, never ahead of an older unsettled row with the same order key.
+ */
+export class Dispatcher {
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly owner: string;
+  private readonly policy: RetryPolicy;
+  private readonly q: OutboxQueries;
+  private readonly inflight = new Set<Promise<void>>();
+  private running: Promise<void> | undefined;
+  private stopping = false;
+  private woken = false;
+  private wakeUp: (() => void) | undefined;
+  private pause: OutboxPause | null = null;
+  private pauseFailures = 0;
+  private probeAtMs = 0;
+  private lastScrubMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly options: DispatcherOptions = {},
+  ) {
+    const c = ctx.config.outbox;
+    this.clock = options.clock ?? ctx.clock;
+    this.random = options.random ?? Math.random;
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.policy = {
+      baseMs: c.backoff_base_ms,
+      capMs: c.backoff_cap_ms,
+      maxAttempts: c.max_attempts,
+      maxAgeMs: c.max_age_hours * 3_600_000,
+    };
+    this.q = outboxQueries(ctx.database.sqlite);
+  }
+
+  /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
+  start(): void {
+    if (this.running) return;
+    this.stopping = false;
+    this.pause = readPause(this.ctx.database.sqlite);
+    this.probeAtMs = this.clock.now();
+    this.running = this.loop();
+  }
+
+  /** Stops claiming, then waits for the attempts in flight to settle. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.running;
+    this.running = undefined;
+  }
+
+  /** Looks for due rows now instead of at the next poll. */
+  wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  /** Whether sending is paused by an auth failure. */
+  get paused(): OutboxPause | null {
+    return this.pause;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      let delay = this.ctx.config.outbox.poll_ms;
+      try {
+        this.maybeScrub();
+        const claimed = this.claim();
+        for (const row of claimed) this.track(this.send(row));
+        if (claimed.length > 0 && this.inflight.size < this.ctx.config.outbox.concurrency && !this.pause) continue;
+        delay = this.idleDelay();
+      } catch (err) {
+        // A locked or busy database: log and try again at the next poll rather than die.
+        this.ctx.log.error({ event: 'outbox.loop.error', err }, `dispatcher: ${errorMessage(err)}`);
+      }
+      await this.waitFor(delay);
+    }
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  private track(task: Promise<void>): void {
+    this.inflight.add(task);
+    void task.finally(() => {
+      this.inflight.delete(task);
+      this.wake();
+    });
+  }
+
+  private claim(): OutboxRow[] {
+    const free = this.ctx.config.outbox.concurrency - this.inflight.size;
+    if (free <= 0) return [];
+    const now = this.clock.now();
+    let limit = free;
+    if (this.pause) {
+      // Paused: one probe at a time, after a backoff, to learn whether the key works again.
+      if (this.inflight.size > 0 || now < this.probeAtMs) return [];
+      limit = 1;
+    }
+    const rows = this.q.claim.all({
+      owner: this.owner,
+      now: isoAt(now),
+      leaseUntil: isoAt(now + this.ctx.config.outbox.lease_seconds * 1000),
+      limit,
+    });
+    return rows.sort((a, b) => a.id - b.id);
+  }
+
+  /** How long to sleep when nothing more can be claimed: until the next due row, at most a poll. */
+  private idleDelay(): number {
+    const poll = this.ctx.config.outbox.poll_ms;
+    const now = this.clock.now();
+    if (this.pause) return Math.max(0, Math.min(poll, this.probeAtMs - now));
+    const due = this.q.nextDue.get()?.at;
+    return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
+  }
+
+  private waitFor(ms: number): Promise<void> {
+    if (this.woken || this.stopping) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wakeUp = undefined;
+        self.woken = false;
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+
+  private maybeScrub(): void {
+    const now = this.clock.now();
+    if (now - this.lastScrubMs < (this.options.scrubEveryMs ?? 3_600_000)) return;
+    this.lastScrubMs = now;
+    const scrubbed = scrubFinishedRows(this.ctx.database.sqlite, now, this.ctx.config.outbox.scrub_after_days);
+    if (scrubbed > 0) this.ctx.log.info({ event: 'outbox.scrubbed', rows: scrubbed }, `scrubbed personal fields of ${scrubbed} rows`);
+  }
+
+  /** One attempt: POST the stored body as it is, then settle the row in one transaction. */
+  private async send(row: OutboxRow): Promise<void> {
+    const startedMs = this.clock.now();
+    const t0 = performance.now();
+    let outcome: AttemptOutcome;
+    try {
+      const client = this.ctx.operator();
+      const result = await client.notify(this.ctx.config.operator.notify_path, row.body);
+      outcome = { kind: 'answered', status: result.status, body: result.body };
+    } catch (err) {
+      outcome = { kind: 'error', error: err instanceof OperatorError ? err : errorForNetwork(err) };
+    }
+    const durationMs = Math.round(performance.now() - t0);
+    const status = outcome.kind === 'answered' ? outcome.status : outcome.error.status;
+    this.ctx.metrics.notifyRequests.inc({ code: status === undefined ? 'error' : String(status) });
+    try {
+      this.settle(row, outcome, startedMs, durationMs);
+    } catch (err) {
+      // The lease runs out and the row is claimed again: at-least-once, never lost.
+      this.ctx.log.error(
+        { event: 'outbox.settle.error', ref: row.marketplaceTransactionRef, err },
+        `could not record the attempt: ${errorMessage(err)}`,
+      );
+    }
+  }
+
+  private settle(row: OutboxRow, outcome: AttemptOutcome, startedMs: number, durationMs: number): void {
+    const now = this.clock.now();
+    const nowIso = isoAt(now);
+    const masked = (text: string) => maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
+    if (outcome.kind === 'error') outcome = { kind: 'error', error: withMessage(outcome.error, masked(outcome.error.message)) };
+    const ageFrom = Date.parse(row.retried_at ?? row.created_at);
+    const next = decideAttempt(outcome, { attempts: row.attempts, ageFromMs: ageFrom }, this.policy, now, this.random);
+    const ref = row.marketplaceTransactionRef;
+    const key = { id: row.id, owner: this.owner, now: nowIso };
+    let effects: DecisionEffect[] = [];
+    const settled = this.ctx.database.sqlite.transaction((): boolean => {
+      this.q.insertAttempt.run({
+        outboxId: row.id,
+        startedAt: isoAt(startedMs),
+        durationMs,
+        statusCode: outcome.kind === 'answered' ? outcome.status : (outcome.error.status ?? null),
+        error: outcome.kind === 'error' ? outcome.error.message.slice(0, EXCERPT) : null,
+      });
+      if (next.state === 'accepted') {
+        const response = masked(next.response);
+        if (this.q.accept.run({ ...key, response, status: next.status }).changes === 0) return false;
+        effects = applyPendingDecisions(this.ctx.database.sqlite, row.id, ref, nowIso);
+        return true;
+      }
+      if (next.state === 'failed') {
+        return this.q.fail.run({ ...key, error: next.error.slice(0, EXCERPT), status: next.status }).changes > 0;
+      }
+      return (
+        this.q.requeue.run({
+          ...key,
+          next: isoAt(next.nextAttemptAtMs),
+          error: next.error.slice(0, EXCERPT),
+          status: next.status,
+          refund: next.refund ? 1 : 0,
+        }).changes > 0
+      );
+    })();
+    if (!settled) {
+      this.ctx.log.warn({ event: 'outbox.lease.lost', ref, id: row.id }, `lease on ${ref} was taken over; its new owner settles it`);
+    }
+    this.afterSettle(row, next, outcome, now);
+    if (effects.length > 0) reportDecisionEffects(this.ctx, effects);
+  }
+
+  /** Logs the step and moves the pause state machine. */
+  private afterSettle(row: OutboxRow, next: NextStep, outcome: AttemptOutcome, now: number): void {
+    const log = this.ctx.log;
+    const base = { ref: row.marketplaceTransactionRef, id: row.id, attempts: row.attempts };
+    // Any HTTP answer other than 401/403 proves the key is accepted again.
+    const authOk = outcome.kind === 'answered' || (outcome.error.status !== undefined && outcome.error.kind !== 'auth');
+    if (next.state === 'queued' && next.pause) {
+      this.pauseFailures += 1;
+      this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
+      if (!this.pause) {
+        this.pause = writePause(this.ctx.database.sqlite, { reason: next.error, status: next.status, since: isoAt(now) }, isoAt(now));
+        log.error(
+          { event: 'outbox.paused', status: next.status, reason: next.error },
+          `operator refused our credentials (${next.status}): sending paused for all rows until a probe succeeds`,
+        );
+      }
+      return;
+    }
+    if (this.pause && authOk) {
+      clearPause(this.ctx.database.sqlite);
+      log.info({ event: 'outbox.resumed', pausedSince: this.pause.since }, 'operator accepts our credentials again: sending resumed');
+      this.pause = null;
+      this.pauseFailures = 0;
+    } else if (this.pause) {
+      this.pauseFailures += 1;
+      this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
+    }
+    if (next.state === 'accepted') {
+      log.info({ event: 'outbox.accepted', ...base, status: next.status }, `${row.marketplaceTransactionRef} accepted`);
+    } else if (next.state === 'failed') {
+      log.error(
+        { event: 'outbox.failed', ...base, status: next.status, error: next.error },
+        `${row.marketplaceTransactionRef} failed: ${next.error}`,
+      );
+    } else {
+      log.warn(
+        { event: 'outbox.retry', ...base, status: next.status, error: next.error, nextAttemptAt: isoAt(next.nextAttemptAtMs) },
+        `${row.marketplaceTransactionRef} will be retried`,
+      );
+    }
+  }
+}
+
+function withMessage(error: OperatorError, message: string): OperatorError {
+  if (message === error.message) return error;
+  return new OperatorError(error.kind, message, error.status, error.retryAfterMs);
+}
+
+/** The dispatcher as a daemon component; sets `ctx.hooks.wakeDispatcher` while it runs. */
+export function createDispatcherComponent(ctx: AppContext, options: DispatcherOptions = {}): Component & { dispatcher: Dispatcher } {
+  const dispatcher = new Dispatcher(ctx, options);
+  return {
+    name: 'dispatcher',
+    dispatcher,
+    async start() {
+      ctx.hooks.wakeDispatcher = () => dispatcher.wake();
+      dispatcher.start();
+    },
+    async stop() {
+      if (ctx.hooks.wakeDispatcher) ctx.hooks.wakeDispatcher = undefined;
+      await dispatcher.stop();
+    },
+  };
+}

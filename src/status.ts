@@ -1,0 +1,53 @@
+import { createTask } from 'node-cron';
+import type { Config } from './config.js';
+import type { Sqlite } from './db/open.js';
+import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
+import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
+
+export type { Problem, Severity } from './health/rules.js';
+
+/** Health as `vcu-sync status --json` and `GET /status` show it. */
+export interface Health {
+  status: Severity;
+  /** Nagios exit code: 0 ok, 1 warning, 2 critical. */
+  exitCode: number;
+  generatedAt: string;
+  problems: Problem[];
+  snapshot: HealthSnapshot;
+}
+
+const periodCache = new Map<string, number | null>();
+
+/** The time between two runs of a cron schedule, ms; null when it is "off". */
+export function schedulePeriodMs(expression: string): number | null {
+  if (expression === 'off') return null;
+  const cached = periodCache.get(expression);
+  if (cached !== undefined) return cached;
+  const task = createTask(expression, () => undefined);
+  const [a, b] = task.getNextRuns(2);
+  void task.destroy();
+  const period = a && b ? b.getTime() - a.getTime() : null;
+  periodCache.set(expression, period);
+  return period;
+}
+
+/** Reads the database and judges it: the one health module everything uses. */
+export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
+  const schedule = config.sync.schedule;
+  const snapshot = readSnapshot(sqlite, {
+    recentSince: new Date(now - 24 * 3_600_000).toISOString(),
+    decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
+  });
+  const { status, problems } = judge(snapshot, {
+    now,
+    periods: {
+      projects: schedulePeriodMs(schedule.projects),
+      issuances: schedulePeriodMs(schedule.issuances),
+      units: schedulePeriodMs(schedule.units),
+      custody: schedulePeriodMs(schedule.custody),
+    },
+    stalePeriods: config.status.stale_periods,
+    decisionWarnHours: config.status.decision_warn_hours,
+  });
+  return { status, exitCode: exitCodeOf(status), generatedAt: new Date(now).toISOString(), problems, snapshot };
+}

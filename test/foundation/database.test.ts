@@ -1,0 +1,110 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { backupDatabase } from '../../src/db/backup.js';
+import { openDatabase } from '../../src/db/open.js';
+import { UserError } from '../../src/errors.js';
+import { tempDir } from '../helpers/context.js';
+
+const CONTRACT_TABLES = [
+  'projects',
+  'issuances',
+  'unit_operations',
+  'custody_projects',
+  'custody_issuances',
+  'custody_units',
+  'changes',
+  'sync_runs',
+  'outbox',
+  'webhook_events',
+];
+
+describe('database', () => {
+  const cleanups: Array<() => void> = [];
+  afterEach(() => {
+    for (const c of cleanups.splice(0)) c();
+  });
+  const dir = () => {
+    const t = tempDir();
+    cleanups.push(t.cleanup);
+    return t.dir;
+  };
+
+  it('creates every contract table from an empty file, in WAL mode, with the interface column names', () => {
+    const file = path.join(dir(), 'm.db');
+    const database = openDatabase(file);
+    const tables = database.sqlite.prepare("SELECT name FROM sqlite_master WHERE type='table'").pluck().all();
+    expect(tables).toEqual(expect.arrayContaining(CONTRACT_TABLES));
+    expect(database.sqlite.pragma('journal_mode', { simple: true })).toBe('wal');
+    const columns = database.sqlite.prepare("SELECT name FROM pragma_table_info('projects')").pluck().all();
+    expect(columns).toEqual(
+      expect.arrayContaining([
+        'projectID',
+        'projectName',
+        'ProjectStatusDate',
+        '_raw',
+        '_first_seen_at',
+        '_last_seen_at',
+        '_removed_at',
+      ]),
+    );
+    const key = database.sqlite
+      .prepare("SELECT type FROM pragma_table_info('projects') WHERE pk = 1")
+      .pluck()
+      .get();
+    expect(key).toBe('TEXT');
+    database.close();
+    // Opening again applies nothing twice.
+    const again = openDatabase(file);
+    expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBeGreaterThan(
+      0,
+    );
+    again.close();
+  });
+
+  it('is readable by another process-like connection while a writer holds a transaction', () => {
+    const file = path.join(dir(), 'r.db');
+    const writer = openDatabase(file);
+    writer.sqlite
+      .prepare("INSERT INTO changes (resource, record_id, kind, at) VALUES ('projects','1','insert','t')")
+      .run();
+    writer.sqlite.exec('BEGIN IMMEDIATE');
+    writer.sqlite
+      .prepare("INSERT INTO changes (resource, record_id, kind, at) VALUES ('projects','2','insert','t')")
+      .run();
+    const reader = new Database(file, { readonly: true });
+    expect(reader.prepare('SELECT count(*) FROM changes').pluck().get()).toBe(1);
+    writer.sqlite.exec('COMMIT');
+    reader.close();
+    writer.close();
+  });
+
+  it('says plainly when the folder does not exist', () => {
+    const file = path.join(dir(), 'no', 'such', 'folder', 'x.db');
+    expect(() => openDatabase(file)).toThrow(UserError);
+    expect(() => openDatabase(file)).toThrow(/folder .* does not exist/);
+  });
+
+  it('backs up online while a writer keeps writing, and the copy holds the same rows', async () => {
+    const d = dir();
+    const database = openDatabase(path.join(d, 'live.db'));
+    const insert = database.sqlite.prepare(
+      "INSERT INTO changes (resource, record_id, kind, at) VALUES ('units', ?, 'insert', 't')",
+    );
+    database.sqlite.transaction(() => {
+      for (let i = 0; i < 5000; i++) insert.run(String(i));
+    })();
+    const backup = backupDatabase(database.sqlite, path.join(d, 'copy.db'));
+    insert.run('late');
+    const result = await backup;
+    const copy = new Database(result.file, { readonly: true });
+    const live = database.sqlite.prepare('SELECT count(*) FROM changes').pluck().get() as number;
+    const copied = copy.prepare('SELECT count(*) FROM changes').pluck().get() as number;
+    // The copy is a consistent snapshot: all rows before the backup, and the late one only if it came first.
+    expect([live, live - 1]).toContain(copied);
+    expect(result.tables.changes).toBe(copied);
+    copy.close();
+    await expect(backupDatabase(database.sqlite, path.join(d, 'copy.db'))).rejects.toThrow(/exists already/);
+    database.close();
+  });
+});
