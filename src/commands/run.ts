@@ -2,6 +2,7 @@ import { closeAppContext, createAppContext } from '../appContext.js';
 import { type Config, requireOperator } from '../config.js';
 import { startDaemon } from '../daemon.js';
 import { createLogger } from '../log.js';
+import { createSdNotifier } from '../sdNotify.js';
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {
@@ -21,12 +22,16 @@ export async function runDaemonCommand(config: Config): Promise<number> {
     closeAppContext(ctx);
     throw err;
   }
+  const notifier = createSdNotifier(log);
+  notifier.ready(`serving API on ${config.api.listen}, webhooks on ${config.webhook.listen}`);
   const onSignal = (signal: NodeJS.Signals) => {
+    notifier.stopping();
     void daemon.stop(signal);
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   await daemon.stopped;
+  notifier.close();
   closeAppContext(ctx);
   log.flush();
   return 0;

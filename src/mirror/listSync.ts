@@ -1,7 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { normalizeRecord } from '../operator/schemas.js';
-import type { ListBody } from '../operator/client.js';
+import type { ListBody } from '../operator/readBody.js';
 import { rawKey } from './decide.js';
 import { afterPage, isSamePage, isUnpaginated, type PageShape } from './pager.js';
 import { freshFullScan, type ScanPlan } from './plan.js';
@@ -132,6 +132,7 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
 
   /** Routes a batch: overlap positions are checked, new ones written with the checkpoint. */
   const handle = (records: FetchedRecord[], nextOffset: number) => {
+    options.counts.fetched += records.length;
     const fresh: FetchedRecord[] = [];
     for (const record of records) {
       const position = record.position ?? 0;

@@ -80,7 +80,7 @@ export class TableQueries {
   insert(values: readonly Value[], raw: string, hash: string, at: string, position: number | null): void {
     const params: Value[] = [...values, raw, hash, at, at];
     if (this.def.positioned) params.push(position);
-    this.insertStmt.run(params);
+    this.insertStmt.run(...params);
   }
 
   update(key: string, values: readonly Value[], raw: string, hash: string, at: string, position: number | null): void {
@@ -89,7 +89,7 @@ export class TableQueries {
     params.push(raw, hash, at);
     if (this.def.positioned) params.push(position);
     params.push(key);
-    this.updateStmt.run(params);
+    this.updateStmt.run(...params);
   }
 
   setPosition(key: string, position: number): void {

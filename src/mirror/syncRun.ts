@@ -95,7 +95,7 @@ export async function runSync(ctx: AppContext, target: SyncTarget, options: RunS
 
   const finished = ctx.clock.now();
   sync.finishRun(runId, isoAt(finished), status, error, counts);
-  record(ctx, target, status, counts, (finished - started) / 1000);
+  record(ctx, target, status, counts, started, finished);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
@@ -118,12 +118,12 @@ function describeFailure(target: SyncTarget, err: unknown): string {
   return `${target}: ${errorMessage(err)}`;
 }
 
-function record(ctx: AppContext, target: SyncTarget, status: string, counts: RunCounts, seconds: number): void {
+function record(ctx: AppContext, target: SyncTarget, status: string, counts: RunCounts, started: number, finished: number): void {
   const m = ctx.metrics;
   m.syncRuns.inc({ resource: target, status });
-  m.syncDuration.observe({ resource: target }, seconds);
+  m.syncDuration.observe({ resource: target }, (finished - started) / 1000);
   for (const outcome of ['inserted', 'updated', 'unchanged', 'removed', 'quarantined'] as const) {
     if (counts[outcome] > 0) m.syncRecords.inc({ resource: target, outcome }, counts[outcome]);
   }
-  if (status === 'succeeded') m.lastSyncSuccess.set({ resource: target }, Date.now() / 1000);
+  if (status === 'succeeded') m.lastSyncSuccess.set({ resource: target }, finished / 1000);
 }

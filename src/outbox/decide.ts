@@ -50,20 +50,43 @@ export function decideAttempt(
   nowMs: number,
   random: () => number,
 ): NextStep {
-  if (outcome.kind === 'answered') return { state: 'accepted', status: outcome.status, response: outcome.body };
+  if (outcome.kind === 'answered')
+    return { state: 'accepted', status: outcome.status, response: outcome.body };
   const { error } = outcome;
   const status = error.status ?? null;
   if (error.kind === 'auth') {
-    return { state: 'queued', nextAttemptAtMs: nowMs, error: error.message, status, refund: true, pause: true };
+    return {
+      state: 'queued',
+      nextAttemptAtMs: nowMs,
+      error: error.message,
+      status,
+      refund: true,
+      pause: true,
+    };
   }
   if (error.kind === 'permanent') return { state: 'failed', error: error.message, status };
   if (row.attempts >= policy.maxAttempts) {
-    return { state: 'failed', error: `gave up after ${row.attempts} attempts; last: ${error.message}`, status };
+    return {
+      state: 'failed',
+      error: `gave up after ${row.attempts} attempts; last: ${error.message}`,
+      status,
+    };
   }
   if (nowMs - row.ageFromMs >= policy.maxAgeMs) {
     const hours = Math.round((policy.maxAgeMs / 3_600_000) * 10) / 10;
-    return { state: 'failed', error: `gave up after ${hours} hours unaccepted; last: ${error.message}`, status };
+    return {
+      state: 'failed',
+      error: `gave up after ${hours} hours unaccepted; last: ${error.message}`,
+      status,
+    };
   }
   const delay = retryDelayMs(row.attempts, error.retryAfterMs, policy, random);
-  return { state: 'queued', nextAttemptAtMs: nowMs + delay, error: error.message, status, refund: false, pause: false };
+  return {
+    state: 'queued',
+    nextAttemptAtMs: nowMs + delay,
+    error: error.message,
+    status,
+    refund: false,
+    pause: false,
+  };
 }

@@ -100,7 +100,8 @@ export class Dispatcher {
         this.maybeScrub();
         const claimed = this.claim();
         for (const row of claimed) this.track(this.send(row));
-        if (claimed.length > 0 && this.inflight.size < this.ctx.config.outbox.concurrency && !this.pause) continue;
+        if (claimed.length > 0 && this.inflight.size < this.ctx.config.outbox.concurrency && !this.pause)
+          continue;
         delay = this.idleDelay();
       } catch (err) {
         // A locked or busy database: log and try again at the next poll rather than die.
@@ -169,8 +170,16 @@ export class Dispatcher {
     const now = this.clock.now();
     if (now - this.lastScrubMs < (this.options.scrubEveryMs ?? 3_600_000)) return;
     this.lastScrubMs = now;
-    const scrubbed = scrubFinishedRows(this.ctx.database.sqlite, now, this.ctx.config.outbox.scrub_after_days);
-    if (scrubbed > 0) this.ctx.log.info({ event: 'outbox.scrubbed', rows: scrubbed }, `scrubbed personal fields of ${scrubbed} rows`);
+    const scrubbed = scrubFinishedRows(
+      this.ctx.database.sqlite,
+      now,
+      this.ctx.config.outbox.scrub_after_days,
+    );
+    if (scrubbed > 0)
+      this.ctx.log.info(
+        { event: 'outbox.scrubbed', rows: scrubbed },
+        `scrubbed personal fields of ${scrubbed} rows`,
+      );
   }
 
   /** One attempt: POST the stored body as it is, then settle the row in one transaction. */
@@ -202,10 +211,18 @@ export class Dispatcher {
   private settle(row: OutboxRow, outcome: AttemptOutcome, startedMs: number, durationMs: number): void {
     const now = this.clock.now();
     const nowIso = isoAt(now);
-    const masked = (text: string) => maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
-    if (outcome.kind === 'error') outcome = { kind: 'error', error: withMessage(outcome.error, masked(outcome.error.message)) };
+    const masked = (text: string) =>
+      maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
+    if (outcome.kind === 'error')
+      outcome = { kind: 'error', error: withMessage(outcome.error, masked(outcome.error.message)) };
     const ageFrom = Date.parse(row.retried_at ?? row.created_at);
-    const next = decideAttempt(outcome, { attempts: row.attempts, ageFromMs: ageFrom }, this.policy, now, this.random);
+    const next = decideAttempt(
+      outcome,
+      { attempts: row.attempts, ageFromMs: ageFrom },
+      this.policy,
+      now,
+      this.random,
+    );
     const ref = row.marketplaceTransactionRef;
     const key = { id: row.id, owner: this.owner, now: nowIso };
     let effects: DecisionEffect[] = [];
@@ -224,7 +241,9 @@ export class Dispatcher {
         return true;
       }
       if (next.state === 'failed') {
-        return this.q.fail.run({ ...key, error: next.error.slice(0, EXCERPT), status: next.status }).changes > 0;
+        return (
+          this.q.fail.run({ ...key, error: next.error.slice(0, EXCERPT), status: next.status }).changes > 0
+        );
       }
       return (
         this.q.requeue.run({
@@ -237,7 +256,10 @@ export class Dispatcher {
       );
     })();
     if (!settled) {
-      this.ctx.log.warn({ event: 'outbox.lease.lost', ref, id: row.id }, `lease on ${ref} was taken over; its new owner settles it`);
+      this.ctx.log.warn(
+        { event: 'outbox.lease.lost', ref, id: row.id },
+        `lease on ${ref} was taken over; its new owner settles it`,
+      );
     }
     this.afterSettle(row, next, outcome, now);
     if (effects.length > 0) reportDecisionEffects(this.ctx, effects);
@@ -248,12 +270,17 @@ export class Dispatcher {
     const log = this.ctx.log;
     const base = { ref: row.marketplaceTransactionRef, id: row.id, attempts: row.attempts };
     // Any HTTP answer other than 401/403 proves the key is accepted again.
-    const authOk = outcome.kind === 'answered' || (outcome.error.status !== undefined && outcome.error.kind !== 'auth');
+    const authOk =
+      outcome.kind === 'answered' || (outcome.error.status !== undefined && outcome.error.kind !== 'auth');
     if (next.state === 'queued' && next.pause) {
       this.pauseFailures += 1;
       this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
       if (!this.pause) {
-        this.pause = writePause(this.ctx.database.sqlite, { reason: next.error, status: next.status, since: isoAt(now) }, isoAt(now));
+        this.pause = writePause(
+          this.ctx.database.sqlite,
+          { reason: next.error, status: next.status, since: isoAt(now) },
+          isoAt(now),
+        );
         log.error(
           { event: 'outbox.paused', status: next.status, reason: next.error },
           `operator refused our credentials (${next.status}): sending paused for all rows until a probe succeeds`,
@@ -263,7 +290,10 @@ export class Dispatcher {
     }
     if (this.pause && authOk) {
       clearPause(this.ctx.database.sqlite);
-      log.info({ event: 'outbox.resumed', pausedSince: this.pause.since }, 'operator accepts our credentials again: sending resumed');
+      log.info(
+        { event: 'outbox.resumed', pausedSince: this.pause.since },
+        'operator accepts our credentials again: sending resumed',
+      );
       this.pause = null;
       this.pauseFailures = 0;
     } else if (this.pause) {
@@ -271,7 +301,10 @@ export class Dispatcher {
       this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
     }
     if (next.state === 'accepted') {
-      log.info({ event: 'outbox.accepted', ...base, status: next.status }, `${row.marketplaceTransactionRef} accepted`);
+      log.info(
+        { event: 'outbox.accepted', ...base, status: next.status },
+        `${row.marketplaceTransactionRef} accepted`,
+      );
     } else if (next.state === 'failed') {
       log.error(
         { event: 'outbox.failed', ...base, status: next.status, error: next.error },
@@ -279,7 +312,13 @@ export class Dispatcher {
       );
     } else {
       log.warn(
-        { event: 'outbox.retry', ...base, status: next.status, error: next.error, nextAttemptAt: isoAt(next.nextAttemptAtMs) },
+        {
+          event: 'outbox.retry',
+          ...base,
+          status: next.status,
+          error: next.error,
+          nextAttemptAt: isoAt(next.nextAttemptAtMs),
+        },
         `${row.marketplaceTransactionRef} will be retried`,
       );
     }
@@ -292,7 +331,10 @@ function withMessage(error: OperatorError, message: string): OperatorError {
 }
 
 /** The dispatcher as a daemon component; sets `ctx.hooks.wakeDispatcher` while it runs. */
-export function createDispatcherComponent(ctx: AppContext, options: DispatcherOptions = {}): Component & { dispatcher: Dispatcher } {
+export function createDispatcherComponent(
+  ctx: AppContext,
+  options: DispatcherOptions = {},
+): Component & { dispatcher: Dispatcher } {
   const dispatcher = new Dispatcher(ctx, options);
   return {
     name: 'dispatcher',

@@ -46,7 +46,14 @@ export function enqueueOperation(ctx: AppContext, input: unknown): EnqueueResult
   const wire = wireSpelling(kind, ctx.config);
   const body = JSON.stringify({ ...notification, operationType: wire });
   const q = outboxQueries(ctx.database.sqlite);
-  const inserted = q.insert.get({ ref, operationType: wire, orderKey, body, hash, now: isoAt(ctx.clock.now()) });
+  const inserted = q.insert.get({
+    ref,
+    operationType: wire,
+    orderKey,
+    body,
+    hash,
+    now: isoAt(ctx.clock.now()),
+  });
   if (inserted) {
     ctx.hooks.wakeDispatcher?.();
     return { status: 201, row: inserted };

@@ -1,5 +1,5 @@
-import type { AttemptRow, OutboxRow } from './queries.js';
 import { maskPersonal } from './personal.js';
+import type { AttemptRow, OutboxRow } from './queries.js';
 
 /**
  * How an outbox row is shown to people and internal apps (CLI, read API): the stored columns,
@@ -15,7 +15,9 @@ function parsedMasked(text: string | null): unknown {
   if (text === null) return null;
   try {
     const value: unknown = JSON.parse(text);
-    return value && typeof value === 'object' && !Array.isArray(value) ? maskPersonal(value as Record<string, unknown>) : value;
+    return value && typeof value === 'object' && !Array.isArray(value)
+      ? maskPersonal(value as Record<string, unknown>)
+      : value;
   } catch {
     return text;
   }

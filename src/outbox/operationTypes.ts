@@ -3,7 +3,12 @@ import type { Config } from '../config.js';
 /** The four operation kinds of the interface (part 1), by the name vcu-sync uses inside. */
 export type OperationKind = 'tokenization' | 'transfer' | 'retire' | 'detokenization';
 
-export const OPERATION_KINDS: readonly OperationKind[] = ['tokenization', 'transfer', 'retire', 'detokenization'];
+export const OPERATION_KINDS: readonly OperationKind[] = [
+  'tokenization',
+  'transfer',
+  'retire',
+  'detokenization',
+];
 
 /**
  * Every accepted input spelling, lowercased. The operator's public documentation also shows the

@@ -5,7 +5,9 @@ import { PERSONAL_FIELDS, REDACTED } from '../redact.js';
  * echoing the body) can be masked before it is stored or logged.
  */
 export function personalValues(body: Record<string, unknown>): string[] {
-  return PERSONAL_FIELDS.map((f) => body[f]).filter((v): v is string => typeof v === 'string' && v.length >= 3);
+  return PERSONAL_FIELDS.map((f) => body[f]).filter(
+    (v): v is string => typeof v === 'string' && v.length >= 3,
+  );
 }
 
 /** `text` with each of `values` replaced by the redaction mark. */

@@ -42,7 +42,14 @@ export interface AttemptRow {
   error: string | null;
 }
 
-export type OutboxState = 'queued' | 'sending' | 'accepted' | 'approved' | 'rejected' | 'failed' | 'cancelled';
+export type OutboxState =
+  | 'queued'
+  | 'sending'
+  | 'accepted'
+  | 'approved'
+  | 'rejected'
+  | 'failed'
+  | 'cancelled';
 
 export const OUTBOX_STATES: readonly OutboxState[] = [
   'queued',
@@ -76,16 +83,9 @@ RETURNING *`;
 /** Only the claimant whose lease still stands may settle a row. */
 const MINE = `WHERE id = @id AND state = 'sending' AND lease_owner = @owner`;
 
-export type OutboxQueries = ReturnType<typeof outboxQueries>;
-
-const cache = new WeakMap<Sqlite, OutboxQueries>();
-
-/** The prepared statements of one connection (made once, then reused). */
-export function outboxQueries(sqlite: Sqlite) {
-  const cached = cache.get(sqlite);
-  if (cached) return cached;
+function prepareAll(sqlite: Sqlite) {
   const p = <T = unknown>(sql: string) => sqlite.prepare(sql) as Statement<unknown[], T>;
-  const q = {
+  return {
     insert: p<OutboxRow>(`
       INSERT INTO outbox (marketplaceTransactionRef, operationType, order_key, body, body_hash, state, attempts,
                           next_attempt_at, created_at, updated_at)
@@ -114,8 +114,12 @@ export function outboxQueries(sqlite: Sqlite) {
     attemptsOf: p<AttemptRow>('SELECT * FROM outbox_attempts WHERE outbox_id = ? ORDER BY id'),
     /** The earliest time a queued row becomes due, so an idle dispatcher sleeps exactly that long. */
     nextDue: p<{ at: string | null }>(`SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'queued'`),
-    earliestLease: p<{ at: string | null }>(`SELECT MIN(lease_until) AS at FROM outbox WHERE state = 'sending'`),
-    getState: p<{ value: string; updated_at: string }>('SELECT value, updated_at FROM daemon_state WHERE key = ?'),
+    earliestLease: p<{ at: string | null }>(
+      `SELECT MIN(lease_until) AS at FROM outbox WHERE state = 'sending'`,
+    ),
+    getState: p<{ value: string; updated_at: string }>(
+      'SELECT value, updated_at FROM daemon_state WHERE key = ?',
+    ),
     setState: p(`
       INSERT INTO daemon_state (key, value, updated_at) VALUES (@key, @value, @now)
       ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`),
@@ -129,7 +133,9 @@ export function outboxQueries(sqlite: Sqlite) {
       UPDATE outbox SET state = 'cancelled', finished_at = @now, updated_at = @now, lease_owner = NULL, lease_until = NULL
       WHERE id = @id AND (state IN ('queued', 'failed') OR (state = 'sending' AND lease_until < @now))`),
     /** A queued row waiting out its backoff is made due now. */
-    expedite: p(`UPDATE outbox SET next_attempt_at = @now, updated_at = @now WHERE id = @id AND state = 'queued'`),
+    expedite: p(
+      `UPDATE outbox SET next_attempt_at = @now, updated_at = @now WHERE id = @id AND state = 'queued'`,
+    ),
     scrub: p(`
       UPDATE outbox SET body = json_replace(body,
           '$.originUserName', @mask, '$.originUserEmail', @mask, '$.originUserDocId', @mask,
@@ -138,6 +144,18 @@ export function outboxQueries(sqlite: Sqlite) {
       WHERE scrubbed_at IS NULL AND state IN ('approved', 'rejected', 'failed', 'cancelled')
         AND COALESCE(finished_at, decided_at, updated_at) <= @cutoff`),
   };
-  cache.set(sqlite, q);
+}
+
+export type OutboxQueries = ReturnType<typeof prepareAll>;
+
+const cache = new WeakMap<Sqlite, OutboxQueries>();
+
+/** The prepared statements of one connection (made once, then reused). */
+export function outboxQueries(sqlite: Sqlite): OutboxQueries {
+  let q = cache.get(sqlite);
+  if (!q) {
+    q = prepareAll(sqlite);
+    cache.set(sqlite, q);
+  }
   return q;
 }

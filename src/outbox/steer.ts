@@ -50,12 +50,17 @@ export function parseState(state: string | undefined): OutboxState | undefined {
 export function listOperations(ctx: AppContext, options: ListOptions = {}): OperationPage {
   const state = parseState(options.state);
   const cursor = options.cursor ?? '';
-  if (cursor !== '' && !/^\d{1,15}$/.test(cursor)) throw new SteerError('invalid', 'cursor must be a nextCursor value');
+  if (cursor !== '' && !/^\d{1,15}$/.test(cursor))
+    throw new SteerError('invalid', 'cursor must be a nextCursor value');
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
     throw new SteerError('invalid', 'limit must be a whole number from 1 to 1000');
   }
-  const rows = outboxQueries(ctx.database.sqlite).list.all({ after: Number(cursor || 0), state: state ?? null, limit: limit + 1 });
+  const rows = outboxQueries(ctx.database.sqlite).list.all({
+    after: Number(cursor || 0),
+    state: state ?? null,
+    limit: limit + 1,
+  });
   const more = rows.length > limit;
   const page = more ? rows.slice(0, limit) : rows;
   return { items: page.map((r) => toEntry(r)), nextCursor: more ? String(page[page.length - 1]!.id) : null };

@@ -55,7 +55,12 @@ export const STRING_FIELDS = [
   'detokenizationProof',
 ] as const;
 
-export const INTEGER_FIELDS = ['unitId', 'issuanceId', 'unitsInternalAccountID', 'unitsAccountDestinationID'] as const;
+export const INTEGER_FIELDS = [
+  'unitId',
+  'issuanceId',
+  'unitsInternalAccountID',
+  'unitsAccountDestinationID',
+] as const;
 
 /** Every field of the Notification (2.1). */
 export const NOTIFICATION_FIELDS: readonly string[] = [
@@ -69,7 +74,12 @@ export const NOTIFICATION_FIELDS: readonly string[] = [
 ];
 
 const ORIGIN_FIELDS = ['originWallet', 'originUserName', 'originUserEmail', 'originUserDocId'] as const;
-const DESTINATION_FIELDS = ['destinationWallet', 'destinationUserName', 'destinationUserEmail', 'destinationUserDocId'];
+const DESTINATION_FIELDS = [
+  'destinationWallet',
+  'destinationUserName',
+  'destinationUserEmail',
+  'destinationUserDocId',
+];
 
 const text = z.string({ error: 'must be a string' });
 // Ids arrive as numbers or digit strings from apps that keep them as text; both mean the same id.
@@ -88,7 +98,8 @@ const shape: Record<string, z.ZodType> = {
     if (kind) return kind;
     ctx.addIssue({
       code: 'custom',
-      message: 'must be Tokenization, Transfer, Retire or Detokenization (any case; postTransfer and postRetirement too)',
+      message:
+        'must be Tokenization, Transfer, Retire or Detokenization (any case; postTransfer and postRetirement too)',
     });
     return z.NEVER;
   }),
@@ -141,7 +152,10 @@ function kindErrors(kind: OperationKind, n: Record<string, unknown>): FieldError
   const errors: FieldError[] = [];
   if (kind === 'transfer') {
     if (!ORIGIN_FIELDS.some((f) => present(n, f))) {
-      errors.push({ field: 'originWallet', reason: 'Transfer needs an origin: originWallet or an origin user' });
+      errors.push({
+        field: 'originWallet',
+        reason: 'Transfer needs an origin: originWallet or an origin user',
+      });
     }
     if (!DESTINATION_FIELDS.some((f) => present(n, f))) {
       errors.push({
@@ -151,7 +165,10 @@ function kindErrors(kind: OperationKind, n: Record<string, unknown>): FieldError
     }
   }
   if (kind !== 'retire' && present(n, 'unitsRetirementNotes')) {
-    errors.push({ field: 'unitsRetirementNotes', reason: 'only a Retire operation carries retirement notes' });
+    errors.push({
+      field: 'unitsRetirementNotes',
+      reason: 'only a Retire operation carries retirement notes',
+    });
   }
   if (kind === 'detokenization') {
     if (n.unitsAccountDestinationID === undefined) {
@@ -168,7 +185,10 @@ function kindErrors(kind: OperationKind, n: Record<string, unknown>): FieldError
         tonnes === 0
           ? `less than one whole tonne: nothing can be detokenized; ${remainderKg} kgCO2e stay on the marketplace`
           : `send transactionAmount ${tonnes} with transactionUnit tCO2e; the remaining ${remainderKg} kgCO2e stay on the marketplace`;
-      errors.push({ field: 'transactionAmount', reason: `Detokenization re-tokenizes whole tCO2e only: ${advice}` });
+      errors.push({
+        field: 'transactionAmount',
+        reason: `Detokenization re-tokenizes whole tCO2e only: ${advice}`,
+      });
     }
   }
   return errors;
@@ -201,7 +221,8 @@ function unknownFieldReason(key: string): string {
 
 function toFieldErrors(issues: readonly z.core.$ZodIssue[], input: Record<string, unknown>): FieldError[] {
   return issues.flatMap((issue) => {
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((k) => ({ field: k, reason: unknownFieldReason(k) }));
+    if (issue.code === 'unrecognized_keys')
+      return issue.keys.map((k) => ({ field: k, reason: unknownFieldReason(k) }));
     const field = issue.path.map(String).join('.') || '(body)';
     const missing = issue.code === 'invalid_type' && input[String(issue.path[0])] === undefined;
     return [{ field, reason: missing ? 'is required' : issue.message }];
@@ -216,7 +237,8 @@ export function validateNotification(input: unknown, defaults: ValidationDefault
   // null means "not given": it is neither sent nor counted as a value.
   const cleaned: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(input)) if (v !== null) cleaned[k] = v;
-  if (cleaned.marketplaceId === undefined && defaults.marketplaceId) cleaned.marketplaceId = defaults.marketplaceId;
+  if (cleaned.marketplaceId === undefined && defaults.marketplaceId)
+    cleaned.marketplaceId = defaults.marketplaceId;
 
   const parsed = notificationSchema.safeParse(cleaned);
   if (!parsed.success) {

@@ -4,7 +4,7 @@
  */
 
 import { type Simulator, type SimulatorOptions, startSimulator } from './server.js';
-import { DEFAULT_WEBHOOK_SECRET, type WebhookPolicy } from './webhooks.js';
+import type { WebhookPolicy } from './webhooks.js';
 
 type Setter = (o: SimulatorOptions, value: string, flag: string) => void;
 
@@ -129,15 +129,19 @@ export async function runSimulatorCli(
 ): Promise<Simulator> {
   const opts = parseSimulatorArgs(argv);
   const sim = await startSimulator(opts);
-  // The secret is printed only when it is the public test default, never a user-supplied one.
-  const secretNote = opts.webhook?.secret ? '' : ` webhook secret ${DEFAULT_WEBHOOK_SECRET}`;
-  out(
-    `operator simulator listening on ${sim.url} (api key via --api-key,${secretNote || ' webhook secret as given'})`,
-  );
+  // One line, no key or secret: the output may end up in a journal.
+  out(`operator simulator listening on ${sim.url}`);
+  const close = sim.close;
   const stop = () => {
-    void sim.close().then(() => process.exit(0));
+    void close().then(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // Closing by hand (tests, the demo) must not leave signal handlers behind.
+  sim.close = async () => {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await close();
+  };
   return sim;
 }

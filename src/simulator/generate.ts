@@ -89,7 +89,9 @@ export function isoDay(daysSince2015: number): string {
 }
 
 /** URL slugs precomputed once: string work per record adds up at a million records. */
-const SLUG = new Map<string, string>([...MARKETPLACES, ...CHAINS].map((v) => [v, v.replace(/ /g, '-').toLowerCase()]));
+const SLUG = new Map<string, string>(
+  [...MARKETPLACES, ...CHAINS].map((v) => [v, v.replace(/ /g, '-').toLowerCase()]),
+);
 const slug = (v: string): string => SLUG.get(v) ?? v.toLowerCase();
 
 function dayOfYear(year: number, rng: Rng): string {

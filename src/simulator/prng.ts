@@ -18,18 +18,10 @@ export function mix32(x: number): number {
   return h >>> 0;
 }
 
-/** Combines several integers into one well-mixed 32-bit state. */
-export function hashInts(...parts: number[]): number {
-  let h = 0x9e3779b9;
-  for (const p of parts) {
-    // Indices may exceed 2^32 in theory; fold the high part in so they never collide silently.
-    const hi = Math.floor(p / 0x1_0000_0000);
-    h = mix32(h ^ mix32(p >>> 0) ^ Math.imul(hi, 0x27d4eb2d));
-  }
-  return h;
-}
-
-/** hashInts for exactly three parts, without the rest-array allocation (hot path). */
+/**
+ * Combines three integers (seed, resource salt, index) into one well-mixed 32-bit state. Fixed
+ * arity on purpose: it runs once per generated record. Indices above 2^32 fold their high part in.
+ */
 export function hash3(a: number, b: number, c: number): number {
   let h = 0x9e3779b9;
   h = mix32(h ^ mix32(a >>> 0) ^ Math.imul(Math.floor(a / 0x1_0000_0000), 0x27d4eb2d));

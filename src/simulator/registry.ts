@@ -203,7 +203,8 @@ export class Registry {
     const ids: (string | number)[] = [];
     while (ids.length < n) {
       let key: number | undefined;
-      for (let q = Math.min(p, seq.size); q >= Math.max(0, p - 64) && key === undefined; q--) key = seq.freeKeyBefore(q);
+      for (let q = Math.min(p, seq.size); q >= Math.max(0, p - 64) && key === undefined; q--)
+        key = seq.freeKeyBefore(q);
       if (key === undefined) break;
       seq.add(key, this.synthesize(resource, key));
       ids.push(this.idOf(resource, key));

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { get, getArray, KEY, post } from './helpers.js';
 
@@ -43,7 +43,11 @@ describe('deterministic fault queue', () => {
     expect((await get(sim, P)).status).toBe(200);
     expect((await get(sim, U)).status).toBe(503);
     expect((await get(sim, U)).status).toBe(200);
-    const r = await post(sim, '/integration/v1/notify', { marketplaceTransactionRef: 'f', operationType: 'Retire', transactionAmount: 1 });
+    const r = await post(sim, '/integration/v1/notify', {
+      marketplaceTransactionRef: 'f',
+      operationType: 'Retire',
+      transactionAmount: 1,
+    });
     expect(r.status).toBe(500);
     expect(sim.notifications[0]?.status).toBe(500);
   });
@@ -68,11 +72,15 @@ describe('deterministic fault queue', () => {
   it('a reset /notify is recorded with status reset and sends no webhook', async () => {
     sim = await startSimulator({ webhook: { url: 'http://127.0.0.1:9/none', delayMs: 0 } });
     sim.faults.next(1, 'reset', { pathPrefix: '/integration/v1/notify' });
-    const body = JSON.stringify({ marketplaceTransactionRef: 'r', operationType: 'Retire', transactionAmount: 1 });
+    const body = JSON.stringify({
+      marketplaceTransactionRef: 'r',
+      operationType: 'Retire',
+      transactionAmount: 1,
+    });
     await expect(fetch(`${sim.url}/integration/v1/notify`, { method: 'POST', body })).rejects.toThrow();
     await sim.webhooksIdle();
-    await new Promise((r) => setImmediate(r));
-    expect(sim.notifications[0]?.status).toBe('reset');
+    // The server sees the close a moment after the client does: poll, do not sleep.
+    await vi.waitFor(() => expect(sim?.notifications[0]?.status).toBe('reset'));
     expect(sim.webhooksSent).toHaveLength(0);
   });
 
@@ -142,7 +150,11 @@ describe('deterministic fault queue', () => {
     // Offsets shifted down by two: records 10 and 11 were never served.
     expect(second.map((p) => p.projectID)).toEqual(before.slice(12, 22));
     expect(sim.registry.count('projects')).toBe(38);
-    expect(sim.faults.injected[0]?.detail).toMatchObject({ op: 'remove', offset: 10, ids: [before[9], before[8]] });
+    expect(sim.faults.injected[0]?.detail).toMatchObject({
+      op: 'remove',
+      offset: 10,
+      ids: [before[9], before[8]],
+    });
   });
 
   it('drift insert: new records before the offset push served ones into the next page (duplicates)', async () => {
@@ -157,6 +169,19 @@ describe('deterministic fault queue', () => {
     const ids = (sim.faults.injected[0]?.detail?.ids ?? []) as string[];
     expect(ids).toHaveLength(2);
     for (const id of ids) expect(sim.registry.get('issuances', id)?.issuanceId).toBe(id);
+  });
+
+  it('drift insert of more records than one key gap holds still shifts by exactly that many', async () => {
+    sim = await startSimulator({ units: 100 });
+    const first = await getArray(sim, `${U}?limit=20`);
+    sim.faults.next(1, 'drift', { driftOp: 'insert', driftCount: 7 });
+    const second = await getArray(sim, `${U}?limit=20&offset=20`);
+    expect(second.slice(0, 7).map((u) => u.unitsOperationID)).toEqual(
+      first.slice(13).map((u) => u.unitsOperationID),
+    );
+    const ids = [...sim.registry.iterate('units')].map((u) => Number(u.unitsOperationID));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(ids).toHaveLength(107);
   });
 
   it('drift waits for a list request: data reads and /notify do not consume it', async () => {
@@ -208,7 +233,10 @@ describe('fault admin endpoints', () => {
     const r = await get(sim, P);
     expect(r.status).toBe(429);
     expect(r.headers.get('retry-after')).toBe('3');
-    const listed = (await get(sim, '/_sim/faults')).body as { pending: { remaining: number }[]; injected: unknown[] };
+    const listed = (await get(sim, '/_sim/faults')).body as {
+      pending: { remaining: number }[];
+      injected: unknown[];
+    };
     expect(listed.pending[0]?.remaining).toBe(1);
     expect(listed.injected).toHaveLength(1);
 

@@ -28,7 +28,8 @@ export async function get(
 
 export async function getArray(sim: Simulator, path: string): Promise<Record<string, unknown>[]> {
   const r = await get(sim, path);
-  if (r.status !== 200 || !Array.isArray(r.body)) throw new Error(`GET ${path} → ${r.status} ${r.text.slice(0, 200)}`);
+  if (r.status !== 200 || !Array.isArray(r.body))
+    throw new Error(`GET ${path} → ${r.status} ${r.text.slice(0, 200)}`);
   return r.body as Record<string, unknown>[];
 }
 
@@ -118,7 +119,9 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       failing = n;
     },
     waitFor: (n) =>
-      events.length >= n ? Promise.resolve(events.slice()) : new Promise((resolve) => waiters.push({ n, resolve })),
+      events.length >= n
+        ? Promise.resolve(events.slice())
+        : new Promise((resolve) => waiters.push({ n, resolve })),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

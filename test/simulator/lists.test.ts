@@ -5,7 +5,14 @@ import { get, getArray, KEY, post } from './helpers.js';
 describe('public lists over HTTP', () => {
   let sim: Simulator;
   beforeAll(async () => {
-    sim = await startSimulator({ seed: 5, projects: 37, issuances: 250, units: 2345, maxPageSize: 100, defaultPageSize: 10 });
+    sim = await startSimulator({
+      seed: 5,
+      projects: 37,
+      issuances: 250,
+      units: 2345,
+      maxPageSize: 100,
+      defaultPageSize: 10,
+    });
   });
   afterAll(() => sim.close());
 
@@ -68,7 +75,9 @@ describe('authentication', () => {
     const sim = await startSimulator();
     try {
       expect((await get(sim, '/integration/v1/projects', { apikey: KEY })).status).toBe(200);
-      expect((await get(sim, '/integration/v1/projects', { authorization: `Bearer ${KEY}` })).status).toBe(200);
+      expect((await get(sim, '/integration/v1/projects', { authorization: `Bearer ${KEY}` })).status).toBe(
+        200,
+      );
       const missing = await get(sim, '/integration/v1/projects', {});
       expect(missing.status).toBe(401);
       expect(missing.body).toHaveProperty('message');
@@ -109,13 +118,19 @@ describe('authentication', () => {
 
 describe('Marketplace Data reads (custody only)', () => {
   it('serves project, issuance and units data for ids in custody, 404 JSON otherwise', async () => {
-    const sim = await startSimulator({ custody: { projects: [1004], issuances: ['100008'], units: ['1000000012'] } });
+    const sim = await startSimulator({
+      custody: { projects: [1004], issuances: ['100008'], units: ['1000000012'] },
+    });
     try {
       const p = await get(sim, '/integration/v1/projects/1004');
       expect(p.status).toBe(200);
       expect(p.body).toEqual(sim.registry.get('projects', 1004));
-      expect((await get(sim, '/integration/v1/issuances/100008')).body).toEqual(sim.registry.get('issuances', '100008'));
-      expect((await get(sim, '/integration/v1/units/1000000012')).body).toEqual(sim.registry.get('units', '1000000012'));
+      expect((await get(sim, '/integration/v1/issuances/100008')).body).toEqual(
+        sim.registry.get('issuances', '100008'),
+      );
+      expect((await get(sim, '/integration/v1/units/1000000012')).body).toEqual(
+        sim.registry.get('units', '1000000012'),
+      );
 
       const out = await get(sim, '/integration/v1/projects/1000'); // exists, not in custody
       expect(out.status).toBe(404);
@@ -149,7 +164,9 @@ describe('unpaginated mode', () => {
   it('GET /units ignores limit/offset and returns every record in one streamed body', async () => {
     const sim = await startSimulator({ units: 20_000, unitsUnpaginated: true, maxPageSize: 100 });
     try {
-      const res = await fetch(`${sim.url}/integration/v1/units?limit=10&offset=500`, { headers: { apikey: KEY } });
+      const res = await fetch(`${sim.url}/integration/v1/units?limit=10&offset=500`, {
+        headers: { apikey: KEY },
+      });
       expect(res.headers.get('content-length')).toBeNull(); // streamed in chunks, not one string
       const all = (await res.json()) as Record<string, unknown>[];
       expect(all).toHaveLength(20_000);

@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_WEBHOOK_SECRET, REJECT_REASON, type Simulator, startSimulator } from '../../src/simulator/index.js';
+import {
+  DEFAULT_WEBHOOK_SECRET,
+  REJECT_REASON,
+  type Simulator,
+  startSimulator,
+} from '../../src/simulator/index.js';
 import { KEY, post, type Receiver, startReceiver } from './helpers.js';
 
 const valid = (ref: string, extra: Record<string, unknown> = {}) => ({
@@ -52,9 +57,15 @@ describe('POST /notify validation', () => {
       const r = await post(sim, '/integration/v1/notify', body);
       expect(r.status, field).toBe(422);
       const errors = (r.body as { errors: { field: string; message: string }[] }).errors;
-      expect(errors.map((e) => e.field), JSON.stringify(body)).toContain(field);
+      expect(
+        errors.map((e) => e.field),
+        JSON.stringify(body),
+      ).toContain(field);
     }
-    const missing = await post(sim, '/integration/v1/notify', { operationType: 'Retire', transactionAmount: 1 });
+    const missing = await post(sim, '/integration/v1/notify', {
+      operationType: 'Retire',
+      transactionAmount: 1,
+    });
     expect((missing.body as { errors: { field: string; message: string }[] }).errors).toContainEqual({
       field: 'marketplaceTransactionRef',
       message: 'is required',
@@ -66,7 +77,11 @@ describe('POST /notify validation', () => {
     const refs = ['r1', 'r2', 'r3', 'r4', 'r5'];
     const types = ['Tokenization', 'TRANSFER', 'retire', 'Retire', 'Detokenization'];
     for (const [i, ref] of refs.entries()) {
-      const body = valid(ref, { operationType: types[i], transactionAmount: 3, unitsAccountDestinationID: 77 });
+      const body = valid(ref, {
+        operationType: types[i],
+        transactionAmount: 3,
+        unitsAccountDestinationID: 77,
+      });
       const r = await post(sim, '/integration/v1/notify', body, { apikey: KEY });
       expect(r.status).toBe(202);
       expect(r.body).toEqual(body);
@@ -81,7 +96,9 @@ describe('POST /notify validation', () => {
   it('answers 200 when configured for Part A, accepts no key, refuses a wrong key with 403', async () => {
     sim = await startSimulator({ notifyStatus: 200 });
     expect((await post(sim, '/integration/v1/notify', valid('a'))).status).toBe(200);
-    expect((await post(sim, '/integration/v1/notify', valid('b'), { authorization: 'Bearer bad' })).status).toBe(403);
+    expect(
+      (await post(sim, '/integration/v1/notify', valid('b'), { authorization: 'Bearer bad' })).status,
+    ).toBe(403);
   });
 
   it('records and accepts a duplicate marketplaceTransactionRef again (at-least-once delivery)', async () => {
@@ -105,14 +122,18 @@ describe('decision webhooks', () => {
       timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
       data: { marketplaceTransactionRef: 'ok-1', transactionReferenceId: 'tx-ok-1', status: 'approved' },
     });
-    expect((ev?.payload.data as Record<string, unknown>).reason).toBeUndefined();
+    expect(ev?.payload.data).not.toHaveProperty('reason');
     await sim.webhooksIdle();
     expect(sim.webhooksSent[0]).toMatchObject({ delivered: true, attempts: 1, status: 204 });
   });
 
   it('a receiver with another secret rejects the signature (so the signature really is checked)', async () => {
-    receiver = await startReceiver(`whsec_${Buffer.from('another-secret-of-32-bytes-long!').toString('base64')}`);
-    sim = await startSimulator({ webhook: { url: receiver.url, delayMs: 0, maxAttempts: 2, retryBaseMs: 1 } });
+    receiver = await startReceiver(
+      `whsec_${Buffer.from('another-secret-of-32-bytes-long!').toString('base64')}`,
+    );
+    sim = await startSimulator({
+      webhook: { url: receiver.url, delayMs: 0, maxAttempts: 2, retryBaseMs: 1 },
+    });
     await post(sim, '/integration/v1/notify', valid('x'));
     await sim.webhooksIdle();
     expect(receiver.events).toHaveLength(0);
@@ -191,15 +212,25 @@ describe('custody deposit webhook', () => {
   it('puts the ids in custody and sends a verified custody.deposit webhook (in-process and admin)', async () => {
     receiver = await startReceiver(DEFAULT_WEBHOOK_SECRET);
     sim = await startSimulator({ webhook: { url: receiver.url } });
-    expect((await fetch(`${sim.url}/integration/v1/projects/1040`, { headers: { apikey: KEY } })).status).toBe(404);
-    const sent = await sim.sendDepositWebhook({ projectID: 1040, issuanceId: '100040', unitIds: ['1000000400'] });
+    expect(
+      (await fetch(`${sim.url}/integration/v1/projects/1040`, { headers: { apikey: KEY } })).status,
+    ).toBe(404);
+    const sent = await sim.sendDepositWebhook({
+      projectID: 1040,
+      issuanceId: '100040',
+      unitIds: ['1000000400'],
+    });
     expect(sent.delivered).toBe(true);
     expect(receiver.events[0]?.payload).toMatchObject({
       type: 'custody.deposit',
       data: { projectID: 1040, issuanceId: '100040', unitIds: ['1000000400'] },
     });
-    expect((await fetch(`${sim.url}/integration/v1/projects/1040`, { headers: { apikey: KEY } })).status).toBe(200);
-    expect((await fetch(`${sim.url}/integration/v1/units/1000000400`, { headers: { apikey: KEY } })).status).toBe(200);
+    expect(
+      (await fetch(`${sim.url}/integration/v1/projects/1040`, { headers: { apikey: KEY } })).status,
+    ).toBe(200);
+    expect(
+      (await fetch(`${sim.url}/integration/v1/units/1000000400`, { headers: { apikey: KEY } })).status,
+    ).toBe(200);
 
     const r = await post(sim, '/_sim/webhooks/deposit', { unitIds: ['1000000404'] });
     expect(r.status).toBe(200);

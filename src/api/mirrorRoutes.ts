@@ -1,0 +1,178 @@
+import type { Context, Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import { z } from 'zod';
+import { type AppContext, SYNC_TARGETS as ALL_TARGETS, type SyncTarget } from '../context.js';
+import type { ResourceName } from '../operator/fields.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
+import {
+  cursorParam,
+  describeQueryIssues,
+  fromParam,
+  limitParam,
+  type RouteSpec,
+  removedParam,
+  toParam,
+} from './routeSpec.js';
+
+/** A query parameter mapped onto a column. */
+interface FilterParam {
+  param: string;
+  column: string;
+  op: ColumnFilter['op'];
+  schema: z.ZodType;
+}
+
+const text = (param: string, column: string, what: string): FilterParam => ({
+  param,
+  column,
+  op: '=',
+  schema: z.string().min(1).optional().describe(what),
+});
+const integer = (param: string, column: string, what: string): FilterParam => ({
+  param,
+  column,
+  op: '=',
+  schema: z.coerce.number().int().optional().describe(what),
+});
+const dates = (column: string): FilterParam[] => [
+  { param: 'from', column, op: '>=', schema: fromParam },
+  { param: 'to', column, op: '<=', schema: toParam },
+];
+
+/** The mirror lists served, their URL names and the filters people use on each. */
+const LISTS: ReadonlyArray<{ path: string; resource: ResourceName; what: string; filters: FilterParam[] }> = [
+  {
+    path: '/v1/projects',
+    resource: 'projects',
+    what: 'projects (public list)',
+    filters: [
+      text('status', 'projectStatus', 'projectStatus, exactly'),
+      text('country', 'projectCountry', 'projectCountry, exactly'),
+      text('program', 'projectProgram', 'projectProgram, exactly'),
+      ...dates('ProjectStatusDate'),
+    ],
+  },
+  {
+    path: '/v1/issuances',
+    resource: 'issuances',
+    what: 'issuances (public list)',
+    filters: [
+      integer('projectID', 'issuanceProjectId', 'issuanceProjectId'),
+      integer('vintage', 'issuanceVintageYear', 'issuanceVintageYear'),
+      ...dates('issuanceDate'),
+    ],
+  },
+  {
+    path: '/v1/units',
+    resource: 'unit_operations',
+    what: 'unit operations (public list)',
+    filters: [
+      text('issuance', 'unitsIssuanceID', 'unitsIssuanceID, exactly'),
+      text('status', 'unitsStatus', 'unitsStatus, exactly'),
+      text('type', 'unitsType', 'unitsType, exactly'),
+      ...dates('unitsDate'),
+    ],
+  },
+  { path: '/v1/custody/projects', resource: 'custody_projects', what: 'projects in custody', filters: [] },
+  { path: '/v1/custody/issuances', resource: 'custody_issuances', what: 'issuances in custody', filters: [] },
+  { path: '/v1/custody/units', resource: 'custody_units', what: 'units in custody', filters: [] },
+];
+
+function listQuerySchema(filters: FilterParam[]) {
+  const shape: Record<string, z.ZodType> = { limit: limitParam, cursor: cursorParam, removed: removedParam };
+  for (const f of filters) shape[f.param] = f.schema;
+  return z.strictObject(shape);
+}
+
+const changesQuery = z.strictObject({
+  after: z.coerce.number().int().min(0).optional().describe('last seq already seen (default: 0, from the start)'),
+  limit: limitParam,
+  resource: z.string().min(1).optional().describe('only changes of this table (projects, issuances, unit_operations, ...)'),
+});
+
+const SYNC_TARGETS = ['projects', 'issuances', 'units', 'custody', 'all'] as const;
+
+/** Parses the query with its schema, or answers 400 naming each bad parameter. */
+export function parseQuery<T extends z.ZodObject>(c: Context, schema: T): z.output<T> {
+  const result = schema.safeParse(c.req.query());
+  if (!result.success) throw new HTTPException(400, { message: describeQueryIssues(result.error) });
+  return result.data;
+}
+
+/** The route specs of this file, for /openapi.json. */
+export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
+  ...LISTS.flatMap((l): RouteSpec[] => [
+    {
+      method: 'get',
+      path: l.path,
+      summary: `List ${l.what}, paginated by cursor`,
+      query: listQuerySchema(l.filters),
+      responses: { '200': '{ items, next } — next is null on the last page', '400': 'a bad filter', '401': 'no token' },
+    },
+    {
+      method: 'get',
+      path: `${l.path}/{id}`,
+      summary: `One of the ${l.what} by key`,
+      responses: { '200': 'the record', '404': 'not in the mirror', '401': 'no token' },
+    },
+  ]),
+  {
+    method: 'get',
+    path: '/v1/changes',
+    summary: 'The change feed: inserts, updates and removals in the mirror after a seq',
+    query: changesQuery,
+    responses: { '200': '{ items, last } — call again with after=last', '400': 'a bad parameter', '401': 'no token' },
+  },
+  {
+    method: 'post',
+    path: '/v1/sync/{resource}',
+    summary: `Start a sync now (${SYNC_TARGETS.join(', ')}); answers at once`,
+    responses: { '202': 'scheduled', '400': 'unknown resource', '503': 'the daemon is not running the scheduler' },
+  },
+];
+
+export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
+  const sqlite = ctx.database.sqlite;
+  for (const list of LISTS) {
+    const schema = listQuerySchema(list.filters);
+    app.get(list.path, (c) => {
+      const q = parseQuery(c, schema) as Record<string, string | number | undefined>;
+      const filters: ColumnFilter[] = [];
+      for (const f of list.filters) {
+        const value = q[f.param];
+        if (value !== undefined) filters.push({ column: f.column, op: f.op, value });
+      }
+      const after = q.cursor === undefined ? undefined : decodeCursor<{ k: string }>(String(q.cursor), ['k']).k;
+      const { rows, lastKey } = listRecords(sqlite, {
+        resource: list.resource,
+        filters,
+        removed: (q.removed as 'false' | 'true' | 'only' | undefined) ?? 'false',
+        after,
+        limit: (q.limit as number | undefined) ?? 100,
+      });
+      return c.json({ items: rows, next: lastKey === null ? null : encodeCursor({ k: lastKey }) });
+    });
+    app.get(`${list.path}/:id`, (c) => {
+      const record = getRecord(sqlite, list.resource, c.req.param('id'));
+      return record ? c.json(record) : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);
+    });
+  }
+
+  app.get('/v1/changes', (c) => {
+    const q = parseQuery(c, changesQuery);
+    const items = changesAfter(sqlite, q.after ?? 0, q.limit ?? 100, q.resource);
+    return c.json({ items, last: items.length ? items[items.length - 1]!.seq : (q.after ?? 0), head: lastChangeSeq(sqlite) });
+  });
+
+  app.post('/v1/sync/:resource', async (c) => {
+    const resource = c.req.param('resource');
+    if (!(SYNC_TARGETS as readonly string[]).includes(resource)) {
+      return c.json({ error: `resource: expected one of ${SYNC_TARGETS.join(', ')}` }, 400);
+    }
+    if (!ctx.hooks.requestSync) return c.json({ error: 'this process does not run the sync scheduler' }, 503);
+    const targets: readonly SyncTarget[] = resource === 'all' ? ALL_TARGETS : [resource as SyncTarget];
+    await ctx.hooks.requestSync(targets, 'api');
+    return c.json({ scheduled: targets }, 202);
+  });
+}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+/**
+ * What a route accepts and answers, declared once: the route validates its query with the same
+ * zod schema that `/openapi.json` is generated from, so the document cannot drift from the code.
+ */
+export interface RouteSpec {
+  method: 'get' | 'post';
+  /** OpenAPI-style path, e.g. /v1/projects/{id}. */
+  path: string;
+  summary: string;
+  /** Query parameters (default: none). */
+  query?: z.ZodObject;
+  /** JSON request body (default: none). */
+  body?: z.ZodType;
+  /** Status code → description. */
+  responses: Record<string, string>;
+  /** Served without the bearer token (default: false). */
+  public?: boolean;
+  /** Response content type (default: application/json). */
+  produces?: string;
+}
+
+/** A query parameter that is a positive page size, at most 1000. */
+export const limitParam = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(1000)
+  .optional()
+  .describe('page size, 1-1000 (default: 100)');
+/** The opaque cursor from the previous page's `next`. */
+export const cursorParam = z
+  .string()
+  .min(1)
+  .optional()
+  .describe("opaque cursor from the previous page's `next`");
+const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD');
+/** Inclusive lower date bound. */
+export const fromParam = day.optional().describe('on or after this date (YYYY-MM-DD)');
+/** Inclusive upper date bound. */
+export const toParam = day.optional().describe('on or before this date (YYYY-MM-DD)');
+/** Whether removed records are listed. */
+export const removedParam = z
+  .enum(['false', 'true', 'only'])
+  .optional()
+  .describe(
+    'records a complete scan no longer found: false hides them (default), true includes, only lists just them',
+  );
+
+/** One line naming each bad query parameter. */
+export function describeQueryIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ');
+}

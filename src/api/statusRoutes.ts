@@ -1,0 +1,58 @@
+import type { Hono } from 'hono';
+import type { AppContext } from '../context.js';
+import { readSeries } from '../health/series.js';
+import type { Metrics } from '../metrics.js';
+import { getHealth, type Health } from '../status.js';
+import type { RouteSpec } from './routeSpec.js';
+import { renderStatusPage } from './statusPage.js';
+
+const OUTBOX_STATES = ['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled'];
+
+/** Routes of this file, for /openapi.json. */
+export const STATUS_ROUTE_SPECS: RouteSpec[] = [
+  { method: 'get', path: '/healthz', summary: 'Liveness: the process answers', responses: { '200': '{ ok: true }' }, public: true },
+  {
+    method: 'get',
+    path: '/status',
+    summary: 'Health as JSON (same as vcu-sync status --json)',
+    responses: { '200': 'ok or warning', '503': 'critical (body is the same JSON)', '401': 'no token' },
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics',
+    responses: { '200': 'text exposition format', '401': 'no token' },
+    produces: 'text/plain',
+  },
+  { method: 'get', path: '/', summary: 'Status page for people', responses: { '200': 'HTML' }, produces: 'text/html' },
+  { method: 'get', path: '/openapi.json', summary: 'This document', responses: { '200': 'OpenAPI 3.1' } },
+];
+
+/** Copies the health figures into the gauges, so Prometheus sees what `vcu-sync status` sees. */
+export function updateGauges(metrics: Metrics, health: Health, now: number): void {
+  const s = health.snapshot;
+  for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
+  metrics.outboxOldestQueuedAge.set(s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0);
+  for (const r of s.resources) {
+    metrics.mirrorRecords.set({ resource: r.resource }, r.records);
+    if (r.lastSuccessAt) metrics.lastSyncSuccess.set({ resource: r.resource }, Date.parse(r.lastSuccessAt) / 1000);
+  }
+}
+
+export function registerStatusRoutes(app: Hono, ctx: AppContext, openapi: () => Record<string, unknown>): void {
+  const health = () => getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now());
+  app.get('/status', (c) => {
+    const h = health();
+    return c.json(h, h.status === 'critical' ? 503 : 200);
+  });
+  app.get('/metrics', async (c) => {
+    const now = ctx.clock.now();
+    updateGauges(ctx.metrics, health(), now);
+    return c.text(await ctx.metrics.registry.metrics(), 200, { 'content-type': ctx.metrics.registry.contentType });
+  });
+  app.get('/', (c) => {
+    const now = ctx.clock.now();
+    return c.html(renderStatusPage(health(), readSeries(ctx.database.sqlite, now), now));
+  });
+  app.get('/openapi.json', (c) => c.json(openapi()));
+}

@@ -1,0 +1,99 @@
+import type { AppContext } from '../context.js';
+import type { OutboxEntry } from '../outbox/entry.js';
+import {
+  cancelOperation,
+  listOperations,
+  retryOperation,
+  SteerError,
+  showOperation,
+} from '../outbox/steer.js';
+
+/** Options of `vcu-sync outbox`. */
+export interface OutboxCommandOptions {
+  /** Print JSON instead of a table (default: false; show/retry/cancel always print JSON). */
+  json?: boolean;
+  /** list: only rows in this state (default: all). */
+  state?: string | undefined;
+  /** list: rows per page (default: 100). */
+  limit?: number | undefined;
+  /** list: the nextCursor of the previous page (default: from the start). */
+  cursor?: string | undefined;
+  /** (default: process.stdout) */
+  stdout?: NodeJS.WritableStream;
+  /** (default: process.stderr) */
+  stderr?: NodeJS.WritableStream;
+}
+
+const COLUMNS = [
+  'id',
+  'marketplaceTransactionRef',
+  'operationType',
+  'state',
+  'attempts',
+  'next_attempt_at',
+  'last_error',
+] as const;
+
+function table(items: readonly OutboxEntry[]): string {
+  const rows = items.map((e) =>
+    COLUMNS.map((c) =>
+      String(e[c] ?? '')
+        .replace(/\s+/g, ' ')
+        .slice(0, 80),
+    ),
+  );
+  const all = [COLUMNS.map(String), ...rows];
+  const widths = COLUMNS.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  return all
+    .map((r) =>
+      r
+        .map((v, i) => v.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/**
+ * `vcu-sync outbox list|show REF|retry REF|cancel REF [--json]`. Personal fields are masked.
+ * Exit 0 done, 1 refused (e.g. cancel after acceptance; the reason is printed), 3 no such ref,
+ * 64 usage error.
+ */
+export async function runOutboxCommand(
+  ctx: AppContext,
+  sub: string,
+  ref: string | undefined,
+  opts: OutboxCommandOptions = {},
+): Promise<number> {
+  const stdout = opts.stdout ?? process.stdout;
+  const stderr = opts.stderr ?? process.stderr;
+  const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  try {
+    if (sub === 'list') {
+      const page = listOperations(ctx, { state: opts.state, limit: opts.limit, cursor: opts.cursor });
+      if (opts.json) print(page);
+      else {
+        stdout.write(`${table(page.items)}\n`);
+        if (page.nextCursor) stdout.write(`(more: --cursor ${page.nextCursor})\n`);
+      }
+      return 0;
+    }
+    if (sub !== 'show' && sub !== 'retry' && sub !== 'cancel') {
+      stderr.write(`vcu-sync: outbox: unknown action ${sub}; expected list, show, retry or cancel\n`);
+      return 64;
+    }
+    if (!ref) {
+      stderr.write(`vcu-sync: outbox ${sub}: a marketplaceTransactionRef is required\n`);
+      return 64;
+    }
+    const action = { show: showOperation, retry: retryOperation, cancel: cancelOperation }[sub];
+    print(action(ctx, ref));
+    return 0;
+  } catch (err) {
+    if (err instanceof SteerError) {
+      stderr.write(`vcu-sync: ${err.message}\n`);
+      return err.code === 'invalid' ? 64 : err.exitCode;
+    }
+    throw err;
+  }
+}

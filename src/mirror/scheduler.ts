@@ -1,0 +1,75 @@
+import cron, { type ScheduledTask } from 'node-cron';
+import type { AppContext, Component, SyncTarget } from '../context.js';
+import { SYNC_TARGETS } from '../context.js';
+import { SyncCoordinator } from './coordinator.js';
+import { markInterruptedRuns } from './recovery.js';
+import { realSleep } from './retry.js';
+
+/** Options of {@link createMirrorComponent}. */
+export interface MirrorComponentOptions {
+  /** How jitter and retries wait (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Source of jitter in [0, 1) (default: Math.random). */
+  random?: () => number;
+}
+
+/** The jitter before a scheduled run, ms (pure). */
+export function jitterMs(jitterSeconds: number, random: number): number {
+  return Math.floor(random * jitterSeconds * 1000);
+}
+
+/**
+ * The mirror in the daemon: marks runs that died as interrupted, schedules one cron task per
+ * resource (`sync.schedule`, "off" disables), syncs everything at start-up when asked, and
+ * answers `ctx.hooks.requestSync` (API, webhooks). Stopping ends schedules and waits for runs,
+ * which stop between pages with their checkpoints kept.
+ */
+export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions = {}): Component {
+  const sleep = options.sleep ?? realSleep;
+  const random = options.random ?? Math.random;
+  const coordinator = new SyncCoordinator(ctx, { sleep });
+  const tasks: ScheduledTask[] = [];
+  let stopping = false;
+
+  const requestAll = (targets: readonly SyncTarget[], trigger: 'startup' | 'schedule' | 'manual' | 'api' | 'webhook') => {
+    for (const target of targets) {
+      coordinator.request(target, trigger).catch((err: unknown) => {
+        ctx.log.error({ event: 'sync.run.crashed', resource: target, err }, 'sync run crashed');
+      });
+    }
+  };
+
+  return {
+    name: 'mirror',
+    async start() {
+      markInterruptedRuns(ctx);
+      ctx.hooks.requestSync = async (targets, trigger) => {
+        if (!stopping) requestAll(targets, trigger);
+      };
+      for (const target of SYNC_TARGETS) {
+        const expr = ctx.config.sync.schedule[target];
+        if (expr === 'off') continue;
+        const task = cron.schedule(
+          expr,
+          async () => {
+            await sleep(jitterMs(ctx.config.sync.jitter_seconds, random()));
+            if (stopping) return;
+            // Returned so noOverlap can skip a tick while the run is still going.
+            await coordinator.request(target, 'schedule');
+          },
+          { noOverlap: true, name: `sync-${target}` },
+        );
+        tasks.push(task);
+      }
+      ctx.log.info({ event: 'sync.scheduler.started', schedules: ctx.config.sync.schedule }, 'mirror scheduler started');
+      if (ctx.config.sync.on_startup) requestAll(SYNC_TARGETS, 'startup');
+    },
+    async stop() {
+      stopping = true;
+      for (const task of tasks) await task.stop();
+      tasks.length = 0;
+      ctx.hooks.requestSync = undefined;
+      await coordinator.stop();
+    },
+  };
+}

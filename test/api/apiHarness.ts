@@ -1,0 +1,42 @@
+import type { AppContext } from '../../src/context.js';
+import { createApiComponent } from '../../src/api/server.js';
+import { testContext } from '../helpers/context.js';
+
+export const TOKEN = 'test-api-token-0123456789';
+
+/** A real context and a real API listener on a free loopback port. */
+export async function startApi(overrides: Record<string, unknown> = {}) {
+  const ctx = testContext({
+    overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN, 'operator.marketplace_id': 'mkt-default', ...overrides },
+  });
+  const api = createApiComponent(ctx);
+  await api.start();
+  const base = `http://127.0.0.1:${api.address()!.port}`;
+  const call = async (method: string, path: string, body?: unknown, token: string | null = TOKEN) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = text;
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+    return { status: res.status, json: json as any, text };
+  };
+  return {
+    ctx: ctx as AppContext & { dispose: () => void },
+    base,
+    call,
+    close: async () => {
+      await api.stop();
+      ctx.dispose();
+    },
+  };
+}
