@@ -46,6 +46,7 @@ export function createAppContext(
           timeoutMs: config.operator.timeout_ms,
           connectTimeoutMs: config.operator.connect_timeout_ms,
           ratePerSecond: config.operator.rate_per_second,
+          bufferLimitBytes: config.operator.max_body_bytes,
           clock,
           onResponse: ({ operation, status, durationMs }) => {
             metrics.operatorRequests.inc({ operation, code: String(status) });

@@ -50,8 +50,8 @@ const operatorSchema = z.strictObject({
   connect_timeout_ms: positiveInt.default(5_000),
   /** Most requests per second sent to the operator, all loops together (default: 10). */
   rate_per_second: z.number().positive().default(10),
-  /** Largest response body accepted for one page, in bytes, before it is streamed (default: 67108864). */
-  max_body_bytes: positiveInt.default(64 * 1024 * 1024),
+  /** List bodies up to this size are parsed at once; larger ones are streamed record by record, bytes (default: 8388608). */
+  max_body_bytes: positiveInt.default(8 * 1024 * 1024),
   /** getProjectList path (default: "/integration/v1/projects"). */
   projects_path: apiPath.default('/integration/v1/projects'),
   /** getIssuanceList path (default: "/integration/v1/issuances"). */
@@ -112,6 +112,8 @@ const webhookSchema = z.strictObject({
   hmac_encoding: z.enum(['hex', 'base64']).default('hex'),
   /** `hmac` scheme: header with a timestamp that is signed as "timestamp.body" (default: none). */
   hmac_timestamp_header: z.string().min(1).optional(),
+  /** `hmac`/`token` schemes: header carrying the sender's message id; without it the body's hash is the id (default: "webhook-id"). */
+  id_header: z.string().min(1).default('webhook-id'),
   /** `token` scheme: header that must equal the secret (default: "x-webhook-token"). */
   token_header: z.string().min(1).default('x-webhook-token'),
   /** Where the payload's fields are read. */

@@ -49,5 +49,11 @@ export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
     stalePeriods: config.status.stale_periods,
     decisionWarnHours: config.status.decision_warn_hours,
   });
-  return { status, exitCode: exitCodeOf(status), generatedAt: new Date(now).toISOString(), problems, snapshot };
+  return {
+    status,
+    exitCode: exitCodeOf(status),
+    generatedAt: new Date(now).toISOString(),
+    problems,
+    snapshot,
+  };
 }

@@ -6,7 +6,10 @@ export function encodeCursor(value: Record<string, string | number>): string {
 }
 
 /** Decodes a cursor, or answers 400 naming the parameter. */
-export function decodeCursor<T extends Record<string, string | number>>(cursor: string, keys: readonly (keyof T)[]): T {
+export function decodeCursor<T extends Record<string, string | number>>(
+  cursor: string,
+  keys: readonly (keyof T)[],
+): T {
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as T;
     if (parsed && typeof parsed === 'object' && keys.every((k) => k in parsed)) return parsed;

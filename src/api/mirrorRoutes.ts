@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
-import { type AppContext, SYNC_TARGETS as ALL_TARGETS, type SyncTarget } from '../context.js';
+import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
@@ -86,9 +86,18 @@ function listQuerySchema(filters: FilterParam[]) {
 }
 
 const changesQuery = z.strictObject({
-  after: z.coerce.number().int().min(0).optional().describe('last seq already seen (default: 0, from the start)'),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('last seq already seen (default: 0, from the start)'),
   limit: limitParam,
-  resource: z.string().min(1).optional().describe('only changes of this table (projects, issuances, unit_operations, ...)'),
+  resource: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('only changes of this table (projects, issuances, unit_operations, ...)'),
 });
 
 const SYNC_TARGETS = ['projects', 'issuances', 'units', 'custody', 'all'] as const;
@@ -108,7 +117,11 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
       path: l.path,
       summary: `List ${l.what}, paginated by cursor`,
       query: listQuerySchema(l.filters),
-      responses: { '200': '{ items, next } — next is null on the last page', '400': 'a bad filter', '401': 'no token' },
+      responses: {
+        '200': '{ items, next } — next is null on the last page',
+        '400': 'a bad filter',
+        '401': 'no token',
+      },
     },
     {
       method: 'get',
@@ -122,13 +135,21 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
     path: '/v1/changes',
     summary: 'The change feed: inserts, updates and removals in the mirror after a seq',
     query: changesQuery,
-    responses: { '200': '{ items, last } — call again with after=last', '400': 'a bad parameter', '401': 'no token' },
+    responses: {
+      '200': '{ items, last } — call again with after=last',
+      '400': 'a bad parameter',
+      '401': 'no token',
+    },
   },
   {
     method: 'post',
     path: '/v1/sync/{resource}',
     summary: `Start a sync now (${SYNC_TARGETS.join(', ')}); answers at once`,
-    responses: { '202': 'scheduled', '400': 'unknown resource', '503': 'the daemon is not running the scheduler' },
+    responses: {
+      '202': 'scheduled',
+      '400': 'unknown resource',
+      '503': 'the daemon is not running the scheduler',
+    },
   },
 ];
 
@@ -143,7 +164,8 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
         const value = q[f.param];
         if (value !== undefined) filters.push({ column: f.column, op: f.op, value });
       }
-      const after = q.cursor === undefined ? undefined : decodeCursor<{ k: string }>(String(q.cursor), ['k']).k;
+      const after =
+        q.cursor === undefined ? undefined : decodeCursor<{ k: string }>(String(q.cursor), ['k']).k;
       const { rows, lastKey } = listRecords(sqlite, {
         resource: list.resource,
         filters,
@@ -155,14 +177,20 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
     });
     app.get(`${list.path}/:id`, (c) => {
       const record = getRecord(sqlite, list.resource, c.req.param('id'));
-      return record ? c.json(record) : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);
+      return record
+        ? c.json(record)
+        : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);
     });
   }
 
   app.get('/v1/changes', (c) => {
     const q = parseQuery(c, changesQuery);
     const items = changesAfter(sqlite, q.after ?? 0, q.limit ?? 100, q.resource);
-    return c.json({ items, last: items.length ? items[items.length - 1]!.seq : (q.after ?? 0), head: lastChangeSeq(sqlite) });
+    return c.json({
+      items,
+      last: items.length ? items[items.length - 1]!.seq : (q.after ?? 0),
+      head: lastChangeSeq(sqlite),
+    });
   });
 
   app.post('/v1/sync/:resource', async (c) => {

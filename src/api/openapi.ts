@@ -13,10 +13,19 @@ export function buildOpenApi(specs: readonly RouteSpec[], version: string): Reco
     }));
     const queryParams = spec.query
       ? Object.entries(spec.query.shape).map(([name, schema]) => {
-          const json = z.toJSONSchema(schema as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+          const json = z.toJSONSchema(schema as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<
+            string,
+            unknown
+          >;
           const { description, ...rest } = json;
           delete rest.$schema;
-          return { name, in: 'query', required: !(schema as z.ZodType).safeParse(undefined).success, description, schema: rest };
+          return {
+            name,
+            in: 'query',
+            required: !(schema as z.ZodType).safeParse(undefined).success,
+            description,
+            schema: rest,
+          };
         })
       : [];
     const operation: Record<string, unknown> = {
@@ -30,7 +39,10 @@ export function buildOpenApi(specs: readonly RouteSpec[], version: string): Reco
       ),
     };
     if (spec.body) {
-      const schema = z.toJSONSchema(spec.body, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+      const schema = z.toJSONSchema(spec.body, { io: 'input', unrepresentable: 'any' }) as Record<
+        string,
+        unknown
+      >;
       delete schema.$schema;
       operation.requestBody = { required: true, content: { 'application/json': { schema } } };
     }

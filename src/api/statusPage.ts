@@ -9,12 +9,25 @@ import type { Health } from '../status.js';
  */
 
 const esc = (s: unknown) =>
-  String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+  String(s ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
 
 const COLORS = { ok: '#1a7f37', warning: '#9a6700', critical: '#cf222e' } as const;
-const RESOURCE_COLORS: Record<string, string> = { projects: '#0969da', issuances: '#8250df', units: '#bf3989', custody: '#1a7f37' };
+const RESOURCE_COLORS: Record<string, string> = {
+  projects: '#0969da',
+  issuances: '#8250df',
+  units: '#bf3989',
+  custody: '#1a7f37',
+};
 
-function chart(title: string, points: Array<{ x: number; y: number; color?: string }>, kind: 'bars' | 'dots', yUnit: string) {
+function chart(
+  title: string,
+  points: Array<{ x: number; y: number; color?: string }>,
+  kind: 'bars' | 'dots',
+  yUnit: string,
+) {
   const w = 520;
   const h = 120;
   const maxY = Math.max(1, ...points.map((p) => p.y));
@@ -38,7 +51,10 @@ export function renderStatusPage(health: Health, series: Series, now: number): s
   const xOf = (iso: string) => Math.min(1, Math.max(0, (Date.parse(iso) - dayStart) / (24 * 3_600_000)));
   const problems = health.problems.length
     ? `<ul class="problems">${health.problems
-        .map((p) => `<li class="${p.severity}"><b>${esc(p.severity)}</b> <code>${esc(p.code)}</code> ${esc(p.message)}<br><small>→ ${esc(p.action)}</small></li>`)
+        .map(
+          (p) =>
+            `<li class="${p.severity}"><b>${esc(p.severity)}</b> <code>${esc(p.code)}</code> ${esc(p.message)}<br><small>→ ${esc(p.action)}</small></li>`,
+        )
         .join('')}</ul>`
     : '<p>No problems.</p>';
   const resources = s.resources
@@ -51,13 +67,22 @@ export function renderStatusPage(health: Health, series: Series, now: number): s
     .map((st) => `<td class="n">${s.outbox.byState[st] ?? 0}</td>`)
     .join('');
   const rejections = s.rejections.recent
-    .map((r) => `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.reason)}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.reason)}</td></tr>`,
+    )
     .join('');
   const failures = s.outbox.recentFailures
-    .map((r) => `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.error)}</td></tr>`)
+    .map(
+      (r) =>
+        `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.error)}</td></tr>`,
+    )
     .join('');
   const webhooks = series.recentWebhooks
-    .map((w) => `<tr><td>${esc(w.at)}</td><td>${esc(w.type)}</td><td>${esc(w.ref)}</td><td>${esc(w.outcome)}</td></tr>`)
+    .map(
+      (w) =>
+        `<tr><td>${esc(w.at)}</td><td>${esc(w.type)}</td><td>${esc(w.ref)}</td><td>${esc(w.outcome)}</td></tr>`,
+    )
     .join('');
   const durations = chart(
     'Sync run durations, last 24h',

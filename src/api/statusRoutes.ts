@@ -10,7 +10,13 @@ const OUTBOX_STATES = ['queued', 'sending', 'accepted', 'approved', 'rejected', 
 
 /** Routes of this file, for /openapi.json. */
 export const STATUS_ROUTE_SPECS: RouteSpec[] = [
-  { method: 'get', path: '/healthz', summary: 'Liveness: the process answers', responses: { '200': '{ ok: true }' }, public: true },
+  {
+    method: 'get',
+    path: '/healthz',
+    summary: 'Liveness: the process answers',
+    responses: { '200': '{ ok: true }' },
+    public: true,
+  },
   {
     method: 'get',
     path: '/status',
@@ -24,7 +30,13 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
     responses: { '200': 'text exposition format', '401': 'no token' },
     produces: 'text/plain',
   },
-  { method: 'get', path: '/', summary: 'Status page for people', responses: { '200': 'HTML' }, produces: 'text/html' },
+  {
+    method: 'get',
+    path: '/',
+    summary: 'Status page for people',
+    responses: { '200': 'HTML' },
+    produces: 'text/html',
+  },
   { method: 'get', path: '/openapi.json', summary: 'This document', responses: { '200': 'OpenAPI 3.1' } },
 ];
 
@@ -32,14 +44,21 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
 export function updateGauges(metrics: Metrics, health: Health, now: number): void {
   const s = health.snapshot;
   for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
-  metrics.outboxOldestQueuedAge.set(s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0);
+  metrics.outboxOldestQueuedAge.set(
+    s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
+  );
   for (const r of s.resources) {
     metrics.mirrorRecords.set({ resource: r.resource }, r.records);
-    if (r.lastSuccessAt) metrics.lastSyncSuccess.set({ resource: r.resource }, Date.parse(r.lastSuccessAt) / 1000);
+    if (r.lastSuccessAt)
+      metrics.lastSyncSuccess.set({ resource: r.resource }, Date.parse(r.lastSuccessAt) / 1000);
   }
 }
 
-export function registerStatusRoutes(app: Hono, ctx: AppContext, openapi: () => Record<string, unknown>): void {
+export function registerStatusRoutes(
+  app: Hono,
+  ctx: AppContext,
+  openapi: () => Record<string, unknown>,
+): void {
   const health = () => getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now());
   app.get('/status', (c) => {
     const h = health();
@@ -48,7 +67,9 @@ export function registerStatusRoutes(app: Hono, ctx: AppContext, openapi: () => 
   app.get('/metrics', async (c) => {
     const now = ctx.clock.now();
     updateGauges(ctx.metrics, health(), now);
-    return c.text(await ctx.metrics.registry.metrics(), 200, { 'content-type': ctx.metrics.registry.contentType });
+    return c.text(await ctx.metrics.registry.metrics(), 200, {
+      'content-type': ctx.metrics.registry.contentType,
+    });
   });
   app.get('/', (c) => {
     const now = ctx.clock.now();

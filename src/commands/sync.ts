@@ -67,7 +67,13 @@ export async function runSyncCommand(ctx: AppContext, options: SyncCommandOption
   try {
     for (const target of targets) {
       const started = Date.now();
-      const bar = bars?.create(0, 0, { resource: target.padEnd(9), records: 0, pages: 0, rate: 0, status: 'running' });
+      const bar = bars?.create(0, 0, {
+        resource: target.padEnd(9),
+        records: 0,
+        pages: 0,
+        rate: 0,
+        status: 'running',
+      });
       const onProgress = (c: RunCounts) => {
         const secs = Math.max(0.001, (Date.now() - started) / 1000);
         bar?.update(c.fetched, { records: c.fetched, pages: c.pages, rate: Math.round(c.fetched / secs) });
@@ -78,7 +84,11 @@ export async function runSyncCommand(ctx: AppContext, options: SyncCommandOption
         sleep: options.sleep,
         onProgress,
       });
-      bar?.update(outcome.counts.fetched, { records: outcome.counts.fetched, pages: outcome.counts.pages, status: outcome.status });
+      bar?.update(outcome.counts.fetched, {
+        records: outcome.counts.fetched,
+        pages: outcome.counts.pages,
+        status: outcome.status,
+      });
       outcomes.push(outcome);
     }
   } finally {

@@ -53,7 +53,8 @@ function syncProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
         severity: 'critical',
         code: 'operator-auth',
         message: `${r.resource} sync refused by the operator: ${run.error}`,
-        action: 'check the API key (credential api-key) and operator.auth; ask the operator whether the key was revoked',
+        action:
+          'check the API key (credential api-key) and operator.auth; ask the operator whether the key was revoked',
       });
       continue;
     }
@@ -96,7 +97,8 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
       severity: 'critical',
       code: 'sending-paused',
       message: `sending to /notify is paused since ${outbox.paused.since || 'an unknown time'}: ${outbox.paused.reason}`,
-      action: 'the operator refused our credentials: fix the API key; sending resumes by itself once a probe succeeds',
+      action:
+        'the operator refused our credentials: fix the API key; sending resumes by itself once a probe succeeds',
     });
   }
   const failed = outbox.byState.failed ?? 0;
@@ -105,7 +107,8 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
       severity: 'warning',
       code: 'operations-failed',
       message: `${failed} operation${failed === 1 ? '' : 's'} failed and will not be retried`,
-      action: 'vcu-sync outbox list --state failed; fix the cause, then vcu-sync outbox retry REF (or cancel REF)',
+      action:
+        'vcu-sync outbox list --state failed; fix the cause, then vcu-sync outbox retry REF (or cancel REF)',
     });
   }
   const queuedAge = ageMs(outbox.oldestQueuedAt, inputs.now);
@@ -114,7 +117,8 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
       severity: queuedAge > QUEUE_AGE_CRITICAL_MS ? 'critical' : 'warning',
       code: 'queue-old',
       message: `oldest unsent operation is ${formatDuration(queuedAge)} old (${(outbox.byState.queued ?? 0) + (outbox.byState.sending ?? 0)} waiting)`,
-      action: 'check the operator is reachable and the daemon running; vcu-sync outbox list shows last errors',
+      action:
+        'check the operator is reachable and the daemon running; vcu-sync outbox list shows last errors',
     });
   }
   if (outbox.awaitingDecision > 0) {
@@ -122,7 +126,8 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
       severity: 'warning',
       code: 'decision-overdue',
       message: `${outbox.awaitingDecision} accepted operation${outbox.awaitingDecision === 1 ? '' : 's'} without a decision for over ${inputs.decisionWarnHours}h`,
-      action: 'ask the operator about them; check webhook delivery (webhook listener reachable, secret right)',
+      action:
+        'ask the operator about them; check webhook delivery (webhook listener reachable, secret right)',
     });
   }
   if (snapshot.rejections.since > 0) {
@@ -131,7 +136,8 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
       severity: 'warning',
       code: 'operations-rejected',
       message: `${snapshot.rejections.since} operation${snapshot.rejections.since === 1 ? '' : 's'} rejected by the operator in the last 24h${last ? ` (latest ${last.ref}: ${last.reason ?? 'no reason given'})` : ''}`,
-      action: 'investigate each rejection and reverse the internal operation if needed (vcu-sync outbox show REF)',
+      action:
+        'investigate each rejection and reverse the internal operation if needed (vcu-sync outbox show REF)',
     });
   }
   return problems;
@@ -145,7 +151,8 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
       severity: 'critical',
       code: 'decision-conflict',
       message: `${webhooks.conflicts} webhook${webhooks.conflicts === 1 ? '' : 's'} contradicted an earlier decision`,
-      action: 'ask the operator which decision stands; the first one is applied, the others are in webhook_events',
+      action:
+        'ask the operator which decision stands; the first one is applied, the others are in webhook_events',
     });
   }
   if (webhooks.verificationFailures > 0) {
@@ -153,7 +160,8 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
       severity: 'warning',
       code: 'webhook-verification-failed',
       message: `${webhooks.verificationFailures} webhook request${webhooks.verificationFailures === 1 ? '' : 's'} failed verification in the last 24h (latest: ${webhooks.lastFailureReason ?? 'unknown'})`,
-      action: 'compare the webhook secret with the operator; check clocks (timestamp tolerance); could be probing',
+      action:
+        'compare the webhook secret with the operator; check clocks (timestamp tolerance); could be probing',
     });
   }
   if (webhooks.pendingOlderThanCutoff > 0) {
@@ -170,7 +178,8 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
       severity: 'warning',
       code: 'records-quarantined',
       message: `records the operator sent that could not be read: ${quarantined.map(([r, n]) => `${r} ${n}`).join(', ')}`,
-      action: 'SELECT resource, record_id, reason FROM quarantine WHERE resolved_at IS NULL; report them to the operator',
+      action:
+        'SELECT resource, record_id, reason FROM quarantine WHERE resolved_at IS NULL; report them to the operator',
     });
   }
   return problems;
@@ -179,10 +188,20 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
 const RANK: Record<Severity, number> = { ok: 0, warning: 1, critical: 2 };
 
 /** All problems, the worst first, and the overall severity. */
-export function judge(snapshot: HealthSnapshot, inputs: RuleInputs): { status: Severity; problems: Problem[] } {
-  const problems = [...syncProblems(snapshot, inputs), ...outboxProblems(snapshot, inputs), ...inboxProblems(snapshot)];
+export function judge(
+  snapshot: HealthSnapshot,
+  inputs: RuleInputs,
+): { status: Severity; problems: Problem[] } {
+  const problems = [
+    ...syncProblems(snapshot, inputs),
+    ...outboxProblems(snapshot, inputs),
+    ...inboxProblems(snapshot),
+  ];
   problems.sort((a, b) => RANK[b.severity] - RANK[a.severity]);
-  const status = problems.reduce<Severity>((worst, p) => (RANK[p.severity] > RANK[worst] ? p.severity : worst), 'ok');
+  const status = problems.reduce<Severity>(
+    (worst, p) => (RANK[p.severity] > RANK[worst] ? p.severity : worst),
+    'ok',
+  );
   return { status, problems };
 }
 

@@ -91,12 +91,17 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
         .prepare(`SELECT max(finished_at) FROM sync_runs WHERE resource = ? AND status = 'succeeded'`)
         .pluck()
         .get(resource) as string | null;
-      const records = sqlite.prepare(`SELECT count(*) FROM "${table}" WHERE _removed_at IS NULL`).pluck().get() as number;
+      const records = sqlite
+        .prepare(`SELECT count(*) FROM "${table}" WHERE _removed_at IS NULL`)
+        .pluck()
+        .get() as number;
       return { resource, lastSuccessAt: success, lastRun: last ?? null, records };
     });
 
     const byState: Record<string, number> = {};
-    for (const row of sqlite.prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state').all() as Array<{
+    for (const row of sqlite
+      .prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state')
+      .all() as Array<{
       state: string;
       n: number;
     }>) {
@@ -106,11 +111,14 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
       .prepare(`SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')`)
       .pluck()
       .get() as string | null;
-    const pausedValue = sqlite.prepare(`SELECT value FROM daemon_state WHERE key = 'outbox.paused'`).pluck().get() as
-      | string
-      | undefined;
+    const pausedValue = sqlite
+      .prepare(`SELECT value FROM daemon_state WHERE key = 'outbox.paused'`)
+      .pluck()
+      .get() as string | undefined;
     const awaiting = sqlite
-      .prepare(`SELECT count(*) AS n, min(accepted_at) AS oldest FROM outbox WHERE state = 'accepted' AND accepted_at < ?`)
+      .prepare(
+        `SELECT count(*) AS n, min(accepted_at) AS oldest FROM outbox WHERE state = 'accepted' AND accepted_at < ?`,
+      )
       .get(window.decisionCutoff) as { n: number; oldest: string | null };
     const recentFailures = sqlite
       .prepare(

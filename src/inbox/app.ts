@@ -100,7 +100,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     hmacEncoding: cfg.hmac_encoding,
     hmacTimestampHeader: cfg.hmac_timestamp_header,
     tokenHeader: cfg.token_header,
-    idHeader: options.idHeader ?? 'webhook-id',
+    idHeader: options.idHeader ?? ctx.config.webhook.id_header,
   });
   const { sqlite } = ctx.database;
   const queue = new CommitQueue(sqlite);
@@ -111,6 +111,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
 
   const refuse = (status: Refusal, reason: string, nowMs: number, close = false): Response => {
     ctx.metrics.webhookEvents.inc({ outcome: REFUSAL_OUTCOME[status] });
+    // Under a flood of forgeries only the first refusals per minute reach the table and the journal.
     if (budget.take(nowMs)) {
       try {
         recordRejection(sqlite, isoAt(nowMs), status, reason);
@@ -120,8 +121,8 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
           'could not record a refused webhook',
         );
       }
+      ctx.log.warn({ event: 'webhook.refused', status, reason }, 'webhook refused');
     }
-    ctx.log.warn({ event: 'webhook.refused', status, reason }, 'webhook refused');
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     // An unread oversized body would otherwise be drained from the socket after we answer.
     if (close) headers.connection = 'close';

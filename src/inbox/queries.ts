@@ -77,7 +77,9 @@ function prepareAll(sqlite: Sqlite) {
       'UPDATE webhook_events SET outcome = ?, outbox_id = ?, applied_at = ? WHERE id = ?',
     ),
     insertCustodyId: sqlite.prepare<[string, string, string]>(
-      `INSERT OR IGNORE INTO custody_ids (kind, id, source, added_at) VALUES (?, ?, 'webhook', ?)`,
+      // A deposit of an id whose custody had ended puts it back in custody.
+      `INSERT INTO custody_ids (kind, id, source, added_at) VALUES (?, ?, 'webhook', ?)
+       ON CONFLICT (kind, id) DO UPDATE SET ended_at = NULL`,
     ),
     insertRejection: sqlite.prepare<[string, number, string]>(
       'INSERT INTO webhook_rejections (at, status, reason) VALUES (?, ?, ?)',

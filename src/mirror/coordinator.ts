@@ -51,11 +51,13 @@ export class SyncCoordinator {
   }
 
   private start(lane: Lane, target: SyncTarget, opts: RunSyncOptions): Promise<RunOutcome> {
-    const run = runSync(this.ctx, target, { ...opts, sleep: this.options.sleep, signal: this.abort.signal }).finally(
-      () => {
-        if (lane.running === run) lane.running = undefined;
-      },
-    );
+    const run = runSync(this.ctx, target, {
+      ...opts,
+      sleep: this.options.sleep,
+      signal: this.abort.signal,
+    }).finally(() => {
+      if (lane.running === run) lane.running = undefined;
+    });
     lane.running = run;
     return run;
   }
@@ -68,7 +70,9 @@ export class SyncCoordinator {
   /** Stops taking runs, asks running ones to stop between pages, and waits for them. */
   async stop(): Promise<void> {
     this.abort.abort();
-    const pending = [...this.lanes.values()].flatMap((l) => [l.running, l.queued]).filter((p) => p !== undefined);
+    const pending = [...this.lanes.values()]
+      .flatMap((l) => [l.running, l.queued])
+      .filter((p) => p !== undefined);
     await Promise.allSettled(pending);
   }
 }

@@ -1,11 +1,11 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { RunAborted } from './listSync.js';
 import type { RunCounts } from './queries.js';
 import { syncQueries, tableQueries } from './queries.js';
 import { custodyPath, custodyResources } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
 import { RecordWriter } from './writer.js';
-import { RunAborted } from './listSync.js';
 
 /** What a custody run needs besides the context. */
 export interface CustodySyncOptions {
@@ -29,7 +29,8 @@ export function idsFromTokenization(body: string): { units?: string; issuances?:
   }
   if (!parsed || typeof parsed !== 'object') return {};
   const o = parsed as Record<string, unknown>;
-  const text = (v: unknown) => (typeof v === 'number' || (typeof v === 'string' && v.trim() !== '') ? String(v) : undefined);
+  const text = (v: unknown) =>
+    typeof v === 'number' || (typeof v === 'string' && v.trim() !== '') ? String(v) : undefined;
   const out: { units?: string; issuances?: string } = {};
   const unit = text(o.unitId);
   const issuance = text(o.issuanceId);
@@ -69,21 +70,35 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
       trackSeen: false,
       counts: options.counts,
       onQuarantine: (key, reason) =>
-        ctx.log.warn({ event: 'sync.record.quarantined', resource: resource.table, key, reason }, 'record quarantined'),
+        ctx.log.warn(
+          { event: 'sync.record.quarantined', resource: resource.table, key, reason },
+          'record quarantined',
+        ),
     });
     for (const id of sync.custodyIds(resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
-      const value = await withRetry(() => ctx.operator().getOne(resource.operation, custodyPath(resource, id)), {
-        attempts: ctx.config.sync.page_attempts,
-        capMs: ctx.config.sync.retry_cap_ms,
-        sleep: options.sleep ?? realSleep,
-        signal: options.signal,
-        onRetry: (err, attempt, waitMs) =>
-          ctx.log.warn(
-            { event: 'sync.page.retry', resource: resource.table, id, attempt, waitMs, kind: err.kind, error: err.message },
-            'custody read failed; retrying',
-          ),
-      });
+      const value = await withRetry(
+        () => ctx.operator().getOne(resource.operation, custodyPath(resource, id)),
+        {
+          attempts: ctx.config.sync.page_attempts,
+          capMs: ctx.config.sync.retry_cap_ms,
+          sleep: options.sleep ?? realSleep,
+          signal: options.signal,
+          onRetry: (err, attempt, waitMs) =>
+            ctx.log.warn(
+              {
+                event: 'sync.page.retry',
+                resource: resource.table,
+                id,
+                attempt,
+                waitMs,
+                kind: err.kind,
+                error: err.message,
+              },
+              'custody read failed; retrying',
+            ),
+        },
+      );
       options.counts.pages++;
       sqlite.transaction(() => {
         const at = isoAt(ctx.clock.now());
@@ -93,7 +108,10 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
             sync.addChange(resource.table, id, 'remove', at);
             options.counts.removed++;
           }
-          ctx.log.info({ event: 'sync.custody.ended', resource: resource.table, id }, 'no longer in custody (404)');
+          ctx.log.info(
+            { event: 'sync.custody.ended', resource: resource.table, id },
+            'no longer in custody (404)',
+          );
         } else {
           options.counts.fetched++;
           writer.apply({ value, position: null }, at);

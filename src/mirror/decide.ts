@@ -17,7 +17,11 @@ export interface StoredState {
 export type WriteDecision = 'insert' | 'return' | 'update' | 'position' | 'unchanged';
 
 /** Decides the write for one record (pure). `position` is null for tables without one. */
-export function decideWrite(stored: StoredState | undefined, hash: string, position: number | null): WriteDecision {
+export function decideWrite(
+  stored: StoredState | undefined,
+  hash: string,
+  position: number | null,
+): WriteDecision {
   if (!stored) return 'insert';
   if (stored.removedAt !== null || stored.custodyEndedAt !== null) return 'return';
   if (stored.hash !== hash) return 'update';

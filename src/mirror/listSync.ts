@@ -1,14 +1,14 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { normalizeRecord } from '../operator/schemas.js';
 import type { ListBody } from '../operator/readBody.js';
+import { normalizeRecord } from '../operator/schemas.js';
 import { rawKey } from './decide.js';
 import { afterPage, isSamePage, isUnpaginated, type PageShape } from './pager.js';
 import { freshFullScan, type ScanPlan } from './plan.js';
 import { type Checkpoint, type RunCounts, syncQueries, tableQueries } from './queries.js';
 import type { ListResource } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
-import { identify, type FetchedRecord, RecordWriter } from './writer.js';
+import { type FetchedRecord, identify, RecordWriter } from './writer.js';
 
 /** Thrown between pages when the run was asked to stop; the checkpoint is kept. */
 export class RunAborted extends Error {
@@ -54,16 +54,29 @@ interface ScanState {
   /** Incremental: mirror rows of the overlap by position, and the positions found matching. */
   overlap: Map<number, { key: string; hash: string }>;
   verified: Set<number>;
+  /** Key of the last record handled (the next page's anchor). */
+  lastKey: string | null;
+  /** Records moved under the offsets during this scan: no tombstones from it. */
+  drifted: boolean;
 }
 
 /** Syncs one public list: a full scan (fresh or resumed) or an incremental pass over the units log. */
-export async function syncList(ctx: AppContext, resource: ListResource, options: ListSyncOptions): Promise<ListSyncResult> {
+export async function syncList(
+  ctx: AppContext,
+  resource: ListResource,
+  options: ListSyncOptions,
+): Promise<ListSyncResult> {
   try {
     return await scan(ctx, resource, options, options.plan);
   } catch (err) {
     if (!(err instanceof OverlapMismatch)) throw err;
     ctx.log.warn(
-      { event: 'sync.units.overlap_mismatch', resource: resource.target, runId: options.runId, detail: err.message },
+      {
+        event: 'sync.units.overlap_mismatch',
+        resource: resource.target,
+        runId: options.runId,
+        detail: err.message,
+      },
       'the units overlap does not match the mirror; falling back to a full scan',
     );
     options.onModeChange?.('full');
@@ -94,14 +107,20 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
       trackSeen,
       counts: options.counts,
       onQuarantine: (key, reason) =>
-        log.warn({ event: 'sync.record.quarantined', resource: resource.table, key, reason }, 'record quarantined'),
+        log.warn(
+          { event: 'sync.record.quarantined', resource: resource.table, key, reason },
+          'record quarantined',
+        ),
     }),
     logLength: plan.window?.known ?? 0,
     overlap: new Map(),
     verified: new Set(),
+    lastKey: plan.anchor ?? null,
+    drifted: plan.drifted ?? false,
   };
   if (plan.window) {
-    for (const row of table.overlapRows(plan.window.start, plan.window.known)) state.overlap.set(row.position, row);
+    for (const row of table.overlapRows(plan.window.start, plan.window.known))
+      state.overlap.set(row.position, row);
   }
 
   const checkpointFor = (nextOffset: number): Checkpoint =>
@@ -120,7 +139,7 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
           mode: 'full',
           nextOffset,
           scanStartedAt: state.scanStartedAt,
-          state: { inScan: true, trackSeen },
+          state: { inScan: true, trackSeen, lastKey: state.lastKey, drifted: state.drifted },
         };
 
   const commitBatch = sqlite.transaction((records: FetchedRecord[], nextOffset: number) => {
@@ -133,6 +152,7 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
   /** Routes a batch: overlap positions are checked, new ones written with the checkpoint. */
   const handle = (records: FetchedRecord[], nextOffset: number) => {
     options.counts.fetched += records.length;
+    if (records.length > 0) state.lastKey = rawKey(records[records.length - 1]!.value, resource.key);
     const fresh: FetchedRecord[] = [];
     for (const record of records) {
       const position = record.position ?? 0;
@@ -153,13 +173,27 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
 
   let offset = plan.startOffset;
   let previous: PageShape | undefined;
+  const onDrift = () => {
+    if (plan.window) throw new OverlapMismatch(`records moved in the log near offset ${offset}`);
+    if (!state.drifted) {
+      log.warn(
+        { event: 'sync.list.drift', resource: resource.target, offset },
+        'records moved under the pager',
+      );
+    }
+    state.drifted = true;
+  };
   let pages = 0;
   for (;;) {
     if (options.signal?.aborted) throw new RunAborted();
     const page = await withRetry(
       async () => {
-        const body = await ctx.operator().list(resource.operation, resource.path, { limit, offset });
-        return readPage(body, offset, limit, previous, resource, handle);
+        // Each later page starts one record early: finding the previous page's last record there
+        // proves nothing moved under the offsets.
+        const anchor = offset > 0 && !plan.window ? state.lastKey : null;
+        const at = anchor === null ? offset : offset - 1;
+        const body = await ctx.operator().list(resource.operation, resource.path, { limit, offset: at });
+        return readPage(body, at, limit, previous, resource, anchor, onDrift, handle);
       },
       {
         attempts: config.sync.page_attempts,
@@ -168,7 +202,15 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
         signal: options.signal,
         onRetry: (err, attempt, waitMs) =>
           log.warn(
-            { event: 'sync.page.retry', resource: resource.target, offset, attempt, waitMs, kind: err.kind, error: err.message },
+            {
+              event: 'sync.page.retry',
+              resource: resource.target,
+              offset,
+              attempt,
+              waitMs,
+              kind: err.kind,
+              error: err.message,
+            },
             'page failed; retrying',
           ),
       },
@@ -177,19 +219,28 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
     options.counts.pages++;
     if (page === 'same-page') {
       if (plan.mode === 'full') state.logLength = offset;
-      log.info({ event: 'sync.list.same_page', resource: resource.target, offset }, 'list ignores offset; read as one body');
+      log.info(
+        { event: 'sync.list.same_page', resource: resource.target, offset },
+        'list ignores offset; read as one body',
+      );
       break;
     }
     if (isUnpaginated(page.count, limit)) {
-      log.info({ event: 'sync.list.unpaginated', resource: resource.target, records: page.count }, 'list ignores paging');
+      log.info(
+        { event: 'sync.list.unpaginated', resource: resource.target, records: page.count },
+        'list ignores paging',
+      );
     }
     const decision = afterPage(page, limit, pages, config.sync.max_pages);
     if (decision.action === 'done') {
-      if (plan.mode === 'full') state.logLength = isUnpaginated(page.count, limit) ? page.count : offset + page.count;
+      if (plan.mode === 'full')
+        state.logLength = isUnpaginated(page.count, limit) ? page.count : page.offset + page.count;
       break;
     }
     if (decision.action === 'stop') {
-      throw new Error(`${resource.target}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`);
+      throw new Error(
+        `${resource.target}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
+      );
     }
     offset = decision.offset;
     previous = page;
@@ -212,6 +263,8 @@ async function readPage(
   limit: number,
   previous: PageShape | undefined,
   resource: ListResource,
+  anchor: string | null,
+  onDrift: () => void,
   handle: (records: FetchedRecord[], nextOffset: number) => void,
 ): Promise<PageShape | 'same-page'> {
   const positioned = resource.positioned;
@@ -237,7 +290,18 @@ async function readPage(
     lastKey: rawKey(head[head.length - 1], resource.key),
   };
   if (rest === undefined && isSamePage(previous, shape)) return 'same-page';
-  const base = rest !== undefined || isUnpaginated(head.length, limit) ? 0 : offset;
+  const unpaginated = rest !== undefined || isUnpaginated(head.length, limit);
+  let base = unpaginated ? 0 : offset;
+  let skipped = 0;
+  if (!unpaginated && anchor !== null) {
+    if (head.length > 0 && rawKey(head[0], resource.key) === anchor) {
+      head = head.slice(1);
+      base++;
+      skipped = 1;
+    } else {
+      onDrift();
+    }
+  }
   let done = 0;
   const batchSize = Math.max(limit, 100);
   let batch: FetchedRecord[] = [];
@@ -255,7 +319,7 @@ async function readPage(
     for (let next = await rest.next(); !next.done; next = await rest.next()) push(next.value);
   }
   flush();
-  return { ...shape, count: done };
+  return { ...shape, count: done + skipped };
 }
 
 function verifyOverlap(state: ScanState, resource: ListResource, record: FetchedRecord): void {
@@ -266,7 +330,8 @@ function verifyOverlap(state: ScanState, resource: ListResource, record: Fetched
   const matches = stored
     ? stored.key === key && stored.hash === hash
     : !normalizeRecord(resource.table, record.value).ok;
-  if (!matches) throw new OverlapMismatch(`position ${position}: expected ${stored?.key ?? 'no record'}, got ${key}`);
+  if (!matches)
+    throw new OverlapMismatch(`position ${position}: expected ${stored?.key ?? 'no record'}, got ${key}`);
   state.verified.add(position);
 }
 
@@ -280,7 +345,12 @@ function requireCompleteOverlap(state: ScanState): void {
 }
 
 /** After a complete full scan: tombstones (guarded), then the checkpoint, in one transaction. */
-function finishScan(ctx: AppContext, resource: ListResource, options: ListSyncOptions, state: ScanState): string | null {
+function finishScan(
+  ctx: AppContext,
+  resource: ListResource,
+  options: ListSyncOptions,
+  state: ScanState,
+): string | null {
   const { sqlite } = ctx.database;
   const table = tableQueries(sqlite, resource);
   const sync = syncQueries(sqlite);
@@ -288,7 +358,13 @@ function finishScan(ctx: AppContext, resource: ListResource, options: ListSyncOp
   let refusal: string | null = null;
   sqlite.transaction(() => {
     const at = isoAt(ctx.clock.now());
-    if (state.trackSeen) {
+    if (state.trackSeen && state.drifted) {
+      ctx.log.warn(
+        { event: 'sync.remove.skipped', resource: resource.target, runId: options.runId },
+        'records moved during the scan; removals wait for the next complete scan',
+      );
+      sync.clearSeen(resource.table);
+    } else if (state.trackSeen) {
       const unseen = table.unseenCount();
       const live = table.liveCount();
       if (unseen > 0 && unseen > share * live) {

@@ -1,5 +1,5 @@
-import type { Checkpoint } from './queries.js';
 import { type LogWindow, logWindow } from './pager.js';
+import type { Checkpoint } from './queries.js';
 
 /** How one run of a list resource will go, decided from its checkpoint before it starts. */
 export interface ScanPlan {
@@ -14,18 +14,34 @@ export interface ScanPlan {
   trackSeen: boolean | null;
   /** Incremental runs: the log window to verify and extend. */
   window: LogWindow | null;
+  /** Key of the record just before `startOffset`, expected again at the start of the next page (default: none). */
+  anchor?: string | null;
+  /** The continued scan already saw drift (default: false). */
+  drifted?: boolean;
 }
 
 /** A fresh full scan from offset 0. */
 export function freshFullScan(): ScanPlan {
-  return { mode: 'full', startOffset: 0, resumedFrom: null, scanStartedAt: null, trackSeen: null, window: null };
+  return {
+    mode: 'full',
+    startOffset: 0,
+    resumedFrom: null,
+    scanStartedAt: null,
+    trackSeen: null,
+    window: null,
+  };
 }
 
 /**
  * Decides the next run (pure): an unfinished scan is resumed (even with `full`, since it is one);
  * a log whose length is known goes on incrementally unless `full`; anything else scans afresh.
  */
-export function planScan(cp: Checkpoint | undefined, isLog: boolean, full: boolean, overlap: number): ScanPlan {
+export function planScan(
+  cp: Checkpoint | undefined,
+  isLog: boolean,
+  full: boolean,
+  overlap: number,
+): ScanPlan {
   if (cp?.state.inScan) {
     return {
       mode: 'full',
@@ -34,6 +50,8 @@ export function planScan(cp: Checkpoint | undefined, isLog: boolean, full: boole
       scanStartedAt: cp.scanStartedAt,
       trackSeen: cp.state.trackSeen,
       window: null,
+      anchor: cp.state.lastKey ?? null,
+      drifted: cp.state.drifted ?? false,
     };
   }
   if (isLog && !full && cp?.state.logLength !== undefined) {

@@ -53,9 +53,13 @@ export class TableQueries {
     this.positionStmt = def.positioned
       ? sqlite.prepare<[number, string]>(`UPDATE ${t} SET _position = ? WHERE ${k} = ?`)
       : undefined;
-    this.liveCountStmt = sqlite.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${t} WHERE _removed_at IS NULL`);
+    this.liveCountStmt = sqlite.prepare<[], { n: number }>(
+      `SELECT count(*) AS n FROM ${t} WHERE _removed_at IS NULL`,
+    );
     const unseen = `_removed_at IS NULL AND ${k} NOT IN (SELECT record_id FROM sync_seen WHERE resource = ?)`;
-    this.unseenCountStmt = sqlite.prepare<[string], { n: number }>(`SELECT count(*) AS n FROM ${t} WHERE ${unseen}`);
+    this.unseenCountStmt = sqlite.prepare<[string], { n: number }>(
+      `SELECT count(*) AS n FROM ${t} WHERE ${unseen}`,
+    );
     this.tombstoneStmt = sqlite.prepare<[string, string], { key: string }>(
       `UPDATE ${t} SET _removed_at = ? WHERE ${unseen} RETURNING ${k} AS key`,
     );
@@ -83,9 +87,17 @@ export class TableQueries {
     this.insertStmt.run(...params);
   }
 
-  update(key: string, values: readonly Value[], raw: string, hash: string, at: string, position: number | null): void {
+  update(
+    key: string,
+    values: readonly Value[],
+    raw: string,
+    hash: string,
+    at: string,
+    position: number | null,
+  ): void {
     const params: Value[] = [];
-    for (let i = 0; i < values.length; i++) if (this.def.fields[i]!.name !== this.def.key) params.push(values[i]!);
+    for (let i = 0; i < values.length; i++)
+      if (this.def.fields[i]!.name !== this.def.key) params.push(values[i]!);
     params.push(raw, hash, at);
     if (this.def.positioned) params.push(position);
     params.push(key);
@@ -139,6 +151,10 @@ export interface CheckpointState {
   trackSeen: boolean;
   /** Units: how many log positions the mirror holds, [0, logLength) (default: none yet). */
   logLength?: number;
+  /** Key of the last record written, re-read as the first of the next page to detect drift (default: none). */
+  lastKey?: string | null;
+  /** The scan saw records move under its offsets: it must not tombstone (default: false). */
+  drifted?: boolean;
 }
 
 /** Counters of one run, as `sync_runs` stores them. */
@@ -170,12 +186,21 @@ export class SyncQueries {
   constructor(readonly sqlite: Sqlite) {
     const p = sqlite.prepare.bind(sqlite);
     this.s = {
-      change: p<[string, string, string, string]>('INSERT INTO changes (resource, record_id, kind, at) VALUES (?, ?, ?, ?)'),
+      change: p<[string, string, string, string]>(
+        'INSERT INTO changes (resource, record_id, kind, at) VALUES (?, ?, ?, ?)',
+      ),
       seen: p<[string, string]>('INSERT OR IGNORE INTO sync_seen (resource, record_id) VALUES (?, ?)'),
       clearSeen: p<[string]>('DELETE FROM sync_seen WHERE resource = ?'),
       getCheckpoint: p<
         [string],
-        { resource: string; run_id: number; mode: string; next_offset: number; scan_started_at: string; state: string | null }
+        {
+          resource: string;
+          run_id: number;
+          mode: string;
+          next_offset: number;
+          scan_started_at: string;
+          state: string | null;
+        }
       >('SELECT * FROM sync_checkpoints WHERE resource = ?'),
       putCheckpoint: p<[string, number, string, number, string, string, string]>(
         `INSERT INTO sync_checkpoints (resource, run_id, mode, next_offset, scan_started_at, state, updated_at)
@@ -194,7 +219,9 @@ export class SyncQueries {
         `UPDATE sync_runs SET fetched = ?, inserted = ?, updated = ?, removed = ?, unchanged = ?, quarantined = ?,
            pages = ? WHERE id = ?`,
       ),
-      finishRun: p<[string, string, string | null, number, number, number, number, number, number, number, number]>(
+      finishRun: p<
+        [string, string, string | null, number, number, number, number, number, number, number, number]
+      >(
         `UPDATE sync_runs SET finished_at = ?, status = ?, error = ?, fetched = ?, inserted = ?, updated = ?,
            removed = ?, unchanged = ?, quarantined = ?, pages = ? WHERE id = ?`,
       ),
@@ -254,7 +281,15 @@ export class SyncQueries {
   }
 
   putCheckpoint(cp: Checkpoint, at: string): void {
-    this.s.putCheckpoint.run(cp.resource, cp.runId, cp.mode, cp.nextOffset, cp.scanStartedAt, JSON.stringify(cp.state), at);
+    this.s.putCheckpoint.run(
+      cp.resource,
+      cp.runId,
+      cp.mode,
+      cp.nextOffset,
+      cp.scanStartedAt,
+      JSON.stringify(cp.state),
+      at,
+    );
   }
 
   deleteCheckpoint(resource: string): void {
@@ -270,7 +305,16 @@ export class SyncQueries {
   }
 
   progress(runId: number, c: RunCounts): void {
-    this.s.progress.run(c.fetched, c.inserted, c.updated, c.removed, c.unchanged, c.quarantined, c.pages, runId);
+    this.s.progress.run(
+      c.fetched,
+      c.inserted,
+      c.updated,
+      c.removed,
+      c.unchanged,
+      c.quarantined,
+      c.pages,
+      runId,
+    );
   }
 
   finishRun(runId: number, at: string, status: string, error: string | null, c: RunCounts): void {
@@ -297,7 +341,14 @@ export class SyncQueries {
     return this.s.interrupt.run(at, reason, runId).changes > 0;
   }
 
-  quarantine(resource: string, key: string | null, runId: number, reason: string, raw: string, at: string): void {
+  quarantine(
+    resource: string,
+    key: string | null,
+    runId: number,
+    reason: string,
+    raw: string,
+    at: string,
+  ): void {
     this.s.quarantine.run(resource, key, runId, reason, raw, at);
   }
 

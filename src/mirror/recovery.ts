@@ -36,7 +36,10 @@ export function isDeadRun(pid: number | null, alive: boolean, ownPid: number, ow
 }
 
 /** Marks every `running` row whose process died as `interrupted`; returns the rows still live elsewhere. */
-export function markInterruptedRuns(ctx: AppContext): { interrupted: number[]; liveElsewhere: { id: number; resource: string; pid: number }[] } {
+export function markInterruptedRuns(ctx: AppContext): {
+  interrupted: number[];
+  liveElsewhere: { id: number; resource: string; pid: number }[];
+} {
   const sync = syncQueries(ctx.database.sqlite);
   const interrupted: number[] = [];
   const liveElsewhere: { id: number; resource: string; pid: number }[] = [];

@@ -24,7 +24,13 @@ export const realSleep = (ms: number): Promise<void> => new Promise((resolve) =>
  * The wait before attempt `attempt + 1` (pure): the operator's Retry-After when it gave one,
  * else exponential backoff with jitter; never more than the cap.
  */
-export function retryDelay(attempt: number, err: OperatorError, capMs: number, baseMs: number, random: number): number {
+export function retryDelay(
+  attempt: number,
+  err: OperatorError,
+  capMs: number,
+  baseMs: number,
+  random: number,
+): number {
   if (err.retryAfterMs !== undefined) return Math.min(capMs, Math.max(0, err.retryAfterMs));
   const exp = baseMs * 2 ** Math.max(0, attempt - 1);
   return Math.min(capMs, Math.round(exp * (0.5 + random / 2)));

@@ -31,7 +31,10 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   const tasks: ScheduledTask[] = [];
   let stopping = false;
 
-  const requestAll = (targets: readonly SyncTarget[], trigger: 'startup' | 'schedule' | 'manual' | 'api' | 'webhook') => {
+  const requestAll = (
+    targets: readonly SyncTarget[],
+    trigger: 'startup' | 'schedule' | 'manual' | 'api' | 'webhook',
+  ) => {
     for (const target of targets) {
       coordinator.request(target, trigger).catch((err: unknown) => {
         ctx.log.error({ event: 'sync.run.crashed', resource: target, err }, 'sync run crashed');
@@ -61,7 +64,10 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
         );
         tasks.push(task);
       }
-      ctx.log.info({ event: 'sync.scheduler.started', schedules: ctx.config.sync.schedule }, 'mirror scheduler started');
+      ctx.log.info(
+        { event: 'sync.scheduler.started', schedules: ctx.config.sync.schedule },
+        'mirror scheduler started',
+      );
       if (ctx.config.sync.on_startup) requestAll(SYNC_TARGETS, 'startup');
     },
     async stop() {

@@ -38,7 +38,11 @@ export interface RunOutcome {
  * One sync run of one target, recorded in `sync_runs` from start to end. Never throws for what the
  * operator or the data did: the outcome says it (failed with the error, interrupted when stopped).
  */
-export async function runSync(ctx: AppContext, target: SyncTarget, options: RunSyncOptions = {}): Promise<RunOutcome> {
+export async function runSync(
+  ctx: AppContext,
+  target: SyncTarget,
+  options: RunSyncOptions = {},
+): Promise<RunOutcome> {
   const sync = syncQueries(ctx.database.sqlite);
   const started = ctx.clock.now();
   const counts = emptyCounts();
@@ -59,7 +63,14 @@ export async function runSync(ctx: AppContext, target: SyncTarget, options: RunS
   const runId = sync.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
   markActive(ctx, runId);
   ctx.log.info(
-    { event: 'sync.run.started', resource: target, runId, mode, trigger, resumedFrom: plan?.resumedFrom ?? null },
+    {
+      event: 'sync.run.started',
+      resource: target,
+      runId,
+      mode,
+      trigger,
+      resumedFrom: plan?.resumedFrom ?? null,
+    },
     `sync of ${target} started`,
   );
 
@@ -84,7 +95,13 @@ export async function runSync(ctx: AppContext, target: SyncTarget, options: RunS
         error = result.refusal;
       }
     } else {
-      await syncCustody(ctx, { runId, counts, sleep: options.sleep, signal: options.signal, onProgress: options.onProgress });
+      await syncCustody(ctx, {
+        runId,
+        counts,
+        sleep: options.sleep,
+        signal: options.signal,
+        onProgress: options.onProgress,
+      });
     }
   } catch (err) {
     status = err instanceof RunAborted ? 'interrupted' : 'failed';
@@ -118,7 +135,14 @@ function describeFailure(target: SyncTarget, err: unknown): string {
   return `${target}: ${errorMessage(err)}`;
 }
 
-function record(ctx: AppContext, target: SyncTarget, status: string, counts: RunCounts, started: number, finished: number): void {
+function record(
+  ctx: AppContext,
+  target: SyncTarget,
+  status: string,
+  counts: RunCounts,
+  started: number,
+  finished: number,
+): void {
   const m = ctx.metrics;
   m.syncRuns.inc({ resource: target, status });
   m.syncDuration.observe({ resource: target }, (finished - started) / 1000);

@@ -1,5 +1,5 @@
-import type { AppContext } from '../../src/context.js';
 import { createApiComponent } from '../../src/api/server.js';
+import type { AppContext } from '../../src/context.js';
 import { testContext } from '../helpers/context.js';
 
 export const TOKEN = 'test-api-token-0123456789';
@@ -7,7 +7,12 @@ export const TOKEN = 'test-api-token-0123456789';
 /** A real context and a real API listener on a free loopback port. */
 export async function startApi(overrides: Record<string, unknown> = {}) {
   const ctx = testContext({
-    overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN, 'operator.marketplace_id': 'mkt-default', ...overrides },
+    overrides: {
+      'api.listen': '127.0.0.1:0',
+      'api.token': TOKEN,
+      'operator.marketplace_id': 'mkt-default',
+      ...overrides,
+    },
   });
   const api = createApiComponent(ctx);
   await api.start();

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTIFICATION_FIELDS } from '../../src/outbox/validate.js';
-import { PERSONAL, transfer, tokenization } from '../outbox/fixtures.js';
+import { PERSONAL, tokenization, transfer } from '../outbox/fixtures.js';
 import { startApi } from './apiHarness.js';
 
 let h: Awaited<ReturnType<typeof startApi>>;
@@ -37,27 +37,43 @@ describe('POST /v1/operations', () => {
   it('201 queued, 200 same body again, 409 another body with the same ref', async () => {
     const first = await h.call('POST', '/v1/operations', transfer('idem-1'));
     expect(first.status).toBe(201);
-    expect(first.json).toMatchObject({ marketplaceTransactionRef: 'idem-1', state: 'queued', operationType: 'Transfer' });
+    expect(first.json).toMatchObject({
+      marketplaceTransactionRef: 'idem-1',
+      state: 'queued',
+      operationType: 'Transfer',
+    });
     // Same meaning, other key order and spelling: still the same body.
-    const reordered = Object.fromEntries(Object.entries(transfer('idem-1', { operationType: 'transfer' })).reverse());
+    const reordered = Object.fromEntries(
+      Object.entries(transfer('idem-1', { operationType: 'transfer' })).reverse(),
+    );
     const again = await h.call('POST', '/v1/operations', reordered);
     expect(again.status).toBe(200);
     expect(again.json.id).toBe(first.json.id);
     const changed = await h.call('POST', '/v1/operations', transfer('idem-1', { transactionAmount: 11 }));
     expect(changed.status).toBe(409);
     expect(changed.json.error).toMatch(/idem-1 is already queued with a different body/);
-    const count = h.ctx.database.sqlite.prepare('SELECT COUNT(*) AS n FROM outbox WHERE marketplaceTransactionRef = ?').get('idem-1');
+    const count = h.ctx.database.sqlite
+      .prepare('SELECT COUNT(*) AS n FROM outbox WHERE marketplaceTransactionRef = ?')
+      .get('idem-1');
     expect(count).toEqual({ n: 1 });
   });
 
   it('fills marketplaceId from config and stores the configured wire spelling', async () => {
-    const res = await h.call('POST', '/v1/operations', tokenization('wire-1', { marketplaceId: undefined, operationType: 'RETIRE' }));
+    const res = await h.call(
+      'POST',
+      '/v1/operations',
+      tokenization('wire-1', { marketplaceId: undefined, operationType: 'RETIRE' }),
+    );
     expect(res.status).toBe(201);
     expect(res.json.body).toMatchObject({ marketplaceId: 'mkt-default', operationType: 'retire' });
   });
 
   it('422 lists every field error with field and reason; 400 for a body that is not JSON', async () => {
-    const res = await h.call('POST', '/v1/operations', tokenization('bad-1', { transactionAmount: -1, extraField: 1 }));
+    const res = await h.call(
+      'POST',
+      '/v1/operations',
+      tokenization('bad-1', { transactionAmount: -1, extraField: 1 }),
+    );
     expect(res.status).toBe(422);
     expect(res.json.errors).toEqual(
       expect.arrayContaining([
@@ -75,7 +91,9 @@ describe('POST /v1/operations', () => {
     const answers = await Promise.all(refs.map((ref) => h.call('POST', '/v1/operations', tokenization(ref))));
     expect(answers.map((a) => a.status)).toEqual(refs.map(() => 201));
     const rows = h.ctx.database.sqlite
-      .prepare("SELECT marketplaceTransactionRef AS ref FROM outbox WHERE marketplaceTransactionRef LIKE 'conc-%'")
+      .prepare(
+        "SELECT marketplaceTransactionRef AS ref FROM outbox WHERE marketplaceTransactionRef LIKE 'conc-%'",
+      )
       .all() as { ref: string }[];
     expect(rows.map((r) => r.ref).sort()).toEqual([...refs].sort());
   });
@@ -87,7 +105,9 @@ describe('POST /v1/operations', () => {
     const shown = await h.call('GET', '/v1/operations/masked-1');
     expect(shown.text).not.toContain(PERSONAL.destinationUserDocId);
     // The stored body keeps them: they are for the operator.
-    const stored = h.ctx.database.sqlite.prepare('SELECT body FROM outbox WHERE marketplaceTransactionRef = ?').get('masked-1') as {
+    const stored = h.ctx.database.sqlite
+      .prepare('SELECT body FROM outbox WHERE marketplaceTransactionRef = ?')
+      .get('masked-1') as {
       body: string;
     };
     expect(JSON.parse(stored.body).originUserEmail).toBe(PERSONAL.originUserEmail);
@@ -103,7 +123,11 @@ describe('property: generated notifications', () => {
     unitId: id,
     issuanceId: id,
     transactionTimestamp: fc
-      .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true })
+      .date({
+        min: new Date('2000-01-01T00:00:00Z'),
+        max: new Date('2100-01-01T00:00:00Z'),
+        noInvalidDate: true,
+      })
       .map((d) => d.toISOString()),
     transactionDescription: fc.string({ maxLength: 30 }),
   });
@@ -113,14 +137,17 @@ describe('property: generated notifications', () => {
     { operationType: 'Retire', unitsRetirementNotes: 'notes' },
     { operationType: 'Detokenization', unitsAccountDestinationID: 9 },
   );
-  const notification = fc
-    .tuple(base, kindExtras, fc.constantFrom('tCO2e', 'kgCO2e'))
-    .map(([b, k, unit]) => ({ ...b, ...k, transactionUnit: k.operationType === 'Detokenization' ? 'tCO2e' : unit }));
+  const notification = fc.tuple(base, kindExtras, fc.constantFrom('tCO2e', 'kgCO2e')).map(([b, k, unit]) => ({
+    ...b,
+    ...k,
+    transactionUnit: k.operationType === 'Detokenization' ? 'tCO2e' : unit,
+  }));
 
   /** A value of the wrong type (or range) for each field. */
   function corrupt(field: string): unknown {
     if (field === 'transactionAmount') return -5;
-    if (['unitId', 'issuanceId', 'unitsAccountDestinationID', 'unitsInternalAccountID'].includes(field)) return 'not-a-number';
+    if (['unitId', 'issuanceId', 'unitsAccountDestinationID', 'unitsInternalAccountID'].includes(field))
+      return 'not-a-number';
     if (field === 'operationType') return 'Teleport';
     if (field === 'transactionUnit') return 'tonnes';
     if (field === 'transactionTimestamp') return 'last tuesday';
@@ -139,7 +166,11 @@ describe('property: generated notifications', () => {
         const fields = Object.keys(valid);
         const field = fields[pick % fields.length]!;
         expect(NOTIFICATION_FIELDS).toContain(field);
-        const bad = await h.call('POST', '/v1/operations', { ...valid, marketplaceTransactionRef: `${ref}-bad`, [field]: corrupt(field) });
+        const bad = await h.call('POST', '/v1/operations', {
+          ...valid,
+          marketplaceTransactionRef: `${ref}-bad`,
+          [field]: corrupt(field),
+        });
         expect(bad.status, `${field}: ${bad.text}`).toBe(422);
         expect(bad.json.errors.map((e: { field: string }) => e.field)).toContain(field);
       }),
@@ -154,10 +185,15 @@ describe('steering over HTTP', () => {
     const seen: string[] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
-      const res = await h.call('GET', `/v1/operations?state=queued&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const res = await h.call(
+        'GET',
+        `/v1/operations?state=queued&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(res.status).toBe(200);
       expect(res.json.items.length).toBeLessThanOrEqual(2);
-      seen.push(...res.json.items.map((e: { marketplaceTransactionRef: string }) => e.marketplaceTransactionRef));
+      seen.push(
+        ...res.json.items.map((e: { marketplaceTransactionRef: string }) => e.marketplaceTransactionRef),
+      );
       cursor = res.json.nextCursor;
     }
     expect(seen).toEqual(expect.arrayContaining(['page-0', 'page-1', 'page-2', 'page-3', 'page-4']));
@@ -174,14 +210,18 @@ describe('steering over HTTP', () => {
     expect((await h.call('POST', '/v1/operations/nope/cancel')).status).toBe(404);
 
     await h.call('POST', '/v1/operations', tokenization('steer-2'));
-    h.ctx.database.sqlite.prepare("UPDATE outbox SET state = 'accepted' WHERE marketplaceTransactionRef = 'steer-2'").run();
+    h.ctx.database.sqlite
+      .prepare("UPDATE outbox SET state = 'accepted' WHERE marketplaceTransactionRef = 'steer-2'")
+      .run();
     const late = await h.call('POST', '/v1/operations/steer-2/cancel');
     expect(late.status).toBe(409);
     expect(late.json.error).toMatch(/already accepted/);
 
     await h.call('POST', '/v1/operations', tokenization('steer-3'));
     h.ctx.database.sqlite
-      .prepare("UPDATE outbox SET state = 'sending', lease_until = '2999-01-01T00:00:00.000Z' WHERE marketplaceTransactionRef = 'steer-3'")
+      .prepare(
+        "UPDATE outbox SET state = 'sending', lease_until = '2999-01-01T00:00:00.000Z' WHERE marketplaceTransactionRef = 'steer-3'",
+      )
       .run();
     const busy = await h.call('POST', '/v1/operations/steer-3/cancel');
     expect(busy.status).toBe(409);
@@ -189,7 +229,9 @@ describe('steering over HTTP', () => {
 
     await h.call('POST', '/v1/operations', tokenization('steer-4'));
     h.ctx.database.sqlite
-      .prepare("UPDATE outbox SET state = 'failed', attempts = 30, finished_at = updated_at WHERE marketplaceTransactionRef = 'steer-4'")
+      .prepare(
+        "UPDATE outbox SET state = 'failed', attempts = 30, finished_at = updated_at WHERE marketplaceTransactionRef = 'steer-4'",
+      )
       .run();
     const retried = await h.call('POST', '/v1/operations/steer-4/retry');
     expect(retried.status).toBe(200);

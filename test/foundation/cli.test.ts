@@ -23,7 +23,17 @@ describe('vcu-sync command line', () => {
   it('lists every contract command in --help', () => {
     const { code, stdout } = cli(['--help']);
     expect(code).toBe(0);
-    for (const command of ['run', 'sync', 'status', 'enqueue', 'outbox', 'simulator', 'demo', 'db', 'config']) {
+    for (const command of [
+      'run',
+      'sync',
+      'status',
+      'enqueue',
+      'outbox',
+      'simulator',
+      'demo',
+      'db',
+      'config',
+    ]) {
       expect(stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
     }
   });
@@ -37,20 +47,29 @@ describe('vcu-sync command line', () => {
   });
 
   it('answers an unreadable secret file with one line and a non-zero exit', () => {
-    const { code, stderr } = cli(['config', 'check'], { VCU_SYNC_WEBHOOK_SECRET_FILE: path.join(dir, 'nope') });
+    const { code, stderr } = cli(['config', 'check'], {
+      VCU_SYNC_WEBHOOK_SECRET_FILE: path.join(dir, 'nope'),
+    });
     expect(code).toBe(78);
-    expect(stderr.trim()).toBe(`vcu-sync: config: VCU_SYNC_WEBHOOK_SECRET_FILE: cannot read ${path.join(dir, 'nope')} (ENOENT)`);
+    expect(stderr.trim()).toBe(
+      `vcu-sync: config: VCU_SYNC_WEBHOOK_SECRET_FILE: cannot read ${path.join(dir, 'nope')} (ENOENT)`,
+    );
   });
 
   it('answers a database path that cannot be written with one line and a non-zero exit', () => {
-    const { code, stderr } = cli(['db', 'migrate'], { VCU_SYNC_DB: path.join(dir, 'missing', 'deeper', 'x.db') });
+    const { code, stderr } = cli(['db', 'migrate'], {
+      VCU_SYNC_DB: path.join(dir, 'missing', 'deeper', 'x.db'),
+    });
     expect(code).toBe(1);
     expect(stderr.trim().split('\n')).toHaveLength(1);
     expect(stderr).toMatch(/^vcu-sync: database: cannot open .*x\.db: folder .* does not exist/);
   });
 
   it('prints the effective configuration with secrets masked', () => {
-    const { code, stdout } = cli(['config', 'check'], { VCU_SYNC_API_KEY: 'super-secret-key-1', VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:1' });
+    const { code, stdout } = cli(['config', 'check'], {
+      VCU_SYNC_API_KEY: 'super-secret-key-1',
+      VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:1',
+    });
     expect(code).toBe(0);
     expect(stdout).not.toContain('super-secret-key-1');
     expect(JSON.parse(stdout).operator).toMatchObject({ url: 'http://127.0.0.1:1', api_key: '********' });
@@ -76,6 +95,8 @@ describe('vcu-sync command line', () => {
   it('names a bad simulator flag', () => {
     const { code, stderr } = cli(['simulator', '--units', 'many']);
     expect(code).toBe(64);
-    expect(stderr.trim()).toBe('vcu-sync: simulator: --units: expected an integer from 0 to 9007199254740991, got "many"');
+    expect(stderr.trim()).toBe(
+      'vcu-sync: simulator: --units: expected an integer from 0 to 9007199254740991, got "many"',
+    );
   });
 });

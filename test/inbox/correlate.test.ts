@@ -6,7 +6,15 @@ import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
 import { awaitingDecision, decisionConflicts, recordRejection } from '../../src/inbox/queries.js';
 import { testContext } from '../helpers/context.js';
-import { captureLogger, decisionPayload, events, insertOutboxRow, outboxRow, SECRET, signed } from './helpers.js';
+import {
+  captureLogger,
+  decisionPayload,
+  events,
+  insertOutboxRow,
+  outboxRow,
+  SECRET,
+  signed,
+} from './helpers.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 
@@ -27,7 +35,9 @@ function markAccepted(ref: string) {
   const { sqlite } = ctx.database;
   return sqlite.transaction(() => {
     const row = sqlite
-      .prepare(`UPDATE outbox SET state = 'accepted', accepted_at = ? WHERE marketplaceTransactionRef = ? RETURNING id`)
+      .prepare(
+        `UPDATE outbox SET state = 'accepted', accepted_at = ? WHERE marketplaceTransactionRef = ? RETURNING id`,
+      )
       .get(isoAt(clock.now()), ref) as { id: number };
     return applyPendingDecisions(sqlite, row.id, ref, isoAt(clock.now()));
   })();
@@ -60,18 +70,25 @@ describe('decisions on accepted operations', () => {
   it('rejection is applied with its reason, loudly: warn log and metric', async () => {
     insertOutboxRow(ctx.database.sqlite, 'ref-r', 'accepted');
     await send(decisionPayload('ref-r', 'rejected', 'units not in custody'));
-    expect(outboxRow(ctx.database.sqlite, 'ref-r')).toMatchObject({ state: 'rejected', decision_reason: 'units not in custody' });
+    expect(outboxRow(ctx.database.sqlite, 'ref-r')).toMatchObject({
+      state: 'rejected',
+      decision_reason: 'units not in custody',
+    });
     expect(logged('operation.rejected')).toEqual([
       expect.objectContaining({ level: 40, ref: 'ref-r', reason: 'units not in custody' }),
     ]);
     expect((await ctx.metrics.rejections.get()).values[0]?.value).toBe(1);
+    expect(JSON.stringify(lines)).not.toContain(SECRET.slice('whsec_'.length));
   });
 
   it('a repeated identical decision (new webhook id) is recorded as duplicate, nothing changes', async () => {
     insertOutboxRow(ctx.database.sqlite, 'ref-d', 'accepted');
     await send(decisionPayload('ref-d', 'approved'));
     clock.advance(1000);
-    expect(await send(decisionPayload('ref-d', 'approved'))).toMatchObject({ outcome: 'duplicate', replay: false });
+    expect(await send(decisionPayload('ref-d', 'approved'))).toMatchObject({
+      outcome: 'duplicate',
+      replay: false,
+    });
     expect(outboxRow(ctx.database.sqlite, 'ref-d').decided_at).toBe(isoAt(NOW));
     expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(['applied', 'duplicate']);
   });
@@ -79,10 +96,16 @@ describe('decisions on accepted operations', () => {
   it('a contradicting decision is recorded as conflict, not applied, and raised', async () => {
     insertOutboxRow(ctx.database.sqlite, 'ref-c', 'accepted');
     await send(decisionPayload('ref-c', 'approved'));
-    expect(await send(decisionPayload('ref-c', 'rejected', 'changed our mind'))).toMatchObject({ outcome: 'conflict' });
+    expect(await send(decisionPayload('ref-c', 'rejected', 'changed our mind'))).toMatchObject({
+      outcome: 'conflict',
+    });
     expect(outboxRow(ctx.database.sqlite, 'ref-c').state).toBe('approved');
-    expect(logged('webhook.decision.conflict')).toEqual([expect.objectContaining({ level: 50, ref: 'ref-c' })]);
-    expect(decisionConflicts(ctx.database.sqlite)).toEqual([expect.objectContaining({ marketplaceTransactionRef: 'ref-c', decision: 'rejected' })]);
+    expect(logged('webhook.decision.conflict')).toEqual([
+      expect.objectContaining({ level: 50, ref: 'ref-c' }),
+    ]);
+    expect(decisionConflicts(ctx.database.sqlite)).toEqual([
+      expect.objectContaining({ marketplaceTransactionRef: 'ref-c', decision: 'rejected' }),
+    ]);
     expect((await ctx.metrics.rejections.get()).values[0]?.value ?? 0).toBe(0);
   });
 
@@ -96,14 +119,24 @@ describe('decisions on accepted operations', () => {
 
 describe('decisions that arrive early', () => {
   it('before the operation is known: pending, applied once it is enqueued and accepted', async () => {
-    expect(await send(decisionPayload('ref-early', 'rejected', 'late ref'))).toMatchObject({ outcome: 'pending' });
+    expect(await send(decisionPayload('ref-early', 'rejected', 'late ref'))).toMatchObject({
+      outcome: 'pending',
+    });
     insertOutboxRow(ctx.database.sqlite, 'ref-early', 'queued');
     expect(outboxRow(ctx.database.sqlite, 'ref-early').state).toBe('queued');
     clock.advance(5000);
     const effects = markAccepted('ref-early');
-    expect(effects).toEqual([expect.objectContaining({ kind: 'rejected', ref: 'ref-early', reason: 'late ref' })]);
-    expect(outboxRow(ctx.database.sqlite, 'ref-early')).toMatchObject({ state: 'rejected', decision_reason: 'late ref' });
-    expect(events(ctx.database.sqlite)[0]).toMatchObject({ outcome: 'applied', outbox_id: outboxRow(ctx.database.sqlite, 'ref-early').id });
+    expect(effects).toEqual([
+      expect.objectContaining({ kind: 'rejected', ref: 'ref-early', reason: 'late ref' }),
+    ]);
+    expect(outboxRow(ctx.database.sqlite, 'ref-early')).toMatchObject({
+      state: 'rejected',
+      decision_reason: 'late ref',
+    });
+    expect(events(ctx.database.sqlite)[0]).toMatchObject({
+      outcome: 'applied',
+      outbox_id: outboxRow(ctx.database.sqlite, 'ref-early').id,
+    });
   });
 
   it('while the row is sending (its 2xx not recorded yet): pending, then applied by the accept', async () => {
@@ -132,12 +165,16 @@ describe('decisions that arrive early', () => {
   it('maintenance sweeps pending decisions of rows accepted by any path, and prunes old refusals', async () => {
     insertOutboxRow(ctx.database.sqlite, 'ref-w', 'sending');
     await send(decisionPayload('ref-w', 'approved'));
-    ctx.database.sqlite.prepare(`UPDATE outbox SET state = 'accepted' WHERE marketplaceTransactionRef = 'ref-w'`).run();
+    ctx.database.sqlite
+      .prepare(`UPDATE outbox SET state = 'accepted' WHERE marketplaceTransactionRef = 'ref-w'`)
+      .run();
     recordRejection(ctx.database.sqlite, isoAt(NOW - 8 * 24 * 3600_000), 401, 'old');
     recordRejection(ctx.database.sqlite, isoAt(NOW - 6 * 24 * 3600_000), 401, 'recent');
     expect(runInboxMaintenance(ctx)).toEqual({ applied: 1, pruned: 1 });
     expect(outboxRow(ctx.database.sqlite, 'ref-w').state).toBe('approved');
-    expect(ctx.database.sqlite.prepare('SELECT reason FROM webhook_rejections').all()).toEqual([{ reason: 'recent' }]);
+    expect(ctx.database.sqlite.prepare('SELECT reason FROM webhook_rejections').all()).toEqual([
+      { reason: 'recent' },
+    ]);
   });
 });
 
@@ -145,10 +182,15 @@ describe('deposits, unknown events, queries', () => {
   it('a deposit inserts custody ids (source webhook) once and requests a custody sync', async () => {
     const requestSync = vi.fn(async (_t: readonly SyncTarget[], _w: SyncTrigger) => undefined);
     ctx.hooks.requestSync = requestSync;
-    const payload = { type: 'custody.deposit', data: { projectID: 12, issuanceId: 'ISS-3', unitIds: ['u1', 2, 'u1'] } };
+    const payload = {
+      type: 'custody.deposit',
+      data: { projectID: 12, issuanceId: 'ISS-3', unitIds: ['u1', 2, 'u1'] },
+    };
     expect(await send(payload, 'dep-1')).toMatchObject({ outcome: 'applied' });
     expect(await send(payload, 'dep-1')).toMatchObject({ replay: true });
-    const ids = ctx.database.sqlite.prepare('SELECT kind, id, source FROM custody_ids ORDER BY kind, id').all();
+    const ids = ctx.database.sqlite
+      .prepare('SELECT kind, id, source FROM custody_ids ORDER BY kind, id')
+      .all();
     expect(ids).toEqual([
       { kind: 'issuances', id: 'ISS-3', source: 'webhook' },
       { kind: 'projects', id: '12', source: 'webhook' },
@@ -160,17 +202,27 @@ describe('deposits, unknown events, queries', () => {
   });
 
   it('unknown event types are stored as ignored and answered 2xx', async () => {
-    expect(await send({ type: 'registry.maintenance', data: { window: 'sunday' } })).toMatchObject({ outcome: 'ignored' });
-    expect(events(ctx.database.sqlite)).toEqual([expect.objectContaining({ outcome: 'ignored', event_type: 'registry.maintenance' })]);
+    expect(await send({ type: 'registry.maintenance', data: { window: 'sunday' } })).toMatchObject({
+      outcome: 'ignored',
+    });
+    expect(events(ctx.database.sqlite)).toEqual([
+      expect.objectContaining({ outcome: 'ignored', event_type: 'registry.maintenance' }),
+    ]);
   });
 
   it('reads the ref at top level or under data, and the decision from status when the type is generic', async () => {
     insertOutboxRow(ctx.database.sqlite, 'top', 'accepted');
     insertOutboxRow(ctx.database.sqlite, 'via-status', 'accepted');
     await send({ event: 'transaction.approved', marketplaceTransactionRef: 'top' });
-    await send({ eventType: 'transaction.decided', data: { transactionReferenceId: 'via-status', status: 'REJECTED', reason: 'r' } });
+    await send({
+      eventType: 'transaction.decided',
+      data: { transactionReferenceId: 'via-status', status: 'REJECTED', reason: 'r' },
+    });
     expect(outboxRow(ctx.database.sqlite, 'top').state).toBe('approved');
-    expect(outboxRow(ctx.database.sqlite, 'via-status')).toMatchObject({ state: 'rejected', decision_reason: 'r' });
+    expect(outboxRow(ctx.database.sqlite, 'via-status')).toMatchObject({
+      state: 'rejected',
+      decision_reason: 'r',
+    });
   });
 
   it('honours configured field names', async () => {
@@ -185,7 +237,10 @@ describe('deposits, unknown events, queries', () => {
     app = createWebhookApp(ctx);
     insertOutboxRow(ctx.database.sqlite, 'cfg', 'accepted');
     await send({ kind: 'decision', payload: { opRef: 'cfg' }, outcome: 'rejected', why: 'configured' });
-    expect(outboxRow(ctx.database.sqlite, 'cfg')).toMatchObject({ state: 'rejected', decision_reason: 'configured' });
+    expect(outboxRow(ctx.database.sqlite, 'cfg')).toMatchObject({
+      state: 'rejected',
+      decision_reason: 'configured',
+    });
   });
 
   it('awaitingDecision lists accepted rows older than the cutoff', () => {

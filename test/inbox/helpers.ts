@@ -27,7 +27,11 @@ export function signed(
 }
 
 /** A decision payload shaped like the simulator's. */
-export function decisionPayload(ref: string, decision: 'approved' | 'rejected', reason?: string): Record<string, unknown> {
+export function decisionPayload(
+  ref: string,
+  decision: 'approved' | 'rejected',
+  reason?: string,
+): Record<string, unknown> {
   return {
     type: `transaction.${decision}`,
     data: { marketplaceTransactionRef: ref, status: decision, ...(reason ? { reason } : {}) },
@@ -35,13 +39,26 @@ export function decisionPayload(ref: string, decision: 'approved' | 'rejected', 
 }
 
 /** Inserts an outbox row directly (the outbox's own enqueue is another area). */
-export function insertOutboxRow(sqlite: Sqlite, ref: string, state: string, atIso = '2026-01-01T00:00:00.000Z'): number {
+export function insertOutboxRow(
+  sqlite: Sqlite,
+  ref: string,
+  state: string,
+  atIso = '2026-01-01T00:00:00.000Z',
+): number {
   const row = sqlite
     .prepare(
       `INSERT INTO outbox (marketplaceTransactionRef, operationType, body, body_hash, state, next_attempt_at, created_at, updated_at, accepted_at)
        VALUES (?, 'Transfer', ?, 'hash', ?, ?, ?, ?, ?) RETURNING id`,
     )
-    .get(ref, JSON.stringify({ marketplaceTransactionRef: ref }), state, atIso, atIso, atIso, state === 'accepted' ? atIso : null) as {
+    .get(
+      ref,
+      JSON.stringify({ marketplaceTransactionRef: ref }),
+      state,
+      atIso,
+      atIso,
+      atIso,
+      state === 'accepted' ? atIso : null,
+    ) as {
     id: number;
   };
   return row.id;
@@ -49,8 +66,16 @@ export function insertOutboxRow(sqlite: Sqlite, ref: string, state: string, atIs
 
 export function outboxRow(sqlite: Sqlite, ref: string) {
   return sqlite
-    .prepare('SELECT id, state, decision_reason, decided_at, finished_at FROM outbox WHERE marketplaceTransactionRef = ?')
-    .get(ref) as { id: number; state: string; decision_reason: string | null; decided_at: string | null; finished_at: string | null };
+    .prepare(
+      'SELECT id, state, decision_reason, decided_at, finished_at FROM outbox WHERE marketplaceTransactionRef = ?',
+    )
+    .get(ref) as {
+    id: number;
+    state: string;
+    decision_reason: string | null;
+    decided_at: string | null;
+    finished_at: string | null;
+  };
 }
 
 export function events(sqlite: Sqlite) {
@@ -74,7 +99,8 @@ export function captureLogger() {
   const lines: Array<Record<string, unknown>> = [];
   const stream = new Writable({
     write(chunk, _enc, done) {
-      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of String(chunk).split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });
@@ -82,7 +108,10 @@ export function captureLogger() {
 }
 
 /** Sum of a labelled counter by outcome. */
-export async function outcomeCount(metric: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> }, outcome: string) {
+export async function outcomeCount(
+  metric: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> },
+  outcome: string,
+) {
   const { values } = await metric.get();
   return values.filter((v) => v.labels.outcome === outcome).reduce((a, v) => a + v.value, 0);
 }

@@ -3,7 +3,17 @@ import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { testContext } from '../helpers/context.js';
-import { count, decisionPayload, events, insertOutboxRow, OTHER_SECRET, outboxRow, outcomeCount, SECRET, signed } from './helpers.js';
+import {
+  count,
+  decisionPayload,
+  events,
+  insertOutboxRow,
+  OTHER_SECRET,
+  outboxRow,
+  outcomeCount,
+  SECRET,
+  signed,
+} from './helpers.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 
@@ -88,7 +98,7 @@ describe('refusals: right status, nothing recorded as a decision', () => {
       method: 'POST',
       headers: big.headers,
       body: stream,
-      // @ts-expect-error Node's fetch needs duplex for a stream body
+      // Node needs duplex for a stream body.
       duplex: 'half',
     });
     expect(res.status).toBe(413);
@@ -110,7 +120,9 @@ describe('refusals: right status, nothing recorded as a decision', () => {
 
   it('wrong content type → 415, and a missing one too', async () => {
     const msg = valid();
-    expect((await post({ ...msg, headers: { ...msg.headers, 'content-type': 'text/plain' } })).status).toBe(415);
+    expect((await post({ ...msg, headers: { ...msg.headers, 'content-type': 'text/plain' } })).status).toBe(
+      415,
+    );
     const { 'content-type': _, ...noType } = msg.headers;
     expect((await post({ ...msg, headers: noType })).status).toBe(415);
     assertNothingDecided();
@@ -121,7 +133,9 @@ describe('refusals: right status, nothing recorded as a decision', () => {
     msg.headers['webhook-signature'] = 'v1,AAAA';
     await post(msg);
     await post({ ...msg, headers: { ...msg.headers, 'content-type': 'text/plain' } });
-    const rows = ctx.database.sqlite.prepare('SELECT status, reason FROM webhook_rejections ORDER BY id').all();
+    const rows = ctx.database.sqlite
+      .prepare('SELECT status, reason FROM webhook_rejections ORDER BY id')
+      .all();
     expect(rows).toEqual([
       { status: 401, reason: 'no matching signature' },
       { status: 415, reason: 'content type must be application/json' },
@@ -144,7 +158,10 @@ describe('replays', () => {
     const decidedAt = outboxRow(ctx.database.sqlite, 'ref-1').decided_at;
 
     clock.advance(60_000);
-    const again = signed(decisionPayload('ref-1', 'rejected', 'no units'), { id: 'msg_replay', atMs: clock.now() });
+    const again = signed(decisionPayload('ref-1', 'rejected', 'no units'), {
+      id: 'msg_replay',
+      atMs: clock.now(),
+    });
     const second = await post(again);
     expect(second.status).toBe(200);
     expect(await second.json()).toMatchObject({ outcome: 'duplicate', replay: true });

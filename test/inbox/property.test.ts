@@ -14,10 +14,15 @@ const printable = fc.string({
 const anyBody = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 3 }),
-  fc.constantFrom('approved', 'rejected').map((d) => JSON.stringify(decisionPayload('ref-p', d as 'approved'))),
-  fc.record({ type: printable, data: fc.record({ marketplaceTransactionRef: fc.constant('ref-p'), status: printable }) }).map((o) =>
-    JSON.stringify(o),
-  ),
+  fc
+    .constantFrom('approved', 'rejected')
+    .map((d) => JSON.stringify(decisionPayload('ref-p', d as 'approved'))),
+  fc
+    .record({
+      type: printable,
+      data: fc.record({ marketplaceTransactionRef: fc.constant('ref-p'), status: printable }),
+    })
+    .map((o) => JSON.stringify(o)),
 );
 const contentType = fc.oneof(
   fc.constant('application/json'),
@@ -36,7 +41,10 @@ let ctx: AppContext & { dispose: () => void };
 let app: ReturnType<typeof createWebhookApp>;
 
 beforeAll(() => {
-  ctx = testContext({ clock: new ManualClock(NOW), overrides: { 'webhook.secrets': [`whsec_${Buffer.alloc(24, 9).toString('base64')}`] } });
+  ctx = testContext({
+    clock: new ManualClock(NOW),
+    overrides: { 'webhook.secrets': [`whsec_${Buffer.alloc(24, 9).toString('base64')}`] },
+  });
   app = createWebhookApp(ctx, { rejectionRowsPerMinute: 1_000_000 });
   insertOutboxRow(ctx.database.sqlite, 'ref-p', 'accepted');
 });
@@ -61,13 +69,18 @@ describe('random requests', () => {
             headers = { ...junk };
             delete headers['content-length'];
           } else {
-            const msg = signed(null, { atMs: kind === 'wrong-time' ? NOW + (skew % 2 ? skew : -skew) * 1000 : NOW, body, secret });
+            const msg = signed(null, {
+              atMs: kind === 'wrong-time' ? NOW + (skew % 2 ? skew : -skew) * 1000 : NOW,
+              body,
+              secret,
+            });
             headers = msg.headers;
             if (kind === 'tampered-body') sent = `${body} `;
             if (kind === 'tampered-signature') {
               const sig = headers['webhook-signature']!;
               const i = 3 + (skew % (sig.length - 3));
-              headers['webhook-signature'] = sig.slice(0, i) + (sig[i] === 'A' ? 'B' : 'A') + sig.slice(i + 1);
+              headers['webhook-signature'] =
+                sig.slice(0, i) + (sig[i] === 'A' ? 'B' : 'A') + sig.slice(i + 1);
             }
           }
           if (type === undefined) delete headers['content-type'];

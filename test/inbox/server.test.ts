@@ -20,7 +20,10 @@ afterEach(async () => {
   ctx.dispose();
 });
 
-function postRaw(body: () => AsyncIterable<Buffer>, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+function postRaw(
+  body: () => AsyncIterable<Buffer>,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: 'POST', headers }, (res) => {
       let text = '';
@@ -30,7 +33,9 @@ function postRaw(body: () => AsyncIterable<Buffer>, headers: Record<string, stri
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     // The server may close while we are still writing: that is the point.
-    req.on('error', (err) => (String(err).includes('EPIPE') || String(err).includes('ECONNRESET') ? undefined : reject(err)));
+    req.on('error', (err) =>
+      String(err).includes('EPIPE') || String(err).includes('ECONNRESET') ? undefined : reject(err),
+    );
     (async () => {
       for await (const chunk of body()) if (!req.write(chunk)) await new Promise((r) => req.once('drain', r));
       req.end();
@@ -43,16 +48,23 @@ describe('real listener', () => {
     const n = 200;
     for (let i = 0; i < n; i++) insertOutboxRow(ctx.database.sqlite, `ref-${i}`, 'accepted');
     const messages = Array.from({ length: n }, (_, i) =>
-      signed(decisionPayload(`ref-${i}`, i % 3 === 0 ? 'rejected' : 'approved', 'why'), { id: `msg-${i}`, atMs: Date.now() }),
+      signed(decisionPayload(`ref-${i}`, i % 3 === 0 ? 'rejected' : 'approved', 'why'), {
+        id: `msg-${i}`,
+        atMs: Date.now(),
+      }),
     );
-    const requests = [...messages, ...messages].map((m) => fetch(url, { method: 'POST', headers: m.headers, body: m.body }));
+    const requests = [...messages, ...messages].map((m) =>
+      fetch(url, { method: 'POST', headers: m.headers, body: m.body }),
+    );
     const responses = await Promise.all(requests);
     expect(responses.map((r) => r.status)).toEqual(Array(2 * n).fill(200));
     const bodies = (await Promise.all(responses.map((r) => r.json()))) as Array<{ replay: boolean }>;
     expect(bodies.filter((b) => b.replay)).toHaveLength(n);
     expect(count(ctx.database.sqlite, 'webhook_events')).toBe(n);
     expect(new Set(events(ctx.database.sqlite).map((e) => e.webhook_id)).size).toBe(n);
-    const states = ctx.database.sqlite.prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state ORDER BY state').all();
+    const states = ctx.database.sqlite
+      .prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state ORDER BY state')
+      .all();
     expect(states).toEqual([
       { state: 'approved', n: 133 },
       { state: 'rejected', n: 67 },

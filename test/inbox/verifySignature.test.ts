@@ -37,14 +37,22 @@ describe('Standard Webhooks reference vectors', () => {
   const at = VECTOR.timestamp * 1000;
 
   it('signs the reference message to the reference signature', () => {
-    expect(signStandardWebhook(standardWebhooksKey(VECTOR.secret), VECTOR.id, VECTOR.timestamp, bytes(VECTOR.payload))).toBe(
-      VECTOR.signature,
-    );
+    expect(
+      signStandardWebhook(
+        standardWebhooksKey(VECTOR.secret),
+        VECTOR.id,
+        VECTOR.timestamp,
+        bytes(VECTOR.payload),
+      ),
+    ).toBe(VECTOR.signature);
   });
 
   it('accepts the reference signature, with or without the whsec_ prefix', () => {
     for (const secret of [VECTOR.secret, VECTOR.secret.slice('whsec_'.length)]) {
-      expect(standard([secret])(reader(headers), bytes(VECTOR.payload), at)).toEqual({ ok: true, webhookId: VECTOR.id });
+      expect(standard([secret])(reader(headers), bytes(VECTOR.payload), at)).toEqual({
+        ok: true,
+        webhookId: VECTOR.id,
+      });
     }
   });
 
@@ -55,7 +63,11 @@ describe('Standard Webhooks reference vectors', () => {
       VECTOR.signature,
       'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=',
     ].join(' ');
-    const r = standard([VECTOR.secret])(reader({ ...headers, 'webhook-signature': sigs }), bytes(VECTOR.payload), at);
+    const r = standard([VECTOR.secret])(
+      reader({ ...headers, 'webhook-signature': sigs }),
+      bytes(VECTOR.payload),
+      at,
+    );
     expect(r.ok).toBe(true);
   });
 
@@ -86,16 +98,31 @@ describe('Standard Webhooks reference vectors', () => {
 describe('standard-webhooks against the official library as sender', () => {
   it('accepts what Webhook.sign produced, and the library accepts what we sign', () => {
     const msg = signed({ type: 'x' }, { id: 'msg_1', atMs: NOW });
-    expect(standard([SECRET])(reader(msg.headers), bytes(msg.body), NOW)).toEqual({ ok: true, webhookId: 'msg_1' });
-    const ours = signStandardWebhook(standardWebhooksKey(SECRET), 'msg_2', Math.floor(Date.now() / 1000), bytes(msg.body));
-    const headers = { 'webhook-id': 'msg_2', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': ours };
+    expect(standard([SECRET])(reader(msg.headers), bytes(msg.body), NOW)).toEqual({
+      ok: true,
+      webhookId: 'msg_1',
+    });
+    const ours = signStandardWebhook(
+      standardWebhooksKey(SECRET),
+      'msg_2',
+      Math.floor(Date.now() / 1000),
+      bytes(msg.body),
+    );
+    const headers = {
+      'webhook-id': 'msg_2',
+      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-signature': ours,
+    };
     expect(() => new Webhook(SECRET).verify(msg.body, headers)).not.toThrow();
   });
 
   it('accepts during key rotation: any configured secret, any offered signature', () => {
     const msg = signed({ a: 1 }, { atMs: NOW, secret: OTHER_SECRET });
     expect(standard([SECRET, OTHER_SECRET])(reader(msg.headers), bytes(msg.body), NOW).ok).toBe(true);
-    expect(standard([SECRET])(reader(msg.headers), bytes(msg.body), NOW)).toMatchObject({ ok: false, status: 401 });
+    expect(standard([SECRET])(reader(msg.headers), bytes(msg.body), NOW)).toMatchObject({
+      ok: false,
+      status: 401,
+    });
   });
 
   it('refuses a wrong secret', () => {
@@ -136,7 +163,9 @@ describe('hmac scheme', () => {
     expect(verify(reader({ 'x-signature': hex }), body, NOW).ok).toBe(true);
     expect(verify(reader({ 'x-signature': `sha256=${hex.toUpperCase()}` }), body, NOW).ok).toBe(true);
     const b64 = createHmac('sha256', key).update(body).digest('base64');
-    expect(createVerifier(opts({ hmacEncoding: 'base64' }))(reader({ 'x-signature': b64 }), body, NOW).ok).toBe(true);
+    expect(
+      createVerifier(opts({ hmacEncoding: 'base64' }))(reader({ 'x-signature': b64 }), body, NOW).ok,
+    ).toBe(true);
     expect(verify(reader({ 'x-signature': b64 }), body, NOW).ok).toBe(false);
   });
 
@@ -145,8 +174,13 @@ describe('hmac scheme', () => {
     const ts = Math.floor(NOW / 1000);
     const sig = createHmac('sha256', key).update(`${ts}.`).update(body).digest('hex');
     expect(verify(reader({ 'x-signature': sig, 'x-timestamp': String(ts) }), body, NOW).ok).toBe(true);
-    expect(verify(reader({ 'x-signature': sig, 'x-timestamp': String(ts) }), body, NOW + 301_000)).toMatchObject({ ok: false });
-    expect(verify(reader({ 'x-signature': sig }), body, NOW)).toMatchObject({ ok: false, reason: 'missing timestamp header' });
+    expect(
+      verify(reader({ 'x-signature': sig, 'x-timestamp': String(ts) }), body, NOW + 301_000),
+    ).toMatchObject({ ok: false });
+    expect(verify(reader({ 'x-signature': sig }), body, NOW)).toMatchObject({
+      ok: false,
+      reason: 'missing timestamp header',
+    });
     const bodyOnly = createHmac('sha256', key).update(body).digest('hex');
     expect(verify(reader({ 'x-signature': bodyOnly, 'x-timestamp': String(ts) }), body, NOW).ok).toBe(false);
   });
@@ -154,7 +188,10 @@ describe('hmac scheme', () => {
   it('uses the id header when sent, else a hash of the body', () => {
     const hex = createHmac('sha256', key).update(body).digest('hex');
     const verify = createVerifier(opts());
-    expect(verify(reader({ 'x-signature': hex, 'webhook-id': 'evt-9' }), body, NOW)).toEqual({ ok: true, webhookId: 'evt-9' });
+    expect(verify(reader({ 'x-signature': hex, 'webhook-id': 'evt-9' }), body, NOW)).toEqual({
+      ok: true,
+      webhookId: 'evt-9',
+    });
     const r = verify(reader({ 'x-signature': hex }), body, NOW);
     expect(r.ok && r.webhookId).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
@@ -162,15 +199,29 @@ describe('hmac scheme', () => {
 
 describe('token and none schemes', () => {
   it('token: accepts any configured token, refuses others and a missing header', () => {
-    const verify = createVerifier({ scheme: 'token', secrets: ['tok-one-123', 'tok-two-456'], toleranceSeconds: 300 });
+    const verify = createVerifier({
+      scheme: 'token',
+      secrets: ['tok-one-123', 'tok-two-456'],
+      toleranceSeconds: 300,
+    });
     const body = bytes('{}');
     expect(verify(reader({ 'x-webhook-token': 'tok-two-456' }), body, NOW).ok).toBe(true);
-    expect(verify(reader({ 'x-webhook-token': 'tok-two-45' }), body, NOW)).toMatchObject({ ok: false, status: 401 });
-    expect(verify(reader({}), body, NOW)).toMatchObject({ ok: false, reason: 'missing x-webhook-token header' });
+    expect(verify(reader({ 'x-webhook-token': 'tok-two-45' }), body, NOW)).toMatchObject({
+      ok: false,
+      status: 401,
+    });
+    expect(verify(reader({}), body, NOW)).toMatchObject({
+      ok: false,
+      reason: 'missing x-webhook-token header',
+    });
   });
 
   it('none: accepts anything; other schemes refuse to start without secrets', () => {
-    expect(createVerifier({ scheme: 'none', secrets: [], toleranceSeconds: 1 })(reader({}), bytes('{}'), NOW).ok).toBe(true);
-    expect(() => createVerifier({ scheme: 'standard-webhooks', secrets: [], toleranceSeconds: 1 })).toThrow(/webhook.secrets is empty/);
+    expect(
+      createVerifier({ scheme: 'none', secrets: [], toleranceSeconds: 1 })(reader({}), bytes('{}'), NOW).ok,
+    ).toBe(true);
+    expect(() => createVerifier({ scheme: 'standard-webhooks', secrets: [], toleranceSeconds: 1 })).toThrow(
+      /webhook.secrets is empty/,
+    );
   });
 });

@@ -21,7 +21,8 @@ async function setup(overrides: Record<string, unknown> = {}) {
     level: 'debug',
     destination: new Writable({
       write(chunk, _enc, done) {
-        for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+        for (const line of String(chunk).split('\n'))
+          if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     }),
@@ -34,7 +35,10 @@ async function setup(overrides: Record<string, unknown> = {}) {
 }
 
 const lastRun = (hh: Harness) =>
-  hh.ctx.database.sqlite.prepare('SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1').get() as Record<string, unknown>;
+  hh.ctx.database.sqlite.prepare('SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1').get() as Record<
+    string,
+    unknown
+  >;
 
 describe('faults during a sync', () => {
   const retried: [FaultKind, FaultOptions][] = [
@@ -50,7 +54,9 @@ describe('faults during a sync', () => {
   for (const [kind, opts] of retried) {
     it(`retries ${kind} inside the run and ends with the exact mirror`, async () => {
       const { h, lines, waits, sleep } = await setup({ 'operator.timeout_ms': 400 });
-      h.sim.registry.change('issuances', [...h.sim.registry.snapshot('issuances').keys()][55]!, { issuanceAmount: 5 });
+      h.sim.registry.change('issuances', [...h.sim.registry.snapshot('issuances').keys()][55]!, {
+        issuanceAmount: 5,
+      });
       h.sim.faults.next(2, kind, { ...opts, pathPrefix: ISSUANCES });
       const outcome = await runSync(h.ctx, 'issuances', { sleep });
       expect(outcome.status, outcome.error ?? '').toBe('succeeded');
@@ -100,7 +106,9 @@ describe('faults during a sync', () => {
       expect(outcome.status).toBe('failed');
       expect(outcome.error).toMatch(/unreadable/);
       expect(count(h.ctx, 'SELECT count(*) n FROM issuances')).toBe(50);
-      const cp = h.ctx.database.sqlite.prepare('SELECT next_offset FROM sync_checkpoints WHERE resource = ?').get('issuances');
+      const cp = h.ctx.database.sqlite
+        .prepare('SELECT next_offset FROM sync_checkpoints WHERE resource = ?')
+        .get('issuances');
       expect(cp).toEqual({ next_offset: 50 });
       h.sim.stats.reset();
       const resumed = await runSync(h.ctx, 'issuances', { sleep });
@@ -118,7 +126,9 @@ describe('faults during a sync', () => {
     const outcome = await runSync(h.ctx, 'issuances', { sleep });
     expect(outcome.status).toBe('succeeded');
     expect(outcome.counts).toMatchObject({ quarantined: 1, removed: 0 });
-    const q = h.ctx.database.sqlite.prepare('SELECT record_id, reason, raw, run_id FROM quarantine').all() as Record<string, unknown>[];
+    const q = h.ctx.database.sqlite
+      .prepare('SELECT record_id, reason, raw, run_id FROM quarantine')
+      .all() as Record<string, unknown>[];
     expect(q).toHaveLength(1);
     expect(q[0]).toMatchObject({ run_id: outcome.runId });
     expect(String(q[0]!.reason)).toMatch(/issuanceAmount/);

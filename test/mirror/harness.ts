@@ -64,7 +64,11 @@ export function liveRows(ctx: AppContext, table: TableName): Map<string, Row> {
 }
 
 /** Asserts a mirror row holds exactly `record`: `_raw` as JSON and every field column. */
-export function expectRowMatches(table: TableName, row: Row | undefined, record: Record<string, unknown>): void {
+export function expectRowMatches(
+  table: TableName,
+  row: Row | undefined,
+  record: Record<string, unknown>,
+): void {
   expect(row, `row for ${String(record[RESOURCE_FIELDS[table].key])}`).toBeDefined();
   expect(JSON.parse(String(row!._raw))).toEqual(record);
   const normalized = normalizeRecord(table, record);
@@ -75,7 +79,14 @@ export function expectRowMatches(table: TableName, row: Row | undefined, record:
 }
 
 /** Asserts the three public lists in the mirror equal the simulator's registry, field by field. */
-export function expectMirrorEqualsRegistry(h: Harness, tables: readonly ('projects' | 'issuances' | 'unit_operations')[] = ['projects', 'issuances', 'unit_operations']): void {
+export function expectMirrorEqualsRegistry(
+  h: Harness,
+  tables: readonly ('projects' | 'issuances' | 'unit_operations')[] = [
+    'projects',
+    'issuances',
+    'unit_operations',
+  ],
+): void {
   for (const table of tables) {
     const expected = h.sim.registry.snapshot(SIM_NAME[table]);
     const rows = liveRows(h.ctx, table);

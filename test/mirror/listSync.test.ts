@@ -14,10 +14,14 @@ const sync = (target: 'projects' | 'issuances' | 'units' | 'custody', full = fal
 describe('list sync', () => {
   it('mirrors the three lists field by field and feeds an insert per record', async () => {
     h = await harness();
-    for (const t of ['projects', 'issuances', 'units'] as const) expect((await sync(t)).status).toBe('succeeded');
+    for (const t of ['projects', 'issuances', 'units'] as const)
+      expect((await sync(t)).status).toBe('succeeded');
     expectMirrorEqualsRegistry(h);
     expect(count(h.ctx, "SELECT count(*) n FROM changes WHERE kind = 'insert'")).toBe(20 + 60 + 300);
-    const runs = h.ctx.database.sqlite.prepare('SELECT * FROM sync_runs ORDER BY id').all() as Record<string, unknown>[];
+    const runs = h.ctx.database.sqlite.prepare('SELECT * FROM sync_runs ORDER BY id').all() as Record<
+      string,
+      unknown
+    >[];
     expect(runs.map((r) => [r.resource, r.status, r.inserted])).toEqual([
       ['projects', 'succeeded', 20],
       ['issuances', 'succeeded', 60],
@@ -56,16 +60,22 @@ describe('list sync', () => {
     const [first, second] = [...reg.snapshot('projects').keys()];
     reg.change('projects', first!, { projectName: 'Renamed' });
     reg.remove('projects', second!);
-    const added = reg.add('projects', { ...reg.get('projects', first!)!, projectID: 999_999, projectName: 'New one' });
+    const added = reg.add('projects', {
+      ...reg.get('projects', first!)!,
+      projectID: 999_999,
+      projectName: 'New one',
+    });
     const outcome = await sync('projects');
     expect(outcome.counts).toMatchObject({ inserted: 1, updated: 1, removed: 1, unchanged: 18 });
     expectMirrorEqualsRegistry(h, ['projects']);
-    const removedRow = h.ctx.database.sqlite.prepare('SELECT _removed_at FROM projects WHERE projectID = ?').get(second) as {
+    const removedRow = h.ctx.database.sqlite
+      .prepare('SELECT _removed_at FROM projects WHERE projectID = ?')
+      .get(second) as {
       _removed_at: string | null;
     };
     expect(removedRow._removed_at).not.toBeNull();
     const feed = h.ctx.database.sqlite
-      .prepare("SELECT record_id, kind FROM changes WHERE seq > 20 ORDER BY seq")
+      .prepare('SELECT record_id, kind FROM changes WHERE seq > 20 ORDER BY seq')
       .all();
     expect(feed).toEqual(
       expect.arrayContaining([

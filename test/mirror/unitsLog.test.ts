@@ -26,7 +26,9 @@ describe('units log', () => {
     expect(h.sim.stats.count(UNITS)).toBe(1);
     expectMirrorEqualsRegistry(h, ['unit_operations']);
     const positions = h.ctx.database.sqlite
-      .prepare('SELECT min(_position) lo, max(_position) hi, count(DISTINCT _position) n FROM unit_operations')
+      .prepare(
+        'SELECT min(_position) lo, max(_position) hi, count(DISTINCT _position) n FROM unit_operations',
+      )
       .get();
     expect(positions).toEqual({ lo: 0, hi: 1014, n: 1015 });
   });
@@ -53,10 +55,11 @@ describe('units log', () => {
   });
 
   it('reads a units list served unpaginated (streamed, larger than the buffer) correctly', async () => {
-    h = await harness({ units: 3000, unitsUnpaginated: true }, { 'sync.page_size': 100 });
-    // A small buffer limit makes the client stream the body, as it would for a huge one.
-    const client = h.ctx.operator() as unknown as { options: { bufferLimitBytes?: number } };
-    client.options.bufferLimitBytes = 64 * 1024;
+    // A small body limit makes the client stream the body, as it would for a huge one.
+    h = await harness(
+      { units: 3000, unitsUnpaginated: true },
+      { 'sync.page_size': 100, 'operator.max_body_bytes': 64 * 1024 },
+    );
     const first = await runSync(h.ctx, 'units', { sleep: noSleep });
     expect(first).toMatchObject({ status: 'succeeded' });
     expect(first.counts.inserted).toBe(3000);

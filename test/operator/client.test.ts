@@ -25,13 +25,21 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}): Handler => (_req, res) => {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
 
 function client(extra: Partial<ConstructorParameters<typeof OperatorClient>[0]> = {}) {
-  return new OperatorClient({ baseUrl: base, apiKey: 'k-123456789', ratePerSecond: 1000, timeoutMs: 2000, ...extra });
+  return new OperatorClient({
+    baseUrl: base,
+    apiKey: 'k-123456789',
+    ratePerSecond: 1000,
+    timeoutMs: 2000,
+    ...extra,
+  });
 }
 
 async function failure(p: Promise<unknown>): Promise<OperatorError> {
@@ -71,7 +79,10 @@ describe('OperatorClient', () => {
   });
 
   it("keeps the operator's message on a permanent 4xx", async () => {
-    handler = json(422, { message: 'transactionAmount must be positive', errors: [{ field: 'transactionAmount' }] });
+    handler = json(422, {
+      message: 'transactionAmount must be positive',
+      errors: [{ field: 'transactionAmount' }],
+    });
     const err = await failure(client().notify('/integration/v1/notify', '{}'));
     expect(err.kind).toBe('permanent');
     expect(err.message).toContain('transactionAmount must be positive');
@@ -133,7 +144,8 @@ describe('OperatorClient', () => {
     handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('[');
-      for (let i = 0; i < count; i++) res.write(`${i ? ',' : ''}{"unitsOperationID":"${i}","unitsQuantity":${i}}`);
+      for (let i = 0; i < count; i++)
+        res.write(`${i ? ',' : ''}{"unitsOperationID":"${i}","unitsQuantity":${i}}`);
       res.end(']');
     };
     const body = await client({ bufferLimitBytes: 4096 }).list('units', '/integration/v1/units');

@@ -38,13 +38,22 @@ describe('normalizeRecord', () => {
   });
 
   it('accepts unknown enumeration values as data', () => {
-    const result = normalizeRecord('unit_operations', { unitsOperationID: 'u1', unitsStatus: 'Pending Export v2', unitsType: 'Removal - ocean' });
+    const result = normalizeRecord('unit_operations', {
+      unitsOperationID: 'u1',
+      unitsStatus: 'Pending Export v2',
+      unitsType: 'Removal - ocean',
+    });
     expect(result.ok).toBe(true);
   });
 
   it('maps legacy link names onto the current columns', () => {
-    const result = normalizeRecord('unit_operations', { unitsOperationID: 'u1', unitsLinkOpenSea: 'https://nft.example/1' });
-    expect(result.ok && column('unit_operations', result.record.values, 'unitsLinkNftMarket')).toBe('https://nft.example/1');
+    const result = normalizeRecord('unit_operations', {
+      unitsOperationID: 'u1',
+      unitsLinkOpenSea: 'https://nft.example/1',
+    });
+    expect(result.ok && column('unit_operations', result.record.values, 'unitsLinkNftMarket')).toBe(
+      'https://nft.example/1',
+    );
   });
 
   it('reports the field and the reason of a record that cannot be read', () => {
@@ -53,13 +62,22 @@ describe('normalizeRecord', () => {
       key: 'abc',
       reason: 'ProjectStatusDate: expected a date YYYY-MM-DD',
     });
-    expect(normalizeRecord('unit_operations', { unitsOperationID: 'u9', unitsQuantity: 'lots' })).toMatchObject({
+    expect(
+      normalizeRecord('unit_operations', { unitsOperationID: 'u9', unitsQuantity: 'lots' }),
+    ).toMatchObject({
       ok: false,
       key: 'u9',
       reason: expect.stringMatching(/^unitsQuantity: /),
     });
-    expect(normalizeRecord('projects', { projectName: 'no key' })).toMatchObject({ ok: false, key: null, reason: expect.stringMatching(/^projectID/) });
-    expect(normalizeRecord('projects', [1, 2])).toMatchObject({ ok: false, reason: 'record is not a JSON object' });
+    expect(normalizeRecord('projects', { projectName: 'no key' })).toMatchObject({
+      ok: false,
+      key: null,
+      reason: expect.stringMatching(/^projectID/),
+    });
+    expect(normalizeRecord('projects', [1, 2])).toMatchObject({
+      ok: false,
+      reason: 'record is not a JSON object',
+    });
   });
 
   it('never throws and always answers ok or a reason, whatever the input', () => {

@@ -20,7 +20,10 @@ describe('validateNotification: valid inputs per operation type', () => {
   const valid: [string, Record<string, unknown>][] = [
     ['Tokenization', tokenization('t-1')],
     ['Transfer with wallets', transfer('t-2')],
-    ['Transfer with users only', { ...transfer('t-3'), originWallet: undefined, destinationWallet: undefined }],
+    [
+      'Transfer with users only',
+      { ...transfer('t-3'), originWallet: undefined, destinationWallet: undefined },
+    ],
     ['Retire with notes', retire('t-4')],
     ['Retire in kgCO2e', retire('t-5', { transactionAmount: 1500.5, transactionUnit: 'kgCO2e' })],
     ['Detokenization whole tonnes', detokenization('t-6')],
@@ -37,7 +40,12 @@ describe('validateNotification: valid inputs per operation type', () => {
 
   it('normalizes kind, unit, ids and timestamp and derives the order key', () => {
     const v = validateNotification(
-      retire('r', { operationType: 'postRetirement', transactionUnit: 'KGCO2E', unitId: '55', transactionTimestamp: '2026-01-02T05:04:05+02:00' }),
+      retire('r', {
+        operationType: 'postRetirement',
+        transactionUnit: 'KGCO2E',
+        unitId: '55',
+        transactionTimestamp: '2026-01-02T05:04:05+02:00',
+      }),
     );
     if (!v.ok) throw new Error(JSON.stringify(v.errors));
     expect(v.operation.kind).toBe('retire');
@@ -54,7 +62,9 @@ describe('validateNotification: valid inputs per operation type', () => {
   it('fills marketplaceId from the configured default, and requires it otherwise', () => {
     const input = tokenization('m', { marketplaceId: undefined });
     expect(fieldsOf(JSON.parse(JSON.stringify(input)), { marketplaceId: 'mkt-default' })).toEqual([]);
-    expect(reasonFor(JSON.parse(JSON.stringify(input)), 'marketplaceId')).toMatch(/required.*operator.marketplace_id/);
+    expect(reasonFor(JSON.parse(JSON.stringify(input)), 'marketplaceId')).toMatch(
+      /required.*operator.marketplace_id/,
+    );
   });
 });
 
@@ -69,16 +79,50 @@ describe('validateNotification: invalid inputs name the field', () => {
     ['amount as string', tokenization('x', { transactionAmount: '10' }), 'transactionAmount'],
     ['wrong unit', tokenization('x', { transactionUnit: 'tons' }), 'transactionUnit'],
     ['missing unit', tokenization('x', { transactionUnit: undefined }), 'transactionUnit'],
-    ['date-only timestamp', tokenization('x', { transactionTimestamp: '2026-01-02' }), 'transactionTimestamp'],
-    ['timestamp without zone', tokenization('x', { transactionTimestamp: '2026-01-02T03:04:05' }), 'transactionTimestamp'],
-    ['impossible date', tokenization('x', { transactionTimestamp: '2026-02-30T00:00:00Z' }), 'transactionTimestamp'],
+    [
+      'date-only timestamp',
+      tokenization('x', { transactionTimestamp: '2026-01-02' }),
+      'transactionTimestamp',
+    ],
+    [
+      'timestamp without zone',
+      tokenization('x', { transactionTimestamp: '2026-01-02T03:04:05' }),
+      'transactionTimestamp',
+    ],
+    [
+      'impossible date',
+      tokenization('x', { transactionTimestamp: '2026-02-30T00:00:00Z' }),
+      'transactionTimestamp',
+    ],
     ['fractional unitId', tokenization('x', { unitId: 1.5 }), 'unitId'],
     ['issuanceId text', tokenization('x', { issuanceId: 'seven' }), 'issuanceId'],
     ['wallet as number', transfer('x', { originWallet: 12 }), 'originWallet'],
-    ['transfer without origin', transfer('x', { originWallet: undefined, originUserName: undefined, originUserEmail: undefined, originUserDocId: undefined }), 'originWallet'],
-    ['transfer without destination', transfer('x', { destinationWallet: undefined, destinationUserName: undefined, destinationUserEmail: undefined, destinationUserDocId: undefined }), 'destinationWallet'],
+    [
+      'transfer without origin',
+      transfer('x', {
+        originWallet: undefined,
+        originUserName: undefined,
+        originUserEmail: undefined,
+        originUserDocId: undefined,
+      }),
+      'originWallet',
+    ],
+    [
+      'transfer without destination',
+      transfer('x', {
+        destinationWallet: undefined,
+        destinationUserName: undefined,
+        destinationUserEmail: undefined,
+        destinationUserDocId: undefined,
+      }),
+      'destinationWallet',
+    ],
     ['notes on a transfer', transfer('x', { unitsRetirementNotes: 'n' }), 'unitsRetirementNotes'],
-    ['detokenization without account', detokenization('x', { unitsAccountDestinationID: undefined }), 'unitsAccountDestinationID'],
+    [
+      'detokenization without account',
+      detokenization('x', { unitsAccountDestinationID: undefined }),
+      'unitsAccountDestinationID',
+    ],
     ['detokenization fractional', detokenization('x', { transactionAmount: 2.5 }), 'transactionAmount'],
     ['typo field', tokenization('x', { originWalet: '0x' }), 'originWalet'],
   ];
@@ -88,20 +132,30 @@ describe('validateNotification: invalid inputs name the field', () => {
 
   it('lists every error at once', () => {
     const fields = fieldsOf(tokenization('', { transactionAmount: -1, transactionUnit: 'x', bogus: 1 }));
-    expect(fields).toEqual(expect.arrayContaining(['marketplaceTransactionRef', 'transactionAmount', 'transactionUnit', 'bogus']));
+    expect(fields).toEqual(
+      expect.arrayContaining(['marketplaceTransactionRef', 'transactionAmount', 'transactionUnit', 'bogus']),
+    );
   });
 
   it('suggests the field a typo meant', () => {
-    expect(reasonFor(tokenization('x', { originWalet: '0x' }), 'originWalet')).toMatch(/did you mean originWallet/);
+    expect(reasonFor(tokenization('x', { originWalet: '0x' }), 'originWalet')).toMatch(
+      /did you mean originWallet/,
+    );
   });
 
   it('tells a Detokenization in kg the whole tonnes to send and what stays', () => {
-    const reason = reasonFor(detokenization('x', { transactionAmount: 2345, transactionUnit: 'kgCO2e' }), 'transactionAmount');
+    const reason = reasonFor(
+      detokenization('x', { transactionAmount: 2345, transactionUnit: 'kgCO2e' }),
+      'transactionAmount',
+    );
     expect(reason).toMatch(/send transactionAmount 2 with transactionUnit tCO2e/);
     expect(reason).toMatch(/345 kgCO2e stay on the marketplace/);
-    expect(reasonFor(detokenization('x', { transactionAmount: 999, transactionUnit: 'kgCO2e' }), 'transactionAmount')).toMatch(
-      /nothing can be detokenized; 999 kgCO2e/,
-    );
+    expect(
+      reasonFor(
+        detokenization('x', { transactionAmount: 999, transactionUnit: 'kgCO2e' }),
+        'transactionAmount',
+      ),
+    ).toMatch(/nothing can be detokenized; 999 kgCO2e/);
   });
 
   it('never quotes a value in a reason', () => {

@@ -1,0 +1,131 @@
+import { mkdirSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { closeAppContext, createAppContext } from '../appContext.js';
+import { loadConfig } from '../config.js';
+import { startDaemon } from '../daemon.js';
+import { UserError } from '../errors.js';
+import { createLogger } from '../log.js';
+import { demoOperation } from './demoOperations.js';
+
+/** Options of `vcu-sync demo`. */
+export interface DemoOptions {
+  /** Folder of the demo database (default: ".vcu-sync-demo"). */
+  dir: string;
+  /** Stop after this many seconds (default: run until Ctrl-C). */
+  seconds?: number | undefined;
+}
+
+/** A port that is free now: the preferred one if possible, else one the OS picks. */
+async function freePort(preferred: number): Promise<number> {
+  const tryListen = (port: number) =>
+    new Promise<number | null>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(null));
+      server.listen(port, '127.0.0.1', () => {
+        const { port: bound } = server.address() as net.AddressInfo;
+        server.close(() => resolve(bound));
+      });
+    });
+  return (await tryListen(preferred)) ?? (await tryListen(0)) ?? preferred;
+}
+
+/**
+ * `vcu-sync demo`: the embedded default. The operator simulator and the daemon on loopback, a local
+ * database, a stream of sample operations, and a few lines saying where to look.
+ */
+export async function runDemoCommand(options: DemoOptions): Promise<number> {
+  if (options.seconds !== undefined && !(options.seconds > 0))
+    throw new UserError('--seconds: expected a positive number', 64);
+  const dir = path.resolve(options.dir);
+  mkdirSync(dir, { recursive: true });
+  const { startSimulator, DEFAULT_WEBHOOK_SECRET } = await import('../simulator/index.js');
+  const [apiPort, webhookPort] = [await freePort(8787), await freePort(8788)];
+  const token = `demo-token-${Math.random().toString(36).slice(2, 10)}`;
+  const sim = await startSimulator({
+    projects: 120,
+    issuances: 600,
+    units: 20_000,
+    webhook: { url: `http://127.0.0.1:${webhookPort}/webhooks/operator`, delayMs: 1500 },
+  });
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.marketplace_id': 'demo-marketplace',
+      'operator.rate_per_second': 50,
+      'database.path': path.join(dir, 'vcu-sync.db'),
+      'database.synchronous': 'normal',
+      'api.listen': `127.0.0.1:${apiPort}`,
+      'api.token': token,
+      'webhook.listen': `127.0.0.1:${webhookPort}`,
+      'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
+      'sync.jitter_seconds': 0,
+      'log.level': process.env.VCU_SYNC_LOG_LEVEL ?? 'warn',
+    },
+  });
+  const log = createLogger({ level: config.log.level, fd: 2 });
+  const ctx = createAppContext(config, log);
+  const daemon = await startDaemon(ctx);
+  const api = `http://127.0.0.1:${apiPort}`;
+  const out = (line = '') => process.stdout.write(`${line}\n`);
+  out('vcu-sync demo: operator simulator and daemon running on loopback');
+  out(`  status page   ${api}/  (send "Authorization: Bearer ${token}")`);
+  out(`  status        curl -s -H 'Authorization: Bearer ${token}' ${api}/status`);
+  out(`  mirror        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/projects?limit=5'`);
+  out(`  operations    curl -s -H 'Authorization: Bearer ${token}' ${api}/v1/operations`);
+  out(`  database      ${config.database.path}`);
+  out(`  try           sqlite3 ${config.database.path} "SELECT state, count(*) FROM outbox GROUP BY state"`);
+  out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats)`);
+  out('Queuing a sample operation every 2 seconds; Ctrl-C stops.');
+  out();
+
+  let n = 0;
+  const enqueue = async () => {
+    const body = demoOperation(n++, 'demo-marketplace', new Date());
+    try {
+      const res = await fetch(`${api}/v1/operations`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 201) out(`enqueue answered ${res.status}: ${await res.text()}`);
+    } catch (err) {
+      out(`enqueue failed: ${(err as Error).message}`);
+    }
+  };
+  const report = () => {
+    const states = ctx.database.sqlite
+      .prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state ORDER BY state')
+      .all() as Array<{
+      state: string;
+      n: number;
+    }>;
+    const mirror = ctx.database.sqlite
+      .prepare(
+        'SELECT (SELECT count(*) FROM projects) AS p, (SELECT count(*) FROM issuances) AS i, (SELECT count(*) FROM unit_operations) AS u',
+      )
+      .get() as { p: number; i: number; u: number };
+    out(
+      `mirror: ${mirror.p} projects, ${mirror.i} issuances, ${mirror.u} unit operations | outbox: ${states.map((s) => `${s.state} ${s.n}`).join(', ') || 'empty'}`,
+    );
+  };
+  const enqueueTimer = setInterval(() => void enqueue(), 2000);
+  const reportTimer = setInterval(report, 5000);
+  void enqueue();
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+    if (options.seconds !== undefined) setTimeout(resolve, options.seconds * 1000).unref();
+  });
+  clearInterval(enqueueTimer);
+  clearInterval(reportTimer);
+  report();
+  await daemon.stop('demo finished');
+  await sim.close();
+  closeAppContext(ctx);
+  out(`demo stopped; the database stays in ${config.database.path}`);
+  return 0;
+}

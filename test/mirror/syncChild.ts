@@ -1,0 +1,21 @@
+/**
+ * A `vcu-sync sync` as a child process for the crash test: the context from the environment
+ * (VCU_SYNC_DB, VCU_SYNC_OPERATOR_URL, VCU_SYNC_API_KEY, ...), the targets from argv.
+ */
+import { closeAppContext, createAppContext } from '../../src/appContext.js';
+import { runSyncCommand } from '../../src/commands/sync.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+
+const config = loadConfig({
+  overrides: {
+    'operator.rate_per_second': 100_000,
+    'sync.page_size': Number(process.env.TEST_PAGE_SIZE ?? 20),
+    'sync.units_overlap': 10,
+  },
+});
+const ctx = createAppContext(config, createLogger({ level: config.log.level, pretty: false }));
+const code = await runSyncCommand(ctx, { targets: process.argv.slice(2), tty: false });
+ctx.operator().close();
+closeAppContext(ctx);
+process.exit(code);

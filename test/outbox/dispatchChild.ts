@@ -1,0 +1,24 @@
+/**
+ * A dispatcher in a process of its own, for the crash test: builds the context from the
+ * environment (VCU_SYNC_DB, VCU_SYNC_OPERATOR_URL, VCU_SYNC_API_KEY, and VCU_SYNC_TEST_OVERRIDES
+ * as JSON config overrides) and runs until SIGTERM. Logs JSON lines on stdout.
+ */
+import { closeAppContext, createAppContext } from '../../src/appContext.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+
+const overrides = JSON.parse(process.env.VCU_SYNC_TEST_OVERRIDES ?? '{}') as Record<string, unknown>;
+const config = loadConfig({ env: process.env, overrides });
+const log = createLogger({ level: 'info', pretty: false });
+const ctx = createAppContext(config, log);
+const component = createDispatcherComponent(ctx);
+await component.start();
+log.info({ event: 'child.ready' }, 'dispatcher child ready');
+process.once('SIGTERM', () => {
+  void component.stop().then(() => {
+    closeAppContext(ctx);
+    log.flush();
+    process.exit(0);
+  });
+});

@@ -1,0 +1,62 @@
+import { ManualClock } from '../../src/clock.js';
+import type { AppContext } from '../../src/context.js';
+import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dispatcher.js';
+import type { OutboxRow } from '../../src/outbox/queries.js';
+import type { Simulator } from '../../src/simulator/index.js';
+import { testContext } from '../helpers/context.js';
+import type { capturingLogger } from './fixtures.js';
+
+/** A context on a fresh database, pointed at the simulator, driven by a ManualClock. */
+export function dispatchContext(
+  sim: Simulator,
+  log: ReturnType<typeof capturingLogger>['log'],
+  overrides: Record<string, unknown> = {},
+) {
+  const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
+  const ctx = testContext({
+    clock,
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.rate_per_second': 100_000,
+      'operator.timeout_ms': 2_000,
+      'outbox.poll_ms': 5,
+      'outbox.concurrency': 4,
+      ...overrides,
+    },
+  });
+  ctx.log = log;
+  const component = createDispatcherComponent(ctx);
+  return { ctx, clock, component, dispatcher: component.dispatcher as Dispatcher };
+}
+
+export function rows(ctx: AppContext): OutboxRow[] {
+  return ctx.database.sqlite.prepare('SELECT * FROM outbox ORDER BY id').all() as OutboxRow[];
+}
+
+export function row(ctx: AppContext, ref: string): OutboxRow {
+  return ctx.database.sqlite
+    .prepare('SELECT * FROM outbox WHERE marketplaceTransactionRef = ?')
+    .get(ref) as OutboxRow;
+}
+
+/**
+ * Polls until `check` holds, moving the manual clock `stepMs` forward each round so backoffs run
+ * out without anyone waiting for them. Bounded by real time only as a safety net.
+ */
+export async function driveUntil(
+  what: string,
+  clock: ManualClock,
+  dispatcher: Dispatcher,
+  check: () => boolean,
+  stepMs = 1_000,
+  timeoutMs = 40_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    clock.advance(stepMs);
+    dispatcher.wake();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
