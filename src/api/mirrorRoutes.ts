@@ -1,5 +1,4 @@
-import type { Context, Hono } from 'hono';
-import { HTTPException } from 'hono/http-exception';
+import type { Hono } from 'hono';
 import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
@@ -7,9 +6,9 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
 import {
   cursorParam,
-  describeQueryIssues,
   fromParam,
   limitParam,
+  parseQuery,
   type RouteSpec,
   removedParam,
   toParam,
@@ -101,13 +100,6 @@ const changesQuery = z.strictObject({
 });
 
 const SYNC_TARGETS = ['projects', 'issuances', 'units', 'custody', 'all'] as const;
-
-/** Parses the query with its schema, or answers 400 naming each bad parameter. */
-export function parseQuery<T extends z.ZodObject>(c: Context, schema: T): z.output<T> {
-  const result = schema.safeParse(c.req.query());
-  if (!result.success) throw new HTTPException(400, { message: describeQueryIssues(result.error) });
-  return result.data;
-}
 
 /** The route specs of this file, for /openapi.json. */
 export const MIRROR_ROUTE_SPECS: RouteSpec[] = [

@@ -1,3 +1,5 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 
 /**
@@ -50,5 +52,18 @@ export const removedParam = z
 
 /** One line naming each bad query parameter. */
 export function describeQueryIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join('.') || 'query'}: ${i.message}`).join('; ');
+  return error.issues
+    .map((i) =>
+      i.code === 'unrecognized_keys'
+        ? `unknown parameter ${i.keys.join(', ')}`
+        : `${i.path.join('.') || 'query'}: ${i.message}`,
+    )
+    .join('; ');
+}
+
+/** Parses the query with the route's schema, or answers 400 naming each bad parameter. */
+export function parseQuery<T extends z.ZodObject>(c: Context, schema: T): z.output<T> {
+  const result = schema.safeParse(c.req.query());
+  if (!result.success) throw new HTTPException(400, { message: describeQueryIssues(result.error) });
+  return result.data;
 }

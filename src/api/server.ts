@@ -7,16 +7,30 @@ import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { SteerError } from '../outbox/steer.js';
 import { bearerAuth } from './auth.js';
-import { registerOperationsRoutes } from './operationsRoutes.js';
+import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
+import { buildOpenApi } from './openapi.js';
+import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
+import type { RouteSpec } from './routeSpec.js';
+import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 
 /** Adds one area's routes to the internal API. */
 export type RouteRegistrar = (app: Hono, ctx: AppContext) => void;
 
-/**
- * The areas served by the internal API, one route file each. Other areas (status page, read API
- * over the mirror, sync triggers) add their registrar here.
- */
-export const ROUTE_REGISTRARS: RouteRegistrar[] = [registerOperationsRoutes];
+/** Every route the internal API serves, as declared for /openapi.json. */
+export const ROUTE_SPECS: readonly RouteSpec[] = [
+  ...STATUS_ROUTE_SPECS,
+  ...MIRROR_ROUTE_SPECS,
+  ...OPERATIONS_ROUTE_SPECS,
+];
+
+const VERSION = '0.1.0';
+
+/** The areas served by the internal API, one route file each. */
+export const ROUTE_REGISTRARS: RouteRegistrar[] = [
+  (app, ctx) => registerStatusRoutes(app, ctx, () => buildOpenApi(ROUTE_SPECS, VERSION)),
+  registerMirrorRoutes,
+  registerOperationsRoutes,
+];
 
 /** Largest accepted request body, bytes. */
 const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,4 +1,6 @@
 import type { Sqlite } from '../db/open.js';
+import { awaitingDecision, decisionConflicts } from '../inbox/queries.js';
+import { readPause } from '../outbox/pause.js';
 
 /**
  * Every fact health is judged on, read from the database in one short read transaction, so the
@@ -68,16 +70,6 @@ export const SYNC_RESOURCES: ReadonlyArray<{ resource: string; table: string }> 
   { resource: 'custody', table: 'custody_projects' },
 ];
 
-function parsePause(value: string | undefined): { reason: string; since: string } | null {
-  if (!value) return null;
-  try {
-    const parsed = JSON.parse(value) as { reason?: unknown; since?: unknown };
-    return { reason: String(parsed.reason ?? 'paused'), since: String(parsed.since ?? '') };
-  } catch {
-    return { reason: value, since: '' };
-  }
-}
-
 export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnapshot {
   const read = sqlite.transaction((): HealthSnapshot => {
     const resources = SYNC_RESOURCES.map(({ resource, table }): ResourceFacts => {
@@ -111,15 +103,8 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
       .prepare(`SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')`)
       .pluck()
       .get() as string | null;
-    const pausedValue = sqlite
-      .prepare(`SELECT value FROM daemon_state WHERE key = 'outbox.paused'`)
-      .pluck()
-      .get() as string | undefined;
-    const awaiting = sqlite
-      .prepare(
-        `SELECT count(*) AS n, min(accepted_at) AS oldest FROM outbox WHERE state = 'accepted' AND accepted_at < ?`,
-      )
-      .get(window.decisionCutoff) as { n: number; oldest: string | null };
+    const pause = readPause(sqlite);
+    const awaiting = awaitingDecision(sqlite, window.decisionCutoff);
     const recentFailures = sqlite
       .prepare(
         `SELECT marketplaceTransactionRef AS ref, operationType, last_error AS error, updated_at AS at
@@ -151,24 +136,26 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
            (SELECT max(received_at) FROM webhook_events) AS lastReceivedAt,
            (SELECT count(*) FROM webhook_rejections WHERE at >= @since) AS verificationFailures,
            (SELECT reason FROM webhook_rejections ORDER BY id DESC LIMIT 1) AS lastFailureReason,
-           (SELECT count(*) FROM webhook_events WHERE outcome = 'conflict') AS conflicts,
            (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < @cutoff) AS pendingOlderThanCutoff`,
       )
-      .get({ since: window.recentSince, cutoff: window.decisionCutoff }) as HealthSnapshot['webhooks'];
+      .get({ since: window.recentSince, cutoff: window.decisionCutoff }) as Omit<
+      HealthSnapshot['webhooks'],
+      'conflicts'
+    >;
 
     return {
       resources,
       outbox: {
         byState,
         oldestQueuedAt,
-        paused: parsePause(pausedValue),
-        awaitingDecision: awaiting.n,
-        oldestAwaitingAt: awaiting.oldest,
+        paused: pause && { reason: pause.reason, since: pause.since },
+        awaitingDecision: awaiting.length,
+        oldestAwaitingAt: awaiting[0]?.accepted_at ?? null,
         recentFailures,
       },
       rejections: { since: rejectedSince, recent: recentRejections },
       quarantine,
-      webhooks,
+      webhooks: { ...webhooks, conflicts: decisionConflicts(sqlite).length },
     };
   });
   return read();

@@ -132,7 +132,8 @@ const shape: Record<string, z.ZodType> = {
 for (const f of STRING_FIELDS) shape[f] ??= text.optional();
 for (const f of INTEGER_FIELDS) shape[f] = integer.optional();
 
-const notificationSchema = z.strictObject(shape);
+/** The Notification (2.1) as accepted from internal apps; also the request body in /openapi.json. */
+export const notificationSchema = z.strictObject(shape);
 
 function present(n: Record<string, unknown>, field: string): boolean {
   const v = n[field];
