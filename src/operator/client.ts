@@ -34,6 +34,12 @@ export interface OperatorClientOptions {
 /** Query parameters of the list endpoints. */
 export type ListQuery = Record<string, string | number | undefined>;
 
+/** Per-request options. */
+export interface RequestOptions {
+  /** Cancels the request (a graceful stop that will not wait for it) (default: none). */
+  signal?: AbortSignal | undefined;
+}
+
 /** The operator's answer to an accepted /notify. */
 export interface NotifyResult {
   status: number;
@@ -119,10 +125,18 @@ export class OperatorClient {
   }
 
   /** GETs one page (or the whole body) of a list endpoint. */
-  async list(operation: string, path: string, query: ListQuery = {}): Promise<ListBody> {
+  async list(
+    operation: string,
+    path: string,
+    query: ListQuery = {},
+    request: RequestOptions = {},
+  ): Promise<ListBody> {
     await this.limiter.acquire();
     const started = this.clock.now();
-    const stream = this.got.stream(this.url(path, query), { headers: this.headers(true) });
+    const stream = this.got.stream(this.url(path, query), {
+      headers: this.headers(true),
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
     let response: http.IncomingMessage;
     try {
       response = await new Promise<http.IncomingMessage>((resolve, reject) => {
@@ -150,24 +164,18 @@ export class OperatorClient {
   }
 
   /** GETs one object (a Marketplace Data read); null when the operator answers 404. */
-  async getOne(operation: string, path: string): Promise<unknown | null> {
+  async getOne(operation: string, path: string, request: RequestOptions = {}): Promise<unknown | null> {
     await this.limiter.acquire();
     const started = this.clock.now();
     const response = await this.send(operation, started, () =>
       this.got(this.url(path), {
         headers: this.headers(true),
         timeout: { request: this.options.timeoutMs ?? 30_000 },
+        ...(request.signal ? { signal: request.signal } : {}),
       }),
     );
     if (response.statusCode === 404) return null;
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw errorForStatus(
-        response.statusCode,
-        response.body,
-        header(response, 'retry-after'),
-        this.clock.now(),
-      );
-    }
+    this.throwUnlessOk(response);
     try {
       return JSON.parse(response.body) as unknown;
     } catch {
@@ -180,7 +188,7 @@ export class OperatorClient {
   }
 
   /** POSTs a notification; resolves on any 2xx, throws a classified error otherwise. Never retries. */
-  async notify(path: string, body: string): Promise<NotifyResult> {
+  async notify(path: string, body: string, request: RequestOptions = {}): Promise<NotifyResult> {
     await this.limiter.acquire();
     const started = this.clock.now();
     const response = await this.send('notify', started, () =>
@@ -188,18 +196,27 @@ export class OperatorClient {
         body,
         headers: { ...this.headers(this.options.authOnNotify ?? true), 'content-type': 'application/json' },
         timeout: { request: this.options.timeoutMs ?? 30_000 },
+        ...(request.signal ? { signal: request.signal } : {}),
       }),
     );
     const durationMs = this.clock.now() - started;
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw errorForStatus(
-        response.statusCode,
-        response.body,
-        header(response, 'retry-after'),
-        this.clock.now(),
-      );
-    }
+    this.throwUnlessOk(response);
     return { status: response.statusCode, body: response.body, durationMs };
+  }
+
+  /** Throws the classified error of a non-2xx answer. */
+  private throwUnlessOk(response: {
+    statusCode: number;
+    body: string;
+    headers: http.IncomingHttpHeaders;
+  }): void {
+    if (response.statusCode >= 200 && response.statusCode < 300) return;
+    throw errorForStatus(
+      response.statusCode,
+      response.body,
+      header(response, 'retry-after'),
+      this.clock.now(),
+    );
   }
 
   private async send<T extends { statusCode: number }>(

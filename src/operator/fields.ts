@@ -121,3 +121,33 @@ export const RESOURCE_FIELDS: Readonly<Record<ResourceName, ResourceFields>> = {
   custody_issuances: { fields: ISSUANCE_FIELDS, key: 'issuanceId' },
   custody_units: { fields: UNIT_FIELDS, key: 'unitsOperationID' },
 };
+
+/** The Notification's text fields (interface 2.1), besides the ones with their own rules. */
+export const NOTIFICATION_STRING_FIELDS = [
+  'marketplaceId',
+  'transactionUnitPrice',
+  'transactionDescription',
+  'originWallet',
+  'originUserName',
+  'originUserEmail',
+  'originUserDocId',
+  'destinationWallet',
+  'destinationUserName',
+  'destinationUserEmail',
+  'destinationUserDocId',
+  'contractAddress',
+  'transactionReferenceId',
+  'transactionHash',
+  'publicNetworkChainId',
+  'publicNetworkName',
+  'unitsRetirementNotes',
+  'detokenizationProof',
+] as const;
+
+/** The Notification's integer fields (interface 2.1). */
+export const NOTIFICATION_INTEGER_FIELDS = [
+  'unitId',
+  'issuanceId',
+  'unitsInternalAccountID',
+  'unitsAccountDestinationID',
+] as const;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
 import { type OperationKind, parseOperationKind } from './operationTypes.js';
 import { normalizeTimestamp } from './timestamp.js';
 
@@ -34,33 +35,8 @@ export interface ValidationDefaults {
   marketplaceId?: string | undefined;
 }
 
-export const STRING_FIELDS = [
-  'marketplaceId',
-  'transactionUnitPrice',
-  'transactionDescription',
-  'originWallet',
-  'originUserName',
-  'originUserEmail',
-  'originUserDocId',
-  'destinationWallet',
-  'destinationUserName',
-  'destinationUserEmail',
-  'destinationUserDocId',
-  'contractAddress',
-  'transactionReferenceId',
-  'transactionHash',
-  'publicNetworkChainId',
-  'publicNetworkName',
-  'unitsRetirementNotes',
-  'detokenizationProof',
-] as const;
-
-export const INTEGER_FIELDS = [
-  'unitId',
-  'issuanceId',
-  'unitsInternalAccountID',
-  'unitsAccountDestinationID',
-] as const;
+export const STRING_FIELDS = NOTIFICATION_STRING_FIELDS;
+export const INTEGER_FIELDS = NOTIFICATION_INTEGER_FIELDS;
 
 /** Every field of the Notification (2.1). */
 export const NOTIFICATION_FIELDS: readonly string[] = [

@@ -6,36 +6,14 @@
  * here rather than in production.
  */
 import { z } from 'zod';
+import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
 
 export const OPERATION_TYPES = ['tokenization', 'transfer', 'retire', 'detokenization'] as const;
 export const TRANSACTION_UNITS = ['tCO2e', 'kgCO2e'] as const;
 
-const STRING_FIELDS = [
-  'marketplaceId',
-  'transactionUnitPrice',
-  'transactionDescription',
-  'originWallet',
-  'originUserName',
-  'originUserEmail',
-  'originUserDocId',
-  'destinationWallet',
-  'destinationUserName',
-  'destinationUserEmail',
-  'destinationUserDocId',
-  'contractAddress',
-  'transactionReferenceId',
-  'transactionHash',
-  'publicNetworkChainId',
-  'publicNetworkName',
-  'unitsRetirementNotes',
-  'detokenizationProof',
-] as const;
-const INTEGER_FIELDS = [
-  'unitId',
-  'issuanceId',
-  'unitsInternalAccountID',
-  'unitsAccountDestinationID',
-] as const;
+// The operator's own field list: the simulator plays the operator, so it reads the interface from the same place.
+const STRING_FIELDS = NOTIFICATION_STRING_FIELDS;
+const INTEGER_FIELDS = NOTIFICATION_INTEGER_FIELDS;
 
 const optional = <T extends z.ZodType>(t: T) => t.nullish();
 
