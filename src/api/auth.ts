@@ -11,24 +11,33 @@ export function tokenMatches(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/** The token offered by a request: `Bearer <token>`, or the password of HTTP Basic (for browsers). */
+function offeredToken(header: string): string | undefined {
+  const bearer = /^Bearer\s+(.+)$/i.exec(header.trim());
+  if (bearer) return bearer[1];
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header.trim());
+  if (!basic) return undefined;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon >= 0 ? decoded.slice(colon + 1) : undefined;
+}
+
 /**
- * Requires `Authorization: Bearer <api.token>` on everything but {@link PUBLIC_PATHS}. With no
- * token configured every other call is refused: an internal API that writes to the outbox is
- * never open by accident.
+ * Requires the API token on everything but {@link PUBLIC_PATHS}: as `Authorization: Bearer <token>`,
+ * or as the password of HTTP Basic so an on-call engineer can open the status page in a browser
+ * (which asks for it). With no token configured every other call is refused: an internal API that
+ * writes to the outbox is never open by accident.
  */
 export function bearerAuth(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
     if (PUBLIC_PATHS.has(c.req.path)) return next();
     if (!token) {
-      return c.json(
-        { error: 'the internal API has no token configured (set api.token or VCU_SYNC_API_TOKEN)' },
-        401,
-      );
+      return c.json({ error: 'the internal API has no token configured (set api.token or VCU_SYNC_API_TOKEN)' }, 401);
     }
-    const header = c.req.header('authorization') ?? '';
-    const match = /^Bearer\s+(.+)$/i.exec(header.trim());
-    if (!match || !tokenMatches(match[1]!, token)) {
-      c.header('www-authenticate', 'Bearer');
+    const offered = offeredToken(c.req.header('authorization') ?? '');
+    if (offered === undefined || !tokenMatches(offered, token)) {
+      // Browsers prompt for Basic credentials only when challenged with it: do so for the status page.
+      c.header('www-authenticate', c.req.path === '/' ? 'Basic realm="vcu-sync", charset="UTF-8"' : 'Bearer');
       return c.json({ error: 'missing or wrong bearer token' }, 401);
     }
     return next();
