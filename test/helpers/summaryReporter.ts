@@ -1,0 +1,21 @@
+import type { Reporter, TestModule } from 'vitest/node';
+
+/**
+ * Ends the run with one plain line, "vitest: N passed, N failed[, N skipped]", which CI reads to
+ * know how many tests ran (vitest's own summary is not in a form it recognises).
+ */
+export default class SummaryReporter implements Reporter {
+  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+    const counts = { passed: 0, failed: 0, skipped: 0 };
+    for (const module of testModules) {
+      for (const test of module.children.allTests()) {
+        const state = test.result().state;
+        if (state === 'passed') counts.passed++;
+        else if (state === 'failed') counts.failed++;
+        else counts.skipped++;
+      }
+    }
+    const skipped = counts.skipped ? `, ${counts.skipped} skipped` : '';
+    process.stdout.write(`\nvitest: ${counts.passed} passed, ${counts.failed} failed${skipped}\n`);
+  }
+}
