@@ -5,7 +5,10 @@ import { errorMessage } from './errors.js';
 export interface DaemonOptions {
   /** The parts to run, in start order (default: API, webhook listener, dispatcher, mirror scheduler). */
   components?: Component[];
-  /** Longest a graceful stop may take before the process gives up on stragglers, ms (default: 20000). */
+  /**
+   * Longest the whole graceful stop may take before the process gives up on stragglers, ms; below
+   * the unit's TimeoutStopSec (45 s) so systemd never has to SIGKILL (default: 30000).
+   */
   stopTimeoutMs?: number;
 }
 
@@ -47,9 +50,11 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
   const started: Component[] = [];
   const stopAll = async (reason: string) => {
     ctx.log.info({ event: 'daemon.stopping', reason }, `stopping (${reason})`);
-    const bound = options.stopTimeoutMs ?? 20_000;
+    // One deadline for all: components stop one after another, each gets what is left of it.
+    const deadline = Date.now() + (options.stopTimeoutMs ?? 30_000);
     for (const component of [...started].reverse()) {
       let timer: NodeJS.Timeout | undefined;
+      const bound = Math.max(0, deadline - Date.now());
       const timeout = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), bound);
       });

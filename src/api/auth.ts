@@ -32,7 +32,10 @@ export function bearerAuth(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
     if (PUBLIC_PATHS.has(c.req.path)) return next();
     if (!token) {
-      return c.json({ error: 'the internal API has no token configured (set api.token or VCU_SYNC_API_TOKEN)' }, 401);
+      return c.json(
+        { error: 'the internal API has no token configured (set api.token or VCU_SYNC_API_TOKEN)' },
+        401,
+      );
     }
     const offered = offeredToken(c.req.header('authorization') ?? '');
     if (offered === undefined || !tokenMatches(offered, token)) {

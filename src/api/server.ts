@@ -1,10 +1,9 @@
-import type { AddressInfo } from 'node:net';
-import { type ServerType, serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
+import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/steer.js';
 import { bearerAuth } from './auth.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
@@ -67,31 +66,20 @@ export function createApiApp(
   return app;
 }
 
-/** host:port → the parts `serve` takes; IPv6 hosts come bracketed. */
-export function parseListen(listen: string): { hostname: string; port: number } {
-  const at = listen.lastIndexOf(':');
-  return { hostname: listen.slice(0, at).replace(/^\[(.*)\]$/, '$1'), port: Number(listen.slice(at + 1)) };
-}
-
 /** The internal API listener as a daemon component, on `config.api.listen`. */
 export function createApiComponent(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
-): Component & { address(): AddressInfo | undefined } {
-  let server: ServerType | undefined;
+): Component & { address(): { host: string; port: number } | undefined } {
+  let listener: HttpListener | undefined;
   return {
     name: 'api',
-    address: () => (server?.address() as AddressInfo | null) ?? undefined,
+    address: () => listener && { host: listener.host, port: listener.port },
     async start() {
       const app = createApiApp(ctx, registrars);
-      const { hostname, port } = parseListen(ctx.config.api.listen);
-      server = await new Promise<ServerType>((resolve, reject) => {
-        const s = serve({ fetch: app.fetch, hostname, port }, () => resolve(s));
-        s.once('error', (err: NodeJS.ErrnoException) => {
-          const why = err.code === 'EADDRINUSE' ? 'address already in use' : (err.code ?? err.message);
-          reject(new UserError(`api.listen ${ctx.config.api.listen}: cannot listen (${why})`));
-        });
-      });
+      listener = await startHttpListener(app.fetch, ctx.config.api.listen, 'api.listen', (err) =>
+        ctx.log.error({ event: 'api.server_error', error: errorMessage(err) }, 'internal API server error'),
+      );
       if (!ctx.config.api.token) {
         ctx.log.warn(
           { event: 'api.no_token' },
@@ -99,19 +87,15 @@ export function createApiComponent(
         );
       }
       ctx.log.info(
-        { event: 'api.listening', listen: ctx.config.api.listen },
-        `internal API on ${ctx.config.api.listen}`,
+        { event: 'api.listening', listen: `${listener.host}:${listener.port}` },
+        `internal API on ${listener.url}`,
       );
     },
     async stop() {
-      const s = server;
-      server = undefined;
-      if (!s) return;
-      await new Promise<void>((resolve) => {
-        s.close(() => resolve());
-        // Keep-alive sockets would hold close() open until they time out.
-        if ('closeIdleConnections' in s) s.closeIdleConnections();
-      });
+      const current = listener;
+      listener = undefined;
+      // A status page or a list being read may finish; a stuck client is cut after 5 s.
+      await current?.close(5_000);
     },
   };
 }

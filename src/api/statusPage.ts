@@ -14,6 +14,12 @@ const esc = (s: unknown) =>
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
   );
 
+/** "3m ago", with the exact time on hover. */
+const when = (iso: string | null | undefined, now: number) =>
+  iso
+    ? `<time datetime="${esc(iso)}" title="${esc(iso)}">${esc(formatDuration(Math.max(0, now - Date.parse(iso))))} ago</time>`
+    : '-';
+
 const COLORS = { ok: '#1a7f37', warning: '#9a6700', critical: '#cf222e' } as const;
 const RESOURCE_COLORS: Record<string, string> = {
   projects: '#0969da',
@@ -33,7 +39,7 @@ function chart(
   const maxY = Math.max(1, ...points.map((p) => p.y));
   const marks = points
     .map((p) => {
-      const x = 30 + p.x * (w - 40);
+      const x = 30 + p.x * (w - 70);
       const y = h - 20 - (p.y / maxY) * (h - 35);
       return kind === 'bars'
         ? `<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="14" height="${(h - 20 - y).toFixed(1)}" fill="#0969da"><title>${p.y}</title></rect>`
@@ -69,19 +75,19 @@ export function renderStatusPage(health: Health, series: Series, now: number): s
   const rejections = s.rejections.recent
     .map(
       (r) =>
-        `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.reason)}</td></tr>`,
+        `<tr><td>${when(r.at, now)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.reason)}</td></tr>`,
     )
     .join('');
   const failures = s.outbox.recentFailures
     .map(
       (r) =>
-        `<tr><td>${esc(r.at)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.error)}</td></tr>`,
+        `<tr><td>${when(r.at, now)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.error)}</td></tr>`,
     )
     .join('');
   const webhooks = series.recentWebhooks
     .map(
       (w) =>
-        `<tr><td>${esc(w.at)}</td><td>${esc(w.type)}</td><td>${esc(w.ref)}</td><td>${esc(w.outcome)}</td></tr>`,
+        `<tr><td>${when(w.at, now)}</td><td>${esc(w.type)}</td><td>${esc(w.ref)}</td><td>${esc(w.outcome)}</td></tr>`,
     )
     .join('');
   const durations = chart(
@@ -101,7 +107,7 @@ export function renderStatusPage(health: Health, series: Series, now: number): s
 body{font:14px system-ui,sans-serif;margin:1.5rem;color:#1f2328;max-width:1100px}
 h1{font-size:1.4rem}.verdict{color:#fff;padding:.1rem .6rem;border-radius:4px;background:${COLORS[health.status]}}
 table{border-collapse:collapse;margin:.5rem 0 1.2rem}td,th{border-bottom:1px solid #d0d7de;padding:.25rem .6rem;text-align:left}
-td.n{text-align:right}.problems li{margin:.3rem 0}.critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}
+td.n,#outbox th{text-align:right}.problems li{margin:.3rem 0}.critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem}figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}
 </style></head><body>
 <h1>vcu-sync <span class="verdict" id="verdict">${esc(health.status.toUpperCase())}</span></h1>
@@ -113,7 +119,7 @@ ${s.outbox.paused ? `<p class="critical"><b>Sending paused</b> since ${esc(s.out
 <div class="charts">${durations}${depth}</div>
 <h2>Recent rejections</h2>${rejections ? `<table id="rejections"><tr><th>decided</th><th>ref</th><th>type</th><th>reason</th></tr>${rejections}</table>` : '<p>None.</p>'}
 <h2>Recent failures</h2>${failures ? `<table id="failures"><tr><th>at</th><th>ref</th><th>type</th><th>error</th></tr>${failures}</table>` : '<p>None.</p>'}
-<h2>Webhooks</h2><p>${s.webhooks.received} received and ${s.webhooks.verificationFailures} refused in the last 24h; last at ${esc(s.webhooks.lastReceivedAt ?? 'never')}.</p>
+<h2>Webhooks</h2><p>${s.webhooks.received} received and ${s.webhooks.verificationFailures} refused in the last 24h; last ${s.webhooks.lastReceivedAt ? when(s.webhooks.lastReceivedAt, now) : 'never'}.</p>
 ${webhooks ? `<table id="webhooks"><tr><th>received</th><th>type</th><th>ref</th><th>outcome</th></tr>${webhooks}</table>` : ''}
 </body></html>`;
 }

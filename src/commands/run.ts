@@ -32,7 +32,18 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   process.once('SIGINT', onSignal);
   await daemon.stopped;
   notifier.close();
+  ctx.operator().close();
+  // Closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)).
   closeAppContext(ctx);
+  log.info({ event: 'daemon.exit' }, 'database closed; exiting');
   log.flush();
+  // Everything is stopped and stored; a straggler (a request past its bound) must not keep the
+  // process alive until systemd kills it.
+  setTimeout(() => {
+    process.exit(process.exitCode ?? 0);
+  }, EXIT_GRACE_MS).unref();
   return 0;
 }
+
+/** How long the process may linger after a clean stop before it exits anyway, ms. */
+const EXIT_GRACE_MS = 3_000;

@@ -3,11 +3,9 @@
  * from the internal API, since this one faces the internet through the reverse proxy), plus
  * occasional inbox maintenance.
  */
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createAdaptorServer } from '@hono/node-server';
 import type { AppContext, Component } from '../context.js';
 import { ConfigError, errorMessage } from '../errors.js';
+import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
 import { runInboxMaintenance } from './maintenance.js';
 
@@ -27,19 +25,12 @@ export interface WebhookComponent extends Component {
   address(): { host: string; port: number; url: string } | undefined;
 }
 
-/** Splits "host:port" (IPv6 in brackets). */
-export function parseHostPort(value: string): { host: string; port: number } {
-  const colon = value.lastIndexOf(':');
-  const host = value.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(value.slice(colon + 1)) };
-}
-
 /** The webhook listener component. */
 export function createWebhookComponent(
   ctx: AppContext,
   options: WebhookComponentOptions = {},
 ): WebhookComponent {
-  let server: Server | undefined;
+  let listener: HttpListener | undefined;
   let timer: NodeJS.Timeout | undefined;
   let bound: { host: string; port: number; url: string } | undefined;
 
@@ -71,49 +62,25 @@ export function createWebhookComponent(
           'webhook.scheme is "none": webhooks are NOT authenticated; anyone who reaches the listener can decide operations',
         );
       }
-      const { host, port } = parseHostPort(cfg.listen);
-      const srv = createAdaptorServer({ fetch: app.fetch }) as Server;
-      // Slow senders must not hold connections open forever.
-      srv.headersTimeout = 10_000;
-      srv.requestTimeout = 30_000;
-      await new Promise<void>((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException) => {
-          reject(
-            new ConfigError([`webhook.listen ${cfg.listen}: cannot listen (${err.code ?? err.message})`]),
-          );
-        };
-        srv.once('error', onError);
-        srv.listen(port, host, () => {
-          srv.off('error', onError);
-          resolve();
-        });
-      });
-      srv.on('error', (err) =>
+      listener = await startHttpListener(app.fetch, cfg.listen, 'webhook.listen', (err) =>
         ctx.log.error({ event: 'webhook.server_error', error: errorMessage(err) }, 'webhook server error'),
       );
-      server = srv;
-      const info = srv.address() as AddressInfo;
-      const urlHost = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      bound = { host: info.address, port: info.port, url: `http://${urlHost}:${info.port}${WEBHOOK_PATH}` };
+      bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
       maintain();
       timer = setInterval(maintain, options.maintenanceMs ?? 60_000);
       timer.unref();
       ctx.log.info(
-        { event: 'webhook.listening', listen: `${urlHost}:${info.port}`, scheme: cfg.scheme },
+        { event: 'webhook.listening', listen: `${listener.host}:${listener.port}`, scheme: cfg.scheme },
         'webhook listener started',
       );
     },
     async stop() {
       if (timer) clearInterval(timer);
       timer = undefined;
-      const srv = server;
-      server = undefined;
-      if (!srv) return;
-      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
-      srv.closeIdleConnections();
-      const force = setTimeout(() => srv.closeAllConnections(), options.stopTimeoutMs ?? 5_000);
-      await closed;
-      clearTimeout(force);
+      const current = listener;
+      listener = undefined;
+      if (!current) return;
+      await current.close(options.stopTimeoutMs ?? 5_000);
       ctx.log.info({ event: 'webhook.stopped' }, 'webhook listener stopped');
     },
   };

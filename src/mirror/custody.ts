@@ -78,7 +78,8 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
     for (const id of sync.custodyIds(resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
       const value = await withRetry(
-        () => ctx.operator().getOne(resource.operation, custodyPath(resource, id)),
+        () =>
+          ctx.operator().getOne(resource.operation, custodyPath(resource, id), { signal: options.signal }),
         {
           attempts: ctx.config.sync.page_attempts,
           capMs: ctx.config.sync.retry_cap_ms,

@@ -192,7 +192,11 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
         // proves nothing moved under the offsets.
         const anchor = offset > 0 && !plan.window ? state.lastKey : null;
         const at = anchor === null ? offset : offset - 1;
-        const body = await ctx.operator().list(resource.operation, resource.path, { limit, offset: at });
+        const body = await ctx
+          .operator()
+          // The stop signal cancels a page in flight too: a GET has no effect to lose, and the
+          // checkpoint of the pages already written is kept.
+          .list(resource.operation, resource.path, { limit, offset: at }, { signal: options.signal });
         return readPage(body, at, limit, previous, resource, anchor, onDrift, handle);
       },
       {

@@ -48,7 +48,39 @@ export async function withRetry<T>(fn: () => Promise<T>, options: RetryOptions):
       if (options.signal?.aborted) throw err;
       const wait = retryDelay(attempt, err, options.capMs, options.baseMs ?? 500, random());
       options.onRetry?.(err, attempt, wait);
-      await sleep(wait);
+      // The real timer is cleared on abort too, so a stopped process is not kept alive by it.
+      await (sleep === realSleep
+        ? cancellableSleep(wait, options.signal)
+        : abortable(sleep(wait), options.signal));
+      if (options.signal?.aborted) throw err;
     }
   }
+}
+
+/** Resolves when `wait` does or as soon as `signal` aborts, so a stop never waits out a backoff. */
+function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void wait.then(done, done);
+  });
+}
+
+/** setTimeout that an abort ends early and clears. */
+export function cancellableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

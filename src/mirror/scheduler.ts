@@ -3,7 +3,7 @@ import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
-import { realSleep } from './retry.js';
+import { cancellableSleep, realSleep } from './retry.js';
 
 /** Options of {@link createMirrorComponent}. */
 export interface MirrorComponentOptions {
@@ -30,6 +30,9 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   const coordinator = new SyncCoordinator(ctx, { sleep });
   const tasks: ScheduledTask[] = [];
   let stopping = false;
+  const stopped = new AbortController();
+  // A jitter wait must end with the stop, or its timer keeps a stopped process alive.
+  const jitter = (ms: number) => (sleep === realSleep ? cancellableSleep(ms, stopped.signal) : sleep(ms));
 
   const requestAll = (
     targets: readonly SyncTarget[],
@@ -55,7 +58,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
         const task = cron.schedule(
           expr,
           async () => {
-            await sleep(jitterMs(ctx.config.sync.jitter_seconds, random()));
+            await jitter(jitterMs(ctx.config.sync.jitter_seconds, random()));
             if (stopping) return;
             // Returned so noOverlap can skip a tick while the run is still going.
             await coordinator.request(target, 'schedule');
@@ -72,6 +75,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
     },
     async stop() {
       stopping = true;
+      stopped.abort();
       for (const task of tasks) await task.stop();
       tasks.length = 0;
       ctx.hooks.requestSync = undefined;

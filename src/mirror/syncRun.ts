@@ -104,7 +104,8 @@ export async function runSync(
       });
     }
   } catch (err) {
-    status = err instanceof RunAborted ? 'interrupted' : 'failed';
+    // A stop also cancels the request in flight, which then fails with a network error.
+    status = err instanceof RunAborted || options.signal?.aborted ? 'interrupted' : 'failed';
     error = describeFailure(target, err);
   } finally {
     markInactive(ctx, runId);

@@ -68,7 +68,7 @@ export function decideAttempt(
   if (row.attempts >= policy.maxAttempts) {
     return {
       state: 'failed',
-      error: `gave up after ${row.attempts} attempts; last: ${error.message}`,
+      error: `gave up after ${row.attempts} attempt${row.attempts === 1 ? '' : 's'}; last: ${error.message}`,
       status,
     };
   }

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage } from '../errors.js';
+import { CommitQueue } from '../inbox/commitQueue.js';
 import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
@@ -23,6 +24,11 @@ export interface DispatcherOptions {
   owner?: string;
   /** How often personal fields of finished rows are scrubbed, ms (default: 3600000). */
   scrubEveryMs?: number;
+  /**
+   * On stop, how long requests in flight may take to finish before they are cancelled and their
+   * rows handed back to the queue, ms (default: 10000).
+   */
+  stopGraceMs?: number;
 }
 
 const EXCERPT = 500;
@@ -38,9 +44,12 @@ export class Dispatcher {
   private readonly owner: string;
   private readonly policy: RetryPolicy;
   private readonly q: OutboxQueries;
+  /** Settles finishing together share one commit: with synchronous=full each commit is an fsync on the loop. */
+  private readonly commits: CommitQueue;
   private readonly inflight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
   private stopping = false;
+  private cancel = new AbortController();
   private woken = false;
   private wakeUp: (() => void) | undefined;
   private pause: OutboxPause | null = null;
@@ -63,22 +72,44 @@ export class Dispatcher {
       maxAgeMs: c.max_age_hours * 3_600_000,
     };
     this.q = outboxQueries(ctx.database.sqlite);
+    this.commits = new CommitQueue(ctx.database.sqlite);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
   start(): void {
     if (this.running) return;
     this.stopping = false;
+    this.cancel = new AbortController();
     this.pause = readPause(this.ctx.database.sqlite);
     this.probeAtMs = this.clock.now();
     this.running = this.loop();
   }
 
-  /** Stops claiming, then waits for the attempts in flight to settle. */
+  /**
+   * Stops claiming, then lets the attempts in flight settle for up to `stopGraceMs`; any still
+   * running are cancelled and their rows released (queued again, lease cleared, attempt not
+   * counted), so a stop leaves no row held by a lease that only its expiry would free.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
-    await this.running;
+    const running = this.running;
+    if (running) {
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), this.options.stopGraceMs ?? 10_000);
+      });
+      const outcome = await Promise.race([running.then(() => 'done' as const), grace]);
+      clearTimeout(timer);
+      if (outcome === 'late') {
+        this.ctx.log.warn(
+          { event: 'outbox.stop.cancelling', inflight: this.inflight.size },
+          `cancelling ${this.inflight.size} notification(s) still in flight; their rows go back to the queue`,
+        );
+        this.cancel.abort();
+        await running;
+      }
+    }
     this.running = undefined;
   }
 
@@ -189,16 +220,22 @@ export class Dispatcher {
     let outcome: AttemptOutcome;
     try {
       const client = this.ctx.operator();
-      const result = await client.notify(this.ctx.config.operator.notify_path, row.body);
+      const result = await client.notify(this.ctx.config.operator.notify_path, row.body, {
+        signal: this.cancel.signal,
+      });
       outcome = { kind: 'answered', status: result.status, body: result.body };
     } catch (err) {
+      if (this.cancel.signal.aborted) {
+        this.release(row);
+        return;
+      }
       outcome = { kind: 'error', error: err instanceof OperatorError ? err : errorForNetwork(err) };
     }
     const durationMs = Math.round(performance.now() - t0);
     const status = outcome.kind === 'answered' ? outcome.status : outcome.error.status;
     this.ctx.metrics.notifyRequests.inc({ code: status === undefined ? 'error' : String(status) });
     try {
-      this.settle(row, outcome, startedMs, durationMs);
+      await this.settle(row, outcome, startedMs, durationMs);
     } catch (err) {
       // The lease runs out and the row is claimed again: at-least-once, never lost.
       this.ctx.log.error(
@@ -208,7 +245,33 @@ export class Dispatcher {
     }
   }
 
-  private settle(row: OutboxRow, outcome: AttemptOutcome, startedMs: number, durationMs: number): void {
+  /**
+   * Hands a row whose request a stop cancelled back to the queue. The operator may have received
+   * it: delivery is at-least-once and the ref is the same on the next attempt.
+   */
+  private release(row: OutboxRow): void {
+    const ref = row.marketplaceTransactionRef;
+    try {
+      const released = this.q.release.run({ id: row.id, owner: this.owner, now: isoAt(this.clock.now()) });
+      this.ctx.log.warn(
+        { event: 'outbox.released', ref, id: row.id, released: released.changes > 0 },
+        `${ref}: request cancelled by the stop; row queued again`,
+      );
+    } catch (err) {
+      // The lease runs out and another claim takes the row: late, never lost.
+      this.ctx.log.error(
+        { event: 'outbox.release.error', ref, id: row.id, err },
+        `could not release ${ref}: ${errorMessage(err)}`,
+      );
+    }
+  }
+
+  private async settle(
+    row: OutboxRow,
+    outcome: AttemptOutcome,
+    startedMs: number,
+    durationMs: number,
+  ): Promise<void> {
     const now = this.clock.now();
     const nowIso = isoAt(now);
     const masked = (text: string) =>
@@ -226,7 +289,7 @@ export class Dispatcher {
     const ref = row.marketplaceTransactionRef;
     const key = { id: row.id, owner: this.owner, now: nowIso };
     let effects: DecisionEffect[] = [];
-    const settled = this.ctx.database.sqlite.transaction((): boolean => {
+    const settled = await this.commits.submit((): boolean => {
       this.q.insertAttempt.run({
         outboxId: row.id,
         startedAt: isoAt(startedMs),
@@ -254,7 +317,7 @@ export class Dispatcher {
           refund: next.refund ? 1 : 0,
         }).changes > 0
       );
-    })();
+    });
     if (!settled) {
       this.ctx.log.warn(
         { event: 'outbox.lease.lost', ref, id: row.id },

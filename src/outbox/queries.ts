@@ -65,17 +65,30 @@ export const OUTBOX_STATES: readonly OutboxState[] = [
 export const PAUSE_KEY = 'outbox.paused';
 
 /** Claimable: due and queued, or sending with a lease that ran out (its claimant died). */
+const READY = `(o.order_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM outbox p
+      WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')
+    ))`;
+// One branch per state, each walking outbox_state_id_idx in id order and stopping at the limit:
+// a single OR over both states made SQLite sort every due row on every claim (O(queue) per claim).
 const CLAIM_SQL = `
 UPDATE outbox
 SET state = 'sending', lease_owner = @owner, lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
 WHERE id IN (
-  SELECT o.id FROM outbox o
-  WHERE ((o.state = 'queued' AND o.next_attempt_at <= @now) OR (o.state = 'sending' AND o.lease_until < @now))
-    AND (o.order_key IS NULL OR NOT EXISTS (
-      SELECT 1 FROM outbox p
-      WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')
-    ))
-  ORDER BY o.id
+  SELECT id FROM (
+    SELECT id FROM (
+      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+      WHERE o.state = 'queued' AND o.next_attempt_at <= @now AND ${READY}
+      ORDER BY o.id LIMIT @limit
+    )
+    UNION ALL
+    SELECT id FROM (
+      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+      WHERE o.state = 'sending' AND o.lease_until < @now AND ${READY}
+      ORDER BY o.id LIMIT @limit
+    )
+  )
+  ORDER BY id
   LIMIT @limit
 )
 RETURNING *`;

@@ -9,14 +9,17 @@ afterAll(async () => {
   await api.close();
 });
 
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const basic = (user: string, password: string) =>
+  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 describe('internal API authentication', () => {
   it('challenges a browser with Basic on the status page and lets the token in as its password', async () => {
     const refused = await fetch(`${api.base}/`);
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toMatch(/^Basic realm="vcu-sync"/);
-    const wrong = await fetch(`${api.base}/`, { headers: { authorization: basic('oncall', 'not-the-token') } });
+    const wrong = await fetch(`${api.base}/`, {
+      headers: { authorization: basic('oncall', 'not-the-token') },
+    });
     expect(wrong.status).toBe(401);
     const page = await fetch(`${api.base}/`, { headers: { authorization: basic('oncall', TOKEN) } });
     expect(page.status).toBe(200);
@@ -28,7 +31,9 @@ describe('internal API authentication', () => {
     const refused = await fetch(`${api.base}/status`);
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe('Bearer');
-    expect((await fetch(`${api.base}/status`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect(
+      (await fetch(`${api.base}/status`, { headers: { authorization: `Bearer ${TOKEN}` } })).status,
+    ).toBe(200);
     expect((await fetch(`${api.base}/healthz`)).status).toBe(200);
   });
 

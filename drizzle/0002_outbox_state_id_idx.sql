@@ -1,0 +1,1 @@
+CREATE INDEX `outbox_state_id_idx` ON `outbox` (`state`,`id`);

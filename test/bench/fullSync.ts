@@ -1,0 +1,131 @@
+import path from 'node:path';
+import type { SyncTarget } from '../../src/context.js';
+import { runSync } from '../../src/mirror/syncRun.js';
+import { testContext } from '../helpers/context.js';
+import { bareSync } from './lib/baselineSync.js';
+import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
+import { startSimChild } from './lib/simulator.js';
+import { timed } from './lib/timing.js';
+
+/** Both sides use the production default, so the figure is what a deployment sees. */
+const SYNCHRONOUS = 'full';
+const PAGE_SIZE = 1000;
+
+/**
+ * Full sync, re-sync with nothing changed, and incremental units after +1% new operations: vcu-sync's
+ * runSync in this process against a simulator child, versus a bare got + better-sqlite3 loop.
+ */
+export async function fullSyncScenarios(options: BenchOptions): Promise<ScenarioResult[]> {
+  const size = options.quick
+    ? { projects: 200, issuances: 2_000, units: 20_000 }
+    : { projects: 5_000, issuances: 50_000, units: 1_000_000 };
+  const total = size.projects + size.issuances + size.units;
+  const sim = await startSimChild([
+    '--projects',
+    String(size.projects),
+    '--issuances',
+    String(size.issuances),
+    '--units',
+    String(size.units),
+    '--max-page-size',
+    String(PAGE_SIZE),
+    '--policy',
+    'none',
+  ]);
+  const ctx = testContext({
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.rate_per_second': 100_000,
+      'sync.page_size': PAGE_SIZE,
+      'database.synchronous': SYNCHRONOUS,
+    },
+  });
+  try {
+    const syncAll = async (targets: readonly SyncTarget[], full: boolean) => {
+      for (const target of targets) {
+        const outcome = await runSync(ctx, target, { full });
+        if (outcome.status !== 'succeeded') throw new Error(`${target}: ${outcome.status}: ${outcome.error}`);
+      }
+    };
+    const lists = ['projects', 'issuances', 'units'] as const;
+
+    options.say(`full sync: baseline (${total} records)`);
+    const base = await timed(() =>
+      bareSync(
+        sim.url,
+        path.join(options.dir, 'baseline-sync.db'),
+        [
+          { table: 'projects', path: '/integration/v1/projects' },
+          { table: 'issuances', path: '/integration/v1/issuances' },
+          { table: 'unit_operations', path: '/integration/v1/units' },
+        ],
+        { pageSize: PAGE_SIZE, synchronous: SYNCHRONOUS, apiKey: 'sim-api-key' },
+      ),
+    );
+    if (base.result !== total) throw new Error(`baseline read ${base.result} of ${total} records`);
+
+    options.say('full sync: vcu-sync');
+    const full = await timed(() => syncAll(lists, false));
+    const stored = ctx.database.sqlite.prepare('SELECT count(*) AS n FROM unit_operations').get() as {
+      n: number;
+    };
+    if (stored.n !== size.units) throw new Error(`mirror holds ${stored.n} of ${size.units} unit operations`);
+
+    options.say('re-sync, nothing changed');
+    const resync = await timed(() => syncAll(lists, true));
+
+    const added = Math.round(size.units * 0.01);
+    await sim.admin('POST', '/_sim/units/append', { count: added });
+    options.say(`incremental units (+${added})`);
+    const incremental = await timed(() => syncAll(['units'], false));
+    const after = ctx.database.sqlite.prepare('SELECT count(*) AS n FROM unit_operations').get() as {
+      n: number;
+    };
+    if (after.n !== size.units + added) throw new Error(`incremental left ${after.n} unit operations`);
+
+    const rate = total / full.seconds;
+    const baseRate = total / base.seconds;
+    const how = `in-process runSync, simulator in a child; page size ${PAGE_SIZE}; synchronous=${SYNCHRONOUS} both sides`;
+    const fullRatio = ratioOf(rate, baseRate)!;
+    const resyncRatio = ratioOf(resync.seconds, full.seconds)!;
+    const incRatio = ratioOf(incremental.seconds, full.seconds)!;
+    return [
+      {
+        scenario: `full sync (${size.projects} projects, ${size.issuances} issuances, ${size.units} units)`,
+        measure: 'records/s',
+        value: rate,
+        baseline: baseRate,
+        ratio: fullRatio,
+        target: '>= 0.8 x baseline',
+        met: fullRatio >= 0.8,
+        notes: how,
+        extra: { records: total, seconds: full.seconds, baselineSeconds: base.seconds },
+      },
+      {
+        scenario: 're-sync, nothing changed',
+        measure: 'seconds',
+        value: resync.seconds,
+        baseline: full.seconds,
+        ratio: resyncRatio,
+        target: '<= 0.4 x full sync',
+        met: resyncRatio <= 0.4,
+        notes: `${how}; units with --full (a complete re-scan)`,
+      },
+      {
+        scenario: `incremental units after +1% (${added} new operations)`,
+        measure: 'seconds',
+        value: incremental.seconds,
+        baseline: full.seconds,
+        ratio: incRatio,
+        target: '<= 0.05 x full sync',
+        met: incRatio <= 0.05,
+        notes: how,
+      },
+    ];
+  } finally {
+    ctx.operator().close();
+    ctx.dispose();
+    await sim.close();
+  }
+}

@@ -1,0 +1,116 @@
+import path from 'node:path';
+import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import { Webhook } from 'standardwebhooks';
+import { BENCH_WEBHOOK_SECRET, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
+import { cliRunner } from './lib/build.js';
+import { freePort, spawnNode, tsx } from './lib/proc.js';
+import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
+
+const CONNECTIONS = 16;
+
+/** autocannon against `url` with a fresh Standard-Webhooks signature and webhook-id per request. */
+async function load(
+  url: string,
+  seconds: number,
+  prefix: string,
+): Promise<{ rps: number; ok: number; non2xx: number }> {
+  const signer = new Webhook(BENCH_WEBHOOK_SECRET);
+  let n = 0;
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (request) => {
+          const id = `msg_${prefix}_${n}`;
+          const body = JSON.stringify({
+            type: 'transaction.approved',
+            data: { marketplaceTransactionRef: `bench-hook-${prefix}-${n}`, status: 'approved' },
+          });
+          n++;
+          const now = new Date();
+          return {
+            ...request,
+            body,
+            headers: {
+              'content-type': 'application/json',
+              'webhook-id': id,
+              'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+              'webhook-signature': signer.sign(id, now, body),
+            },
+          };
+        },
+      },
+    ],
+  });
+  return { rps: result.requests.average, ok: result['2xx'], non2xx: result.non2xx + result.errors };
+}
+
+/**
+ * Verified webhooks/s: autocannon (in this process) against the real webhook listener of a child
+ * `vcu-sync run`, versus a bare Hono handler in a child; every accepted event must be stored.
+ */
+export async function webhooksScenario(options: BenchOptions): Promise<ScenarioResult[]> {
+  const seconds = options.quick ? 2 : 10;
+  const cli = await cliRunner(options.quick, options.say);
+
+  options.say(`webhooks: bare Hono baseline (${seconds} s, ${CONNECTIONS} connections)`);
+  const bare = spawnNode(tsx('test/bench/children/bareHono.ts'));
+  let base: { rps: number; ok: number; non2xx: number };
+  try {
+    const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
+    base = await load(`http://127.0.0.1:${port}/webhooks/operator`, seconds, 'bare');
+  } finally {
+    await bare.stop();
+  }
+
+  const [apiPort, webhookPort] = [await freePort(), await freePort()];
+  const db = path.join(options.dir, 'webhooks.db');
+  const config = writeConfig(options.dir, 'webhooks', QUIET_DAEMON_TOML);
+  const daemon = spawnNode(
+    cli.args(['run', '--config', config]),
+    daemonEnv({ db, operatorUrl: 'http://127.0.0.1:9', apiPort, webhookPort }),
+  );
+  let measured: { rps: number; ok: number; non2xx: number };
+  try {
+    for (let i = 0; ; i++) {
+      if (daemon.proc.exitCode !== null) throw new Error(`daemon exited: ${daemon.stderr().slice(-2000)}`);
+      const up = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
+        () => true,
+        () => false,
+      );
+      if (up) break;
+      if (i > 3000) throw new Error('daemon not up after 60 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    options.say(`webhooks: vcu-sync listener (${cli.kind})`);
+    measured = await load(`http://127.0.0.1:${webhookPort}/webhooks/operator`, seconds, 'real');
+  } finally {
+    await daemon.stop(10_000);
+  }
+  if (measured.non2xx > 0) throw new Error(`${measured.non2xx} webhooks were not answered 2xx`);
+  const sqlite = new Database(db, { readonly: true });
+  const stored = (sqlite.prepare('SELECT count(*) AS n FROM webhook_events').get() as { n: number }).n;
+  sqlite.close();
+  // autocannon stops counting at the deadline: requests still in flight are stored but not counted.
+  if (stored < measured.ok || stored > measured.ok + CONNECTIONS) {
+    throw new Error(`${measured.ok} webhooks answered 2xx but ${stored} stored`);
+  }
+  const ratio = ratioOf(measured.rps, base.rps)!;
+  return [
+    {
+      scenario: 'verified webhooks',
+      measure: 'req/s',
+      value: measured.rps,
+      baseline: base.rps,
+      ratio,
+      target: '>= 0.5 x baseline',
+      met: ratio >= 0.5,
+      notes: `autocannon in the harness, ${CONNECTIONS} connections, ${seconds} s; listener in child \`vcu-sync run\` (${cli.kind}), synchronous=full; bare Hono child; ${stored} events stored >= 2xx count`,
+      extra: { stored },
+    },
+  ];
+}

@@ -1,0 +1,64 @@
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/context.js';
+import { spawnCli } from './child.js';
+
+let dir: string;
+let cleanup: () => void;
+const held: Server[] = [];
+
+/** Occupies the demo's preferred port when it can, so the demo has to find another. */
+function hold(port: number): Promise<void> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve());
+    srv.listen(port, '127.0.0.1', () => {
+      held.push(srv);
+      resolve();
+    });
+  });
+}
+
+beforeAll(async () => {
+  ({ dir, cleanup } = tempDir('vcu-sync-demo-'));
+  await hold(8787);
+  await hold(8788);
+});
+afterAll(async () => {
+  for (const srv of held) await new Promise((r) => srv.close(r));
+  cleanup();
+});
+
+describe('vcu-sync demo', () => {
+  it('runs simulator and daemon on free ports, mirrors the lists and gets an operation approved', async () => {
+    const demo = spawnCli(['demo', '--seconds', '25', '--dir', dir], {});
+    const code = await demo.exited;
+    const output = demo.output();
+    expect(code, output.slice(-3000)).toBe(0);
+
+    expect(output).toContain('vcu-sync demo: operator simulator and daemon running on loopback');
+    const api = /status page\s+http:\/\/127\.0\.0\.1:(\d+)\//.exec(output);
+    expect(api, output).not.toBeNull();
+    // 8787 was taken (by this test, or by something else): the demo picked another port.
+    expect(Number(api![1])).not.toBe(8787);
+    expect(output).toMatch(/^mirror: \d+ projects, \d+ issuances, \d+ unit operations \| outbox: /m);
+    expect(output).toContain(`demo stopped; the database stays in ${path.join(dir, 'vcu-sync.db')}`);
+    expect(output).not.toMatch(/enqueue (answered|failed)/);
+
+    const db = new Database(path.join(dir, 'vcu-sync.db'), { readonly: true });
+    try {
+      const n = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+      expect(n('SELECT count(*) AS n FROM projects')).toBe(120);
+      expect(n('SELECT count(*) AS n FROM issuances')).toBe(600);
+      expect(n('SELECT count(*) AS n FROM unit_operations')).toBe(20_000);
+      expect(n("SELECT count(*) AS n FROM sync_runs WHERE status = 'succeeded'")).toBeGreaterThanOrEqual(4);
+      expect(n("SELECT count(*) AS n FROM outbox WHERE state = 'approved'")).toBeGreaterThanOrEqual(1);
+      expect(n("SELECT count(*) AS n FROM outbox WHERE state = 'sending'")).toBe(0);
+      expect(n('SELECT count(*) AS n FROM webhook_events')).toBeGreaterThanOrEqual(1);
+    } finally {
+      db.close();
+    }
+  });
+});
