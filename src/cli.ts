@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from './config.js';
 import { errorMessage, UserError } from './errors.js';
@@ -177,9 +179,12 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-const invokedDirectly = process.argv[1] && /cli\.(ts|js)$/.test(process.argv[1]);
-if (invokedDirectly) {
+/** Runs the CLI as a process: sets the exit code from {@link main}. Used by bin/vcu-sync.js and `tsx src/cli.ts`. */
+export function runAsProcess(): void {
   main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });
 }
+
+// Started as a script (`node dist/cli.js`, `tsx src/cli.ts`) rather than imported by the bin or a test.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) runAsProcess();

@@ -96,7 +96,9 @@ describe('real listener', () => {
     const otherCtx = testContext({
       overrides: { 'webhook.secrets': [SECRET], 'webhook.listen': `127.0.0.1:${listener.address()!.port}` },
     });
-    await expect(createWebhookComponent(otherCtx).start()).rejects.toThrow(/webhook.listen .*address already in use/);
+    await expect(createWebhookComponent(otherCtx).start()).rejects.toThrow(
+      /webhook.listen .*address already in use/,
+    );
     otherCtx.dispose();
   });
 

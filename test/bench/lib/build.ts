@@ -34,9 +34,8 @@ export function cliRunner(quick: boolean, say: (line: string) => void): Promise<
       kind: 'dist',
       args: (a, preload = []) => [
         ...preload.flatMap((p) => ['--import', p]),
-        // dist/cli.js itself: bin/vcu-sync.js imports it, but cli.ts only runs main() when argv[1]
-        // ends in cli.js, so through the bin it exits 0 doing nothing (reported to the lead).
-        path.join(ROOT, 'dist/cli.js'),
+        // The installed command, exactly as systemd runs it.
+        path.join(ROOT, 'bin/vcu-sync.js'),
         ...a,
       ],
     };
