@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from '../helpers/cli.js';
+import { ROOT, runNode } from '../helpers/cli.js';
 
 /** The newest modification time under a folder. */
 function newest(dir: string): number {
@@ -29,14 +29,7 @@ beforeAll(() => {
   expect(build.status, build.stdout + build.stderr).toBe(0);
 }, 120_000);
 
-function bin(args: string[], env: Record<string, string> = {}) {
-  const result = spawnSync(process.execPath, [path.join(ROOT, 'bin/vcu-sync.js'), ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const bin = (args: string[]) => runNode([path.join(ROOT, 'bin/vcu-sync.js'), ...args]);
 
 describe('bin/vcu-sync.js (the installed command)', () => {
   it('runs the CLI: help lists the commands', () => {

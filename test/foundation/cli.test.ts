@@ -1,23 +1,15 @@
-import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliArgs } from '../helpers/cli.js';
+import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);
 
 /** Runs the real CLI in a child process with a clean environment. */
-function cli(args: string[], env: Record<string, string> = {}) {
-  const result = spawnSync(process.execPath, cliArgs(args), {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  runNode(cliArgs(args), { HOME: dir, ...env }, dir);
 
 describe('vcu-sync command line', () => {
   it('lists every contract command in --help', () => {

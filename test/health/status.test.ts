@@ -1,19 +1,12 @@
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
-import { cliArgs } from '../helpers/cli.js';
+import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 
 /** Runs `vcu-sync status` against a database file built by the test. */
-function status(db: string, json = false) {
-  const result = spawnSync(process.execPath, cliArgs(['status', ...(json ? ['--json'] : [])]), {
-    env: { PATH: process.env.PATH ?? '', VCU_SYNC_DB: db },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
+const status = (db: string, json = false) =>
+  runNode(cliArgs(['status', ...(json ? ['--json'] : [])]), { VCU_SYNC_DB: db });
 
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 const MIN = 60_000;
