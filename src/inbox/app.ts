@@ -7,8 +7,8 @@
 import { Hono } from 'hono';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
-import { CommitQueue } from './commitQueue.js';
 import { type RecordResult, recordEvent } from './correlate.js';
 import { interpretPayload } from './interpret.js';
 import { recordRejection } from './queries.js';
@@ -103,7 +103,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     idHeader: options.idHeader ?? ctx.config.webhook.id_header,
   });
   const { sqlite } = ctx.database;
-  const queue = new CommitQueue(sqlite);
+  const queue = commitQueueFor(sqlite);
   const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
   const limit = cfg.max_body_bytes;
   const fields = cfg.fields;

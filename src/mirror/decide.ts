@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 
 /** What the mirror holds for a key, as far as deciding a write needs. */
 export interface StoredState {
@@ -29,9 +29,19 @@ export function decideWrite(
   return 'unchanged';
 }
 
-/** Content hash of a record's JSON text; md5 is enough to tell change, and cheap. */
+// One-shot crypto.hash (Node >= 20.12) skips the Hash object per record; same digest either way.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string })
+  .hash;
+
+/**
+ * Content hash of a record's JSON text; md5 is enough to tell change, and cheap. Stored in every
+ * row and compared by the units overlap check: changing the algorithm would make every record of
+ * an existing mirror look changed once.
+ */
 export function contentHash(raw: string): string {
-  return createHash('md5').update(raw).digest('base64url');
+  return oneShot
+    ? oneShot('md5', raw, 'base64url')
+    : crypto.createHash('md5').update(raw).digest('base64url');
 }
 
 /** The key of a raw record, as text, or null when it has none usable. */

@@ -95,7 +95,7 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
   let trackSeen = plan.trackSeen;
   if (trackSeen === null) {
     // Nothing live to tombstone means no seen set is needed: a first sync writes once per record.
-    trackSeen = table.liveCount() > 0;
+    trackSeen = table.hasLive();
     sync.clearSeen(resource.table);
   }
   const state: ScanState = {
@@ -370,7 +370,7 @@ function finishScan(
       sync.clearSeen(resource.table);
     } else if (state.trackSeen) {
       const unseen = table.unseenCount();
-      const live = table.liveCount();
+      const live = unseen > 0 ? table.liveCount() : 0;
       if (unseen > 0 && unseen > share * live) {
         refusal =
           `refused to mark ${unseen} of ${live} ${resource.target} removed (more than sync.max_remove_share=${share}); ` +

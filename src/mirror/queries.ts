@@ -19,6 +19,7 @@ export class TableQueries {
   private readonly updateStmt;
   private readonly positionStmt;
   private readonly liveCountStmt;
+  private readonly hasLiveStmt;
   private readonly unseenCountStmt;
   private readonly tombstoneStmt;
   private readonly overlapStmt;
@@ -55,6 +56,9 @@ export class TableQueries {
       : undefined;
     this.liveCountStmt = sqlite.prepare<[], { n: number }>(
       `SELECT count(*) AS n FROM ${t} WHERE _removed_at IS NULL`,
+    );
+    this.hasLiveStmt = sqlite.prepare<[], { n: number }>(
+      `SELECT EXISTS (SELECT 1 FROM ${t} WHERE _removed_at IS NULL) AS n`,
     );
     const unseen = `_removed_at IS NULL AND ${k} NOT IN (SELECT record_id FROM sync_seen WHERE resource = ?)`;
     this.unseenCountStmt = sqlite.prepare<[string], { n: number }>(
@@ -110,6 +114,11 @@ export class TableQueries {
 
   liveCount(): number {
     return this.liveCountStmt.get()!.n;
+  }
+
+  /** Whether any row is live: what a scan's start needs, without counting a million rows. */
+  hasLive(): boolean {
+    return this.hasLiveStmt.get()!.n === 1;
   }
 
   /** Live rows the current scan has not seen. */

@@ -35,6 +35,8 @@ export class RecordWriter {
     const { counts } = options;
     const name = table.def.table;
     const raw = JSON.stringify(record.value) ?? 'null';
+    const hash = contentHash(raw);
+    if (this.applyUnchanged(record, hash)) return;
     const normalized = normalizeRecord(name, record.value, raw);
     if (!normalized.ok) {
       counts.quarantined++;
@@ -46,7 +48,6 @@ export class RecordWriter {
     }
     const { key, values } = normalized.record;
     if (options.trackSeen && !sync.markSeen(name, key)) return; // seen earlier in this scan: drift
-    const hash = contentHash(raw);
     const decision = decideWrite(table.get(key), hash, record.position);
     switch (decision) {
       case 'insert':
@@ -71,6 +72,26 @@ export class RecordWriter {
       default:
         counts.unchanged++;
     }
+  }
+
+  /**
+   * The re-sync fast path: a record whose text hashes to what its row holds was validated when that
+   * row was written, so it is not normalized again. True when the record was handled here.
+   */
+  private applyUnchanged(record: FetchedRecord, hash: string): boolean {
+    const { table, sync, options } = this;
+    const key = rawKey(record.value, table.def.key);
+    if (key === null) return false;
+    const stored = table.get(key);
+    if (stored?.hash !== hash) return false;
+    // The same text gives the same normalized key, so this row is the record's own.
+    const decision = decideWrite(stored, hash, record.position);
+    if (decision !== 'unchanged' && decision !== 'position') return false;
+    const name = table.def.table;
+    if (options.trackSeen && !sync.markSeen(name, key)) return true; // seen earlier in this scan: drift
+    if (decision === 'position') table.setPosition(key, record.position!);
+    options.counts.unchanged++;
+    return true;
   }
 }
 

@@ -107,9 +107,92 @@ function withLegacyNames(value: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
+/** What a fast-path field reader answers when it cannot vouch for a value: zod decides instead. */
+const DEFER: unique symbol = Symbol('defer to zod');
+type FastValue = string | number | null | typeof DEFER;
+
+/**
+ * Per field type, the well-formed common case read without zod, giving exactly the value zod's
+ * schema gives; anything else (numeric strings, "true", numbers in lists, bad values) is DEFERred
+ * to zod, which normalizes it or names the problem. test/operator/fastPath.test.ts checks the
+ * equivalence property.
+ */
+const FAST_FIELDS: Record<FieldType, (v: unknown) => FastValue> = {
+  id: (v) =>
+    typeof v === 'string'
+      ? v.length > 0 && v.trim() === v
+        ? v
+        : DEFER
+      : // zod's .int() takes safe integers only.
+        typeof v === 'number' && Number.isSafeInteger(v)
+        ? String(v)
+        : DEFER,
+  text: (v) =>
+    v == null
+      ? null
+      : typeof v === 'string'
+        ? v
+        : typeof v === 'number' && Number.isFinite(v)
+          ? String(v)
+          : DEFER,
+  int: (v) => (v == null ? null : typeof v === 'number' && Number.isInteger(v) ? v : DEFER),
+  number: (v) => (v == null ? null : typeof v === 'number' && Number.isFinite(v) ? v : DEFER),
+  bool: (v) => (v == null ? null : v === true || v === 1 ? 1 : v === false || v === 0 ? 0 : DEFER),
+  date: (v) => (v == null ? null : typeof v === 'string' && isRealDate(v) ? v : DEFER),
+  textList: (v) => {
+    if (v == null) return null;
+    if (typeof v === 'string') return JSON.stringify([v]);
+    if (!Array.isArray(v)) return DEFER;
+    for (const item of v) if (typeof item !== 'string') return DEFER;
+    return JSON.stringify(v);
+  },
+};
+
+type FastReader = (record: Record<string, unknown>) => (string | number | null)[] | null;
+
+function fastReader(fields: readonly FieldDef[]): FastReader {
+  const readers = fields.map((f) => FAST_FIELDS[f.type]);
+  const names = fields.map((f) => f.name);
+  return (record) => {
+    const values: (string | number | null)[] = new Array(names.length);
+    for (let i = 0; i < names.length; i++) {
+      const v = readers[i]!(record[names[i]!]);
+      if (v === DEFER) return null;
+      values[i] = v;
+    }
+    return values;
+  };
+}
+
+const FAST_READERS: Record<ResourceName, FastReader> = {
+  projects: fastReader(RESOURCE_FIELDS.projects.fields),
+  issuances: fastReader(RESOURCE_FIELDS.issuances.fields),
+  unit_operations: fastReader(RESOURCE_FIELDS.unit_operations.fields),
+  custody_projects: fastReader(RESOURCE_FIELDS.custody_projects.fields),
+  custody_issuances: fastReader(RESOURCE_FIELDS.custody_issuances.fields),
+  custody_units: fastReader(RESOURCE_FIELDS.custody_units.fields),
+};
+
+const RESOURCE_KEY_INDEX = Object.fromEntries(
+  Object.entries(RESOURCE_FIELDS).map(([name, r]) => [name, r.fields.findIndex((f) => f.name === r.key)]),
+) as Record<ResourceName, number>;
+
+/**
+ * The fast path alone: column values for a well-formed record, or null when zod must decide
+ * (exported for the equivalence test).
+ */
+export function fastNormalize(resource: ResourceName, value: unknown): NormalizedRecord | null {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+  const values = FAST_READERS[resource](withLegacyNames(value as Record<string, unknown>));
+  if (values === null) return null;
+  const keyIndex = RESOURCE_KEY_INDEX[resource];
+  return { key: String(values[keyIndex]), values, raw: '' };
+}
+
 /**
  * Checks one record against its resource's schema and turns it into column values.
  * A record that fails is returned with the field and the reason, never dropped silently.
+ * Well-formed records take a compiled fast path (~10x cheaper than zod); zod reads the rest.
  */
 export function normalizeRecord(resource: ResourceName, value: unknown, rawText?: string): NormalizeResult {
   const { fields, key: keyField } = RESOURCE_FIELDS[resource];
@@ -117,6 +200,8 @@ export function normalizeRecord(resource: ResourceName, value: unknown, rawText?
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, key: null, reason: 'record is not a JSON object', raw };
   }
+  const fast = fastNormalize(resource, value);
+  if (fast) return { ok: true, record: { key: fast.key, values: fast.values, raw } };
   const result = SCHEMAS[resource].safeParse(withLegacyNames(value as Record<string, unknown>));
   if (!result.success) {
     const issue = result.error.issues[0]!;

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
+import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
-import { CommitQueue } from '../inbox/commitQueue.js';
 import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
@@ -11,7 +11,7 @@ import { backoffDelayMs } from './backoff.js';
 import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './decide.js';
 import { clearPause, type OutboxPause, readPause, writePause } from './pause.js';
 import { maskValues, personalValues } from './personal.js';
-import { type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
+import { claimRows, type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { scrubFinishedRows } from './scrub.js';
 
 /** Options of the dispatcher; everything else comes from `config.outbox`. */
@@ -44,7 +44,10 @@ export class Dispatcher {
   private readonly owner: string;
   private readonly policy: RetryPolicy;
   private readonly q: OutboxQueries;
-  /** Settles finishing together share one commit: with synchronous=full each commit is an fsync on the loop. */
+  /**
+   * Claims and settles join the connection's group commit (shared with API enqueues and webhooks):
+   * with synchronous=full each commit is an fsync on the loop, so one per turn rather than one per write.
+   */
   private readonly commits: CommitQueue;
   private readonly inflight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
@@ -72,7 +75,7 @@ export class Dispatcher {
       maxAgeMs: c.max_age_hours * 3_600_000,
     };
     this.q = outboxQueries(ctx.database.sqlite);
-    this.commits = new CommitQueue(ctx.database.sqlite);
+    this.commits = commitQueueFor(ctx.database.sqlite);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -129,7 +132,12 @@ export class Dispatcher {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
         this.maybeScrub();
-        const claimed = this.claim();
+        const claimed = await this.claim();
+        if (this.stopping) {
+          // A stop arrived while the claim was committing: hand the rows back unsent.
+          for (const row of claimed) this.release(row);
+          break;
+        }
         for (const row of claimed) this.track(this.send(row));
         if (claimed.length > 0 && this.inflight.size < this.ctx.config.outbox.concurrency && !this.pause)
           continue;
@@ -151,7 +159,7 @@ export class Dispatcher {
     });
   }
 
-  private claim(): OutboxRow[] {
+  private async claim(): Promise<OutboxRow[]> {
     const free = this.ctx.config.outbox.concurrency - this.inflight.size;
     if (free <= 0) return [];
     const now = this.clock.now();
@@ -161,13 +169,40 @@ export class Dispatcher {
       if (this.inflight.size > 0 || now < this.probeAtMs) return [];
       limit = 1;
     }
-    const rows = this.q.claim.all({
+    const params = this.claimParams(now, limit);
+    const rows = await this.commits.submit(() => claimRows(this.q, params));
+    return rows.sort((a, b) => a.id - b.id);
+  }
+
+  private claimParams(now: number, limit: number) {
+    return {
       owner: this.owner,
       now: isoAt(now),
       leaseUntil: isoAt(now + this.ctx.config.outbox.lease_seconds * 1000),
       limit,
-    });
-    return rows.sort((a, b) => a.id - b.id);
+    };
+  }
+
+  /**
+   * Claims the next row for the slot a settling row frees, in the same group commit as the settle
+   * (one fsync for both instead of a settle commit, a wake-up and a claim commit).
+   */
+  private refill(): Promise<OutboxRow[]> {
+    const params = this.claimParams(this.clock.now(), 1);
+    return this.commits
+      .submit(() => claimRows(this.q, params))
+      .catch((err: unknown) => {
+        // The loop claims at its next wake-up instead.
+        this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);
+        return [];
+      });
+  }
+
+  private startRefilled(rows: readonly OutboxRow[]): void {
+    for (const row of rows) {
+      if (this.stopping) this.release(row);
+      else this.track(this.send(row));
+    }
   }
 
   /** How long to sleep when nothing more can be claimed: until the next due row, at most a poll. */
@@ -289,7 +324,7 @@ export class Dispatcher {
     const ref = row.marketplaceTransactionRef;
     const key = { id: row.id, owner: this.owner, now: nowIso };
     let effects: DecisionEffect[] = [];
-    const settled = await this.commits.submit((): boolean => {
+    const settling = this.commits.submit((): boolean => {
       this.q.insertAttempt.run({
         outboxId: row.id,
         startedAt: isoAt(startedMs),
@@ -318,6 +353,9 @@ export class Dispatcher {
         }).changes > 0
       );
     });
+    // Only after a success: a failing operator gets no more traffic than the loop's own pace.
+    const refilled = next.state === 'accepted' && !this.pause && !this.stopping ? this.refill() : undefined;
+    const settled = await settling;
     if (!settled) {
       this.ctx.log.warn(
         { event: 'outbox.lease.lost', ref, id: row.id },
@@ -326,6 +364,7 @@ export class Dispatcher {
     }
     this.afterSettle(row, next, outcome, now);
     if (effects.length > 0) reportDecisionEffects(this.ctx, effects);
+    if (refilled) this.startRefilled(await refilled);
   }
 
   /** Logs the step and moves the pause state machine. */

@@ -69,28 +69,22 @@ const READY = `(o.order_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM outbox p
       WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')
     ))`;
-// One branch per state, each walking outbox_state_id_idx in id order and stopping at the limit:
-// a single OR over both states made SQLite sort every due row on every claim (O(queue) per claim).
-const CLAIM_SQL = `
+// One SELECT per state, each walking outbox_state_id_idx in id order and stopping at the limit (a
+// single OR over both states made SQLite sort every due row on every claim), then a compare-and-swap
+// UPDATE per id. Split rather than one UPDATE ... WHERE id IN (... UNION ALL ...): that form cost
+// ~150 us per claim against ~85 us split, and a claim runs once per sent row.
+const CANDIDATES_QUEUED = `
+SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+WHERE o.state = 'queued' AND o.next_attempt_at <= @now AND ${READY}
+ORDER BY o.id LIMIT @limit`;
+const CANDIDATES_EXPIRED = `
+SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+WHERE o.state = 'sending' AND o.lease_until < @now AND ${READY}
+ORDER BY o.id LIMIT @limit`;
+const CLAIM_ONE = `
 UPDATE outbox
 SET state = 'sending', lease_owner = @owner, lease_until = @leaseUntil, attempts = attempts + 1, updated_at = @now
-WHERE id IN (
-  SELECT id FROM (
-    SELECT id FROM (
-      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
-      WHERE o.state = 'queued' AND o.next_attempt_at <= @now AND ${READY}
-      ORDER BY o.id LIMIT @limit
-    )
-    UNION ALL
-    SELECT id FROM (
-      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
-      WHERE o.state = 'sending' AND o.lease_until < @now AND ${READY}
-      ORDER BY o.id LIMIT @limit
-    )
-  )
-  ORDER BY id
-  LIMIT @limit
-)
+WHERE id = @id AND ((state = 'queued' AND next_attempt_at <= @now) OR (state = 'sending' AND lease_until < @now))
 RETURNING *`;
 
 /** Only the claimant whose lease still stands may settle a row. */
@@ -107,7 +101,9 @@ function prepareAll(sqlite: Sqlite) {
       RETURNING *`),
     byRef: p<OutboxRow>('SELECT * FROM outbox WHERE marketplaceTransactionRef = ?'),
     byId: p<OutboxRow>('SELECT * FROM outbox WHERE id = ?'),
-    claim: p<OutboxRow>(CLAIM_SQL),
+    candidatesQueued: p<number>(CANDIDATES_QUEUED).pluck(),
+    candidatesExpired: p<number>(CANDIDATES_EXPIRED).pluck(),
+    claimOne: p<OutboxRow>(CLAIM_ONE),
     accept: p(`
       UPDATE outbox SET state = 'accepted', response = @response, last_status = @status, last_error = NULL,
         accepted_at = @now, updated_at = @now, lease_owner = NULL, lease_until = NULL ${MINE}`),
@@ -171,4 +167,27 @@ export function outboxQueries(sqlite: Sqlite): OutboxQueries {
     cache.set(sqlite, q);
   }
   return q;
+}
+
+/** What a claim needs: who claims, the time, the lease's end (ISO) and how many rows at most. */
+export interface ClaimParams {
+  owner: string;
+  now: string;
+  leaseUntil: string;
+  limit: number;
+}
+
+/**
+ * Claims up to `limit` claimable rows, oldest first, by compare-and-swap. Must run inside a
+ * transaction (the dispatcher's group commit), so the candidates read are still claimable when
+ * updated; the UPDATE checks the state again all the same.
+ */
+export function claimRows(q: OutboxQueries, params: ClaimParams): OutboxRow[] {
+  const ids = [...q.candidatesQueued.all(params), ...q.candidatesExpired.all(params)].sort((a, b) => a - b);
+  const rows: OutboxRow[] = [];
+  for (const id of ids.slice(0, params.limit)) {
+    const row = q.claimOne.get({ ...params, id });
+    if (row) rows.push(row);
+  }
+  return rows;
 }

@@ -46,12 +46,24 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   const seconds = options.quick ? 2 : 10;
   const total = RATE * seconds;
   const cli = await cliRunner(options.quick, options.say);
+  // Knobs for finding where the latency goes (not used by `npm run bench`):
+  // BENCH_ENQUEUE_DISPATCHER=idle has /notify answer 401 (queued faults), so the dispatcher pauses
+  // and the API runs alone;
+  // BENCH_SYNCHRONOUS=normal measures without the fsync per commit.
+  const idle = process.env.BENCH_ENQUEUE_DISPATCHER === 'idle';
+  const synchronous = process.env.BENCH_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
   const sim = await startSimChild(['--policy', 'none']);
+  if (idle)
+    await sim.admin('POST', '/_sim/faults', {
+      kind: '401',
+      count: 1_000_000,
+      pathPrefix: '/integration/v1/notify',
+    });
   const [apiPort, webhookPort] = [await freePort(), await freePort()];
   const config = writeConfig(
     options.dir,
     'enqueue',
-    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\n`,
+    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\n[database]\nsynchronous = "${synchronous}"\n`,
   );
   const db = path.join(options.dir, 'enqueue.db');
   const daemon = spawnNode(
@@ -99,7 +111,8 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
     }
     const p50 = quantile(latencies, 0.5);
     const p99 = quantile(latencies, 0.99);
-    const how = `child \`vcu-sync run\` (${cli.kind}, dispatcher draining to a simulator child), client here; open loop, keep-alive; synchronous=full`;
+    const dispatcher = idle ? 'dispatcher paused by 401s' : 'dispatcher draining to a simulator child';
+    const how = `child \`vcu-sync run\` (${cli.kind}, ${dispatcher}), client here; open loop, keep-alive; synchronous=${synchronous}`;
     return [
       {
         scenario: `enqueue at ${RATE} req/s, p50`,

@@ -1,10 +1,11 @@
 /**
- * Group commit: webhooks that finish arriving in the same turn of the event loop are stored in one
- * SQLite transaction, so a burst costs one fsync instead of one per event. Each task still runs in
- * its own savepoint, so one failing event does not take its neighbours down; every caller's promise
- * settles only after the commit that holds its work (2xx only after the event is durable).
+ * Group commit: writes submitted in the same turn of the event loop (enqueues from the API, the
+ * dispatcher's claims and settles, webhooks) are stored in one SQLite transaction, so a burst costs
+ * one fsync instead of one per write. Each task still runs in its own savepoint, so one failing task
+ * does not take its neighbours down; every caller's promise settles only after the commit that holds
+ * its work (a 201 or a webhook 2xx only after the write is durable).
  */
-import type { Sqlite } from '../db/open.js';
+import type { Sqlite } from './open.js';
 
 interface Task {
   run: () => unknown;
@@ -74,4 +75,19 @@ export class CommitQueue {
       else task.reject(result.error);
     });
   }
+}
+
+const shared = new WeakMap<Sqlite, CommitQueue>();
+
+/**
+ * The one commit queue of a connection: everything a daemon writes on the event loop shares it, so
+ * an API enqueue, a dispatcher settle and a webhook arriving in the same turn cost one fsync together.
+ */
+export function commitQueueFor(sqlite: Sqlite): CommitQueue {
+  let queue = shared.get(sqlite);
+  if (!queue) {
+    queue = new CommitQueue(sqlite);
+    shared.set(sqlite, queue);
+  }
+  return queue;
 }
