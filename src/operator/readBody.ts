@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { OperatorError } from './errors.js';
+import { JsonArraySplitter } from './splitJsonArray.js';
 
 /**
  * A list body: parsed at once when it is small (the fast path for ordinary pages), or streamed
@@ -27,30 +27,44 @@ function parseArray(text: string): unknown[] {
   return parsed;
 }
 
+function parseElement(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw notAnArray('a body that is not a valid JSON array');
+  }
+}
+
 async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<unknown> {
-  const parser = StreamArray.withParser();
-  const feed = async () => {
+  const splitter = new JsonArraySplitter();
+  const split = (chunk: Buffer) => {
     try {
-      for (const chunk of buffered)
-        if (!parser.write(chunk)) await new Promise((r) => parser.once('drain', r));
-      buffered.length = 0;
-      for (let next = await rest.next(); !next.done; next = await rest.next()) {
-        if (!parser.write(next.value)) await new Promise((r) => parser.once('drain', r));
-      }
-      parser.end();
+      return splitter.push(chunk);
     } catch (err) {
-      parser.destroy(err as Error);
+      throw notAnArray(`a body that is not a valid JSON array (${(err as Error).message})`);
     }
   };
-  void feed();
+  // Shift, so each buffered chunk can be collected as soon as it is split.
+  for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) {
+    for (const text of split(chunk)) yield parseElement(text);
+  }
+  for (;;) {
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await rest.next();
+    } catch (err) {
+      throw new OperatorError(
+        'transient',
+        `operator body broke off while streaming: ${(err as Error).message}`,
+      );
+    }
+    if (next.done) break;
+    for (const text of split(next.value)) yield parseElement(text);
+  }
   try {
-    for await (const item of parser as AsyncIterable<{ key: number; value: unknown }>) yield item.value;
+    splitter.end();
   } catch (err) {
-    if (err instanceof OperatorError) throw err;
-    const message = (err as Error).message ?? '';
-    if (/parser|token|JSON|expected/i.test(message))
-      throw notAnArray('a body that is not a valid JSON array');
-    throw new OperatorError('transient', `operator body broke off while streaming: ${message}`);
+    throw notAnArray(`a body that is not a valid JSON array (${(err as Error).message})`);
   }
 }
 

@@ -1,0 +1,166 @@
+/**
+ * Splits the bytes of a top-level JSON array into the texts of its elements, chunk by chunk, so a
+ * body of any size is read with memory bounded by one element. Each element's text is then parsed
+ * with JSON.parse. Measured against stream-json's token stream on 1,000,000 unit operations, this
+ * makes a fraction of the garbage (one string per record instead of an object per token), which is
+ * what kept the daemon's peak memory above its budget, and is several times faster.
+ *
+ * Only the structure is checked here (brackets, strings, separators); JSON.parse checks each element.
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+
+/** The body is not a JSON array (or not a well-formed one); the message says where. */
+export class NotAJsonArray extends Error {}
+
+type Phase = 'before' | 'between' | 'element' | 'after';
+
+export class JsonArraySplitter {
+  private phase: Phase = 'before';
+  /** Bytes of the element in progress that arrived in earlier chunks. */
+  private carry: Buffer[] = [];
+  private depth = 0;
+  private inString = false;
+  /** The previous element ended; a comma must come before the next one. */
+  private needComma = false;
+  /** A comma was just read; a value must follow (JSON has no trailing commas). */
+  private needValue = false;
+  private bytesSeen = 0;
+
+  /** Feeds one chunk; returns the texts of the elements it completed. */
+  push(chunk: Buffer): string[] {
+    const out: string[] = [];
+    let start = this.phase === 'element' ? 0 : -1;
+    let i = 0;
+    const n = chunk.length;
+    while (i < n) {
+      const b = chunk[i]!;
+      if (this.phase === 'element') {
+        if (this.inString) {
+          const quote = chunk.indexOf(QUOTE, i);
+          if (quote < 0) {
+            i = n;
+            break;
+          }
+          // A quote preceded by an odd number of backslashes is escaped (possibly across chunks).
+          if (!this.escaped(chunk, quote, start)) this.inString = false;
+          i = quote + 1;
+          continue;
+        }
+        if (b === QUOTE) this.inString = true;
+        else if (b === OPEN_BRACE || b === OPEN_BRACKET) this.depth++;
+        else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
+          if (this.depth === 0 && b === CLOSE_BRACE)
+            throw new NotAJsonArray(this.unexpected(b, i, 'a value'));
+          if (this.depth === 0) {
+            // A bare value (number, true, ...) ends at the array's closing bracket.
+            out.push(this.take(chunk, start, i));
+            this.closeArray();
+            i++;
+            continue;
+          }
+          this.depth--;
+          if (this.depth === 0) {
+            out.push(this.take(chunk, start, i + 1));
+            this.needComma = true;
+            this.phase = 'between';
+            i++;
+            continue;
+          }
+        } else if (this.depth === 0 && (b === COMMA || isSpace(b))) {
+          out.push(this.take(chunk, start, i));
+          this.phase = 'between';
+          this.needComma = b !== COMMA;
+          this.needValue = b === COMMA;
+        }
+        i++;
+        continue;
+      }
+      if (isSpace(b)) {
+        i++;
+        continue;
+      }
+      if (this.phase === 'before') {
+        if (b !== OPEN_BRACKET) throw new NotAJsonArray(this.unexpected(b, i, 'a JSON array'));
+        this.phase = 'between';
+      } else if (this.phase === 'after') {
+        throw new NotAJsonArray(this.unexpected(b, i, 'nothing after the array'));
+      } else if (b === CLOSE_BRACKET) {
+        if (this.needValue) throw new NotAJsonArray(this.unexpected(b, i, 'a value after the comma'));
+        this.closeArray();
+      } else if (b === COMMA) {
+        if (!this.needComma) throw new NotAJsonArray(this.unexpected(b, i, 'a value'));
+        this.needComma = false;
+        this.needValue = true;
+      } else {
+        this.needValue = false;
+        if (this.needComma) throw new NotAJsonArray(this.unexpected(b, i, 'a comma or ]'));
+        this.phase = 'element';
+        this.depth = 0;
+        start = i;
+        if (b === QUOTE) this.inString = true;
+        else if (b === OPEN_BRACE || b === OPEN_BRACKET) this.depth = 1;
+      }
+      i++;
+    }
+    if (this.phase === 'element') this.carry.push(chunk.subarray(start < 0 ? 0 : start));
+    this.bytesSeen += n;
+    return out;
+  }
+
+  /** The body ended: throws unless the array was closed. */
+  end(): void {
+    if (this.phase !== 'after')
+      throw new NotAJsonArray(`the array is not closed (body ended after ${this.bytesSeen} bytes)`);
+  }
+
+  private closeArray(): void {
+    this.phase = 'after';
+    this.needComma = false;
+  }
+
+  private take(chunk: Buffer, start: number, end: number): string {
+    const piece = chunk.subarray(Math.max(0, start), end);
+    if (this.carry.length === 0) return piece.toString('utf8');
+    const text = Buffer.concat([...this.carry, piece]).toString('utf8');
+    this.carry = [];
+    return text;
+  }
+
+  /** Whether the quote at `at` is escaped by the backslashes before it, looking into carried bytes. */
+  private escaped(chunk: Buffer, at: number, start: number): boolean {
+    let count = 0;
+    let j = at - 1;
+    const floor = Math.max(0, start);
+    while (j >= floor && chunk[j] === BACKSLASH) {
+      count++;
+      j--;
+    }
+    if (j < floor) {
+      for (let c = this.carry.length - 1; c >= 0 && j < floor; c--) {
+        const piece = this.carry[c]!;
+        let k = piece.length - 1;
+        while (k >= 0 && piece[k] === BACKSLASH) {
+          count++;
+          k--;
+        }
+        if (k >= 0) break;
+      }
+    }
+    return count % 2 === 1;
+  }
+
+  private unexpected(b: number, i: number, expected: string): string {
+    const at = this.bytesSeen + i;
+    const what = b === 0x3c ? 'an HTML page' : `"${String.fromCharCode(b)}"`;
+    return `expected ${expected} at byte ${at}, found ${what}`;
+  }
+}
