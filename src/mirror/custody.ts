@@ -2,9 +2,10 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { RunAborted } from './listSync.js';
 import type { RunCounts } from './queries.js';
-import { syncQueries, tableQueries } from './queries.js';
+import { syncQueries } from './queries.js';
 import { custodyPath, custodyResources } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
+import { tableQueries } from './tableQueries.js';
 import { RecordWriter } from './writer.js';
 
 /** What a custody run needs besides the context. */

@@ -1,14 +1,17 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import type { ListBody } from '../operator/readBody.js';
-import { normalizeRecord } from '../operator/schemas.js';
 import { rawKey } from './decide.js';
-import { afterPage, isSamePage, isUnpaginated, type PageShape } from './pager.js';
+import { finishScan } from './finishScan.js';
+import { OverlapMismatch, requireCompleteOverlap, verifyOverlap } from './overlap.js';
+import { afterPage, isUnpaginated, type PageShape } from './pager.js';
 import { freshFullScan, type ScanPlan } from './plan.js';
-import { type Checkpoint, type RunCounts, syncQueries, tableQueries } from './queries.js';
+import { type RunCounts, syncQueries } from './queries.js';
+import { readPage } from './readPage.js';
 import type { ListResource } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
-import { type FetchedRecord, identify, RecordWriter } from './writer.js';
+import { batchCheckpoint, type ScanState } from './scanState.js';
+import { tableQueries } from './tableQueries.js';
+import { type FetchedRecord, RecordWriter } from './writer.js';
 
 /** Thrown between pages when the run was asked to stop; the checkpoint is kept. */
 export class RunAborted extends Error {
@@ -17,9 +20,6 @@ export class RunAborted extends Error {
     this.name = 'RunAborted';
   }
 }
-
-/** The incremental window no longer matches the mirror: the run falls back to a full scan. */
-class OverlapMismatch extends Error {}
 
 /** What a list run needs besides the context. */
 export interface ListSyncOptions {
@@ -41,23 +41,6 @@ export interface ListSyncResult {
   mode: 'full' | 'incremental';
   /** Set when the run finished its scan but refused to tombstone (too large a share). */
   refusal: string | null;
-}
-
-/** Everything one scan carries from page to page. */
-interface ScanState {
-  plan: ScanPlan;
-  scanStartedAt: string;
-  trackSeen: boolean;
-  writer: RecordWriter;
-  /** Units: positions the mirror holds, [0, logLength). */
-  logLength: number;
-  /** Incremental: mirror rows of the overlap by position, and the positions found matching. */
-  overlap: Map<number, { key: string; hash: string }>;
-  verified: Set<number>;
-  /** Key of the last record handled (the next page's anchor). */
-  lastKey: string | null;
-  /** Records moved under the offsets during this scan: no tombstones from it. */
-  drifted: boolean;
 }
 
 /** Syncs one public list: a full scan (fresh or resumed) or an incremental pass over the units log. */
@@ -123,29 +106,10 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
       state.overlap.set(row.position, row);
   }
 
-  const checkpointFor = (nextOffset: number): Checkpoint =>
-    plan.mode === 'incremental'
-      ? {
-          resource: resource.target,
-          runId: options.runId,
-          mode: 'incremental',
-          nextOffset: state.logLength,
-          scanStartedAt: state.scanStartedAt,
-          state: { inScan: false, trackSeen: false, logLength: state.logLength },
-        }
-      : {
-          resource: resource.target,
-          runId: options.runId,
-          mode: 'full',
-          nextOffset,
-          scanStartedAt: state.scanStartedAt,
-          state: { inScan: true, trackSeen, lastKey: state.lastKey, drifted: state.drifted },
-        };
-
   const commitBatch = sqlite.transaction((records: FetchedRecord[], nextOffset: number) => {
     const at = now();
     for (const record of records) state.writer.apply(record, at);
-    sync.putCheckpoint(checkpointFor(nextOffset), at);
+    sync.putCheckpoint(batchCheckpoint(resource, options.runId, state, nextOffset), at);
     sync.progress(options.runId, options.counts);
   });
 
@@ -255,153 +219,4 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
     return { mode: plan.mode, refusal: null };
   }
   return { mode: plan.mode, refusal: finishScan(ctx, resource, options, state) };
-}
-
-/**
- * Reads one body into batches for `handle`. A page larger than the limit is the whole list from
- * position 0; a streamed body is held back only until that is known (limit + 1 records).
- */
-async function readPage(
-  body: ListBody,
-  offset: number,
-  limit: number,
-  previous: PageShape | undefined,
-  resource: ListResource,
-  anchor: string | null,
-  onDrift: () => void,
-  handle: (records: FetchedRecord[], nextOffset: number) => void,
-): Promise<PageShape | 'same-page'> {
-  const positioned = resource.positioned;
-  let head: unknown[];
-  let rest: AsyncIterator<unknown> | undefined;
-  if (body.kind === 'array') {
-    head = body.records as unknown[];
-  } else {
-    const iterator = body.records[Symbol.asyncIterator]();
-    head = [];
-    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-      head.push(next.value);
-      if (head.length > limit) {
-        rest = iterator;
-        break;
-      }
-    }
-  }
-  const shape: PageShape = {
-    offset,
-    count: head.length,
-    firstKey: rawKey(head[0], resource.key),
-    lastKey: rawKey(head[head.length - 1], resource.key),
-  };
-  if (rest === undefined && isSamePage(previous, shape)) return 'same-page';
-  const unpaginated = rest !== undefined || isUnpaginated(head.length, limit);
-  let base = unpaginated ? 0 : offset;
-  let skipped = 0;
-  if (!unpaginated && anchor !== null) {
-    if (head.length > 0 && rawKey(head[0], resource.key) === anchor) {
-      head = head.slice(1);
-      base++;
-      skipped = 1;
-    } else {
-      onDrift();
-    }
-  }
-  let done = 0;
-  const batchSize = Math.max(limit, 100);
-  let batch: FetchedRecord[] = [];
-  const flush = () => {
-    done += batch.length;
-    handle(batch, base + done);
-    batch = [];
-  };
-  const push = (value: unknown) => {
-    batch.push({ value, position: positioned ? base + done + batch.length : null });
-    if (batch.length >= batchSize) flush();
-  };
-  for (const value of head) push(value);
-  if (rest) {
-    for (let next = await rest.next(); !next.done; next = await rest.next()) push(next.value);
-  }
-  flush();
-  return { ...shape, count: done + skipped };
-}
-
-function verifyOverlap(state: ScanState, resource: ListResource, record: FetchedRecord): void {
-  const position = record.position ?? 0;
-  const stored = state.overlap.get(position);
-  const { key, hash } = identify(record.value, resource.key);
-  // A position the mirror has no row for matches only if it holds a record that is quarantined again.
-  const matches = stored
-    ? stored.key === key && stored.hash === hash
-    : !normalizeRecord(resource.table, record.value).ok;
-  if (!matches)
-    throw new OverlapMismatch(`position ${position}: expected ${stored?.key ?? 'no record'}, got ${key}`);
-  state.verified.add(position);
-}
-
-function requireCompleteOverlap(state: ScanState): void {
-  const window = state.plan.window;
-  if (!window) return;
-  const expected = window.known - window.start;
-  if (state.verified.size !== expected) {
-    throw new OverlapMismatch(`found ${state.verified.size} of the ${expected} overlap positions`);
-  }
-}
-
-/** After a complete full scan: tombstones (guarded), then the checkpoint, in one transaction. */
-function finishScan(
-  ctx: AppContext,
-  resource: ListResource,
-  options: ListSyncOptions,
-  state: ScanState,
-): string | null {
-  const { sqlite } = ctx.database;
-  const table = tableQueries(sqlite, resource);
-  const sync = syncQueries(sqlite);
-  const share = ctx.config.sync.max_remove_share;
-  let refusal: string | null = null;
-  sqlite.transaction(() => {
-    const at = isoAt(ctx.clock.now());
-    if (state.trackSeen && state.drifted) {
-      ctx.log.warn(
-        { event: 'sync.remove.skipped', resource: resource.target, runId: options.runId },
-        'records moved during the scan; removals wait for the next complete scan',
-      );
-      sync.clearSeen(resource.table);
-    } else if (state.trackSeen) {
-      const unseen = table.unseenCount();
-      const live = unseen > 0 ? table.liveCount() : 0;
-      if (unseen > 0 && unseen > share * live) {
-        refusal =
-          `refused to mark ${unseen} of ${live} ${resource.target} removed (more than sync.max_remove_share=${share}); ` +
-          'the mirror keeps them';
-      } else if (unseen > 0) {
-        for (const key of table.tombstoneUnseen(at)) {
-          sync.addChange(resource.table, key, 'remove', at);
-          options.counts.removed++;
-        }
-      }
-      sync.clearSeen(resource.table);
-    }
-    if (resource.log) {
-      sync.putCheckpoint(
-        {
-          resource: resource.target,
-          runId: options.runId,
-          mode: 'incremental',
-          nextOffset: state.logLength,
-          scanStartedAt: state.scanStartedAt,
-          state: { inScan: false, trackSeen: false, logLength: state.logLength },
-        },
-        at,
-      );
-    } else {
-      sync.deleteCheckpoint(resource.target);
-    }
-    sync.progress(options.runId, options.counts);
-  })();
-  if (refusal) {
-    ctx.log.error({ event: 'sync.remove.refused', resource: resource.target, runId: options.runId }, refusal);
-  }
-  return refusal;
 }

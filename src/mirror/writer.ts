@@ -1,6 +1,7 @@
 import { normalizeRecord } from '../operator/schemas.js';
 import { contentHash, decideWrite, rawKey } from './decide.js';
-import type { RunCounts, SyncQueries, TableQueries } from './queries.js';
+import type { RunCounts, SyncQueries } from './queries.js';
+import type { TableQueries } from './tableQueries.js';
 
 /** One fetched record, with its log position when the table keeps one. */
 export interface FetchedRecord {

@@ -4,15 +4,15 @@ import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
-import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
-import { backoffDelayMs } from './backoff.js';
-import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './decide.js';
-import { clearPause, type OutboxPause, readPause, writePause } from './pause.js';
-import { maskValues, personalValues } from './personal.js';
+import { AuthPause } from './authPause.js';
+import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './decide.js';
+import type { OutboxPause } from './pause.js';
 import { claimRows, type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { scrubFinishedRows } from './scrub.js';
+import { logStep, maskerFor, settleAttempt, withMessage } from './settle.js';
+import { WakeableSleep } from './wakeableSleep.js';
 
 /** Options of the dispatcher; everything else comes from `config.outbox`. */
 export interface DispatcherOptions {
@@ -30,8 +30,6 @@ export interface DispatcherOptions {
    */
   stopGraceMs?: number;
 }
-
-const EXCERPT = 500;
 
 /**
  * Sends queued notifications to the operator's /notify. Rows are claimed by one UPDATE ...
@@ -53,11 +51,8 @@ export class Dispatcher {
   private running: Promise<void> | undefined;
   private stopping = false;
   private cancel = new AbortController();
-  private woken = false;
-  private wakeUp: (() => void) | undefined;
-  private pause: OutboxPause | null = null;
-  private pauseFailures = 0;
-  private probeAtMs = 0;
+  private readonly idle = new WakeableSleep();
+  private readonly pause: AuthPause;
   private lastScrubMs = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -76,6 +71,7 @@ export class Dispatcher {
     };
     this.q = outboxQueries(ctx.database.sqlite);
     this.commits = commitQueueFor(ctx.database.sqlite);
+    this.pause = new AuthPause(ctx, this.policy, this.random);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -83,8 +79,7 @@ export class Dispatcher {
     if (this.running) return;
     this.stopping = false;
     this.cancel = new AbortController();
-    this.pause = readPause(this.ctx.database.sqlite);
-    this.probeAtMs = this.clock.now();
+    this.pause.restore(this.clock.now());
     this.running = this.loop();
   }
 
@@ -118,13 +113,12 @@ export class Dispatcher {
 
   /** Looks for due rows now instead of at the next poll. */
   wake(): void {
-    this.woken = true;
-    this.wakeUp?.();
+    this.idle.wake();
   }
 
   /** Whether sending is paused by an auth failure. */
   get paused(): OutboxPause | null {
-    return this.pause;
+    return this.pause.state;
   }
 
   private async loop(): Promise<void> {
@@ -139,14 +133,18 @@ export class Dispatcher {
           break;
         }
         for (const row of claimed) this.track(this.send(row));
-        if (claimed.length > 0 && this.inflight.size < this.ctx.config.outbox.concurrency && !this.pause)
+        if (
+          claimed.length > 0 &&
+          this.inflight.size < this.ctx.config.outbox.concurrency &&
+          !this.pause.state
+        )
           continue;
         delay = this.idleDelay();
       } catch (err) {
         // A locked or busy database: log and try again at the next poll rather than die.
         this.ctx.log.error({ event: 'outbox.loop.error', err }, `dispatcher: ${errorMessage(err)}`);
       }
-      await this.waitFor(delay);
+      await this.idle.sleep(delay, this.stopping);
     }
     await Promise.allSettled([...this.inflight]);
   }
@@ -164,9 +162,9 @@ export class Dispatcher {
     if (free <= 0) return [];
     const now = this.clock.now();
     let limit = free;
-    if (this.pause) {
+    if (this.pause.state) {
       // Paused: one probe at a time, after a backoff, to learn whether the key works again.
-      if (this.inflight.size > 0 || now < this.probeAtMs) return [];
+      if (this.inflight.size > 0 || now < this.pause.probeAtMs) return [];
       limit = 1;
     }
     const params = this.claimParams(now, limit);
@@ -209,27 +207,9 @@ export class Dispatcher {
   private idleDelay(): number {
     const poll = this.ctx.config.outbox.poll_ms;
     const now = this.clock.now();
-    if (this.pause) return Math.max(0, Math.min(poll, this.probeAtMs - now));
+    if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
     const due = this.q.nextDue.get()?.at;
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
-  }
-
-  private waitFor(ms: number): Promise<void> {
-    if (this.woken || this.stopping) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
-        clearTimeout(timer);
-        self.wakeUp = undefined;
-        self.woken = false;
-        resolve();
-      }
-      this.wakeUp = done;
-    });
   }
 
   private maybeScrub(): void {
@@ -308,9 +288,7 @@ export class Dispatcher {
     durationMs: number,
   ): Promise<void> {
     const now = this.clock.now();
-    const nowIso = isoAt(now);
-    const masked = (text: string) =>
-      maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
+    const masked = maskerFor(row);
     if (outcome.kind === 'error')
       outcome = { kind: 'error', error: withMessage(outcome.error, masked(outcome.error.message)) };
     const ageFrom = Date.parse(row.retried_at ?? row.created_at);
@@ -322,114 +300,23 @@ export class Dispatcher {
       this.random,
     );
     const ref = row.marketplaceTransactionRef;
-    const key = { id: row.id, owner: this.owner, now: nowIso };
-    let effects: DecisionEffect[] = [];
-    const settling = this.commits.submit((): boolean => {
-      this.q.insertAttempt.run({
-        outboxId: row.id,
-        startedAt: isoAt(startedMs),
-        durationMs,
-        statusCode: outcome.kind === 'answered' ? outcome.status : (outcome.error.status ?? null),
-        error: outcome.kind === 'error' ? outcome.error.message.slice(0, EXCERPT) : null,
-      });
-      if (next.state === 'accepted') {
-        const response = masked(next.response);
-        if (this.q.accept.run({ ...key, response, status: next.status }).changes === 0) return false;
-        effects = applyPendingDecisions(this.ctx.database.sqlite, row.id, ref, nowIso);
-        return true;
-      }
-      if (next.state === 'failed') {
-        return (
-          this.q.fail.run({ ...key, error: next.error.slice(0, EXCERPT), status: next.status }).changes > 0
-        );
-      }
-      return (
-        this.q.requeue.run({
-          ...key,
-          next: isoAt(next.nextAttemptAtMs),
-          error: next.error.slice(0, EXCERPT),
-          status: next.status,
-          refund: next.refund ? 1 : 0,
-        }).changes > 0
-      );
-    });
+    const attempt = { row, outcome, next, owner: this.owner, nowIso: isoAt(now), startedMs, durationMs };
+    const settling = this.commits.submit(() => settleAttempt(this.ctx.database.sqlite, this.q, attempt));
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
-    const refilled = next.state === 'accepted' && !this.pause && !this.stopping ? this.refill() : undefined;
-    const settled = await settling;
+    const refilled =
+      next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
+    const { settled, effects } = await settling;
     if (!settled) {
       this.ctx.log.warn(
         { event: 'outbox.lease.lost', ref, id: row.id },
         `lease on ${ref} was taken over; its new owner settles it`,
       );
     }
-    this.afterSettle(row, next, outcome, now);
+    // A refusal is reported by the pause, not as the row's step.
+    if (this.pause.apply(next, outcome, now)) logStep(this.ctx.log, row, next);
     if (effects.length > 0) reportDecisionEffects(this.ctx, effects);
     if (refilled) this.startRefilled(await refilled);
   }
-
-  /** Logs the step and moves the pause state machine. */
-  private afterSettle(row: OutboxRow, next: NextStep, outcome: AttemptOutcome, now: number): void {
-    const log = this.ctx.log;
-    const base = { ref: row.marketplaceTransactionRef, id: row.id, attempts: row.attempts };
-    // Any HTTP answer other than 401/403 proves the key is accepted again.
-    const authOk =
-      outcome.kind === 'answered' || (outcome.error.status !== undefined && outcome.error.kind !== 'auth');
-    if (next.state === 'queued' && next.pause) {
-      this.pauseFailures += 1;
-      this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
-      if (!this.pause) {
-        this.pause = writePause(
-          this.ctx.database.sqlite,
-          { reason: next.error, status: next.status, since: isoAt(now) },
-          isoAt(now),
-        );
-        log.error(
-          { event: 'outbox.paused', status: next.status, reason: next.error },
-          `operator refused our credentials (${next.status}): sending paused for all rows until a probe succeeds`,
-        );
-      }
-      return;
-    }
-    if (this.pause && authOk) {
-      clearPause(this.ctx.database.sqlite);
-      log.info(
-        { event: 'outbox.resumed', pausedSince: this.pause.since },
-        'operator accepts our credentials again: sending resumed',
-      );
-      this.pause = null;
-      this.pauseFailures = 0;
-    } else if (this.pause) {
-      this.pauseFailures += 1;
-      this.probeAtMs = now + backoffDelayMs(this.pauseFailures, this.policy, this.random);
-    }
-    if (next.state === 'accepted') {
-      log.info(
-        { event: 'outbox.accepted', ...base, status: next.status },
-        `${row.marketplaceTransactionRef} accepted`,
-      );
-    } else if (next.state === 'failed') {
-      log.error(
-        { event: 'outbox.failed', ...base, status: next.status, error: next.error },
-        `${row.marketplaceTransactionRef} failed: ${next.error}`,
-      );
-    } else {
-      log.warn(
-        {
-          event: 'outbox.retry',
-          ...base,
-          status: next.status,
-          error: next.error,
-          nextAttemptAt: isoAt(next.nextAttemptAtMs),
-        },
-        `${row.marketplaceTransactionRef} will be retried`,
-      );
-    }
-  }
-}
-
-function withMessage(error: OperatorError, message: string): OperatorError {
-  if (message === error.message) return error;
-  return new OperatorError(error.kind, message, error.status, error.retryAfterMs);
 }
 
 /** The dispatcher as a daemon component; sets `ctx.hooks.wakeDispatcher` while it runs. */

@@ -1,0 +1,60 @@
+import { isoAt } from '../clock.js';
+import type { AppContext } from '../context.js';
+import { type RunCounts, syncQueries } from './queries.js';
+import type { ListResource } from './resources.js';
+import { logCheckpoint, type ScanState } from './scanState.js';
+import { tableQueries } from './tableQueries.js';
+
+/** The run a finished scan belongs to. */
+export interface ScanRun {
+  runId: number;
+  counts: RunCounts;
+}
+
+/**
+ * After a complete full scan: tombstones (guarded), then the checkpoint, in one transaction.
+ * Returns the refusal when more than `sync.max_remove_share` of the live rows went unseen.
+ */
+export function finishScan(
+  ctx: AppContext,
+  resource: ListResource,
+  run: ScanRun,
+  state: ScanState,
+): string | null {
+  const { sqlite } = ctx.database;
+  const table = tableQueries(sqlite, resource);
+  const sync = syncQueries(sqlite);
+  const share = ctx.config.sync.max_remove_share;
+  let refusal: string | null = null;
+  sqlite.transaction(() => {
+    const at = isoAt(ctx.clock.now());
+    if (state.trackSeen && state.drifted) {
+      ctx.log.warn(
+        { event: 'sync.remove.skipped', resource: resource.target, runId: run.runId },
+        'records moved during the scan; removals wait for the next complete scan',
+      );
+      sync.clearSeen(resource.table);
+    } else if (state.trackSeen) {
+      const unseen = table.unseenCount();
+      const live = unseen > 0 ? table.liveCount() : 0;
+      if (unseen > 0 && unseen > share * live) {
+        refusal =
+          `refused to mark ${unseen} of ${live} ${resource.target} removed (more than sync.max_remove_share=${share}); ` +
+          'the mirror keeps them';
+      } else if (unseen > 0) {
+        for (const key of table.tombstoneUnseen(at)) {
+          sync.addChange(resource.table, key, 'remove', at);
+          run.counts.removed++;
+        }
+      }
+      sync.clearSeen(resource.table);
+    }
+    if (resource.log) sync.putCheckpoint(logCheckpoint(resource, run.runId, state), at);
+    else sync.deleteCheckpoint(resource.target);
+    sync.progress(run.runId, run.counts);
+  })();
+  if (refusal) {
+    ctx.log.error({ event: 'sync.remove.refused', resource: resource.target, runId: run.runId }, refusal);
+  }
+  return refusal;
+}

@@ -1,0 +1,99 @@
+import { isoAt } from '../clock.js';
+import type { Sqlite } from '../db/open.js';
+import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
+import type { Logger } from '../log.js';
+import { OperatorError } from '../operator/errors.js';
+import type { AttemptOutcome, NextStep } from './decide.js';
+import { maskValues, personalValues } from './personal.js';
+import type { OutboxQueries, OutboxRow } from './queries.js';
+
+const EXCERPT = 500;
+
+/** One finished attempt and the step decided for its row. */
+export interface SettledAttempt {
+  row: OutboxRow;
+  outcome: AttemptOutcome;
+  next: NextStep;
+  /** The lease owner settling the row. */
+  owner: string;
+  nowIso: string;
+  startedMs: number;
+  durationMs: number;
+}
+
+/** What a settle came to: whether this owner still held the lease, and the decisions it applied. */
+export interface SettleResult {
+  settled: boolean;
+  effects: DecisionEffect[];
+}
+
+/** Masks the row's personal values out of text, so an echoing operator does not put them in logs or the database. */
+export function maskerFor(row: OutboxRow): (text: string) => string {
+  return (text) => maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
+}
+
+/** The error with its message replaced (the same object when nothing changed). */
+export function withMessage(error: OperatorError, message: string): OperatorError {
+  if (message === error.message) return error;
+  return new OperatorError(error.kind, message, error.status, error.retryAfterMs);
+}
+
+/**
+ * Records the attempt and moves the row to its next step. Synchronous: it runs inside the group
+ * commit. An accepted row also applies the operator's decisions that arrived before it.
+ */
+export function settleAttempt(sqlite: Sqlite, q: OutboxQueries, a: SettledAttempt): SettleResult {
+  const { row, outcome, next } = a;
+  const key = { id: row.id, owner: a.owner, now: a.nowIso };
+  q.insertAttempt.run({
+    outboxId: row.id,
+    startedAt: isoAt(a.startedMs),
+    durationMs: a.durationMs,
+    statusCode: outcome.kind === 'answered' ? outcome.status : (outcome.error.status ?? null),
+    error: outcome.kind === 'error' ? outcome.error.message.slice(0, EXCERPT) : null,
+  });
+  if (next.state === 'accepted') {
+    const response = maskerFor(row)(next.response);
+    if (q.accept.run({ ...key, response, status: next.status }).changes === 0)
+      return { settled: false, effects: [] };
+    const effects = applyPendingDecisions(sqlite, row.id, row.marketplaceTransactionRef, a.nowIso);
+    return { settled: true, effects };
+  }
+  if (next.state === 'failed') {
+    const failed = q.fail.run({ ...key, error: next.error.slice(0, EXCERPT), status: next.status });
+    return { settled: failed.changes > 0, effects: [] };
+  }
+  const requeued = q.requeue.run({
+    ...key,
+    next: isoAt(next.nextAttemptAtMs),
+    error: next.error.slice(0, EXCERPT),
+    status: next.status,
+    refund: next.refund ? 1 : 0,
+  });
+  return { settled: requeued.changes > 0, effects: [] };
+}
+
+/** Logs the step an attempt moved its row to. */
+export function logStep(log: Logger, row: OutboxRow, next: NextStep): void {
+  const ref = row.marketplaceTransactionRef;
+  const base = { ref, id: row.id, attempts: row.attempts };
+  if (next.state === 'accepted') {
+    log.info({ event: 'outbox.accepted', ...base, status: next.status }, `${ref} accepted`);
+  } else if (next.state === 'failed') {
+    log.error(
+      { event: 'outbox.failed', ...base, status: next.status, error: next.error },
+      `${ref} failed: ${next.error}`,
+    );
+  } else {
+    log.warn(
+      {
+        event: 'outbox.retry',
+        ...base,
+        status: next.status,
+        error: next.error,
+        nextAttemptAt: isoAt(next.nextAttemptAtMs),
+      },
+      `${ref} will be retried`,
+    );
+  }
+}
