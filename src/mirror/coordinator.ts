@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';
 
@@ -26,7 +27,10 @@ export class SyncCoordinator {
   constructor(
     private readonly ctx: AppContext,
     private readonly options: CoordinatorOptions = {},
-  ) {}
+  ) {
+    // All resources' runs (their page requests and retry waits) listen on this one signal at once.
+    setMaxListeners(64, this.abort.signal);
+  }
 
   /** Runs (or joins a coming run of) `target`; resolves with that run's outcome. */
   request(target: SyncTarget, trigger: SyncTrigger, full = false): Promise<RunOutcome> {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
@@ -31,6 +32,9 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   const tasks: ScheduledTask[] = [];
   let stopping = false;
   const stopped = new AbortController();
+  // Every scheduled resource waits on this one signal (jitter, retries, requests): more than the
+  // default ten listeners is normal here, not a leak.
+  setMaxListeners(64, stopped.signal);
   // A jitter wait must end with the stop, or its timer keeps a stopped process alive.
   const jitter = (ms: number) => (sleep === realSleep ? cancellableSleep(ms, stopped.signal) : sleep(ms));
 
