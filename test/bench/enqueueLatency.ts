@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { tokenization } from '../outbox/fixtures.js';
 import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode } from './lib/proc.js';
+import { freePort, spawnNode, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { quantile } from './lib/timing.js';
@@ -72,16 +72,7 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   );
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   try {
-    for (let i = 0; ; i++) {
-      if (daemon.proc.exitCode !== null) throw new Error(`daemon exited: ${daemon.stderr().slice(-2000)}`);
-      const up = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
-        () => true,
-        () => false,
-      );
-      if (up) break;
-      if (i > 3000) throw new Error('daemon API not up after 60 s');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitForHealthz(daemon, apiPort);
     // Warm-up: the first requests pay for JIT and statement preparation.
     for (let i = 0; i < 50; i++) await post(agent, apiPort, JSON.stringify(tokenization(`bench-warm-${i}`)));
 

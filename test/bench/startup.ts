@@ -4,7 +4,7 @@ import { openDatabase } from '../../src/db/open.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode } from './lib/proc.js';
+import { freePort, spawnNode, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { quantile } from './lib/timing.js';
 
@@ -53,16 +53,7 @@ export async function startupScenario(options: BenchOptions): Promise<ScenarioRe
     const start = performance.now();
     const child = spawnNode(cli.args(['run', '--config', config]), env);
     try {
-      for (;;) {
-        if (child.proc.exitCode !== null) throw new Error(`daemon exited: ${child.stderr().slice(-2000)}`);
-        if (performance.now() - start > 60_000) throw new Error('daemon not ready after 60 s');
-        const ok = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
-          (r) => r.status < 500,
-          () => false,
-        );
-        if (ok) break;
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      await waitForHealthz(child, apiPort, 5);
       seconds.push((performance.now() - start) / 1000);
     } finally {
       await child.stop(10_000);

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { Webhook } from 'standardwebhooks';
 import { BENCH_WEBHOOK_SECRET, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode, tsx } from './lib/proc.js';
+import { freePort, spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 
 const CONNECTIONS = 16;
@@ -76,16 +76,7 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
   );
   let measured: { rps: number; ok: number; non2xx: number };
   try {
-    for (let i = 0; ; i++) {
-      if (daemon.proc.exitCode !== null) throw new Error(`daemon exited: ${daemon.stderr().slice(-2000)}`);
-      const up = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
-        () => true,
-        () => false,
-      );
-      if (up) break;
-      if (i > 3000) throw new Error('daemon not up after 60 s');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitForHealthz(daemon, apiPort);
     options.say(`webhooks: vcu-sync listener (${cli.kind})`);
     measured = await load(`http://127.0.0.1:${webhookPort}/webhooks/operator`, seconds, 'real');
   } finally {

@@ -114,3 +114,21 @@ export async function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Resolves once the daemon's API answers `/healthz` (any status below 500); throws if the child
+ * exits first or nothing answers within 60 s. Polls every `pollMs` (default 20).
+ */
+export async function waitForHealthz(child: Child, apiPort: number, pollMs = 20): Promise<void> {
+  const start = performance.now();
+  for (;;) {
+    if (child.proc.exitCode !== null) throw new Error(`daemon exited: ${child.stderr().slice(-2000)}`);
+    if (performance.now() - start > 60_000) throw new Error('daemon API not up after 60 s');
+    const up = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
+      (r) => r.status < 500,
+      () => false,
+    );
+    if (up) return;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
