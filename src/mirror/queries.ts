@@ -41,6 +41,11 @@ export interface RunCounts {
   pages: number;
 }
 
+/** The `sync_runs` count columns, set from a RunCounts object by name. */
+const COUNT_COLUMNS = Object.keys(emptyCounts())
+  .map((c) => `${c} = @${c}`)
+  .join(', ');
+
 export function emptyCounts(): RunCounts {
   return { fetched: 0, inserted: 0, updated: 0, removed: 0, unchanged: 0, quarantined: 0, pages: 0 };
 }
@@ -88,15 +93,9 @@ export class SyncQueries {
          VALUES (?, ?, ?, ?, 'running', ?, ?)`,
       ),
       setMode: p<[string, number]>('UPDATE sync_runs SET mode = ? WHERE id = ?'),
-      progress: p<[number, number, number, number, number, number, number, number]>(
-        `UPDATE sync_runs SET fetched = ?, inserted = ?, updated = ?, removed = ?, unchanged = ?, quarantined = ?,
-           pages = ? WHERE id = ?`,
-      ),
-      finishRun: p<
-        [string, string, string | null, number, number, number, number, number, number, number, number]
-      >(
-        `UPDATE sync_runs SET finished_at = ?, status = ?, error = ?, fetched = ?, inserted = ?, updated = ?,
-           removed = ?, unchanged = ?, quarantined = ?, pages = ? WHERE id = ?`,
+      progress: p<[RunCounts & { runId: number }]>(`UPDATE sync_runs SET ${COUNT_COLUMNS} WHERE id = @runId`),
+      finishRun: p<[RunCounts & { runId: number; at: string; status: string; error: string | null }]>(
+        `UPDATE sync_runs SET finished_at = @at, status = @status, error = @error, ${COUNT_COLUMNS} WHERE id = @runId`,
       ),
       running: p<[], RunningRow>("SELECT id, resource, pid FROM sync_runs WHERE status = 'running'"),
       interrupt: p<[string, string, number]>(
@@ -178,32 +177,11 @@ export class SyncQueries {
   }
 
   progress(runId: number, c: RunCounts): void {
-    this.s.progress.run(
-      c.fetched,
-      c.inserted,
-      c.updated,
-      c.removed,
-      c.unchanged,
-      c.quarantined,
-      c.pages,
-      runId,
-    );
+    this.s.progress.run({ ...c, runId });
   }
 
   finishRun(runId: number, at: string, status: string, error: string | null, c: RunCounts): void {
-    this.s.finishRun.run(
-      at,
-      status,
-      error,
-      c.fetched,
-      c.inserted,
-      c.updated,
-      c.removed,
-      c.unchanged,
-      c.quarantined,
-      c.pages,
-      runId,
-    );
+    this.s.finishRun.run({ ...c, runId, at, status, error });
   }
 
   runningRuns(): RunningRow[] {

@@ -1,6 +1,7 @@
 import { createApiComponent } from '../../src/api/server.js';
 import type { AppContext } from '../../src/context.js';
 import { testContext } from '../helpers/context.js';
+import { apiCaller } from '../helpers/http.js';
 
 export const TOKEN = 'test-api-token-0123456789';
 
@@ -17,24 +18,7 @@ export async function startApi(overrides: Record<string, unknown> = {}) {
   const api = createApiComponent(ctx);
   await api.start();
   const base = `http://127.0.0.1:${api.address()!.port}`;
-  const call = async (method: string, path: string, body?: unknown, token: string | null = TOKEN) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (token !== null) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(`${base}${path}`, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = text;
-    }
-    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-    return { status: res.status, json: json as any, text };
-  };
+  const call = apiCaller(base, TOKEN);
   return {
     ctx: ctx as AppContext & { dispose: () => void },
     base,

@@ -1,10 +1,11 @@
 import http from 'node:http';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode, waitForHealthz } from './lib/proc.js';
+import { spawnNode, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { quantile } from './lib/timing.js';

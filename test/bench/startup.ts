@@ -2,9 +2,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openDatabase } from '../../src/db/open.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
+import { freePort } from '../helpers/net.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode, waitForHealthz } from './lib/proc.js';
+import { spawnNode, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { quantile } from './lib/timing.js';
 

@@ -2,9 +2,10 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { Webhook } from 'standardwebhooks';
+import { freePort } from '../helpers/net.js';
 import { BENCH_WEBHOOK_SECRET, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { freePort, spawnNode, tsx, waitForHealthz } from './lib/proc.js';
+import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 
 const CONNECTIONS = 16;

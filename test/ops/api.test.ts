@@ -5,6 +5,7 @@ import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
+import { apiCaller } from '../helpers/http.js';
 import { transfer } from '../outbox/fixtures.js';
 import { until } from './child.js';
 
@@ -13,27 +14,9 @@ let sim: Simulator;
 let ctx: ReturnType<typeof testContext>;
 let api: ReturnType<typeof createApiComponent>;
 let base: string;
+let call: ReturnType<typeof apiCaller>;
 
 type Json = Record<string, unknown>;
-
-async function call(method: string, path: string, body?: unknown, token: string | null = TOKEN) {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token !== null) headers.authorization = `Bearer ${token}`;
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  let json: unknown = text;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // not JSON: the text is the answer
-  }
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
-  return { status: res.status, json: json as any, text, type: res.headers.get('content-type') ?? '' };
-}
 
 /** Follows `next` from the first page; returns every item in order and the number of pages. */
 async function allPages(path: string, limit: number): Promise<{ items: Json[]; pages: number }> {
@@ -81,6 +64,7 @@ beforeAll(async () => {
   api = createApiComponent(ctx);
   await api.start();
   base = `http://127.0.0.1:${api.address()!.port}`;
+  call = apiCaller(base, TOKEN);
 });
 
 afterAll(async () => {

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
 import { cliArgs, ROOT } from '../helpers/cli.js';
@@ -80,19 +79,6 @@ export function untilEvent(c: CliChild, event: string, timeoutMs?: number): Prom
     },
     timeoutMs,
   );
-}
-
-/** A TCP port free on loopback right now (the OS picks it; released before returning). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Writes a TOML config file into `dir` and returns its path. */

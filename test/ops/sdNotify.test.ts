@@ -3,7 +3,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
-import { daemonEnv, daemonToml, freePort, spawnCli, until, writeToml } from './child.js';
+import { freePort } from '../helpers/net.js';
+import { daemonEnv, daemonToml, spawnCli, until, writeToml } from './child.js';
 
 let sim: Simulator;
 let dir: string;

@@ -102,19 +102,6 @@ export async function runJsonChild<T>(args: string[], env: NodeJS.ProcessEnv = {
   return JSON.parse(last) as T;
 }
 
-/** A free loopback port (closed again before it is used: fine on a machine that runs only this). */
-export async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * Resolves once the daemon's API answers `/healthz` (any status below 500); throws if the child
  * exits first or nothing answers within 60 s. Polls every `pollMs` (default 20).
