@@ -50,8 +50,8 @@ const operatorSchema = z.strictObject({
   connect_timeout_ms: positiveInt.default(5_000),
   /** Most requests per second sent to the operator, all loops together (default: 10). */
   rate_per_second: z.number().positive().default(10),
-  /** List bodies up to this size are parsed at once; larger ones are streamed record by record, bytes (default: 8388608). */
-  max_body_bytes: positiveInt.default(8 * 1024 * 1024),
+  /** List bodies up to this size are parsed at once; larger ones are streamed record by record, bytes (default: 2097152). */
+  max_body_bytes: positiveInt.default(2 * 1024 * 1024),
   /** getProjectList path (default: "/integration/v1/projects"). */
   projects_path: apiPath.default('/integration/v1/projects'),
   /** getIssuanceList path (default: "/integration/v1/issuances"). */

@@ -12,8 +12,8 @@ const ROWS = [
   'incremental units after +1%',
   'unit operations served unpaginated',
   'outbox drain,',
-  'enqueue at 500 req/s, p50',
-  'enqueue at 500 req/s, p99',
+  'enqueue at 500 req/s, dispatcher paused',
+  'enqueue at 500 req/s, dispatcher draining',
   'verified webhooks',
   'start-up with a',
 ];

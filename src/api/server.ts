@@ -46,7 +46,12 @@ export function createApiApp(
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: (c) => c.json({ error: `request body is larger than ${MAX_BODY_BYTES} bytes` }, 413),
+      // The unread rest of the body makes the connection unusable: say so, or a keep-alive client
+      // sends its next request on a socket the server is about to close.
+      onError: (c) =>
+        c.json({ error: `request body is larger than ${MAX_BODY_BYTES} bytes` }, 413, {
+          connection: 'close',
+        }),
     }),
   );
   for (const register of registrars) register(app, ctx);

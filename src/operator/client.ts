@@ -22,7 +22,7 @@ export interface OperatorClientOptions {
   connectTimeoutMs?: number;
   /** Requests per second, all callers together (default: 10). */
   ratePerSecond?: number;
-  /** List bodies larger than this are streamed instead of parsed at once, bytes (default: 8 MiB). */
+  /** List bodies larger than this are streamed instead of parsed at once, bytes (default: 2 MiB). */
   bufferLimitBytes?: number;
   /** Most concurrent sockets (default: 16). */
   maxSockets?: number;
@@ -160,7 +160,7 @@ export class OperatorClient {
         status,
       );
     }
-    return readListBody(stream, this.options.bufferLimitBytes ?? 8 * 1024 * 1024);
+    return readListBody(stream, this.options.bufferLimitBytes ?? 2 * 1024 * 1024);
   }
 
   /** GETs one object (a Marketplace Data read); null when the operator answers 404. */

@@ -4,12 +4,14 @@ import { JsonArraySplitter } from './splitJsonArray.js';
 
 /**
  * A list body: parsed at once when it is small (the fast path for ordinary pages), or streamed
- * record by record when it grows past the buffer limit (a list that ignores paging and answers with
- * its whole history), so memory stays flat whatever the size.
+ * element by element when it grows past the buffer limit (a list that ignores paging and answers
+ * with its whole history), so memory stays flat whatever the size. A streamed element comes as its
+ * JSON text, for {@link parseListElement}: a consumer that holds elements while more bytes arrive
+ * holds one flat string each, not an object tree (see readPage).
  */
 export type ListBody =
   | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
-  | { readonly kind: 'stream'; readonly records: AsyncIterable<unknown> };
+  | { readonly kind: 'stream'; readonly texts: AsyncIterable<string> };
 
 function notAnArray(what: string): OperatorError {
   return new OperatorError('invalid-response', `operator answered ${what} where a JSON array was expected`);
@@ -27,7 +29,8 @@ function parseArray(text: string): unknown[] {
   return parsed;
 }
 
-function parseElement(text: string): unknown {
+/** Parses one element text of a streamed list body. */
+export function parseListElement(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -35,7 +38,7 @@ function parseElement(text: string): unknown {
   }
 }
 
-async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<unknown> {
+async function* streamTexts(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<string> {
   const splitter = new JsonArraySplitter();
   const split = (chunk: Buffer) => {
     try {
@@ -46,7 +49,7 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
   };
   // Shift, so each buffered chunk can be collected as soon as it is split.
   for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) {
-    for (const text of split(chunk)) yield parseElement(text);
+    for (const text of split(chunk)) yield text;
   }
   for (;;) {
     let next: IteratorResult<Buffer>;
@@ -59,7 +62,7 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
       );
     }
     if (next.done) break;
-    for (const text of split(next.value)) yield parseElement(text);
+    for (const text of split(next.value)) yield text;
   }
   try {
     splitter.end();
@@ -80,7 +83,7 @@ export async function readListBody(stream: Readable, bufferLimit: number): Promi
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       chunks.push(next.value);
       bytes += next.value.length;
-      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator) };
+      if (bytes > bufferLimit) return { kind: 'stream', texts: streamTexts(chunks, iterator) };
     }
   } catch (err) {
     throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTIFICATION_FIELDS } from '../../src/outbox/validate.js';
 import { PERSONAL, tokenization, transfer } from '../outbox/fixtures.js';
-import { startApi } from './apiHarness.js';
+import { startApi, TOKEN } from './apiHarness.js';
 
 let h: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
@@ -84,6 +84,43 @@ describe('POST /v1/operations', () => {
     const notJson = await h.call('POST', '/v1/operations', '{"oops":');
     expect(notJson.status).toBe(400);
     expect(notJson.json.error).toMatch(/not valid JSON/);
+  });
+
+  it('reads a chunked body (no Content-Length) too, and refuses one over 1 MiB with 413', async () => {
+    const chunked = (text: string, chunkBytes: number) =>
+      fetch(`${h.base}/v1/operations`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: new ReadableStream({
+          start(controller) {
+            const bytes = Buffer.from(text);
+            for (let i = 0; i < bytes.length; i += chunkBytes)
+              controller.enqueue(bytes.subarray(i, i + chunkBytes));
+            controller.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+    const small = await chunked(JSON.stringify(tokenization('chunked-1')), 16);
+    expect(small.status).toBe(201);
+    expect(((await small.json()) as { marketplaceTransactionRef: string }).marketplaceTransactionRef).toBe(
+      'chunked-1',
+    );
+    const huge = await chunked(
+      JSON.stringify({ ...tokenization('chunked-2'), pad: 'x'.repeat(1_100_000) }),
+      65_536,
+    );
+    expect(huge.status).toBe(413);
+    // The same body with a Content-Length is refused before it is read.
+    const declared = await h.call('POST', '/v1/operations', {
+      ...tokenization('chunked-3'),
+      pad: 'x'.repeat(1_100_000),
+    });
+    expect(declared.status).toBe(413);
+    const stored = h.ctx.database.sqlite
+      .prepare("SELECT COUNT(*) AS n FROM outbox WHERE marketplaceTransactionRef LIKE 'chunked-%'")
+      .get();
+    expect(stored).toEqual({ n: 1 });
   });
 
   it('100 concurrent enqueues of distinct refs all land exactly once', async () => {

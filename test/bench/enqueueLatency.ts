@@ -5,9 +5,9 @@ import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
-import { spawnNode, waitForHealthz } from './lib/proc.js';
+import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
-import { startSimChild } from './lib/simulator.js';
+import { type SimChild, startSimChild } from './lib/simulator.js';
 import { quantile } from './lib/timing.js';
 
 const RATE = 500;
@@ -39,99 +39,139 @@ function post(agent: http.Agent, port: number, body: string): Promise<{ status: 
   });
 }
 
-/**
- * Open-loop paced POST /v1/operations at 500 req/s with distinct refs against `vcu-sync run` in a
- * child process (its dispatcher draining to a simulator child meanwhile); p50/p99 client-side.
- */
-export async function enqueueLatencyScenario(options: BenchOptions): Promise<ScenarioResult[]> {
-  const seconds = options.quick ? 2 : 10;
+interface Latencies {
+  p50: number;
+  p99: number;
+  max: number;
+  achievedRate: number;
+}
+
+/** Open-loop paced POSTs of distinct notifications at RATE/s; every answer must be 201. */
+async function pacedLoad(port: number, seconds: number, tag: string): Promise<Latencies> {
   const total = RATE * seconds;
-  const cli = await cliRunner(options.quick, options.say);
-  // Knobs for finding where the latency goes (not used by `npm run bench`):
-  // BENCH_ENQUEUE_DISPATCHER=idle has /notify answer 401 (queued faults), so the dispatcher pauses
-  // and the API runs alone;
-  // BENCH_SYNCHRONOUS=normal measures without the fsync per commit.
-  const idle = process.env.BENCH_ENQUEUE_DISPATCHER === 'idle';
-  const synchronous = process.env.BENCH_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
-  const sim = await startSimChild(['--policy', 'none']);
-  if (idle)
-    await sim.admin('POST', '/_sim/faults', {
-      kind: '401',
-      count: 1_000_000,
-      pathPrefix: '/integration/v1/notify',
-    });
-  const [apiPort, webhookPort] = [await freePort(), await freePort()];
-  const config = writeConfig(
-    options.dir,
-    'enqueue',
-    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\n[database]\nsynchronous = "${synchronous}"\n`,
-  );
-  const db = path.join(options.dir, 'enqueue.db');
-  const daemon = spawnNode(
-    cli.args(['run', '--config', config]),
-    daemonEnv({ db, operatorUrl: sim.url, apiPort, webhookPort }),
-  );
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   try {
-    await waitForHealthz(daemon, apiPort);
     // Warm-up: the first requests pay for JIT and statement preparation.
-    for (let i = 0; i < 50; i++) await post(agent, apiPort, JSON.stringify(tokenization(`bench-warm-${i}`)));
-
-    options.say(`enqueue latency: ${total} requests at ${RATE}/s (${cli.kind} daemon)`);
+    for (let i = 0; i < 50; i++) await post(agent, port, JSON.stringify(tokenization(`${tag}-warm-${i}`)));
     const bodies = Array.from({ length: total }, (_, i) =>
-      JSON.stringify(tokenization(`bench-enqueue-${i}`, { unitId: 300_000 + i, issuanceId: 400_000 + i })),
+      JSON.stringify(tokenization(`${tag}-${i}`, { unitId: 300_000 + i, issuanceId: 400_000 + i })),
     );
     const latencies: number[] = [];
     const statuses = new Map<number, number>();
     const pending: Promise<void>[] = [];
     const start = performance.now();
     for (let i = 0; i < total; i++) {
-      const due = start + (i * 1000) / RATE;
-      const wait = due - performance.now();
+      const wait = start + (i * 1000) / RATE - performance.now();
       if (wait > 1) await new Promise((r) => setTimeout(r, wait));
       pending.push(
-        post(agent, apiPort, bodies[i]!).then(({ status, ms }) => {
+        post(agent, port, bodies[i]!).then(({ status, ms }) => {
           latencies.push(ms);
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
         }),
       );
     }
     await Promise.all(pending);
-    const achieved = total / ((performance.now() - start) / 1000);
+    const achievedRate = total / ((performance.now() - start) / 1000);
     if ((statuses.get(201) ?? 0) !== total) {
-      throw new Error(`expected ${total} x 201, got ${JSON.stringify(Object.fromEntries(statuses))}`);
+      throw new Error(`${tag}: expected ${total} x 201, got ${JSON.stringify(Object.fromEntries(statuses))}`);
     }
-    const p50 = quantile(latencies, 0.5);
-    const p99 = quantile(latencies, 0.99);
-    const dispatcher = idle ? 'dispatcher paused by 401s' : 'dispatcher draining to a simulator child';
-    const how = `child \`vcu-sync run\` (${cli.kind}, ${dispatcher}), client here; open loop, keep-alive; synchronous=${synchronous}`;
-    return [
-      {
-        scenario: `enqueue at ${RATE} req/s, p50`,
-        measure: 'ms',
-        value: p50,
-        baseline: null,
-        ratio: null,
-        target: '(reported)',
-        met: true,
-        notes: how,
-        extra: { achievedRate: achieved, requests: total },
-      },
-      {
-        scenario: `enqueue at ${RATE} req/s, p99`,
-        measure: 'ms',
-        value: p99,
-        baseline: null,
-        ratio: null,
-        target: '< 5 ms',
-        met: p99 < 5,
-        notes: how,
-        extra: { max: Math.max(...latencies), achievedRate: achieved },
-      },
-    ];
+    return {
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      max: Math.max(...latencies),
+      achievedRate,
+    };
   } finally {
     agent.destroy();
+  }
+}
+
+/** The same load against `vcu-sync run` in a child process whose dispatcher sends to `sim`. */
+async function daemonLoad(
+  options: BenchOptions,
+  sim: SimChild,
+  tag: string,
+  seconds: number,
+  synchronous: string,
+): Promise<Latencies> {
+  const cli = await cliRunner(options.quick, options.say);
+  const [apiPort, webhookPort] = [await freePort(), await freePort()];
+  const config = writeConfig(
+    options.dir,
+    tag,
+    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\n[database]\nsynchronous = "${synchronous}"\n`,
+  );
+  const daemon = spawnNode(
+    cli.args(['run', '--config', config]),
+    daemonEnv({ db: path.join(options.dir, `${tag}.db`), operatorUrl: sim.url, apiPort, webhookPort }),
+  );
+  try {
+    await waitForHealthz(daemon, apiPort);
+    return await pacedLoad(apiPort, seconds, tag);
+  } finally {
     await daemon.stop(10_000);
+  }
+}
+
+function row(
+  scenario: string,
+  l: Latencies,
+  baseline: Latencies,
+  notes: string,
+  target?: string,
+): ScenarioResult {
+  return {
+    scenario,
+    measure: 'p99 ms',
+    value: l.p99,
+    baseline: baseline.p99,
+    ratio: l.p99 / baseline.p99,
+    target: target ?? '(reported)',
+    met: target ? l.p99 < 5 : true,
+    notes: `${notes}; p50 ${l.p50.toFixed(2)} ms (bare ${baseline.p50.toFixed(2)}), max ${l.max.toFixed(1)} ms`,
+    extra: { ...l, baselineP50: baseline.p50, baselineMax: baseline.max },
+  };
+}
+
+/**
+ * Open-loop paced POST /v1/operations at 500 req/s (distinct refs, keep-alive, client here) against:
+ * a bare Hono handler that parses the body and answers 201 (the floor of client, loopback and
+ * machine: the baseline); `vcu-sync run` with its dispatcher paused by 401s (the API and its durable
+ * commits alone); and `vcu-sync run` while its dispatcher drains to a simulator child (the target).
+ */
+export async function enqueueLatencyScenario(options: BenchOptions): Promise<ScenarioResult[]> {
+  const seconds = options.quick ? 2 : 10;
+  // BENCH_SYNCHRONOUS=normal measures without the fsync per commit (not used by `npm run bench`).
+  const synchronous = process.env.BENCH_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
+
+  options.say(`enqueue latency: bare Hono baseline, ${RATE}/s for ${seconds} s`);
+  const bare = spawnNode(tsx('test/bench/children/bareHono.ts'));
+  let baseline: Latencies;
+  try {
+    const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
+    baseline = await pacedLoad(Number(port), seconds, 'bench-bare');
+  } finally {
+    await bare.stop();
+  }
+
+  const sim = await startSimChild(['--policy', 'none']);
+  try {
+    options.say(`enqueue latency: vcu-sync run, dispatcher paused, ${RATE}/s for ${seconds} s`);
+    await sim.admin('POST', '/_sim/faults', {
+      kind: '401',
+      count: 1_000_000,
+      pathPrefix: '/integration/v1/notify',
+    });
+    const paused = await daemonLoad(options, sim, 'enqueue-paused', seconds, synchronous);
+    await sim.admin('DELETE', '/_sim/faults');
+    options.say(`enqueue latency: vcu-sync run, dispatcher draining, ${RATE}/s for ${seconds} s`);
+    const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous);
+    const how = `child \`vcu-sync run\`, synchronous=${synchronous}; baseline: bare Hono handler, same client`;
+    return [
+      row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how),
+      row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'),
+    ];
+  } finally {
     await sim.close();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The webhook baseline: a bare Hono handler on @hono/node-server that reads the body and answers
- * 200 JSON, nothing else. Prints "listening PORT".
+ * Baselines on a bare Hono app on @hono/node-server, nothing else: for webhooks a handler that reads
+ * the body and answers 200; for enqueue one that parses the JSON body and answers 201 with it (no
+ * validation, no database). Prints "listening PORT".
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -11,6 +12,7 @@ app.post('/webhooks/operator', async (c) => {
   await c.req.text();
   return c.json({ received: true }, 200);
 });
+app.post('/v1/operations', async (c) => c.json(await c.req.json(), 201));
 const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
   process.stdout.write(`listening ${info.port}\n`);
 });
