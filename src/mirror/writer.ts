@@ -17,7 +17,7 @@ export interface FetchedRecord {
 }
 
 /** The record's value, parsing its text when it came unparsed. */
-export function valueOf(record: FetchedRecord): unknown {
+export function recordValue(record: FetchedRecord): unknown {
   return record.text === undefined ? record.value : parseListElement(record.text);
 }
 
@@ -47,7 +47,7 @@ export class RecordWriter {
     const { table, sync, options } = this;
     const { counts } = options;
     const name = table.def.table;
-    const value = valueOf(record);
+    const value = recordValue(record);
     const raw = JSON.stringify(value) ?? 'null';
     const hash = contentHash(raw);
     if (this.applyUnchanged(value, record.position, hash)) return;
