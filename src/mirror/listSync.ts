@@ -11,7 +11,7 @@ import type { ListResource } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
 import { batchCheckpoint, type ScanState } from './scanState.js';
 import { tableQueries } from './tableQueries.js';
-import { type FetchedRecord, RecordWriter, recordValue } from './writer.js';
+import { type FetchedRecord, RecordWriter } from './writer.js';
 
 /** Thrown between pages when the run was asked to stop; the checkpoint is kept. */
 export class RunAborted extends Error {
@@ -116,7 +116,7 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
   /** Routes a batch: overlap positions are checked, new ones written with the checkpoint. */
   const handle = (records: FetchedRecord[], nextOffset: number) => {
     options.counts.fetched += records.length;
-    if (records.length > 0) state.lastKey = rawKey(recordValue(records[records.length - 1]!), resource.key);
+    if (records.length > 0) state.lastKey = rawKey(records[records.length - 1]!.value, resource.key);
     const fresh: FetchedRecord[] = [];
     for (const record of records) {
       const position = record.position ?? 0;

@@ -1,7 +1,7 @@
 import { normalizeRecord } from '../operator/schemas.js';
 import type { ListResource } from './resources.js';
 import type { ScanState } from './scanState.js';
-import { type FetchedRecord, identify, recordValue } from './writer.js';
+import { type FetchedRecord, identify } from './writer.js';
 
 /** The incremental window no longer matches the mirror: the run falls back to a full scan. */
 export class OverlapMismatch extends Error {}
@@ -10,12 +10,11 @@ export class OverlapMismatch extends Error {}
 export function verifyOverlap(state: ScanState, resource: ListResource, record: FetchedRecord): void {
   const position = record.position ?? 0;
   const stored = state.overlap.get(position);
-  const value = recordValue(record);
-  const { key, hash } = identify(value, resource.key);
+  const { key, hash } = identify(record.value, resource.key);
   // A position the mirror has no row for matches only if it holds a record that is quarantined again.
   const matches = stored
     ? stored.key === key && stored.hash === hash
-    : !normalizeRecord(resource.table, value).ok;
+    : !normalizeRecord(resource.table, record.value).ok;
   if (!matches)
     throw new OverlapMismatch(`position ${position}: expected ${stored?.key ?? 'no record'}, got ${key}`);
   state.verified.add(position);

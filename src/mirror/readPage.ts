@@ -1,4 +1,4 @@
-import { type ListBody, parseListElement } from '../operator/readBody.js';
+import type { ListBody } from '../operator/readBody.js';
 import { rawKey } from './decide.js';
 import { isSamePage, isUnpaginated, type PageShape } from './pager.js';
 import type { ListResource } from './resources.js';
@@ -7,11 +7,6 @@ import type { FetchedRecord } from './writer.js';
 /**
  * Reads one body into batches for `handle`. A page larger than the limit is the whole list from
  * position 0; a streamed body is held back only until that is known (limit + 1 records).
- *
- * Past that head, a streamed batch holds element texts, each parsed only as it is written: a batch
- * waits across network reads and its write allocates a few MB, so whatever it holds survives
- * young-generation collections and is promoted. Holding parsed records (object trees) made the old
- * generation grow by tens of MB per cycle on a 1,000,000-record body (`--trace-gc-nvp`).
  */
 export async function readPage(
   body: ListBody,
@@ -25,14 +20,14 @@ export async function readPage(
 ): Promise<PageShape | 'same-page'> {
   const positioned = resource.positioned;
   let head: unknown[];
-  let rest: AsyncIterator<string> | undefined;
+  let rest: AsyncIterator<unknown> | undefined;
   if (body.kind === 'array') {
     head = body.records as unknown[];
   } else {
-    const iterator = body.texts[Symbol.asyncIterator]();
+    const iterator = body.records[Symbol.asyncIterator]();
     head = [];
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-      head.push(parseListElement(next.value));
+      head.push(next.value);
       if (head.length > limit) {
         rest = iterator;
         break;
@@ -61,22 +56,19 @@ export async function readPage(
   let done = 0;
   const batchSize = Math.max(limit, 100);
   let batch: FetchedRecord[] = [];
-  const position = () => (positioned ? base + done + batch.length : null);
-  const push = (record: FetchedRecord) => {
-    batch.push(record);
-    if (batch.length >= batchSize) {
-      done += batch.length;
-      handle(batch, base + done);
-      batch = [];
-    }
+  const flush = () => {
+    done += batch.length;
+    handle(batch, base + done);
+    batch = [];
   };
-  for (const value of head) push({ value, position: position() });
-  head = []; // a streamed head would otherwise stay reachable for the whole body
+  const push = (value: unknown) => {
+    batch.push({ value, position: positioned ? base + done + batch.length : null });
+    if (batch.length >= batchSize) flush();
+  };
+  for (const value of head) push(value);
   if (rest) {
-    for (let next = await rest.next(); !next.done; next = await rest.next())
-      push({ text: next.value, position: position() });
+    for (let next = await rest.next(); !next.done; next = await rest.next()) push(next.value);
   }
-  done += batch.length;
-  handle(batch, base + done);
+  flush();
   return { ...shape, count: done + skipped };
 }

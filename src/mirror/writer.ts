@@ -1,4 +1,3 @@
-import { parseListElement } from '../operator/readBody.js';
 import { normalizeRecord } from '../operator/schemas.js';
 import { contentHash, decideWrite, rawKey } from './decide.js';
 import type { RunCounts, SyncQueries } from './queries.js';
@@ -6,19 +5,8 @@ import type { TableQueries } from './tableQueries.js';
 
 /** One fetched record, with its log position when the table keeps one. */
 export interface FetchedRecord {
-  /** The parsed record (unset when `text` holds it). */
-  value?: unknown;
-  /**
-   * The record's JSON text, from a streamed body: parsed only as it is written, so a batch of a
-   * streamed body never holds its records as object trees at once (default: none).
-   */
-  text?: string;
+  value: unknown;
   position: number | null;
-}
-
-/** The record's value, parsing its text when it came unparsed. */
-export function recordValue(record: FetchedRecord): unknown {
-  return record.text === undefined ? record.value : parseListElement(record.text);
 }
 
 /** Options of {@link RecordWriter}. */
@@ -47,11 +35,10 @@ export class RecordWriter {
     const { table, sync, options } = this;
     const { counts } = options;
     const name = table.def.table;
-    const value = recordValue(record);
-    const raw = JSON.stringify(value) ?? 'null';
+    const raw = JSON.stringify(record.value) ?? 'null';
     const hash = contentHash(raw);
-    if (this.applyUnchanged(value, record.position, hash)) return;
-    const normalized = normalizeRecord(name, value, raw);
+    if (this.applyUnchanged(record, hash)) return;
+    const normalized = normalizeRecord(name, record.value, raw);
     if (!normalized.ok) {
       counts.quarantined++;
       sync.quarantine(name, normalized.key, options.runId, normalized.reason, raw, at);
@@ -92,18 +79,18 @@ export class RecordWriter {
    * The re-sync fast path: a record whose text hashes to what its row holds was validated when that
    * row was written, so it is not normalized again. True when the record was handled here.
    */
-  private applyUnchanged(value: unknown, position: number | null, hash: string): boolean {
+  private applyUnchanged(record: FetchedRecord, hash: string): boolean {
     const { table, sync, options } = this;
-    const key = rawKey(value, table.def.key);
+    const key = rawKey(record.value, table.def.key);
     if (key === null) return false;
     const stored = table.get(key);
     if (stored?.hash !== hash) return false;
     // The same text gives the same normalized key, so this row is the record's own.
-    const decision = decideWrite(stored, hash, position);
+    const decision = decideWrite(stored, hash, record.position);
     if (decision !== 'unchanged' && decision !== 'position') return false;
     const name = table.def.table;
     if (options.trackSeen && !sync.markSeen(name, key)) return true; // seen earlier in this scan: drift
-    if (decision === 'position') table.setPosition(key, position!);
+    if (decision === 'position') table.setPosition(key, record.position!);
     options.counts.unchanged++;
     return true;
   }

@@ -4,14 +4,12 @@ import { JsonArraySplitter } from './splitJsonArray.js';
 
 /**
  * A list body: parsed at once when it is small (the fast path for ordinary pages), or streamed
- * element by element when it grows past the buffer limit (a list that ignores paging and answers
- * with its whole history), so memory stays flat whatever the size. A streamed element comes as its
- * JSON text, for {@link parseListElement}: a consumer that holds elements while more bytes arrive
- * holds one flat string each, not an object tree (see readPage).
+ * record by record when it grows past the buffer limit (a list that ignores paging and answers with
+ * its whole history), so memory stays flat whatever the size.
  */
 export type ListBody =
   | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
-  | { readonly kind: 'stream'; readonly texts: AsyncIterable<string> };
+  | { readonly kind: 'stream'; readonly records: AsyncIterable<unknown> };
 
 function notAnArray(what: string): OperatorError {
   return new OperatorError('invalid-response', `operator answered ${what} where a JSON array was expected`);
@@ -29,8 +27,7 @@ function parseArray(text: string): unknown[] {
   return parsed;
 }
 
-/** Parses one element text of a streamed list body. */
-export function parseListElement(text: string): unknown {
+function parseElement(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -38,7 +35,7 @@ export function parseListElement(text: string): unknown {
   }
 }
 
-async function* streamTexts(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<string> {
+async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<unknown> {
   const splitter = new JsonArraySplitter();
   const split = (chunk: Buffer) => {
     try {
@@ -49,7 +46,7 @@ async function* streamTexts(buffered: Buffer[], rest: AsyncIterator<Buffer>): As
   };
   // Shift, so each buffered chunk can be collected as soon as it is split.
   for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) {
-    for (const text of split(chunk)) yield text;
+    for (const text of split(chunk)) yield parseElement(text);
   }
   for (;;) {
     let next: IteratorResult<Buffer>;
@@ -62,7 +59,7 @@ async function* streamTexts(buffered: Buffer[], rest: AsyncIterator<Buffer>): As
       );
     }
     if (next.done) break;
-    for (const text of split(next.value)) yield text;
+    for (const text of split(next.value)) yield parseElement(text);
   }
   try {
     splitter.end();
@@ -83,7 +80,7 @@ export async function readListBody(stream: Readable, bufferLimit: number): Promi
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       chunks.push(next.value);
       bytes += next.value.length;
-      if (bytes > bufferLimit) return { kind: 'stream', texts: streamTexts(chunks, iterator) };
+      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator) };
     }
   } catch (err) {
     throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorClient } from '../../src/operator/client.js';
 import { OperatorError, parseRetryAfter } from '../../src/operator/errors.js';
-import { parseListElement } from '../../src/operator/readBody.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -153,9 +152,8 @@ describe('OperatorClient', () => {
     expect(body.kind).toBe('stream');
     let seen = 0;
     if (body.kind === 'stream') {
-      for await (const text of body.texts) {
-        const record = parseListElement(text) as { unitsOperationID: string };
-        expect(record.unitsOperationID).toBe(String(seen));
+      for await (const record of body.records) {
+        expect((record as { unitsOperationID: string }).unitsOperationID).toBe(String(seen));
         seen++;
       }
     }
@@ -171,7 +169,7 @@ describe('OperatorClient', () => {
     const body = await client({ bufferLimitBytes: 1024 }).list('units', '/x');
     expect(body.kind).toBe('stream');
     const drain = async () => {
-      if (body.kind === 'stream') for await (const _ of body.texts) void _;
+      if (body.kind === 'stream') for await (const _ of body.records) void _;
     };
     await expect(drain()).rejects.toBeInstanceOf(OperatorError);
   });
