@@ -2,7 +2,8 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from './config.js';
-import { errorMessage, UserError } from './errors.js';
+import { EXIT_CONFIG, errorMessage, UserError } from './errors.js';
+import { unsupportedNodeReason } from './nodeVersion.js';
 import { scrubText } from './redact.js';
 
 /**
@@ -162,6 +163,11 @@ export function buildProgram(): Command {
 
 /** Runs the CLI; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  const tooOld = unsupportedNodeReason(process.version, process.execPath);
+  if (tooOld) {
+    process.stderr.write(`vcu-sync: ${tooOld}\n`);
+    return EXIT_CONFIG;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
