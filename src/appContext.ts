@@ -35,6 +35,8 @@ export function createAppContext(
     clock,
     metrics,
     hooks: {},
+    startedAt: new Date(clock.now()).toISOString(),
+    listeners: new Map(),
     operator() {
       if (!client) {
         const { url } = requireOperator(config);

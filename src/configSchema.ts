@@ -194,8 +194,19 @@ const outboxSchema = z.strictObject({
 });
 
 const statusSchema = z.strictObject({
-  /** An accepted operation with no decision after this many hours is a warning (default: 24). */
+  /** The name this instance shows on the status page, in /status and in metrics (default: "", the host name). */
+  instance_name: z.string().default(''),
+  /**
+   * An accepted operation with no decision after this many hours is a warning (default: 24).
+   * Decisions are made by hand by the operator's administrators: a wait of hours is normal, a full
+   * day without one is worth a question.
+   */
   decision_warn_hours: z.number().positive().default(24),
+  /**
+   * More than this many accepted operations waiting for a decision is a warning, however young
+   * (default: 20): a pile-up means webhooks are not arriving, long before the oldest turns a day old.
+   */
+  decision_warn_count: nonNegativeInt.default(20),
   /** A resource whose last success is older than this many schedule periods is a warning (default: 3). */
   stale_periods: z.number().positive().default(3),
 });

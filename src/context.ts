@@ -33,6 +33,13 @@ export interface AppContext {
   operator(): OperatorClient;
   hooks: AppHooks;
   metrics: Metrics;
+  /** When this process's context was made (ISO): the daemon's start, for uptime. */
+  startedAt: string;
+  /**
+   * The HTTP listeners up now, by component name ('api', 'webhook-listener'), each set by its
+   * component on start and removed on stop: what readiness reads.
+   */
+  listeners: Map<string, string>;
 }
 
 /** A part of the daemon with a life: started in order, stopped in reverse. */

@@ -1,5 +1,7 @@
 import type { AppContext, Component } from './context.js';
 import { errorMessage } from './errors.js';
+import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
+import { instanceName, VERSION } from './health/identity.js';
 
 /** Options of {@link startDaemon}. */
 export interface DaemonOptions {
@@ -72,6 +74,11 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
         clearTimeout(timer);
       }
     }
+    try {
+      clearDaemonRecord(ctx.database.sqlite);
+    } catch (err) {
+      ctx.log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
+    }
     ctx.log.info({ event: 'daemon.stopped' }, 'stopped');
   };
   for (const component of components) {
@@ -83,6 +90,12 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
       throw err;
     }
   }
+  writeDaemonRecord(ctx.database.sqlite, {
+    startedAt: ctx.startedAt,
+    pid: process.pid,
+    instance: instanceName(ctx.config),
+    version: VERSION,
+  });
   ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;

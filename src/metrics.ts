@@ -78,6 +78,38 @@ export function createMetrics() {
       labelNames: ['resource'] as const,
       registers,
     }),
+    buildInfo: new Gauge({
+      name: 'vcu_sync_build_info',
+      help: 'Always 1; labels say which vcu-sync this is: version, instance, operator host, database kind and location, Node version.',
+      labelNames: ['version', 'instance', 'operator_host', 'database_kind', 'database', 'node'] as const,
+      registers,
+    }),
+    startTime: new Gauge({
+      name: 'vcu_sync_start_time_seconds',
+      help: 'Unix time the daemon started (uptime = time() - this).',
+      registers,
+    }),
+    status: new Gauge({
+      name: 'vcu_sync_status',
+      help: 'Overall health as vcu-sync status judges it: 0 ok, 1 warning, 2 critical.',
+      registers,
+    }),
+    problem: new Gauge({
+      name: 'vcu_sync_problem',
+      help: '1 for each status problem present now, by code and severity (the alert rules fire on these).',
+      labelNames: ['code', 'severity'] as const,
+      registers,
+    }),
+    decisionsAwaiting: new Gauge({
+      name: 'vcu_sync_decisions_awaiting',
+      help: 'Operations accepted by the operator and waiting for its decision.',
+      registers,
+    }),
+    decisionOldestAge: new Gauge({
+      name: 'vcu_sync_decision_oldest_age_seconds',
+      help: 'Age of the oldest accepted operation still waiting for a decision (0 when none).',
+      registers,
+    }),
     mirrorRecords: new Gauge({
       name: 'vcu_sync_mirror_records',
       help: 'Records in the mirror (not removed), by resource.',

@@ -1,6 +1,8 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
 import type { Sqlite } from './db/open.js';
+import { readDaemonRecord } from './health/daemonRecord.js';
+import { type Identity, identityOf } from './health/identity.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
 import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
 
@@ -12,6 +14,8 @@ export interface Health {
   /** Nagios exit code: 0 ok, 1 warning, 2 critical. */
   exitCode: number;
   generatedAt: string;
+  /** Which vcu-sync this is: version, instance, operator, database, uptime. */
+  identity: Identity;
   problems: Problem[];
   snapshot: HealthSnapshot;
 }
@@ -31,8 +35,12 @@ export function schedulePeriodMs(expression: string): number | null {
   return period;
 }
 
-/** Reads the database and judges it: the one health module everything uses. */
-export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
+/**
+ * Reads the database and judges it: the one health module everything uses. `startedAt` is the
+ * daemon's start when the daemon itself asks; other processes (`vcu-sync status`) leave it out and
+ * the running daemon's record in the database is used.
+ */
+export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
   const schedule = config.sync.schedule;
   const snapshot = readSnapshot(sqlite, {
     recentSince: new Date(now - 24 * 3_600_000).toISOString(),
@@ -48,11 +56,17 @@ export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
     },
     stalePeriods: config.status.stale_periods,
     decisionWarnHours: config.status.decision_warn_hours,
+    decisionWarnCount: config.status.decision_warn_count,
   });
   return {
     status,
     exitCode: exitCodeOf(status),
     generatedAt: new Date(now).toISOString(),
+    identity: identityOf(
+      config,
+      startedAt === undefined ? (readDaemonRecord(sqlite)?.startedAt ?? null) : startedAt,
+      now,
+    ),
     problems,
     snapshot,
   };

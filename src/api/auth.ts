@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 
 /** Paths answered without a token (load balancers and systemd probes carry none). */
-export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz']);
+export const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/runbook']);
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 

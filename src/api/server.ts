@@ -3,6 +3,8 @@ import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
+import { VERSION } from '../health/identity.js';
+import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/steer.js';
 import { bearerAuth } from './auth.js';
@@ -22,8 +24,6 @@ export const ROUTE_SPECS: readonly RouteSpec[] = [
   ...OPERATIONS_ROUTE_SPECS,
 ];
 
-const VERSION = '0.1.0';
-
 /** The areas served by the internal API, one route file each. */
 export const ROUTE_REGISTRARS: RouteRegistrar[] = [
   (app, ctx) => registerStatusRoutes(app, ctx, () => buildOpenApi(ROUTE_SPECS, VERSION)),
@@ -34,13 +34,20 @@ export const ROUTE_REGISTRARS: RouteRegistrar[] = [
 /** Largest accepted request body, bytes. */
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** The internal API as a Hono app: bearer token on all but /healthz, JSON errors, no stack traces. */
+/** The internal API as a Hono app: bearer token on all but /healthz and /readyz, JSON errors, no stack traces. */
 export function createApiApp(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
 ): Hono {
   const app = new Hono();
+  // Liveness and readiness answer without the token: load balancers and systemd probes have none.
   app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', (c) => {
+    const readiness = judgeReadiness(
+      readReadinessFacts(ctx.database.sqlite, ctx.listeners, ctx.config.database.busy_timeout_ms),
+    );
+    return c.json(readiness, readiness.ready ? 200 : 503);
+  });
   app.use('*', bearerAuth(ctx.config.api.token));
   app.use(
     '*',
@@ -85,6 +92,7 @@ export function createApiComponent(
       listener = await startHttpListener(app.fetch, ctx.config.api.listen, 'api.listen', (err) =>
         ctx.log.error({ event: 'api.server_error', error: errorMessage(err) }, 'internal API server error'),
       );
+      ctx.listeners.set('api', listener.url);
       if (!ctx.config.api.token) {
         ctx.log.warn(
           { event: 'api.no_token' },
@@ -99,6 +107,7 @@ export function createApiComponent(
     async stop() {
       const current = listener;
       listener = undefined;
+      ctx.listeners.delete('api');
       // A status page or a list being read may finish; a stuck client is cut after 5 s.
       await current?.close(5_000);
     },

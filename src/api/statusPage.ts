@@ -1,18 +1,17 @@
-import { formatDuration } from '../health/rules.js';
+import { identityLine } from '../health/identity.js';
+import { formatDuration, type Problem } from '../health/rules.js';
 import type { Series } from '../health/series.js';
 import type { Health } from '../status.js';
+import { escapeHtml as esc } from './html.js';
+import { renderChart } from './svgChart.js';
 
 /**
- * The status page for people: the verdict and the worst problem first, then sync freshness,
- * the outbox, rejections and failures, webhook activity, and two small charts of the last day.
- * Plain server-rendered HTML and inline SVG: it loads with no scripts and refreshes itself.
+ * The status page, for an engineer woken at 3 a.m.: the verdict and the worst problem's first step
+ * in the largest type, then which instance this is, the decisions pipeline at a glance, the other
+ * problems (each linked to its runbook entry), sync freshness, two charts with axes and legends,
+ * and the recent rejections, failures and webhooks. Server-rendered HTML and inline SVG, no
+ * scripts; it refreshes itself and fits a 390 px phone without sideways scrolling.
  */
-
-const esc = (s: unknown) =>
-  String(s ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
 
 /** "3m ago", with the exact time on hover. */
 const when = (iso: string | null | undefined, now: number) =>
@@ -28,98 +27,141 @@ const RESOURCE_COLORS: Record<string, string> = {
   custody: '#1a7f37',
 };
 
-function chart(
-  title: string,
-  points: Array<{ x: number; y: number; color?: string }>,
-  kind: 'bars' | 'dots',
-  yUnit: string,
-) {
-  const w = 520;
-  const h = 120;
-  const maxY = Math.max(1, ...points.map((p) => p.y));
-  const marks = points
-    .map((p) => {
-      const x = 30 + p.x * (w - 70);
-      const y = h - 20 - (p.y / maxY) * (h - 35);
-      return kind === 'bars'
-        ? `<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="14" height="${(h - 20 - y).toFixed(1)}" fill="#0969da"><title>${p.y}</title></rect>`
-        : `<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3" fill="${p.color ?? '#0969da'}"><title>${p.y.toFixed(1)} ${yUnit}</title></circle>`;
-    })
-    .join('');
-  return `<figure><figcaption>${esc(title)} (max ${esc(Number(maxY.toFixed(1)))} ${esc(yUnit)})</figcaption>
-<svg role="img" aria-label="${esc(title)}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">
-<line x1="28" y1="${h - 20}" x2="${w}" y2="${h - 20}" stroke="#8c959f"/><text x="30" y="${h - 5}" font-size="10">24h ago</text><text x="${w - 30}" y="${h - 5}" font-size="10">now</text>${marks}</svg></figure>`;
+const runbookLink = (p: Problem) =>
+  `<a class="runbook" href="/runbook#${esc(p.code)}">runbook: ${esc(p.code)}</a>`;
+
+function firstProblem(health: Health): string {
+  const p = health.problems[0];
+  if (!p) return '<section id="first" class="ok"><p class="do">Nothing to do: no problems.</p></section>';
+  return `<section id="first" class="${p.severity}">
+<p class="what"><b>${esc(p.severity)}</b> ${esc(p.message)}</p>
+<p class="do" id="first-action">Do first: ${esc(p.action)}</p>
+<p>${runbookLink(p)}</p></section>`;
+}
+
+function otherProblems(health: Health): string {
+  const rest = health.problems.slice(1);
+  if (!rest.length) return '';
+  return `<h2>Other problems</h2><ul class="problems">${rest
+    .map(
+      (p) =>
+        `<li class="${p.severity}"><b>${esc(p.severity)}</b> ${esc(p.message)}<br>→ ${esc(p.action)} ${runbookLink(p)}</li>`,
+    )
+    .join('')}</ul>`;
+}
+
+function pipeline(health: Health, now: number): string {
+  const o = health.snapshot.outbox;
+  const oldest = o.oldestAcceptedAt
+    ? formatDuration(Math.max(0, now - Date.parse(o.oldestAcceptedAt)))
+    : null;
+  const stage = (id: string, label: string, n: number, note = '') =>
+    `<li id="pipe-${id}"><span class="n">${n}</span><span class="label">${esc(label)}</span>${note ? `<small>${esc(note)}</small>` : ''}</li>`;
+  return `<h2>Decisions pipeline</h2><ol class="pipeline" id="pipeline">
+${stage('queued', 'queued', o.byState.queued ?? 0)}
+${stage('sending', 'sending', o.byState.sending ?? 0)}
+${stage('accepted', 'awaiting decision', o.byState.accepted ?? 0, oldest ? `oldest ${oldest}` : '')}
+${stage('approved', 'approved, 24 h', o.finishedSince.approved ?? 0)}
+${stage('rejected', 'rejected, 24 h', o.finishedSince.rejected ?? 0)}
+${stage('failed', 'failed, 24 h', o.finishedSince.failed ?? 0)}
+</ol>${o.paused ? `<p class="critical"><b>Sending paused</b> since ${esc(o.paused.since)}: ${esc(o.paused.reason)}</p>` : ''}`;
+}
+
+function table(id: string, heads: string[], rows: string[][]): string {
+  if (!rows.length) return '<p>None.</p>';
+  return `<table id="${id}"><thead><tr>${heads.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((cells) => `<tr>${cells.map((c, i) => `<td data-label="${esc(heads[i])}">${c}</td>`).join('')}</tr>`)
+    .join('')}</tbody></table>`;
 }
 
 export function renderStatusPage(health: Health, series: Series, now: number): string {
   const s = health.snapshot;
   const dayStart = now - 24 * 3_600_000;
   const xOf = (iso: string) => Math.min(1, Math.max(0, (Date.parse(iso) - dayStart) / (24 * 3_600_000)));
-  const problems = health.problems.length
-    ? `<ul class="problems">${health.problems
-        .map(
-          (p) =>
-            `<li class="${p.severity}"><b>${esc(p.severity)}</b> <code>${esc(p.code)}</code> ${esc(p.message)}<br><small>→ ${esc(p.action)}</small></li>`,
-        )
-        .join('')}</ul>`
-    : '<p>No problems.</p>';
-  const resources = s.resources
-    .map((r) => {
-      const age = r.lastSuccessAt ? `${formatDuration(now - Date.parse(r.lastSuccessAt))} ago` : 'never';
-      return `<tr><td>${esc(r.resource)}</td><td>${esc(age)}</td><td>${r.records}</td><td>${esc(r.lastRun?.status ?? '-')}</td><td>${esc(r.lastRun?.error ?? '')}</td></tr>`;
-    })
-    .join('');
-  const states = ['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled']
-    .map((st) => `<td class="n">${s.outbox.byState[st] ?? 0}</td>`)
-    .join('');
-  const rejections = s.rejections.recent
-    .map(
-      (r) =>
-        `<tr><td>${when(r.at, now)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.reason)}</td></tr>`,
-    )
-    .join('');
-  const failures = s.outbox.recentFailures
-    .map(
-      (r) =>
-        `<tr><td>${when(r.at, now)}</td><td>${esc(r.ref)}</td><td>${esc(r.operationType)}</td><td>${esc(r.error)}</td></tr>`,
-    )
-    .join('');
-  const webhooks = series.recentWebhooks
-    .map(
-      (w) =>
-        `<tr><td>${when(w.at, now)}</td><td>${esc(w.type)}</td><td>${esc(w.ref)}</td><td>${esc(w.outcome)}</td></tr>`,
-    )
-    .join('');
-  const durations = chart(
-    'Sync run durations, last 24h',
-    series.syncDurations.map((d) => ({ x: xOf(d.at), y: d.seconds, color: RESOURCE_COLORS[d.resource] })),
-    'dots',
-    's',
-  );
-  const depth = chart(
-    'Unsent operations (queued + sending), hourly',
-    series.queueDepth.map((d) => ({ x: xOf(d.at) * 0.97, y: d.depth })),
-    'bars',
-    'rows',
-  );
+  const resources = s.resources.map((r) => [
+    esc(r.resource),
+    r.lastSuccessAt ? when(r.lastSuccessAt, now) : 'never',
+    String(r.records),
+    esc(r.lastRun?.status ?? '-'),
+    esc(r.lastRun?.error ?? ''),
+  ]);
+  const durations = renderChart({
+    id: 'chart-durations',
+    title: 'Sync run duration by resource, last 24 h',
+    yUnit: 'seconds',
+    kind: 'dots',
+    series: Object.entries(RESOURCE_COLORS).map(([resource, color]) => ({
+      name: resource,
+      color,
+      points: series.syncDurations
+        .filter((d) => d.resource === resource)
+        .map((d) => ({ x: xOf(d.at), y: d.seconds })),
+    })),
+  });
+  const depth = renderChart({
+    id: 'chart-depth',
+    title: 'Unsent operations (queued + sending) at the end of each hour',
+    yUnit: 'operations',
+    kind: 'bars',
+    series: [
+      {
+        name: 'unsent operations',
+        color: '#0969da',
+        points: series.queueDepth.map((d) => ({ x: xOf(d.at), y: d.depth })),
+      },
+    ],
+  });
+  const rejections = s.rejections.recent.map((r) => [
+    when(r.at, now),
+    esc(r.ref),
+    esc(r.operationType),
+    esc(r.reason),
+  ]);
+  const failures = s.outbox.recentFailures.map((r) => [
+    when(r.at, now),
+    esc(r.ref),
+    esc(r.operationType),
+    esc(r.error),
+  ]);
+  const webhooks = series.recentWebhooks.map((w) => [
+    when(w.at, now),
+    esc(w.type),
+    esc(w.ref),
+    esc(w.outcome),
+  ]);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>vcu-sync ${esc(health.status.toUpperCase())}</title><style>
-body{font:14px system-ui,sans-serif;margin:1.5rem;color:#1f2328;max-width:1100px}
-h1{font-size:1.4rem}.verdict{color:#fff;padding:.1rem .6rem;border-radius:4px;background:${COLORS[health.status]}}
-table{border-collapse:collapse;margin:.5rem 0 1.2rem}td,th{border-bottom:1px solid #d0d7de;padding:.25rem .6rem;text-align:left}
-td.n,#outbox th{text-align:right}.problems li{margin:.3rem 0}.critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}
-.charts{display:flex;flex-wrap:wrap;gap:1.5rem}figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}
+*{box-sizing:border-box}body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1rem;color:#1f2328;max-width:1100px}
+h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.4rem 0 .4rem}
+.verdict{color:#fff;padding:.1rem .6rem;border-radius:4px;background:${COLORS[health.status]}}
+#identity{color:#57606a;margin:.2rem 0 1rem;overflow-wrap:anywhere}
+#first{border-left:6px solid ${COLORS[health.problems[0]?.severity ?? 'ok']};padding:.4rem .9rem;background:#f6f8fa}
+#first .what{font-size:1.2rem;margin:.3rem 0;overflow-wrap:anywhere}#first .do{font-size:1.6rem;font-weight:700;line-height:1.25;margin:.4rem 0;overflow-wrap:anywhere}
+.critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}.problems li{margin:.5rem 0;overflow-wrap:anywhere}
+.runbook{white-space:nowrap}
+.pipeline{display:flex;flex-wrap:wrap;gap:.5rem;list-style:none;padding:0;margin:0}
+.pipeline li{flex:1 1 6.5rem;border:1px solid #d0d7de;border-radius:6px;padding:.4rem .6rem}
+.pipeline .n{display:block;font-size:1.5rem;font-weight:700}.pipeline .label{display:block}.pipeline small{color:#57606a}
+table{border-collapse:collapse;width:100%;margin:.3rem 0 1rem}td,th{border-bottom:1px solid #d0d7de;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,420px),1fr));gap:1.2rem}
+figure{margin:0;min-width:0}figcaption{font-weight:600;margin-bottom:.3rem}svg{width:100%;height:auto;display:block}
+.legend{list-style:none;padding:0;margin:.3rem 0;display:flex;flex-wrap:wrap;gap:.3rem 1rem}
+.swatch{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.3rem;vertical-align:-.05rem}
+@media (max-width:600px){thead{display:none}tr{display:block;border-bottom:1px solid #d0d7de;padding:.3rem 0}
+td{display:block;border:0;padding:.05rem 0}td::before{content:attr(data-label) ": ";color:#57606a}}
 </style></head><body>
 <h1>vcu-sync <span class="verdict" id="verdict">${esc(health.status.toUpperCase())}</span></h1>
-<p><small>generated ${esc(health.generatedAt)}; refreshes every 30 s; JSON at <a href="/status">/status</a></small></p>
-<h2>Problems</h2>${problems}
-<h2>Sync freshness</h2><table id="sync"><tr><th>resource</th><th>last success</th><th>records</th><th>last run</th><th>error</th></tr>${resources}</table>
-<h2>Outbox</h2><table id="outbox"><tr><th>queued</th><th>sending</th><th>accepted</th><th>approved</th><th>rejected</th><th>failed</th><th>cancelled</th></tr><tr>${states}</tr></table>
-${s.outbox.paused ? `<p class="critical"><b>Sending paused</b> since ${esc(s.outbox.paused.since)}: ${esc(s.outbox.paused.reason)}</p>` : ''}
+<p id="identity">${esc(identityLine(health.identity, formatDuration))}</p>
+${firstProblem(health)}
+${pipeline(health, now)}
+${otherProblems(health)}
+<h2>Sync freshness</h2>${table('sync', ['resource', 'last success', 'records', 'last run', 'error'], resources)}
 <div class="charts">${durations}${depth}</div>
-<h2>Recent rejections</h2>${rejections ? `<table id="rejections"><tr><th>decided</th><th>ref</th><th>type</th><th>reason</th></tr>${rejections}</table>` : '<p>None.</p>'}
-<h2>Recent failures</h2>${failures ? `<table id="failures"><tr><th>at</th><th>ref</th><th>type</th><th>error</th></tr>${failures}</table>` : '<p>None.</p>'}
-<h2>Webhooks</h2><p>${s.webhooks.received} received and ${s.webhooks.verificationFailures} refused in the last 24h; last ${s.webhooks.lastReceivedAt ? when(s.webhooks.lastReceivedAt, now) : 'never'}.</p>
-${webhooks ? `<table id="webhooks"><tr><th>received</th><th>type</th><th>ref</th><th>outcome</th></tr>${webhooks}</table>` : ''}
+<h2>Recent rejections</h2>${table('rejections', ['decided', 'ref', 'type', 'reason'], rejections)}
+<h2>Recent failures</h2>${table('failures', ['at', 'ref', 'type', 'error'], failures)}
+<h2>Webhooks</h2><p>${s.webhooks.received} received and ${s.webhooks.verificationFailures} refused in the last 24 h; last ${s.webhooks.lastReceivedAt ? when(s.webhooks.lastReceivedAt, now) : 'never'}.</p>
+${webhooks.length ? table('webhooks', ['received', 'type', 'ref', 'outcome'], webhooks) : ''}
+<p><small>generated ${esc(health.generatedAt)}; refreshes every 30 s; JSON at <a href="/status">/status</a>; <a href="/runbook">runbook</a></small></p>
 </body></html>`;
 }

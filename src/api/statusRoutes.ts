@@ -4,6 +4,7 @@ import { readSeries } from '../health/series.js';
 import type { Metrics } from '../metrics.js';
 import { getHealth, type Health } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
+import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { renderStatusPage } from './statusPage.js';
 
 const OUTBOX_STATES = ['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled'];
@@ -15,6 +16,17 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
     path: '/healthz',
     summary: 'Liveness: the process answers',
     responses: { '200': '{ ok: true }' },
+    public: true,
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    summary:
+      'Readiness: 200 when the database takes writes, its schema is current, both listeners are up and sending is not paused',
+    responses: {
+      '200': '{ ready: true, reasons: [] }',
+      '503': '{ ready: false, reasons: [...] }, one line per reason',
+    },
     public: true,
   },
   {
@@ -37,6 +49,14 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
     responses: { '200': 'HTML' },
     produces: 'text/html',
   },
+  {
+    method: 'get',
+    path: '/runbook',
+    summary: "README's runbook section: what each status problem code means and what to do (anchors by code)",
+    responses: { '200': 'HTML', '404': 'README not installed' },
+    produces: 'text/html',
+    public: true,
+  },
   { method: 'get', path: '/openapi.json', summary: 'This document', responses: { '200': 'OpenAPI 3.1' } },
 ];
 
@@ -46,6 +66,28 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
   metrics.outboxOldestQueuedAge.set(
     s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
+  );
+  const id = health.identity;
+  metrics.buildInfo.reset();
+  metrics.buildInfo.set(
+    {
+      version: id.version,
+      instance: id.instance,
+      operator_host: id.operatorHost ?? '',
+      database_kind: id.database.kind,
+      database: id.database.location,
+      node: id.node,
+    },
+    1,
+  );
+  if (id.startedAt) metrics.startTime.set(Date.parse(id.startedAt) / 1000);
+  metrics.status.set(health.exitCode);
+  // Only the problems present now: a resolved one's series goes stale and its alert resolves.
+  metrics.problem.reset();
+  for (const p of health.problems) metrics.problem.set({ code: p.code, severity: p.severity }, 1);
+  metrics.decisionsAwaiting.set(s.outbox.byState.accepted ?? 0);
+  metrics.decisionOldestAge.set(
+    s.outbox.oldestAcceptedAt ? Math.max(0, (now - Date.parse(s.outbox.oldestAcceptedAt)) / 1000) : 0,
   );
   for (const r of s.resources) {
     metrics.mirrorRecords.set({ resource: r.resource }, r.records);
@@ -59,7 +101,7 @@ export function registerStatusRoutes(
   ctx: AppContext,
   openapi: () => Record<string, unknown>,
 ): void {
-  const health = () => getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now());
+  const health = () => getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now(), ctx.startedAt);
   app.get('/status', (c) => {
     const h = health();
     return c.json(h, h.status === 'critical' ? 503 : 200);
@@ -74,6 +116,12 @@ export function registerStatusRoutes(
   app.get('/', (c) => {
     const now = ctx.clock.now();
     return c.html(renderStatusPage(health(), readSeries(ctx.database.sqlite, now), now));
+  });
+  app.get('/runbook', (c) => {
+    const markdown = readRunbookMarkdown();
+    if (!markdown)
+      return c.text('README.md is not installed beside the code: see the Runbook section there', 404);
+    return c.html(renderRunbook(markdown));
   });
   app.get('/openapi.json', (c) => c.json(openapi()));
 }

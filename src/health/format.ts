@@ -1,4 +1,5 @@
 import type { Health } from '../status.js';
+import { identityLine } from './identity.js';
 import { formatDuration } from './rules.js';
 
 /** `vcu-sync status` for people: the verdict, the worst problem first with what to do, then a short table. */
@@ -8,6 +9,7 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `vcu-sync ${verdict}${health.problems.length ? `: ${health.problems.length} problem${health.problems.length === 1 ? '' : 's'}` : ''}`,
   );
+  lines.push(identityLine(health.identity, formatDuration));
   for (const p of health.problems) {
     lines.push(`  [${p.severity}] ${p.code}: ${p.message}`);
     lines.push(`      → ${p.action}`);
@@ -24,6 +26,10 @@ export function formatHealth(health: Health, now: number): string {
     .join(', ');
   lines.push('');
   lines.push(`outbox: ${states || 'empty'}${health.snapshot.outbox.paused ? ' (sending PAUSED)' : ''}`);
+  const { oldestAcceptedAt, finishedSince } = health.snapshot.outbox;
+  lines.push(
+    `decisions: ${health.snapshot.outbox.byState.accepted ?? 0} awaiting${oldestAcceptedAt ? ` (oldest ${formatDuration(now - Date.parse(oldestAcceptedAt))})` : ''}; last 24h ${finishedSince.approved ?? 0} approved, ${finishedSince.rejected ?? 0} rejected, ${finishedSince.failed ?? 0} failed`,
+  );
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );

@@ -8,10 +8,34 @@ import type { HealthSnapshot } from './snapshot.js';
 
 export type Severity = 'ok' | 'warning' | 'critical';
 
+/**
+ * Every problem code the rules can raise, once, with the severities it can have. Each is a heading
+ * of README's runbook, an alert in config/vcu-sync.alerts.yml per severity and a `code` label of
+ * `vcu_sync_problem`; a test checks all three.
+ */
+export const PROBLEM_SEVERITIES = {
+  'no-database': ['critical'],
+  'operator-auth': ['critical'],
+  'sync-failed': ['warning'],
+  'sync-never': ['warning'],
+  'sync-stale': ['warning'],
+  'sending-paused': ['critical'],
+  'operations-failed': ['warning'],
+  'queue-old': ['warning', 'critical'],
+  'decision-overdue': ['warning'],
+  'operations-rejected': ['warning'],
+  'decision-conflict': ['critical'],
+  'webhook-verification-failed': ['warning'],
+  'webhook-unmatched': ['warning'],
+  'records-quarantined': ['warning'],
+} as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
+export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
+export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
+
 export interface Problem {
   severity: Exclude<Severity, 'ok'>;
   /** Stable identifier, also the README runbook's heading. */
-  code: string;
+  code: ProblemCode;
   /** What is wrong, with the figures. */
   message: string;
   /** What the on-call engineer should do. */
@@ -27,6 +51,8 @@ export interface RuleInputs {
   stalePeriods: number;
   /** An accepted operation undecided this long is flagged, hours. */
   decisionWarnHours: number;
+  /** More accepted operations than this waiting for a decision is flagged. */
+  decisionWarnCount: number;
 }
 
 /** Queued work older than this is a warning, then critical (ms). */
@@ -121,13 +147,19 @@ function outboxProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[]
         'check the operator is reachable and the daemon running; vcu-sync outbox list shows last errors',
     });
   }
-  if (outbox.awaitingDecision > 0) {
+  const waiting = outbox.byState.accepted ?? 0;
+  if (outbox.awaitingDecision > 0 || waiting > inputs.decisionWarnCount) {
+    const oldest = ageMs(outbox.oldestAcceptedAt, inputs.now);
+    const why =
+      outbox.awaitingDecision > 0
+        ? `${outbox.awaitingDecision} of them for over ${inputs.decisionWarnHours}h`
+        : `more than ${inputs.decisionWarnCount}`;
     problems.push({
       severity: 'warning',
       code: 'decision-overdue',
-      message: `${outbox.awaitingDecision} accepted operation${outbox.awaitingDecision === 1 ? '' : 's'} without a decision for over ${inputs.decisionWarnHours}h`,
+      message: `${waiting} accepted operation${waiting === 1 ? '' : 's'} waiting for a decision (${why}; oldest ${oldest === null ? '-' : formatDuration(oldest)})`,
       action:
-        'ask the operator about them; check webhook delivery (webhook listener reachable, secret right)',
+        'check webhook delivery first (webhook listener reachable from the operator, secret right, vcu-sync status shows webhooks received); then ask the operator about the oldest refs (vcu-sync outbox list --state accepted)',
     });
   }
   if (snapshot.rejections.since > 0) {

@@ -37,6 +37,10 @@ export interface HealthSnapshot {
     /** Accepted rows with no decision, accepted before the cutoff. */
     awaitingDecision: number;
     oldestAwaitingAt: string | null;
+    /** When the oldest accepted row still waiting for a decision was accepted (any age). */
+    oldestAcceptedAt: string | null;
+    /** Decided or ended in the recent window, by final state (approved, rejected, failed, cancelled). */
+    finishedSince: Record<string, number>;
     recentFailures: Array<{ ref: string; operationType: string; error: string | null; at: string }>;
   };
   rejections: {
@@ -103,6 +107,19 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
       .prepare(`SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')`)
       .pluck()
       .get() as string | null;
+    const oldestAcceptedAt = sqlite
+      .prepare(`SELECT min(accepted_at) FROM outbox WHERE state = 'accepted'`)
+      .pluck()
+      .get() as string | null;
+    const finishedSince: Record<string, number> = {};
+    for (const row of sqlite
+      .prepare(
+        `SELECT state, count(*) AS n FROM outbox
+         WHERE state IN ('approved', 'rejected', 'failed', 'cancelled') AND finished_at >= ? GROUP BY state`,
+      )
+      .all(window.recentSince) as Array<{ state: string; n: number }>) {
+      finishedSince[row.state] = row.n;
+    }
     const pause = readPause(sqlite);
     const awaiting = awaitingDecision(sqlite, window.decisionCutoff);
     const recentFailures = sqlite
@@ -151,6 +168,8 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
         paused: pause && { reason: pause.reason, since: pause.since },
         awaitingDecision: awaiting.length,
         oldestAwaitingAt: awaiting[0]?.accepted_at ?? null,
+        oldestAcceptedAt,
+        finishedSince,
         recentFailures,
       },
       rejections: { since: rejectedSince, recent: recentRejections },

@@ -66,6 +66,7 @@ export function createWebhookComponent(
         ctx.log.error({ event: 'webhook.server_error', error: errorMessage(err) }, 'webhook server error'),
       );
       bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
+      ctx.listeners.set('webhook-listener', bound.url);
       maintain();
       timer = setInterval(maintain, options.maintenanceMs ?? 60_000);
       timer.unref();
@@ -79,6 +80,7 @@ export function createWebhookComponent(
       timer = undefined;
       const current = listener;
       listener = undefined;
+      ctx.listeners.delete('webhook-listener');
       if (!current) return;
       await current.close(options.stopTimeoutMs ?? 5_000);
       ctx.log.info({ event: 'webhook.stopped' }, 'webhook listener stopped');

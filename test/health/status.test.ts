@@ -1,6 +1,9 @@
+import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
+import { writeDaemonRecord } from '../../src/health/daemonRecord.js';
+import { VERSION } from '../../src/health/identity.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 
@@ -122,6 +125,61 @@ describe('vcu-sync status', () => {
         expect.stringMatching(/^sync-never projects/),
       ]),
     );
+  });
+
+  it('decision-overdue: more accepted operations waiting than status.decision_warn_count, however young', () => {
+    const db = dbFile();
+    const { sqlite, close } = seedHealthy(db);
+    for (let i = 0; i < 20; i++)
+      addOutboxRow(sqlite, `acc-${i}`, 'accepted', { accepted: ago((10 + i) * MIN) });
+    close();
+    // 20 waiting is the default limit: not yet a problem.
+    expect(status(db).code).toBe(0);
+    const again = openDatabase(db);
+    addOutboxRow(again.sqlite, 'acc-20', 'accepted', { accepted: ago(5 * MIN) });
+    again.close();
+    const { code, stdout } = status(db);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(
+      /decision-overdue: 21 accepted operations waiting for a decision \(more than 20; oldest 29m\)/,
+    );
+    expect(stdout).toMatch(/decisions: 21 awaiting \(oldest 29m\)/);
+  });
+
+  it('decision-overdue: one accepted operation older than status.decision_warn_hours', () => {
+    const db = dbFile();
+    const { sqlite, close } = seedHealthy(db);
+    addOutboxRow(sqlite, 'acc-old', 'accepted', { accepted: ago(25 * 60 * MIN) });
+    close();
+    const { code, stdout } = status(db);
+    expect(code).toBe(1);
+    expect(stdout).toMatch(
+      /decision-overdue: 1 accepted operation waiting for a decision \(1 of them for over 24h; oldest 25h\)/,
+    );
+  });
+
+  it('says which vcu-sync it is: version, instance, operator, database, and the daemon uptime when one runs', () => {
+    const db = dbFile();
+    seedHealthy(db).close();
+    const idle = status(db).stdout.split('\n')[1];
+    expect(idle).toBe(
+      `vcu-sync ${VERSION} on ${hostname()} (operator not configured, sqlite ${db}), daemon not running`,
+    );
+    const again = openDatabase(db);
+    writeDaemonRecord(again.sqlite, { startedAt: ago(90 * MIN), pid: 1, instance: 'x', version: VERSION });
+    again.close();
+    const { stdout } = runNode(cliArgs(['status', '--json']), {
+      VCU_SYNC_DB: db,
+      VCU_SYNC_OPERATOR_URL: 'https://registry.example:8443/base',
+    });
+    const health = JSON.parse(stdout);
+    expect(health.identity).toMatchObject({
+      version: VERSION,
+      instance: hostname(),
+      operatorHost: 'registry.example:8443',
+      database: { kind: 'sqlite', location: db },
+    });
+    expect(health.identity.uptimeSeconds).toBeGreaterThanOrEqual(90 * 60);
   });
 
   it('exits 2 when the database does not exist', () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PUBLIC_PATHS } from '../../src/api/auth.js';
 import { createApiApp, createApiComponent } from '../../src/api/server.js';
 import type { Component } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
@@ -98,7 +99,8 @@ describe('authentication', () => {
   });
 
   it('answers 401 on every other route without the token and with a wrong one', async () => {
-    const routes = servedRoutes().filter((r) => r.path !== '/healthz');
+    const routes = servedRoutes().filter((r) => !PUBLIC_PATHS.has(r.path));
+    expect([...PUBLIC_PATHS].sort()).toEqual(['/healthz', '/readyz', '/runbook']);
     expect(routes.length).toBeGreaterThanOrEqual(15);
     for (const r of routes) {
       for (const token of [null, 'wrong-token-0123456789']) {

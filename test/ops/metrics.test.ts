@@ -46,6 +46,19 @@ describe('GET /metrics', () => {
     expect(body).toMatch(/^vcu_sync_outbox_rows\{state="queued"\} 1$/m);
     expect(body).toMatch(/^vcu_sync_mirror_records\{resource="projects"\} 15$/m);
 
+    // Which instance this is, how long it has been up, and each problem present now.
+    const id = /^vcu_sync_build_info\{([^}]*)\} 1$/m.exec(body);
+    expect(id, 'vcu_sync_build_info').not.toBeNull();
+    expect(id![1]).toContain(`operator_host="${new URL(h.sim.url).host}"`);
+    expect(id![1]).toContain('database_kind="sqlite"');
+    expect(id![1]).toMatch(/version="\d+\.\d+\.\d+"/);
+    expect(body).toMatch(/^vcu_sync_start_time_seconds \d{10}/m);
+    expect(body).toMatch(/^vcu_sync_problem\{code="operations-rejected",severity="warning"\} 1$/m);
+    expect(body).toMatch(/^vcu_sync_problem\{code="operations-failed",severity="warning"\} 1$/m);
+    expect(body).not.toMatch(/^vcu_sync_problem\{code="sending-paused"/m);
+    expect(body).toMatch(/^vcu_sync_status 1$/m);
+    expect(body).toMatch(/^vcu_sync_decisions_awaiting 0$/m);
+
     const check = await promtoolCheck(body);
     expect(check.output).toBe('');
     expect(check.code).toBe(0);

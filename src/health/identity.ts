@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { Config } from '../config.js';
+
+/**
+ * Which vcu-sync this is: what an on-call engineer needs to know before acting on a page, and what
+ * tells two instances apart in one Prometheus. Shown by the status page, `GET /status`,
+ * `vcu-sync status` and the `vcu_sync_build_info` metric, from this one function.
+ */
+export interface Identity {
+  /** package.json version. */
+  version: string;
+  /** `status.instance_name`, or the host name. */
+  instance: string;
+  /** Host (and port) of `operator.url`, or null when unset. */
+  operatorHost: string | null;
+  database: { kind: 'sqlite'; location: string };
+  /** When the daemon serving this started (ISO); null when not known (a CLI with no daemon record). */
+  startedAt: string | null;
+  /** Seconds since `startedAt`; null when not known. */
+  uptimeSeconds: number | null;
+  /** Node.js version running this process. */
+  node: string;
+}
+
+function readVersion(): string {
+  // src/health and dist/health both sit two levels below package.json.
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: string;
+  };
+  return pkg.version ?? 'unknown';
+}
+
+/** The package version, read once. */
+export const VERSION = readVersion();
+
+/** The instance name: configured, else the host name. */
+export function instanceName(config: Pick<Config, 'status'>): string {
+  return config.status.instance_name || hostname();
+}
+
+/** The identity of this configuration, as of `now`, for a daemon started at `startedAt`. */
+export function identityOf(
+  config: Pick<Config, 'status' | 'operator' | 'database'>,
+  startedAt: string | null,
+  now: number,
+): Identity {
+  const url = config.operator.url;
+  return {
+    version: VERSION,
+    instance: instanceName(config),
+    operatorHost: url && URL.canParse(url) ? new URL(url).host : null,
+    database: { kind: 'sqlite', location: config.database.path },
+    startedAt,
+    uptimeSeconds: startedAt ? Math.max(0, Math.round((now - Date.parse(startedAt)) / 1000)) : null,
+    node: process.version,
+  };
+}
+
+/** One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h". */
+export function identityLine(id: Identity, formatSeconds: (ms: number) => string): string {
+  const up =
+    id.uptimeSeconds === null ? 'daemon not running' : `up ${formatSeconds(id.uptimeSeconds * 1000)}`;
+  return `vcu-sync ${id.version} on ${id.instance} (operator ${id.operatorHost ?? 'not configured'}, ${id.database.kind} ${id.database.location}), ${up}`;
+}
