@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
-import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { createWebhookApp, createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { rereadAtStart } from '../../src/inbox/maintenance.js';
 import { getHealth } from '../../src/status.js';
 import { testContext } from '../helpers/context.js';
@@ -198,5 +198,24 @@ describe('undecided events are read again at start-up with the current vocabular
     expect(logged('operation.approved').map((l) => l.ref)).toEqual(['ref-acc']);
     // Read once more: only the still-unknown word is left, and it stays.
     expect(rereadAtStart(restarted)).toBe(0);
+  });
+
+  it('the listener does it when it starts', async () => {
+    insertOutboxRow(ctx.database.sqlite, 'ref-1', 'accepted');
+    await send(decision('ref-1', 'transaction.accepted'));
+    expect(outboxRow(ctx.database.sqlite, 'ref-1').state).toBe('accepted');
+    const webhook = {
+      ...ctx.config.webhook,
+      listen: '127.0.0.1:0',
+      decisions: { ...ctx.config.webhook.decisions, approved: ['approved', 'accepted'] },
+    };
+    const listener = createWebhookComponent({ ...ctx, config: { ...ctx.config, webhook } });
+    await listener.start();
+    try {
+      expect(outboxRow(ctx.database.sqlite, 'ref-1').state).toBe('approved');
+      expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(['applied']);
+    } finally {
+      await listener.stop();
+    }
   });
 });
