@@ -1,5 +1,6 @@
 import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
+import { canonicalWord } from './words.js';
 
 /**
  * The configuration, as the TOML file spells it (snake_case keys). Every key has a default, and
@@ -95,6 +96,51 @@ const webhookFieldsSchema = z.strictObject({
   reason: z.array(z.string().min(1)).min(1).default(['reason']),
 });
 
+/** Words compared as whole values after lower-casing and splitting on `.`, `_`, `-`, `:`, `/` and spaces. */
+const decisionWords = z.array(
+  z.string().refine((w) => canonicalWord(w) !== '', 'expected a word, not only separators'),
+);
+
+const webhookDecisionsSchema = z
+  .strictObject({
+    /** Type or status values that approve an operation (default: ["approved", "approve"]). */
+    approved: decisionWords.default(['approved', 'approve']),
+    /** Values that reject an operation (default: ["rejected", "reject", "declined", "denied", "refused"]). */
+    rejected: decisionWords.default(['rejected', 'reject', 'declined', 'denied', 'refused']),
+    /** Values that confirm a custody deposit (default: ["deposit", "deposited", "deposit_confirmed"]). */
+    deposit: decisionWords.default(['deposit', 'deposited', 'deposit_confirmed']),
+    /** Values known to decide nothing yet: stored without a warning (default: ["pending", "received", "submitted", "processing"]). */
+    neutral: decisionWords.default(['pending', 'received', 'submitted', 'processing']),
+    /** Words that may precede a value in an event type, as "transaction" in "transaction.approved" (default: ["transaction", "operation", "notification", "decision", "custody", "units", "unit"]). */
+    type_prefixes: decisionWords.default([
+      'transaction',
+      'operation',
+      'notification',
+      'decision',
+      'custody',
+      'units',
+      'unit',
+    ]),
+  })
+  .superRefine((lists, ctx) => {
+    // A word in two lists would make the vocabulary guess again: refuse it, naming the key.
+    const seen = new Map<string, string>();
+    for (const [list, words] of Object.entries(lists)) {
+      for (const [i, word] of words.entries()) {
+        const key = canonicalWord(word);
+        const other = seen.get(key);
+        if (other !== undefined && other !== list) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [list, i],
+            message: `"${word}" is also in webhook.decisions.${other}; a word may be in one list only`,
+          });
+        }
+        seen.set(key, list);
+      }
+    }
+  });
+
 const webhookSchema = z.strictObject({
   /** host:port of the webhook listener (default: "127.0.0.1:8788"). */
   listen: hostPort.default('127.0.0.1:8788'),
@@ -118,6 +164,8 @@ const webhookSchema = z.strictObject({
   token_header: z.string().min(1).default('x-webhook-token'),
   /** Where the payload's fields are read. */
   fields: webhookFieldsSchema.default(webhookFieldsSchema.parse({})),
+  /** The decision vocabulary: which type and status values decide what (see README "Webhooks"). */
+  decisions: webhookDecisionsSchema.default(webhookDecisionsSchema.parse({})),
 });
 
 const scheduleSchema = z.strictObject({

@@ -38,8 +38,13 @@ export function createMetrics() {
     }),
     webhookEvents: new Counter({
       name: 'vcu_sync_webhook_events_total',
-      help: 'Webhook requests by outcome (applied, pending, duplicate, conflict, ignored, rejected_signature, ...).',
+      help: 'Webhook requests by outcome (applied, pending, duplicate, conflict, ignored, undecided, replay, rejected_signature, ...).',
       labelNames: ['outcome'] as const,
+      registers,
+    }),
+    webhookIdReused: new Counter({
+      name: 'vcu_sync_webhook_id_reused_total',
+      help: 'Webhooks whose id was seen before with another body (stored and acted on as new events).',
       registers,
     }),
     rejections: new Counter({

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { closeAppContext, createAppContext } from '../appContext.js';
 import { loadConfig } from '../config.js';
 import { startDaemon } from '../daemon.js';
+import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { demoOperation } from './demoOperations.js';
@@ -28,6 +29,27 @@ async function freePort(preferred: number): Promise<number> {
       });
     });
   return (await tryListen(preferred)) ?? (await tryListen(0)) ?? preferred;
+}
+
+/** Longest wait at the end of the demo for operations in flight and their decisions. */
+const SETTLE_MS = 15_000;
+
+/**
+ * Lets the demo end on a settled state: every queued operation sent, and every decision the
+ * simulator scheduled delivered (and so stored: the listener answers 2xx only after the commit).
+ * Bounded, so a stuck operator cannot hold Ctrl-C hostage.
+ */
+async function settle(sqlite: Sqlite, webhooksIdle: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + SETTLE_MS;
+  const unsent = sqlite.prepare(`SELECT count(*) FROM outbox WHERE state IN ('queued', 'sending')`).pluck();
+  while ((unsent.get() as number) > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  // The simulator tracks each decision from the moment it answers /notify.
+  await Promise.race([
+    webhooksIdle(),
+    new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref()),
+  ]);
 }
 
 /**
@@ -122,6 +144,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   });
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
+  await settle(ctx.database.sqlite, () => sim.webhooksIdle());
   report();
   await daemon.stop('demo finished');
   await sim.close();

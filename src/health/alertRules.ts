@@ -88,6 +88,18 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
     action: 'look up their refs in webhook_events; another system may report under this marketplace',
     for: '15m',
   },
+  'webhook-undecided': {
+    summary:
+      'webhooks carried a decision word in no list, or a type and status that disagree; nothing applied',
+    action:
+      "SELECT event_type, event_status FROM webhook_events WHERE outcome = 'undecided'; add a real decision word to webhook.decisions and restart",
+    for: '0m',
+  },
+  'webhook-id-reused': {
+    summary: 'the operator reused webhook ids with other bodies (each recorded and applied as new)',
+    action: 'ask the operator to make webhook ids unique; SELECT * FROM webhook_events WHERE id_reused = 1',
+    for: '0m',
+  },
   'records-quarantined': {
     summary: 'records the operator sent could not be read',
     action:

@@ -27,6 +27,8 @@ export const PROBLEM_SEVERITIES = {
   'decision-conflict': ['critical'],
   'webhook-verification-failed': ['warning'],
   'webhook-unmatched': ['warning'],
+  'webhook-undecided': ['warning'],
+  'webhook-id-reused': ['warning'],
   'records-quarantined': ['warning'],
 } as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
 export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
@@ -202,6 +204,28 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
       code: 'webhook-unmatched',
       message: `${webhooks.pendingOlderThanCutoff} decision webhook${webhooks.pendingOlderThanCutoff === 1 ? '' : 's'} name operations this marketplace never queued`,
       action: 'check webhook_events for their refs; another system may be reporting under this marketplace',
+    });
+  }
+  if (webhooks.undecided > 0) {
+    const last = webhooks.lastUndecided;
+    const words = last
+      ? `type ${JSON.stringify(last.type)}, status ${JSON.stringify(last.status)}`
+      : 'unknown';
+    problems.push({
+      severity: 'warning',
+      code: 'webhook-undecided',
+      message: `${webhooks.undecided} webhook${webhooks.undecided === 1 ? '' : 's'} in the last 24h carried no decision the vocabulary can read (latest: ${words}); not applied`,
+      action:
+        "SELECT event_type, event_status, marketplaceTransactionRef FROM webhook_events WHERE outcome = 'undecided'; add real decision words to webhook.decisions and restart (undecided events are read again at start-up)",
+    });
+  }
+  if (webhooks.idReused > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'webhook-id-reused',
+      message: `${webhooks.idReused} webhook${webhooks.idReused === 1 ? '' : 's'} in the last 24h reused an earlier webhook id with another body; each was recorded and applied as a new event`,
+      action:
+        'the sender reuses message ids (a restarted counter?): ask the operator to make them unique; SELECT * FROM webhook_events WHERE id_reused = 1',
     });
   }
   const quarantined = Object.entries(snapshot.quarantine).filter(([, n]) => n > 0);

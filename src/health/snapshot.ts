@@ -55,6 +55,11 @@ export interface HealthSnapshot {
     conflicts: number;
     pendingOlderThanCutoff: number;
     lastReceivedAt: string | null;
+    /** Events in the recent window whose webhook id had been seen with another body. */
+    idReused: number;
+    /** Events in the recent window whose decision could not be read, and the latest one's words. */
+    undecided: number;
+    lastUndecided: { type: string | null; status: string | null } | null;
   };
 }
 
@@ -153,12 +158,23 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
            (SELECT max(received_at) FROM webhook_events) AS lastReceivedAt,
            (SELECT count(*) FROM webhook_rejections WHERE at >= @since) AS verificationFailures,
            (SELECT reason FROM webhook_rejections ORDER BY id DESC LIMIT 1) AS lastFailureReason,
-           (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < @cutoff) AS pendingOlderThanCutoff`,
+           (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < @cutoff) AS pendingOlderThanCutoff,
+           (SELECT count(*) FROM webhook_events WHERE id_reused = 1 AND received_at >= @since) AS idReused,
+           (SELECT count(*) FROM webhook_events WHERE outcome = 'undecided' AND received_at >= @since) AS undecided`,
       )
       .get({ since: window.recentSince, cutoff: window.decisionCutoff }) as Omit<
       HealthSnapshot['webhooks'],
-      'conflicts'
+      'conflicts' | 'lastUndecided'
     >;
+    const lastUndecided =
+      webhooks.undecided > 0
+        ? (sqlite
+            .prepare(
+              `SELECT event_type AS type, event_status AS status FROM webhook_events
+                WHERE outcome = 'undecided' ORDER BY id DESC LIMIT 1`,
+            )
+            .get() as { type: string | null; status: string | null })
+        : null;
 
     return {
       resources,
@@ -174,7 +190,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
       },
       rejections: { since: rejectedSince, recent: recentRejections },
       quarantine,
-      webhooks: { ...webhooks, conflicts: decisionConflicts(sqlite).length },
+      webhooks: { ...webhooks, lastUndecided, conflicts: decisionConflicts(sqlite).length },
     };
   });
   return read();

@@ -9,12 +9,13 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
-import { type RecordResult, recordEvent } from './correlate.js';
+import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
 import { interpretPayload } from './interpret.js';
 import { recordRejection } from './queries.js';
 import { declaredTooLarge, readBoundedBody } from './readBody.js';
 import { reportDecisionEffects } from './report.js';
 import { createVerifier } from './verifySignature.js';
+import { compileVocabulary } from './vocabulary.js';
 
 /** The path the operator posts to. */
 export const WEBHOOK_PATH = '/webhooks/operator';
@@ -107,6 +108,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
   const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
   const limit = cfg.max_body_bytes;
   const fields = cfg.fields;
+  const vocabulary = compileVocabulary(cfg.decisions);
   const app = new Hono();
 
   const refuse = (status: Refusal, reason: string, nowMs: number, close = false): Response => {
@@ -146,7 +148,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     const parsed = parseJsonObject(body.bytes);
     if (!parsed.ok) return refuse(400, parsed.reason, nowMs);
 
-    const meaning = interpretPayload(parsed.value, fields);
+    const meaning = interpretPayload(parsed.value, fields, vocabulary);
     let result: RecordResult;
     try {
       result = await queue.submit(() =>
@@ -154,6 +156,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
           webhookId: verdict.webhookId,
           receivedAt: isoAt(nowMs),
           body: parsed.text,
+          bodyHash: bodyHash(body.bytes),
           meaning,
         }),
       );
@@ -171,14 +174,14 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     if (ctx.log.isLevelEnabled('debug')) {
       ctx.log.debug(
         {
-          event: 'webhook.received',
+          event: result.replay ? 'webhook.replay' : 'webhook.received',
           webhookId: verdict.webhookId,
           type: meaning.type,
           ref: meaning.ref,
           outcome: result.outcome,
           replay: result.replay,
         },
-        'webhook stored',
+        result.replay ? 'webhook replayed (same id, same body); no effect' : 'webhook stored',
       );
     }
     return c.json({ received: true, outcome: result.outcome, replay: result.replay }, 200);

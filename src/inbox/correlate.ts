@@ -5,12 +5,13 @@
  * SQL (logs, metrics, a custody sync) are returned as {@link DecisionEffect}s for the caller to
  * report after the commit.
  */
+import { createHash } from 'node:crypto';
 import type { Sqlite } from '../db/open.js';
 import type { Interpretation } from './interpret.js';
 import { type InboxStatements, inboxStatements } from './queries.js';
 
 /** What became of one stored event (`webhook_events.outcome`). */
-export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored';
+export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored' | 'undecided';
 
 /** Something the caller reports after the commit (logs, metrics, hooks). */
 export type DecisionEffect =
@@ -18,7 +19,22 @@ export type DecisionEffect =
   | { kind: 'rejected'; ref: string; outboxId: number; reason: string | null }
   | { kind: 'conflict'; ref: string; outboxId: number; decision: string; standing: string; webhookId: string }
   | { kind: 'unexpected-state'; ref: string; outboxId: number; state: string; decision: string }
-  | { kind: 'deposit'; ids: number };
+  | { kind: 'deposit'; ids: number }
+  | {
+      kind: 'undecided';
+      ref: string | null;
+      outboxId: number | null;
+      webhookId: string;
+      type: string | null;
+      status: string | null;
+      why: string;
+    }
+  | { kind: 'id-reused'; webhookId: string; ref: string | null; outcome: EventOutcome };
+
+/** sha256 (hex) of a body: raw bytes as received, or (rows stored before body_hash) the stored text. */
+export function bodyHash(body: Uint8Array | string): string {
+  return createHash('sha256').update(body).digest('hex');
+}
 
 /** The outcome for a decision given the state of its outbox row (null: no row yet). Pure. */
 export function outcomeFor(rowState: string | null, decision: 'approved' | 'rejected'): EventOutcome {
@@ -39,8 +55,8 @@ export function outcomeFor(rowState: string | null, decision: 'approved' | 'reje
   }
 }
 
-/** Applies one decision to one row in its current state; returns the outcome and any effect. */
-function applyOne(
+/** Applies one decision to one row in its current state; returns the outcome and any effect (inbox-internal). */
+export function applyOne(
   st: InboxStatements,
   row: { id: number; state: string },
   ref: string,
@@ -117,6 +133,8 @@ export interface IncomingEvent {
   receivedAt: string;
   /** The raw body as text (already known to be a JSON object). */
   body: string;
+  /** {@link bodyHash} of the raw body bytes. */
+  bodyHash: string;
   meaning: Interpretation;
 }
 
@@ -124,32 +142,46 @@ export interface IncomingEvent {
 export interface RecordResult {
   /** `duplicate` also when the webhook id was seen before (nothing stored the second time). */
   outcome: EventOutcome;
-  /** Whether this delivery repeated a webhook id already stored. */
+  /** Whether this delivery repeated a webhook id already stored with the same body. */
   replay: boolean;
+  /** Whether an earlier event had this webhook id with another body (stored and acted on as new). */
+  idReused: boolean;
   effects: DecisionEffect[];
 }
 
 /**
  * Stores one verified event and applies what it decides. Synchronous; run it inside a transaction
  * so the event and its effect commit together, and answer 2xx only after the commit.
+ * A replay is the same webhook id with the same body: nothing is stored or changed. The same id
+ * with another body is a new fact: stored (flagged `id_reused`) and acted on like any event.
  */
 export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult {
   const st = inboxStatements(sqlite);
   const { meaning, receivedAt: now } = event;
+  const replay: RecordResult = { outcome: 'duplicate', replay: true, idReused: false, effects: [] };
+  const prior = st.eventsByWebhookId.all(event.webhookId);
+  if (prior.some((p) => (p.body_hash ?? bodyHash(p.body ?? '')) === event.bodyHash)) return replay;
+  const idReused = prior.length > 0;
   const store = (outcome: EventOutcome, outboxId: number | null): boolean =>
     st.insertEvent.get(
       event.webhookId,
       now,
       meaning.type,
+      meaning.status,
       meaning.ref,
       meaning.decision,
       meaning.reason,
       event.body,
+      event.bodyHash,
+      idReused ? 1 : 0,
       outboxId,
       outcome,
       outcome === 'applied' ? now : null,
     ) !== undefined;
-  const replay: RecordResult = { outcome: 'duplicate', replay: true, effects: [] };
+  const done = (outcome: EventOutcome, effects: DecisionEffect[]): RecordResult => {
+    if (idReused) effects.push({ kind: 'id-reused', webhookId: event.webhookId, ref: meaning.ref, outcome });
+    return { outcome, replay: false, idReused, effects };
+  };
 
   if (meaning.decision === 'deposit' && meaning.deposit) {
     // Insert the event first: a replayed id must not touch custody_ids again.
@@ -158,11 +190,28 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
     for (const [kind, list] of Object.entries(meaning.deposit) as [string, string[]][]) {
       for (const id of list) ids += st.insertCustodyId.run(kind, id, now).changes;
     }
-    return { outcome: 'applied', replay: false, effects: [{ kind: 'deposit', ids }] };
+    return done('applied', [{ kind: 'deposit', ids }]);
+  }
+
+  if (meaning.undecided !== null) {
+    // Kept with its words and the row it names, so a person (or a later vocabulary) can decide it.
+    const row = meaning.ref === null ? undefined : st.outboxByRef.get(meaning.ref);
+    if (!store('undecided', row?.id ?? null)) return replay;
+    return done('undecided', [
+      {
+        kind: 'undecided',
+        ref: meaning.ref,
+        outboxId: row?.id ?? null,
+        webhookId: event.webhookId,
+        type: meaning.type,
+        status: meaning.status,
+        why: meaning.undecided,
+      },
+    ]);
   }
 
   if ((meaning.decision !== 'approved' && meaning.decision !== 'rejected') || meaning.ref === null) {
-    return store('ignored', null) ? { outcome: 'ignored', replay: false, effects: [] } : replay;
+    return store('ignored', null) ? done('ignored', []) : replay;
   }
 
   const ref = meaning.ref;
@@ -172,14 +221,14 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
   if (row?.state === 'accepted') effects.push(...applyPendingDecisions(sqlite, row.id, ref, now));
   const current = row ? st.outboxById.get(row.id) : undefined;
   if (!current) {
-    return store('pending', null) ? { outcome: 'pending', replay: false, effects } : replay;
+    return store('pending', null) ? done('pending', effects) : replay;
   }
   // Decide against a copy: if the id turns out to be a replay, the insert fails and nothing changes.
   const outcome = outcomeFor(current.state, meaning.decision);
   if (!store(outcome, current.id)) return { ...replay, effects };
   const applied = applyOne(st, current, ref, meaning.decision, meaning.reason, event.webhookId, now);
   if (applied.effect) effects.push(applied.effect);
-  return { outcome, replay: false, effects };
+  return done(outcome, effects);
 }
 
 /**

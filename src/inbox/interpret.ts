@@ -2,7 +2,12 @@
  * What a verified webhook says, by the contract's default understanding (DESIGN.md, "Webhook
  * listener"): pure, no I/O. Field names come from `config.webhook.fields`; each name is looked up at
  * the top level, then under `data`; a dotted name ("payload.ref") is a path from the top.
+ *
+ * A decision is read, never guessed: the type and the status are compared as whole values with the
+ * configured vocabulary (`config.webhook.decisions`, see `vocabulary.ts`); a word in no list decides
+ * nothing and is reported as undecided.
  */
+import { type Classified, classifyValue, type Vocabulary } from './vocabulary.js';
 
 /** Where each fact is read, first found wins (config `webhook.fields`). */
 export interface PayloadFields {
@@ -30,12 +35,16 @@ export interface DepositIds {
 export interface Interpretation {
   /** The event type, when the payload names one. */
   type: string | null;
+  /** The status value as received, when the payload has one. */
+  status: string | null;
   /** The operation's marketplaceTransactionRef, when named. */
   ref: string | null;
   decision: Decision | null;
   reason: string | null;
   /** Only for deposits. */
   deposit: DepositIds | null;
+  /** Why no decision could be read from a webhook that should carry one (null when it decides, or is not about an operation). */
+  undecided: string | null;
 }
 
 /** Longest text kept from a payload field; the full body is stored anyway. */
@@ -83,16 +92,6 @@ function firstText(payload: Obj, names: readonly string[]): string | null {
   return null;
 }
 
-/** approved / rejected / deposit from a word such as "transaction.approved" or "REJECTED". */
-export function decisionFromWord(word: string | null): Decision | null {
-  if (!word) return null;
-  const w = word.toLowerCase();
-  if (w.includes('approv')) return 'approved';
-  if (w.includes('reject') || w.includes('declin') || w.includes('denied')) return 'rejected';
-  if (w.includes('deposit')) return 'deposit';
-  return null;
-}
-
 function idsOf(payload: Obj, names: readonly string[]): string[] {
   const out = new Set<string>();
   for (const name of names) {
@@ -105,12 +104,63 @@ function idsOf(payload: Obj, names: readonly string[]): string[] {
   return [...out];
 }
 
+/** A value for messages: short, quoted (decision words are the operator's vocabulary, not personal data). */
+function quoted(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}…` : value);
+}
+
+/**
+ * The decision, or why none could be read, from what the type and the status say. Pure.
+ * Both present and deciding: they must agree. A status that is in no list decides nothing, whatever
+ * the type says. A deciding type beside a neutral status ("pending") decides nothing either.
+ * Undecided is flagged only for an event that names an operation (or contradicts itself): other
+ * events without a known word are unknown event types, stored and ignored.
+ */
+export function combine(
+  type: { text: string; is: Classified } | null,
+  status: { text: string; is: Classified } | null,
+  namesOperation: boolean,
+): { decision: Decision | null; undecided: string | null } {
+  const t = type?.is ?? null;
+  const s = status?.is ?? null;
+  const deciding = (c: Classified | null): c is Decision =>
+    c === 'approved' || c === 'rejected' || c === 'deposit';
+  const flag = (why: string) => ({ decision: null, undecided: namesOperation ? why : null });
+  if (type && status && deciding(t) && deciding(s) && t !== s) {
+    return {
+      decision: null,
+      undecided: `type ${quoted(type.text)} and status ${quoted(status.text)} disagree`,
+    };
+  }
+  // A deposit is named by its type (or status); another status beside it is not a decision.
+  if (t === 'deposit' || s === 'deposit') return { decision: 'deposit', undecided: null };
+  if (status && s === 'unknown') return flag(`status ${quoted(status.text)} is in no webhook.decisions list`);
+  if (deciding(s)) return { decision: s, undecided: null };
+  if (deciding(t)) {
+    if (status && s === 'neutral') {
+      return flag(`type ${quoted(type!.text)} decides but status ${quoted(status.text)} says not yet`);
+    }
+    return { decision: t, undecided: null };
+  }
+  if (t === 'neutral' || s === 'neutral') return { decision: null, undecided: null };
+  if (type && t === 'unknown') return flag(`type ${quoted(type.text)} is in no webhook.decisions list`);
+  return flag('names an operation but carries no type or status');
+}
+
 /** Reads a payload (already known to be a JSON object). */
-export function interpretPayload(payload: Obj, fields: PayloadFields): Interpretation {
+export function interpretPayload(
+  payload: Obj,
+  fields: PayloadFields,
+  vocabulary: Vocabulary,
+): Interpretation {
   const type = firstText(payload, fields.type);
-  const fromType = decisionFromWord(type);
-  // The type decides when it says something; a generic type ("transaction.decided") defers to status.
-  const decision = fromType ?? decisionFromWord(firstText(payload, fields.status));
+  const status = firstText(payload, fields.status);
+  const ref = firstText(payload, fields.ref);
+  const { decision, undecided } = combine(
+    type === null ? null : { text: type, is: classifyValue(type, vocabulary, true) },
+    status === null ? null : { text: status, is: classifyValue(status, vocabulary, false) },
+    ref !== null,
+  );
   const deposit =
     decision === 'deposit'
       ? {
@@ -119,11 +169,14 @@ export function interpretPayload(payload: Obj, fields: PayloadFields): Interpret
           units: idsOf(payload, DEPOSIT_FIELDS.units),
         }
       : null;
+  const aboutOperation = decision === 'approved' || decision === 'rejected' || undecided !== null;
   return {
     type,
-    ref: decision === 'deposit' ? null : firstText(payload, fields.ref),
+    status,
+    ref: decision === 'deposit' ? null : ref,
     decision,
-    reason: decision === 'rejected' || decision === 'approved' ? firstText(payload, fields.reason) : null,
+    reason: aboutOperation ? firstText(payload, fields.reason) : null,
     deposit,
+    undecided,
   };
 }

@@ -7,7 +7,7 @@ import type { AppContext, Component } from '../context.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
-import { runInboxMaintenance } from './maintenance.js';
+import { rereadAtStart, runInboxMaintenance } from './maintenance.js';
 
 export { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
 
@@ -67,6 +67,14 @@ export function createWebhookComponent(
       );
       bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
       ctx.listeners.set('webhook-listener', bound.url);
+      try {
+        rereadAtStart(ctx);
+      } catch (err) {
+        ctx.log.warn(
+          { event: 'webhook.reread_failed', error: errorMessage(err) },
+          'could not read undecided webhooks again',
+        );
+      }
       maintain();
       timer = setInterval(maintain, options.maintenanceMs ?? 60_000);
       timer.unref();

@@ -7,6 +7,8 @@ import type { AppContext } from '../context.js';
 import { sweepPendingDecisions } from './correlate.js';
 import { pruneRejections } from './queries.js';
 import { reportDecisionEffects } from './report.js';
+import { rereadUndecided } from './reread.js';
+import { compileVocabulary } from './vocabulary.js';
 
 /** Refusals older than this are deleted. */
 export const REJECTION_RETENTION_MS = 7 * 24 * 3600 * 1000;
@@ -31,4 +33,25 @@ export function runInboxMaintenance(
     ctx.log.info({ event: 'webhook.maintenance', applied: effects.length, pruned }, 'inbox maintenance');
   }
   return { applied: effects.length, pruned };
+}
+
+/** Reads undecided events again with the configured vocabulary (at start-up); returns how many now decide. */
+export function rereadAtStart(
+  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'hooks' | 'config'>,
+): number {
+  const { sqlite } = ctx.database;
+  const cfg = ctx.config.webhook;
+  const vocabulary = compileVocabulary(cfg.decisions);
+  const nowIso = isoAt(ctx.clock.now());
+  const { resolved, effects } = sqlite
+    .transaction(() => rereadUndecided(sqlite, cfg.fields, vocabulary, nowIso))
+    .immediate();
+  reportDecisionEffects(ctx, effects);
+  if (resolved > 0) {
+    ctx.log.info(
+      { event: 'webhook.undecided.reread', resolved, applied: effects.length },
+      'undecided webhooks read again with the current webhook.decisions',
+    );
+  }
+  return resolved;
 }

@@ -46,7 +46,10 @@ function prepareAll(sqlite: Sqlite) {
         string | null,
         string | null,
         string | null,
+        string | null,
         string,
+        string,
+        number,
         number | null,
         string,
         string | null,
@@ -54,10 +57,23 @@ function prepareAll(sqlite: Sqlite) {
       { id: number }
     >(
       `INSERT INTO webhook_events
-         (webhook_id, received_at, event_type, marketplaceTransactionRef, decision, reason, body, outbox_id, outcome, applied_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (webhook_id) DO NOTHING
+         (webhook_id, received_at, event_type, event_status, marketplaceTransactionRef, decision, reason, body, body_hash, id_reused, outbox_id, outcome, applied_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (webhook_id, body_hash) DO NOTHING
        RETURNING id`,
+    ),
+    /** Earlier events with this webhook id; the body only for rows stored before body_hash was kept. */
+    eventsByWebhookId: sqlite.prepare<[string], { body_hash: string | null; body: string | null }>(
+      `SELECT body_hash, CASE WHEN body_hash IS NULL THEN body END AS body
+         FROM webhook_events WHERE webhook_id = ?`,
+    ),
+    undecidedEvents: sqlite.prepare<[], { id: number; webhook_id: string; body: string }>(
+      `SELECT id, webhook_id, body FROM webhook_events WHERE outcome = 'undecided' ORDER BY id`,
+    ),
+    /** A stored undecided event, read again: what it decides now. */
+    redecide: sqlite.prepare<[string | null, string | null, string, number | null, string | null, number]>(
+      `UPDATE webhook_events SET decision = ?, reason = ?, outcome = ?, outbox_id = ?, applied_at = ?
+        WHERE id = ?`,
     ),
     outboxByRef: sqlite.prepare<[string], OutboxRef>(
       'SELECT id, state FROM outbox WHERE marketplaceTransactionRef = ?',

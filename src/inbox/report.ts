@@ -52,6 +52,32 @@ export function reportDecisionEffects(ctx: ReportContext, effects: readonly Deci
           'decision for an operation this side had given up on; recorded, not applied',
         );
         break;
+      case 'undecided':
+        ctx.log.warn(
+          {
+            event: 'webhook.undecided',
+            ref: effect.ref,
+            outboxId: effect.outboxId,
+            webhookId: effect.webhookId,
+            type: effect.type,
+            status: effect.status,
+            why: effect.why,
+          },
+          'webhook carries no decision this vocabulary can read; stored, not applied (see webhook.decisions)',
+        );
+        break;
+      case 'id-reused':
+        ctx.metrics.webhookIdReused.inc();
+        ctx.log.warn(
+          {
+            event: 'webhook.id_reused',
+            webhookId: effect.webhookId,
+            ref: effect.ref,
+            outcome: effect.outcome,
+          },
+          'webhook id seen before with another body: recorded and acted on as a new event',
+        );
+        break;
       case 'deposit':
         ctx.log.info(
           { event: 'webhook.deposit', newIds: effect.ids },

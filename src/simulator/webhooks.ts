@@ -8,6 +8,7 @@
  *   3. the policy: approve | reject | none | alternate (approve, reject, approve, ...).
  * Delivery retries a few times with doubling backoff and never throws: the receiver may be down.
  */
+import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { JsonObject } from './types.js';
 
@@ -57,6 +58,11 @@ export class WebhookSender {
   private readonly pending = new Set<Promise<unknown>>();
   private alternate = 0;
   private msgSeq = 0;
+  /**
+   * Makes message ids unique across runs (time plus randomness): a receiver keeps ids for good, and
+   * a second run counting from 1 again would reuse every id of the first.
+   */
+  private readonly runId = `${Date.now().toString(36)}${randomBytes(4).toString('hex')}`;
   private closed = false;
 
   constructor(config: WebhookConfig = {}) {
@@ -136,7 +142,7 @@ export class WebhookSender {
   /** Signs and delivers one payload with retries. Never throws. */
   send(payload: JsonObject): Promise<SentWebhook> {
     const record: SentWebhook = {
-      id: `msg_sim_${++this.msgSeq}`,
+      id: `msg_sim_${this.runId}_${++this.msgSeq}`,
       type: String(payload.type),
       url: this.config.url ?? '',
       payload,

@@ -57,6 +57,49 @@ describe('vcu-sync demo', () => {
       expect(n("SELECT count(*) AS n FROM outbox WHERE state = 'approved'")).toBeGreaterThanOrEqual(1);
       expect(n("SELECT count(*) AS n FROM outbox WHERE state = 'sending'")).toBe(0);
       expect(n('SELECT count(*) AS n FROM webhook_events')).toBeGreaterThanOrEqual(1);
+      // The demo ends settled: every operation it queued was sent and its decision stored.
+      expect(n("SELECT count(*) AS n FROM outbox WHERE state NOT IN ('approved', 'rejected')")).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('run again in the same folder, records every decision of the second run', async () => {
+    const file = path.join(dir, 'vcu-sync.db');
+    const before = new Database(file, { readonly: true });
+    const mark = before
+      .prepare(
+        'SELECT (SELECT max(id) FROM outbox) AS outbox, (SELECT max(id) FROM webhook_events) AS events',
+      )
+      .get() as { outbox: number; events: number };
+    before.close();
+
+    const demo = spawnCli(['demo', '--seconds', '8', '--dir', dir], {});
+    const code = await demo.exited;
+    expect(code, demo.output().slice(-3000)).toBe(0);
+
+    const db = new Database(file, { readonly: true });
+    try {
+      const rows = db
+        .prepare('SELECT marketplaceTransactionRef AS ref, state FROM outbox WHERE id > ? ORDER BY id')
+        .all(mark.outbox) as Array<{ ref: string; state: string }>;
+      expect(rows.length).toBeGreaterThanOrEqual(2);
+      // Every operation of the second run was decided; none waits for a decision dropped as a replay.
+      expect(rows.filter((r) => r.state !== 'approved' && r.state !== 'rejected')).toEqual([]);
+      const events = db
+        .prepare(
+          'SELECT webhook_id, marketplaceTransactionRef AS ref, outcome, id_reused FROM webhook_events WHERE id > ? ORDER BY id',
+        )
+        .all(mark.events) as Array<{ webhook_id: string; ref: string; outcome: string; id_reused: number }>;
+      expect(events.map((e) => e.ref).sort()).toEqual(rows.map((r) => r.ref).sort());
+      expect(events.every((e) => e.outcome === 'applied' && e.id_reused === 0)).toBe(true);
+      // The simulator's webhook ids are unique across runs.
+      const reused = db
+        .prepare(
+          'SELECT count(*) AS n FROM (SELECT webhook_id FROM webhook_events GROUP BY webhook_id HAVING count(*) > 1)',
+        )
+        .get() as { n: number };
+      expect(reused.n).toBe(0);
     } finally {
       db.close();
     }
