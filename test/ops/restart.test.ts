@@ -39,7 +39,7 @@ interface Stored {
   accepted_at: string | null;
 }
 
-describe('vcu-sync run: SIGKILL mid-drain, then restart', () => {
+describe('vcu-sync run: SIGKILL mid-drain and mid-sync, then restart', () => {
   it(`hands the dead daemon's claims back at start-up: ${TOTAL} operations on ${UNITS} units all delivered while its ${600} s leases still stand`, async () => {
     const dbFile = path.join(dir, 'vcu.db');
     const refs = Array.from({ length: TOTAL }, (_, i) => `restart-${i}`);
@@ -55,7 +55,7 @@ describe('vcu-sync run: SIGKILL mid-drain, then restart', () => {
       seed.database.close();
     }
     // Leases far longer than the test: only the start-up hand-back can free the dead daemon's rows.
-    const toml = writeToml(dir, daemonToml({ onStartup: false, extra: 'lease_seconds = 600' }));
+    const toml = writeToml(dir, daemonToml({ onStartup: true, extra: 'lease_seconds = 600' }));
     const env = daemonEnv(dir, sim.url, toml);
     const reader = new Database(dbFile, { readonly: true });
     const all = () =>
@@ -67,13 +67,18 @@ describe('vcu-sync run: SIGKILL mid-drain, then restart', () => {
         .all() as Stored[];
     const count = (state: string) =>
       (reader.prepare('SELECT COUNT(*) AS n FROM outbox WHERE state = ?').get(state) as { n: number }).n;
+    const runsOf = (status: string) =>
+      reader.prepare('SELECT id FROM sync_runs WHERE status = ? ORDER BY id').pluck().all(status) as number[];
     try {
+      // The start-up sync of projects hangs on its first page: the kill finds that run `running`.
+      sim.faults.next(1, 'latency', { latencyMs: 20_000, pathPrefix: '/integration/v1/projects' });
       const first = spawnCli(['run'], env);
       await untilEvent(first, 'daemon.ready');
       await until('a third of the queue accepted', () => count('accepted') >= TOTAL / 3, 120_000);
       // The next requests hang: every dispatch slot holds a claimed row when the kill lands.
       sim.faults.next(CONCURRENCY, 'latency', { latencyMs: 20_000, pathPrefix: NOTIFY });
       await until('every slot hung on the operator', () => sim.faults.pending().length === 0, 60_000);
+      await until('the projects run started', () => runsOf('running').length > 0);
       first.child.kill('SIGKILL');
       expect(await first.exited).toBeNull();
 
@@ -85,6 +90,8 @@ describe('vcu-sync run: SIGKILL mid-drain, then restart', () => {
       expect(acceptedAtKill).toBeLessThan(TOTAL - CONCURRENCY);
       // The SIGKILLed daemon's lock file is still there; it must not block the restart.
       expect(existsSync(lockPathFor(dbFile))).toBe(true);
+      const runningAtKill = runsOf('running');
+      expect(runningAtKill.length).toBeGreaterThan(0);
 
       const second = spawnCli(['run'], env);
       await untilEvent(second, 'daemon.ready');
@@ -96,6 +103,10 @@ describe('vcu-sync run: SIGKILL mid-drain, then restart', () => {
         () => count('accepted') === TOTAL,
         120_000,
       );
+      // The dead daemon's sync run is marked interrupted, and the new daemon's own runs complete.
+      await until('start-up syncs finished', () => runsOf('running').length === 0);
+      expect(runsOf('interrupted')).toEqual(runningAtKill);
+      expect(runsOf('failed')).toEqual([]);
       second.child.kill('SIGTERM');
       expect(await second.exited, second.output().slice(-3000)).toBe(0);
       assertNoPersonalData([first.output(), second.output()]);
