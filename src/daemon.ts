@@ -1,7 +1,12 @@
+import { closeAppContext, createAppContext } from './appContext.js';
+import type { Config } from './config.js';
 import type { AppContext, Component } from './context.js';
+import { acquireOwnership } from './db/ownership.js';
 import { errorMessage } from './errors.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
+import type { Logger } from './log.js';
+import { releaseDeadClaims } from './outbox/startup.js';
 
 /** Options of {@link startDaemon}. */
 export interface DaemonOptions {
@@ -20,6 +25,43 @@ export interface Daemon {
   stop(reason: string): Promise<void>;
   /** Resolves once stop() has finished. */
   readonly stopped: Promise<void>;
+}
+
+/** A daemon's context over the database it owns. */
+export interface OwnedContext {
+  ctx: AppContext;
+  /** Closes the database (checkpointing the WAL), then gives up ownership. */
+  close(): void;
+}
+
+/**
+ * Takes ownership of the SQLite file before opening it (a refused start touches nothing), opens
+ * it, and hands the claims of the dead previous owner back to the queue, so delivery resumes at
+ * once. Throws a UserError naming the database and the running daemon's pid when another owns it.
+ */
+export async function openDaemonContext(config: Config, log: Logger): Promise<OwnedContext> {
+  const ownership = await acquireOwnership(config.database.path);
+  let ctx: AppContext;
+  try {
+    ctx = createAppContext(config, log);
+  } catch (err) {
+    ownership.release();
+    throw err;
+  }
+  try {
+    releaseDeadClaims(ctx);
+  } catch (err) {
+    closeAppContext(ctx);
+    ownership.release();
+    throw err;
+  }
+  return {
+    ctx,
+    close() {
+      closeAppContext(ctx);
+      ownership.release();
+    },
+  };
 }
 
 /** The daemon's parts in start order: listeners first (so status answers), then the loops. */

@@ -1,9 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { closeAppContext, createAppContext } from '../appContext.js';
 import { loadConfig } from '../config.js';
-import { startDaemon } from '../daemon.js';
+import { openDaemonContext, startDaemon } from '../daemon.js';
 import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -88,7 +87,12 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     },
   });
   const log = createLogger({ level: config.log.level, fd: 2 });
-  const ctx = createAppContext(config, log);
+  // A demo already running in this folder owns its database: say so and leave the simulator closed.
+  const owned = await openDaemonContext(config, log).catch(async (err: unknown) => {
+    await sim.close();
+    throw err;
+  });
+  const { ctx } = owned;
   const daemon = await startDaemon(ctx);
   const api = `http://127.0.0.1:${apiPort}`;
   const out = (line = '') => process.stdout.write(`${line}\n`);
@@ -148,7 +152,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   report();
   await daemon.stop('demo finished');
   await sim.close();
-  closeAppContext(ctx);
+  owned.close();
   out(`demo stopped; the database stays in ${config.database.path}`);
   return 0;
 }

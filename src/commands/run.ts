@@ -1,6 +1,5 @@
-import { closeAppContext, createAppContext } from '../appContext.js';
 import { type Config, requireOperator } from '../config.js';
-import { startDaemon } from '../daemon.js';
+import { openDaemonContext, startDaemon } from '../daemon.js';
 import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
@@ -8,7 +7,9 @@ import { createSdNotifier } from '../sdNotify.js';
 export async function runDaemonCommand(config: Config): Promise<number> {
   requireOperator(config);
   const log = createLogger({ level: config.log.level });
-  const ctx = createAppContext(config, log);
+  // One daemon per database: refuses (one line, the running daemon's pid) before touching it.
+  const owned = await openDaemonContext(config, log);
+  const { ctx } = owned;
   if (config.webhook.scheme === 'none') {
     log.warn(
       { event: 'webhook.unsigned' },
@@ -19,7 +20,7 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   try {
     daemon = await startDaemon(ctx);
   } catch (err) {
-    closeAppContext(ctx);
+    owned.close();
     throw err;
   }
   const notifier = createSdNotifier(log);
@@ -33,8 +34,9 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   await daemon.stopped;
   notifier.close();
   ctx.operator().close();
-  // Closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)).
-  closeAppContext(ctx);
+  // Closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)), then frees the
+  // database for the next daemon.
+  owned.close();
   log.info({ event: 'daemon.exit' }, 'database closed; exiting');
   log.flush();
   // Everything is stopped and stored; a straggler (a request past its bound) must not keep the

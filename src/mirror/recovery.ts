@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { pidAlive } from '../db/ownership.js';
 import { syncQueries } from './queries.js';
 
 /** Runs in progress in this process, by database file and run id, so a reused pid is not mistaken for them. */
@@ -13,16 +14,6 @@ export function markActive(ctx: AppContext, runId: number): void {
 
 export function markInactive(ctx: AppContext, runId: number): void {
   activeRuns.delete(runKey(ctx, runId));
-}
-
-/** Whether a process with this pid exists (EPERM means it does, owned by someone else). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -87,6 +87,11 @@ SET state = 'sending', lease_owner = @owner, lease_until = @leaseUntil, attempts
 WHERE id = @id AND ((state = 'queued' AND next_attempt_at <= @now) OR (state = 'sending' AND lease_until < @now))
 RETURNING *`;
 
+/** Back to the queue as it was before the claim: the attempt that never got an answer does not count. */
+const RELEASE = `
+UPDATE outbox SET state = 'queued', attempts = MAX(0, attempts - 1), updated_at = @now,
+  lease_owner = NULL, lease_until = NULL`;
+
 /** Only the claimant whose lease still stands may settle a row. */
 const MINE = `WHERE id = @id AND state = 'sending' AND lease_owner = @owner`;
 
@@ -114,9 +119,14 @@ function prepareAll(sqlite: Sqlite) {
       UPDATE outbox SET state = 'failed', last_error = @error, last_status = @status, finished_at = @now,
         updated_at = @now, lease_owner = NULL, lease_until = NULL ${MINE}`),
     /** Hands a claimed row back untouched (graceful stop before it was sent). */
-    release: p(`
-      UPDATE outbox SET state = 'queued', attempts = MAX(0, attempts - 1), updated_at = @now,
-        lease_owner = NULL, lease_until = NULL ${MINE}`),
+    release: p(`${RELEASE} ${MINE}`),
+    /**
+     * Hands back every claimed row, whoever claimed it: only for a process that knows every
+     * claimant is dead (the daemon that owns a SQLite file, at start-up).
+     */
+    releaseAll: p<Pick<OutboxRow, 'id' | 'marketplaceTransactionRef'>>(
+      `${RELEASE} WHERE state = 'sending' RETURNING id, marketplaceTransactionRef`,
+    ),
     insertAttempt: p(`
       INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
       VALUES (@outboxId, @startedAt, @durationMs, @statusCode, @error)`),

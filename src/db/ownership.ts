@@ -1,0 +1,167 @@
+import { closeSync, existsSync, mkdirSync, openSync, readSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import Database from 'better-sqlite3';
+import { UserError } from '../errors.js';
+
+/**
+ * One daemon per SQLite file.
+ *
+ * The daemon holds an exclusive SQLite lock on a side file, `<database>.lock`, for as long as it
+ * runs. SQLite locks are POSIX advisory locks (fcntl) that the kernel drops the moment the process
+ * ends, however it ends (SIGTERM, SIGKILL, the OOM killer, a crash in native code): a stale lock
+ * cannot exist, so a restart after a kill is never blocked, and pid reuse cannot fool it. A pid file
+ * with a liveness check (`kill(pid, 0)` plus the start time) gets both of those only approximately
+ * and its stale-file cleanup races with a second starter; Node has no flock, but SQLite brings the
+ * same kernel lock through better-sqlite3, which the daemon already loads. A side file, not the
+ * database itself: readers (`status`, `sync`, SQL readers, backups) must keep using the database.
+ *
+ * The holder writes its pid into the side file's header (`user_version`) in the transaction that
+ * takes the lock; with `locking_mode = EXCLUSIVE` the lock outlives that commit until the
+ * connection closes. A second starter that finds the lock taken reads the pid from the header's
+ * bytes directly (an advisory lock does not stop a plain read), to name the running daemon.
+ *
+ * The file is never deleted, not even on a clean stop: deleting a lock file that another process
+ * may just have opened lets a third create a new one, and two would own the database.
+ */
+
+/** Exit status of a `vcu-sync run` refused because another daemon owns the database (EX_TEMPFAIL). */
+export const EXIT_DATABASE_OWNED = 75;
+
+/** The lock a running daemon holds on its database. */
+export interface Ownership {
+  /** The side file holding the lock. */
+  readonly lockPath: string;
+  /** Releases the lock (idempotent). The file stays. */
+  release(): void;
+}
+
+/** Options of {@link acquireOwnership}. */
+export interface AcquireOptions {
+  /** How long to keep re-reading the holder's pid while it is committing it, ms (default: 2000). */
+  pidWaitMs?: number;
+}
+
+/** Locks held by this process, by lock file: a second acquire here must not read the file raw. */
+const held = new Map<string, number>();
+
+/** Whether a process with this pid exists (EPERM means it does, owned by someone else). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The side file that guards `databasePath`, from the real path, so a symlink or a relative path to
+ * the same database finds the same lock.
+ */
+export function lockPathFor(databasePath: string): string {
+  const resolved = path.resolve(databasePath);
+  if (existsSync(resolved)) return `${realpathSync(resolved)}.lock`;
+  const dir = path.dirname(resolved);
+  const realDir = existsSync(dir) ? realpathSync(dir) : dir;
+  return `${path.join(realDir, path.basename(resolved))}.lock`;
+}
+
+/** Offset and magic of a SQLite header; `user_version` is a big-endian 32-bit integer at 60. */
+const SQLITE_MAGIC = 'SQLite format 3\0';
+const USER_VERSION_AT = 60;
+
+/**
+ * The pid recorded in a lock file's header, undefined when there is none yet. Never call it on a
+ * lock this process holds: closing any descriptor of a file drops the process's fcntl locks on it.
+ */
+export function readHolderPid(lockPath: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openSync(lockPath, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const header = Buffer.alloc(100);
+    const n = readSync(fd, header, 0, header.length, 0);
+    if (n < 100 || header.toString('latin1', 0, 16) !== SQLITE_MAGIC) return undefined;
+    const pid = header.readInt32BE(USER_VERSION_AT);
+    return pid > 0 ? pid : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
+}
+
+/** The one line a refused start prints (pure). */
+export function ownedMessage(databasePath: string, pid: number | undefined): string {
+  const who = pid === undefined ? 'another vcu-sync daemon' : `another vcu-sync daemon (pid ${pid})`;
+  return `database ${databasePath} is in use by ${who}; only one daemon may run on a SQLite file`;
+}
+
+/**
+ * Takes the lock or throws a UserError (exit {@link EXIT_DATABASE_OWNED}) naming the database and
+ * the running daemon's pid. Call it before the database is opened, so a refused start touches
+ * nothing (no migration, no write).
+ */
+export async function acquireOwnership(
+  databasePath: string,
+  options: AcquireOptions = {},
+): Promise<Ownership> {
+  const dir = path.dirname(path.resolve(databasePath));
+  // As openDatabase does: create only the last folder level.
+  if (!existsSync(dir) && existsSync(path.dirname(dir))) mkdirSync(dir);
+  const lockPath = lockPathFor(databasePath);
+  const mine = held.get(lockPath);
+  if (mine !== undefined) throw new UserError(ownedMessage(databasePath, mine), EXIT_DATABASE_OWNED);
+
+  let lock: Database.Database;
+  try {
+    lock = new Database(lockPath);
+  } catch (err) {
+    throw new UserError(`database: cannot open the lock file ${lockPath}: ${(err as Error).message}`);
+  }
+  try {
+    // No waiting: a lock that is held belongs to a live process, and it keeps it.
+    lock.pragma('busy_timeout = 0');
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.exec('BEGIN EXCLUSIVE');
+    lock.pragma(`user_version = ${process.pid}`);
+    lock.exec('COMMIT');
+  } catch (err) {
+    lock.close();
+    if (!isBusy(err)) {
+      throw new UserError(`database: cannot lock ${lockPath}: ${(err as Error).message}`);
+    }
+    const pid = await holderPid(lockPath, options.pidWaitMs ?? 2_000);
+    throw new UserError(ownedMessage(databasePath, pid), EXIT_DATABASE_OWNED);
+  }
+  held.set(lockPath, process.pid);
+  return {
+    lockPath,
+    release() {
+      if (!lock.open) return;
+      lock.close();
+      held.delete(lockPath);
+    },
+  };
+}
+
+/**
+ * The running holder's pid. Between taking the lock and committing its pid, the header still names
+ * the previous (dead) holder or none: re-read briefly until it names a live process.
+ */
+async function holderPid(lockPath: string, waitMs: number): Promise<number | undefined> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const pid = readHolderPid(lockPath);
+    if (pid !== undefined && pidAlive(pid)) return pid;
+    if (Date.now() >= deadline) return undefined;
+    await delay(10);
+  }
+}

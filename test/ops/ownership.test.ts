@@ -1,0 +1,211 @@
+import { symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acquireOwnership, EXIT_DATABASE_OWNED, lockPathFor } from '../../src/db/ownership.js';
+import { UserError } from '../../src/errors.js';
+import { enqueueOperation } from '../../src/outbox/enqueue.js';
+import { claimRows, outboxQueries } from '../../src/outbox/queries.js';
+import { releaseDeadClaims } from '../../src/outbox/startup.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { tempDir, testContext } from '../helpers/context.js';
+import { apiCaller } from '../helpers/http.js';
+import { freePort } from '../helpers/net.js';
+import { capturingLogger, transfer } from '../outbox/fixtures.js';
+import { type CliChild, daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
+
+const TOKEN = 'ops-test-token-0123456789';
+let sim: Simulator;
+const dirs: Array<() => void> = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ projects: 12, webhook: { policy: 'none' } });
+});
+afterAll(async () => {
+  await sim.close();
+  for (const cleanup of dirs) cleanup();
+});
+
+function workDir(): string {
+  const { dir, cleanup } = tempDir('vcu-sync-owner-');
+  dirs.push(cleanup);
+  return dir;
+}
+
+/** Expects a refused `vcu-sync run`: exit 75 and one line naming the database and the owner's pid. */
+async function expectRefused(c: CliChild, dbFile: string, ownerPid: number): Promise<void> {
+  const code = await c.exited;
+  const lines = c.output().trim().split('\n');
+  expect(code, c.output()).toBe(EXIT_DATABASE_OWNED);
+  expect(lines).toEqual([
+    `vcu-sync: database ${dbFile} is in use by another vcu-sync daemon (pid ${ownerPid}); only one daemon may run on a SQLite file`,
+  ]);
+}
+
+describe('one daemon per SQLite file', () => {
+  it('a second `vcu-sync run` exits 75 naming the database and pid; the first keeps serving; short commands work beside it', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    const toml = writeToml(dir, daemonToml({ onStartup: false }));
+    const port = await freePort();
+    const first = spawnCli(['run'], daemonEnv(dir, sim.url, toml, { VCU_SYNC_LISTEN: `127.0.0.1:${port}` }));
+    try {
+      await untilEvent(first, 'daemon.ready');
+      const firstOutput = first.output().length;
+
+      // Its own free ports, so only the database can be what refuses it.
+      const second = spawnCli(
+        ['run'],
+        daemonEnv(dir, sim.url, toml, { VCU_SYNC_LISTEN: `127.0.0.1:${await freePort()}` }),
+      );
+      await expectRefused(second, dbFile, first.child.pid!);
+
+      // The first daemon is untouched: alive, nothing logged about it, still answering and delivering.
+      expect(first.child.exitCode).toBeNull();
+      expect(first.output().slice(firstOutput)).not.toMatch(/locked|busy|error/i);
+      const api = apiCaller(`http://127.0.0.1:${port}`, TOKEN);
+      expect((await api('GET', '/healthz', undefined, null)).status).toBe(200);
+      expect((await api('POST', '/v1/operations', transfer('owner-1', { unitId: 97_001 }))).status).toBe(201);
+      await until('owner-1 accepted', () => sim.notifications.some((n) => n.ref === 'owner-1'));
+      await until('owner-1 recorded', () => {
+        const db = new Database(dbFile, { readonly: true });
+        try {
+          const row = db
+            .prepare('SELECT state FROM outbox WHERE marketplaceTransactionRef = ?')
+            .get('owner-1') as { state: string } | undefined;
+          return row?.state === 'accepted';
+        } finally {
+          db.close();
+        }
+      });
+
+      // Short commands share the database with the running daemon.
+      const env = daemonEnv(dir, sim.url, toml);
+      const list = spawnCli(['outbox', 'list'], env);
+      expect(await list.exited, list.output()).toBe(0);
+      expect(list.output()).toContain('owner-1');
+      const status = spawnCli(['status', '--json'], env);
+      expect([0, 1, 2]).toContain(await status.exited);
+      expect(JSON.parse(status.output()).status).toBeTypeOf('string');
+      const sync = spawnCli(['sync', 'projects'], env);
+      expect(await sync.exited, sync.output()).toBe(0);
+      {
+        const db = new Database(dbFile, { readonly: true });
+        expect(db.prepare('SELECT COUNT(*) AS n FROM projects').get()).toEqual({ n: 12 });
+        db.close();
+      }
+      expect((await api('GET', '/healthz', undefined, null)).status).toBe(200);
+    } finally {
+      first.child.kill('SIGTERM');
+    }
+    expect(await first.exited, first.output().slice(-3000)).toBe(0);
+  });
+
+  it('three daemons started at once on a new database: exactly one runs, the others name its pid', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    const toml = writeToml(dir, daemonToml({ onStartup: false }));
+    const starters = await Promise.all(
+      [0, 1, 2].map(async () =>
+        spawnCli(
+          ['run'],
+          daemonEnv(dir, sim.url, toml, { VCU_SYNC_LISTEN: `127.0.0.1:${await freePort()}` }),
+        ),
+      ),
+    );
+    try {
+      await until(
+        () => `one ready, two refused:\n${starters.map((s) => s.output().slice(-500)).join('\n---\n')}`,
+        () =>
+          starters.filter((s) => s.events().some((e) => e.event === 'daemon.ready')).length === 1 &&
+          starters.filter((s) => s.child.exitCode !== null).length === 2,
+      );
+      const winner = starters.find((s) => s.child.exitCode === null)!;
+      for (const loser of starters.filter((s) => s !== winner))
+        await expectRefused(loser, dbFile, winner.child.pid!);
+    } finally {
+      for (const s of starters) if (s.child.exitCode === null) s.child.kill('SIGTERM');
+    }
+    for (const s of starters) expect([0, EXIT_DATABASE_OWNED]).toContain(await s.exited);
+  });
+});
+
+describe('acquireOwnership', () => {
+  it('refuses a second owner in the same process, by any path to the file; frees the file on release', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    writeFileSync(dbFile, '');
+    symlinkSync(dbFile, path.join(dir, 'alias.db'));
+    const owner = await acquireOwnership(dbFile);
+    for (const other of [dbFile, path.join(dir, 'alias.db'), path.join(dir, '.', 'vcu.db')]) {
+      const refused = await acquireOwnership(other).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(refused).toBeInstanceOf(UserError);
+      expect((refused as UserError).exitCode).toBe(EXIT_DATABASE_OWNED);
+      expect((refused as UserError).message).toBe(
+        `database ${other} is in use by another vcu-sync daemon (pid ${process.pid}); only one daemon may run on a SQLite file`,
+      );
+    }
+    owner.release();
+    owner.release();
+    const again = await acquireOwnership(path.join(dir, 'alias.db'));
+    expect(again.lockPath).toBe(lockPathFor(dbFile));
+    again.release();
+  });
+
+  it('a lock file that is not one gives one line naming it', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    writeFileSync(lockPathFor(dbFile), 'not a database, just text that someone left here\n'.repeat(100));
+    await expect(acquireOwnership(dbFile)).rejects.toThrow(
+      new RegExp(`^database: cannot lock ${lockPathFor(dbFile)}: `),
+    );
+  });
+});
+
+describe('releaseDeadClaims', () => {
+  it('queues every claimed row again with its attempt refunded and leaves other rows alone', () => {
+    const { log, lines } = capturingLogger();
+    const ctx = testContext();
+    try {
+      ctx.log = log;
+      for (let i = 0; i < 6; i++) enqueueOperation(ctx, transfer(`dead-${i}`, { unitId: 98_000 + i }));
+      const q = outboxQueries(ctx.database.sqlite);
+      const now = new Date().toISOString();
+      const far = new Date(Date.now() + 600_000).toISOString();
+      // Two dead processes held claims; one more row was accepted before they died.
+      ctx.database.sqlite.transaction(() => {
+        claimRows(q, { owner: 'host:1:a', now, leaseUntil: far, limit: 2 });
+        claimRows(q, { owner: 'host:2:b', now, leaseUntil: far, limit: 2 });
+      })();
+      ctx.database.sqlite
+        .prepare("UPDATE outbox SET state = 'accepted', lease_owner = NULL, lease_until = NULL WHERE id = 4")
+        .run();
+      expect(releaseDeadClaims(ctx)).toBe(3);
+      const rows = ctx.database.sqlite
+        .prepare(
+          'SELECT marketplaceTransactionRef AS ref, state, attempts, lease_owner, lease_until FROM outbox ORDER BY id',
+        )
+        .all();
+      expect(rows).toEqual([
+        { ref: 'dead-0', state: 'queued', attempts: 0, lease_owner: null, lease_until: null },
+        { ref: 'dead-1', state: 'queued', attempts: 0, lease_owner: null, lease_until: null },
+        { ref: 'dead-2', state: 'queued', attempts: 0, lease_owner: null, lease_until: null },
+        { ref: 'dead-3', state: 'accepted', attempts: 1, lease_owner: null, lease_until: null },
+        { ref: 'dead-4', state: 'queued', attempts: 0, lease_owner: null, lease_until: null },
+        { ref: 'dead-5', state: 'queued', attempts: 0, lease_owner: null, lease_until: null },
+      ]);
+      const events = lines.map((l) => JSON.parse(l) as { event?: string; rows?: number; refs?: string[] });
+      expect(events.filter((e) => e.event === 'outbox.released_at_start')).toEqual([
+        expect.objectContaining({ rows: 3, refs: ['dead-0', 'dead-1', 'dead-2'] }),
+      ]);
+      // Nothing left to hand back: no second line.
+      expect(releaseDeadClaims(ctx)).toBe(0);
+      expect(lines.filter((l) => l.includes('outbox.released_at_start'))).toHaveLength(1);
+    } finally {
+      ctx.dispose();
+    }
+  });
+});
