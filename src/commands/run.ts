@@ -1,12 +1,13 @@
 import { closeAppContext, createAppContext } from '../appContext.js';
-import { type Config, requireOperator } from '../config.js';
+import type { Config } from '../config.js';
+import { requireSettings } from '../configNeeds.js';
 import { startDaemon } from '../daemon.js';
 import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {
-  requireOperator(config);
+  requireSettings(config, 'run');
   const log = createLogger({ level: config.log.level });
   const ctx = createAppContext(config, log);
   if (config.webhook.scheme === 'none') {
