@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from './config.js';
-import { EXIT_CONFIG, errorMessage, UserError } from './errors.js';
+import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './errors.js';
 import { unsupportedNodeReason } from './nodeVersion.js';
 import { scrubText } from './redact.js';
 
@@ -174,6 +174,11 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 64;
+    if (err instanceof ConfigError && err.problems.length > 1) {
+      // One line per problem, so each missing setting can be read (and grepped) on its own.
+      for (const problem of err.problems) process.stderr.write(`vcu-sync: config: ${scrubText(problem)}\n`);
+      return err.exitCode;
+    }
     if (err instanceof UserError) {
       process.stderr.write(`vcu-sync: ${scrubText(err.message)}\n`);
       return err.exitCode;

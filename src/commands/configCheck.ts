@@ -1,8 +1,15 @@
 import { type Config, maskedConfig } from '../config.js';
+import { configNotes, requireSettings } from '../configNeeds.js';
 
-/** `vcu-sync config check`: the configuration was valid (loading it checked); print it masked. */
+/**
+ * `vcu-sync config check`: the file and environment were valid (loading them checked), and nothing
+ * `vcu-sync run` needs is missing (else exit 78, one line per missing setting); prints the
+ * configuration with secrets masked, then a note per setting that leaves a part idle.
+ */
 export async function runConfigCheck(config: Config): Promise<number> {
+  requireSettings(config, 'run');
   process.stdout.write(`${JSON.stringify(maskedConfig(config), null, 2)}\n`);
+  for (const note of configNotes(config)) process.stderr.write(`vcu-sync: note: ${note}\n`);
   process.stderr.write('vcu-sync: configuration is valid\n');
   return 0;
 }

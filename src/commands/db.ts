@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { backupDatabase } from '../db/backup.js';
 import { openDatabase } from '../db/open.js';
+import { requireDatabase } from './withContext.js';
 
 /** `vcu-sync db migrate`: applies pending migrations and says which state the schema is in. */
 export async function runDbMigrate(config: Config): Promise<number> {
@@ -19,6 +20,7 @@ export async function runDbMigrate(config: Config): Promise<number> {
 
 /** `vcu-sync db backup FILE`: an online backup, safe while the daemon writes. */
 export async function runDbBackup(config: Config, file: string): Promise<number> {
+  requireDatabase(config);
   const database = openDatabase(config.database.path, { migrate: false });
   try {
     const result = await backupDatabase(database.sqlite, file);

@@ -5,10 +5,10 @@ import { withContext } from './withContext.js';
 
 /** `vcu-sync enqueue FILE|-`. */
 export function runEnqueueCli(config: Config, file: string): Promise<number> {
-  return withContext(config, (ctx) => runEnqueueCommand(ctx, file));
+  return withContext(config, (ctx) => runEnqueueCommand(ctx, file), { create: true });
 }
 
-/** `vcu-sync outbox list|show|retry|cancel`. */
+/** `vcu-sync outbox list|show|retry|cancel`: the database must exist already. */
 export function runOutboxCli(
   config: Config,
   action: string,

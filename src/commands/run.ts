@@ -1,11 +1,12 @@
-import { type Config, requireOperator } from '../config.js';
+import type { Config } from '../config.js';
+import { requireSettings } from '../configNeeds.js';
 import { openDaemonContext, startDaemon } from '../daemon.js';
 import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {
-  requireOperator(config);
+  requireSettings(config, 'run');
   const log = createLogger({ level: config.log.level });
   // One daemon per database: refuses (one line, the running daemon's pid) before touching it.
   const owned = await openDaemonContext(config, log);

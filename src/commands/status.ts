@@ -3,11 +3,12 @@ import type { Config } from '../config.js';
 import { openDatabase } from '../db/open.js';
 import { formatHealth } from '../health/format.js';
 import { getHealth } from '../status.js';
+import { missingDatabaseMessage } from './withContext.js';
 
 /** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
 export async function runStatusCommand(config: Config, options: { json: boolean }): Promise<number> {
   if (!existsSync(config.database.path)) {
-    const message = `database ${config.database.path} does not exist: the daemon has never run with this configuration`;
+    const message = missingDatabaseMessage(config.database.path);
     if (options.json) {
       process.stdout.write(
         `${JSON.stringify({ status: 'critical', exitCode: 2, problems: [{ severity: 'critical', code: 'no-database', message, action: 'check database.path / VCU_SYNC_DB, then start the daemon' }] }, null, 2)}\n`,

@@ -1,13 +1,43 @@
+import { existsSync } from 'node:fs';
 import { closeAppContext, createAppContext } from '../appContext.js';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
+import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
+
+/** What `vcu-sync status`, `outbox` and `db backup` say when the database is not there. */
+export function missingDatabaseMessage(file: string): string {
+  return `database ${file} does not exist: the daemon has never run with this configuration`;
+}
+
+/**
+ * Only `run`, `sync`, `enqueue` and `db migrate` may create the database; a command that reads
+ * calls this first, so a mistyped path is an error instead of a new empty database.
+ */
+export function requireDatabase(config: Config): void {
+  if (!existsSync(config.database.path)) {
+    throw new UserError(
+      `${missingDatabaseMessage(config.database.path)} (check database.path / VCU_SYNC_DB)`,
+    );
+  }
+}
+
+/** Options of {@link withContext}. */
+export interface WithContextOptions {
+  /** Create (and migrate) the database when it does not exist (default: false: it must exist). */
+  create?: boolean;
+}
 
 /**
  * Runs a one-shot command with an open context, closing it afterwards whatever happens.
  * Logs go to stderr so that what a command prints on stdout stays data.
  */
-export async function withContext<T>(config: Config, fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+export async function withContext<T>(
+  config: Config,
+  fn: (ctx: AppContext) => Promise<T>,
+  options: WithContextOptions = {},
+): Promise<T> {
+  if (!options.create) requireDatabase(config);
   const log = createLogger({ level: config.log.level, fd: 2 });
   const ctx = createAppContext(config, log);
   try {

@@ -11,10 +11,18 @@ export interface BackupResult {
   tables: Record<string, number>;
 }
 
+/** Removes a database file's WAL and shared-memory files, if any. */
+function removeSidecars(file: string): void {
+  for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${file}${suffix}`, { force: true });
+}
+
 /**
  * Copies the live database to `target` with SQLite's online backup API, which takes consistent
  * snapshots while the daemon keeps writing. Writes a temporary file first and renames it, so a
  * failed backup never leaves a half file under the name asked for; an existing file is not replaced.
+ * The copy is switched out of WAL mode: a backup is one self-contained file, and opening it (to
+ * check it here, or later to read it) leaves no `-wal`/`-shm` beside it for the backup timer's
+ * clean-up to miss.
  */
 export async function backupDatabase(source: Sqlite, target: string): Promise<BackupResult> {
   if (existsSync(target)) throw new UserError(`backup: ${target} exists already; choose a new file name`);
@@ -25,10 +33,13 @@ export async function backupDatabase(source: Sqlite, target: string): Promise<Ba
     pages = result.totalPages;
   } catch (err) {
     rmSync(partial, { force: true });
+    removeSidecars(partial);
     throw new UserError(`backup: cannot write ${target}: ${(err as Error).message}`);
   }
-  const copy = new Database(partial, { readonly: true });
+  const copy = new Database(partial);
   try {
+    // The copy carries the live database's WAL flag; DELETE mode checkpoints and removes the sidecars.
+    copy.pragma('journal_mode = DELETE');
     const check = copy.pragma('quick_check', { simple: true });
     if (check !== 'ok') throw new UserError(`backup: the copy failed its integrity check: ${String(check)}`);
     const tables: Record<string, number> = {};
@@ -42,11 +53,13 @@ export async function backupDatabase(source: Sqlite, target: string): Promise<Ba
       tables[name] = copy.prepare(`SELECT count(*) FROM "${name}"`).pluck().get() as number;
     }
     copy.close();
+    removeSidecars(partial);
     renameSync(partial, target);
     return { file: target, pages, tables };
   } catch (err) {
     if (copy.open) copy.close();
     rmSync(partial, { force: true });
+    removeSidecars(partial);
     throw err;
   }
 }

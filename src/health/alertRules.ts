@@ -33,7 +33,8 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
   },
   'sync-failed': {
     summary: 'the last sync run of a resource failed',
-    action: 'journalctl -u vcu-sync (event sync.run.failed); vcu-sync sync RESOURCE retries now',
+    action:
+      'journalctl -u vcu-sync (event sync.run.finished, status failed); vcu-sync sync RESOURCE retries now',
     for: '30m',
   },
   'sync-never': {

@@ -91,7 +91,7 @@ function syncProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
         severity: 'warning',
         code: 'sync-failed',
         message: `last ${r.resource} sync failed: ${run.error ?? 'no error recorded'}`,
-        action: `read the log (event sync.run.failed); run "vcu-sync sync ${r.resource}" to retry now`,
+        action: `read the log (event sync.run.finished, status failed); run "vcu-sync sync ${r.resource}" to retry now`,
       });
     }
     if (period === null) continue;

@@ -125,7 +125,9 @@ function describeFailure(target: SyncTarget, err: unknown): string {
   if (err instanceof OperatorError) {
     const what =
       err.kind === 'auth'
-        ? 'the operator refused the API key'
+        ? err.keyNotSent
+          ? 'the operator wants an API key'
+          : 'the operator refused the API key'
         : err.kind === 'invalid-response'
           ? 'the operator answered something unreadable'
           : err.kind === 'permanent'

@@ -92,6 +92,12 @@ export class OperatorClient {
       : { apikey: key };
   }
 
+  /** Why a request with(out) auth goes out without a key; undefined when it carries one. */
+  private keyNotSent(withAuth: boolean): string | undefined {
+    if (!this.options.apiKey) return 'no API key was configured';
+    return withAuth ? undefined : 'operator.auth_on_notify = false';
+  }
+
   private url(path: string, query: ListQuery = {}): string {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
@@ -110,6 +116,7 @@ export class OperatorClient {
     stream: Request,
     status: number,
     retryAfter: string | undefined,
+    keyNotSent: string | undefined,
   ): Promise<never> {
     let text = '';
     try {
@@ -121,7 +128,7 @@ export class OperatorClient {
       // The error status is what matters; a broken error body changes nothing.
     }
     stream.destroy();
-    throw errorForStatus(status, text, retryAfter, this.clock.now());
+    throw errorForStatus(status, text, retryAfter, this.clock.now(), keyNotSent);
   }
 
   /** GETs one page (or the whole body) of a list endpoint. */
@@ -150,7 +157,7 @@ export class OperatorClient {
     const status = response.statusCode ?? 0;
     this.report(operation, status, started);
     if (status < 200 || status >= 300)
-      await this.failFromStream(stream, status, header(response, 'retry-after'));
+      await this.failFromStream(stream, status, header(response, 'retry-after'), this.keyNotSent(true));
     const type = header(response, 'content-type') ?? '';
     if (type.includes('text/html')) {
       stream.destroy();
@@ -175,7 +182,7 @@ export class OperatorClient {
       }),
     );
     if (response.statusCode === 404) return null;
-    this.throwUnlessOk(response);
+    this.throwUnlessOk(response, this.keyNotSent(true));
     try {
       return JSON.parse(response.body) as unknown;
     } catch {
@@ -200,22 +207,22 @@ export class OperatorClient {
       }),
     );
     const durationMs = this.clock.now() - started;
-    this.throwUnlessOk(response);
+    this.throwUnlessOk(response, this.keyNotSent(this.options.authOnNotify ?? true));
     return { status: response.statusCode, body: response.body, durationMs };
   }
 
   /** Throws the classified error of a non-2xx answer. */
-  private throwUnlessOk(response: {
-    statusCode: number;
-    body: string;
-    headers: http.IncomingHttpHeaders;
-  }): void {
+  private throwUnlessOk(
+    response: { statusCode: number; body: string; headers: http.IncomingHttpHeaders },
+    keyNotSent: string | undefined,
+  ): void {
     if (response.statusCode >= 200 && response.statusCode < 300) return;
     throw errorForStatus(
       response.statusCode,
       response.body,
       header(response, 'retry-after'),
       this.clock.now(),
+      keyNotSent,
     );
   }
 

@@ -10,13 +10,25 @@ export class OperatorError extends Error {
   readonly status: number | undefined;
   /** How long the operator asked us to wait (429, 503 with Retry-After), in milliseconds. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * Why the request went out without an API key ("no API key was configured", ...), when it did;
+   * a 401/403 to such a request is not the operator refusing our key.
+   */
+  readonly keyNotSent: string | undefined;
 
-  constructor(kind: OperatorErrorKind, message: string, status?: number, retryAfterMs?: number) {
+  constructor(
+    kind: OperatorErrorKind,
+    message: string,
+    status?: number,
+    retryAfterMs?: number,
+    keyNotSent?: string,
+  ) {
     super(scrubText(message));
     this.name = 'OperatorError';
     this.kind = kind;
     this.status = status;
     this.retryAfterMs = retryAfterMs;
+    this.keyNotSent = keyNotSent;
   }
 
   /** Worth trying again later (transient or rate-limited). */
@@ -59,17 +71,30 @@ export function operatorMessage(body: string): string {
   return text.replace(/\s+/g, ' ').slice(0, 200);
 }
 
-/** Classifies an HTTP error status into the error the loops act on. */
+/**
+ * Classifies an HTTP error status into the error the loops act on. `keyNotSent` says why the
+ * request carried no API key, if it did not: a 401/403 then says so instead of blaming the key.
+ */
 export function errorForStatus(
   status: number,
   body: string,
   retryAfter: string | undefined,
   nowMs: number,
+  keyNotSent?: string,
 ): OperatorError {
   const message = `operator answered ${status}: ${operatorMessage(body)}`;
   const wait = parseRetryAfter(retryAfter, nowMs);
   if (status === 429) return new OperatorError('rate-limited', message, status, wait);
-  if (status === 401 || status === 403) return new OperatorError('auth', message, status);
+  if (status === 401 || status === 403) {
+    if (keyNotSent === undefined) return new OperatorError('auth', message, status);
+    return new OperatorError(
+      'auth',
+      `operator answered ${status} to a request sent without an API key (${keyNotSent}): ${operatorMessage(body)}`,
+      status,
+      undefined,
+      keyNotSent,
+    );
+  }
   if (status === 408 || status === 425 || status >= 500)
     return new OperatorError('transient', message, status, wait);
   return new OperatorError('permanent', message, status);

@@ -61,8 +61,10 @@ describe('vcu-sync command line', () => {
     const { code, stdout } = cli(['config', 'check'], {
       VCU_SYNC_API_KEY: 'super-secret-key-1',
       VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:1',
+      VCU_SYNC_WEBHOOK_SECRET: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
     });
     expect(code).toBe(0);
+    expect(stdout).not.toContain('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
     expect(stdout).not.toContain('super-secret-key-1');
     expect(JSON.parse(stdout).operator).toMatchObject({ url: 'http://127.0.0.1:1', api_key: '********' });
   });

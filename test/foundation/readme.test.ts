@@ -1,0 +1,219 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import { configSchema } from '../../src/configSchema.js';
+import { ROOT } from '../helpers/cli.js';
+import {
+  closeScenarios,
+  EXIT_SCENARIOS,
+  GENERAL_EXIT_SCENARIOS,
+  scenarioExit,
+} from './readmeExitScenarios.js';
+
+/**
+ * README says what the program does: every log event, config key, problem code and exit code it
+ * names must exist. When this fails after a merge, the message names the missing thing: add it to
+ * the code, or correct README.
+ */
+
+const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+
+/** README's lines outside fenced code blocks, with their line numbers. */
+function proseLines(): Array<{ n: number; text: string }> {
+  let fenced = false;
+  const out: Array<{ n: number; text: string }> = [];
+  README.split('\n').forEach((text, i) => {
+    if (text.trimStart().startsWith('```')) fenced = !fenced;
+    else if (!fenced) out.push({ n: i + 1, text });
+  });
+  return out;
+}
+
+/** Every `code span` in README prose, with its line number. */
+function codeSpans(): Array<{ n: number; span: string }> {
+  return proseLines().flatMap(({ n, text }) =>
+    [...text.matchAll(/`([^`]+)`/g)].map((m) => ({ n, span: m[1]! })),
+  );
+}
+
+/** Dotted lower-case names, the shape of both config keys (`sync.page_size`) and events (`sync.run.finished`). */
+const DOTTED = /^[a-z][a-z_]*(?:\.[a-z_]+)+$/;
+
+/** Every key of the configuration, dotted as TOML spells it, sections and nested tables included. */
+function configKeys(): Set<string> {
+  const keys = new Set<string>();
+  const walk = (schema: z.core.$ZodType, prefix: string) => {
+    let s = schema;
+    while (s._zod.def.type === 'default' || s._zod.def.type === 'optional')
+      s = (s._zod.def as unknown as { innerType: z.core.$ZodType }).innerType;
+    if (s._zod.def.type !== 'object') return;
+    const shape = (s._zod.def as unknown as { shape: Record<string, z.core.$ZodType> }).shape;
+    for (const [name, child] of Object.entries(shape)) {
+      const key = prefix ? `${prefix}.${name}` : name;
+      keys.add(key);
+      walk(child, key);
+    }
+  };
+  walk(configSchema, '');
+  return keys;
+}
+
+/** The text of every TypeScript file under src/. */
+function sources(dir = path.join(ROOT, 'src')): Array<{ file: string; text: string }> {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sources(full);
+    return entry.name.endsWith('.ts')
+      ? [{ file: path.relative(ROOT, full), text: readFileSync(full, 'utf8') }]
+      : [];
+  });
+}
+
+/** Every quoted dotted name in src/ ('sync.run.finished'): where event names are written. */
+function dottedLiterals(): Set<string> {
+  const out = new Set<string>();
+  for (const { text } of sources()) {
+    for (const m of text.matchAll(/(['"`])([a-z][a-z_]*(?:\.[a-z_]+)+)\1/g)) out.add(m[2]!);
+  }
+  return out;
+}
+
+/** The README section under a `## ` heading starting with `title`, up to the next `## `. */
+function section(title: string): string {
+  const start = README.indexOf(`\n## ${title}`);
+  if (start < 0) throw new Error(`README has no "## ${title}" section`);
+  const end = README.indexOf('\n## ', start + 1);
+  return README.slice(start, end < 0 ? undefined : end);
+}
+
+describe('README names only what exists', () => {
+  it('every dotted name in a code span is a config key or an event the code logs', () => {
+    const keys = configKeys();
+    const literals = dottedLiterals();
+    const wrong: string[] = [];
+    for (const { n, span } of codeSpans()) {
+      // `operator.auth = "bearer"`: the key before " = " must exist.
+      const assigned = /^([a-z][a-z_]*(?:\.[a-z_]+)+) = /.exec(span)?.[1];
+      if (assigned) {
+        if (!keys.has(assigned)) wrong.push(`line ${n}: \`${assigned}\` is not a config key`);
+        continue;
+      }
+      if (!DOTTED.test(span) || keys.has(span)) continue;
+      if (!literals.has(span)) {
+        wrong.push(
+          `line ${n}: \`${span}\` is neither a config key nor an event logged in src/ (no string literal '${span}')`,
+        );
+      }
+    }
+    expect(wrong, wrong.join('\n')).toEqual([]);
+  });
+
+  it('every [section] in a code span is a config table', () => {
+    const keys = configKeys();
+    const wrong = codeSpans()
+      .map(({ n, span }) => ({ n, table: /^\[\[?([a-z_.]+)\]\]?$/.exec(span)?.[1] }))
+      .filter(({ table }) => table !== undefined && !keys.has(table))
+      .map(({ n, table }) => `line ${n}: [${table}] is not a config table`);
+    expect(wrong, wrong.join('\n')).toEqual([]);
+  });
+
+  it('the runbook has an entry for every status problem code, and only for those', () => {
+    const codes = new Set<string>();
+    for (const { file, text } of sources()) {
+      if (!file.startsWith(path.join('src', 'health')) && file !== path.join('src', 'commands', 'status.ts'))
+        continue;
+      for (const m of text.matchAll(/\bcode: '([a-z0-9-]+)'/g)) codes.add(m[1]!);
+    }
+    expect(codes.size).toBeGreaterThan(5);
+    const runbook = section('Runbook');
+    const documented = new Set<string>();
+    // A table row whose first cell is the code, or a heading that is the code.
+    for (const m of runbook.matchAll(/^\|\s*`([a-z0-9-]+)`\s*\|/gm)) documented.add(m[1]!);
+    for (const m of runbook.matchAll(/^#{3,4}\s+`?([a-z0-9-]+)`?\s*$/gm)) documented.add(m[1]!);
+    const undocumented = [...codes].filter((c) => !documented.has(c));
+    const unknown = [...documented].filter((c) => !codes.has(c));
+    expect(undocumented, `problem codes without a runbook entry: ${undocumented.join(', ')}`).toEqual([]);
+    expect(unknown, `runbook entries for codes the code never raises: ${unknown.join(', ')}`).toEqual([]);
+  });
+});
+
+/** The command table of "## Command line": command (e.g. "db backup") → the exit codes it documents. */
+function documentedExits(): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const m of section('Command line').matchAll(/^\| `vcu-sync ([^`]+)` \|.*\| ([^|]*) \|$/gm)) {
+    // The command's own words: `db backup FILE` → "db backup", `outbox list\|show REF` → "outbox".
+    const words: string[] = [];
+    for (const word of m[1]!.split(' ')) {
+      if (!/^[a-z]+$/.test(word)) break;
+      words.push(word);
+    }
+    const command = words.join(' ');
+    out.set(
+      command,
+      [...m[2]!.matchAll(/\b\d+\b/g)].map((d) => Number(d[0])),
+    );
+  }
+  return out;
+}
+
+/** The codes of the "Exit codes for errors:" sentence. */
+function generalExits(): number[] {
+  const sentence = /Exit codes for errors:([^.]*)/.exec(section('Command line').replace(/\n/g, ' '))?.[1];
+  if (!sentence) throw new Error('README has no "Exit codes for errors:" sentence');
+  // Codes only: not the digits of a code span such as `VCU_SYNC_DEBUG=1`.
+  const codes = [...sentence.replace(/`[^`]*`/g, '').matchAll(/\b\d+\b/g)].map((d) => Number(d[0]));
+  return [...new Set(codes)];
+}
+
+describe('README exit codes are what the commands return', () => {
+  const exits = documentedExits();
+  afterAll(closeScenarios);
+
+  it('the command table documents every command and has a way here to produce each exit code', () => {
+    expect([...exits.keys()].sort()).toEqual(
+      [
+        'config check',
+        'db backup',
+        'db migrate',
+        'demo',
+        'enqueue',
+        'outbox',
+        'run',
+        'simulator',
+        'status',
+        'sync',
+      ].sort(),
+    );
+    const missing = [...exits].flatMap(([command, codes]) =>
+      codes
+        .filter((code) => !EXIT_SCENARIOS[command]?.[code])
+        .map(
+          (code) =>
+            `README documents exit ${code} for "vcu-sync ${command}": add a scenario that produces it`,
+        ),
+    );
+    const general = generalExits()
+      .filter((code) => !GENERAL_EXIT_SCENARIOS[code])
+      .map((code) => `README's "Exit codes for errors" lists ${code}: add a scenario that produces it`);
+    expect([...missing, ...general], [...missing, ...general].join('\n')).toEqual([]);
+  });
+
+  const cases = [...exits].flatMap(([command, codes]) =>
+    codes.filter((code) => EXIT_SCENARIOS[command]?.[code]).map((code) => [command, code] as const),
+  );
+  it.each(cases)('vcu-sync %s exits %i as README says', async (command, code) => {
+    const scenario = EXIT_SCENARIOS[command]![code]!;
+    const result = await scenarioExit(scenario);
+    expect(result.code, `${scenario.what}\n${result.output.slice(-2000)}`).toBe(code);
+  });
+
+  it.each(generalExits().filter((code) => GENERAL_EXIT_SCENARIOS[code]))(
+    'exit %i means what "Exit codes for errors" says',
+    async (code) => {
+      const scenario = GENERAL_EXIT_SCENARIOS[code]!;
+      const result = await scenarioExit(scenario);
+      expect(result.code, `${scenario.what}\n${result.output.slice(-2000)}`).toBe(code);
+    },
+  );
+});
