@@ -78,7 +78,8 @@ export function buildOpenApi(specs: readonly RouteSpec[], version: string): Reco
         basic: {
           type: 'http',
           scheme: 'basic',
-          description: 'any user name, the API token as the password; GET only (for the status page in a browser)',
+          description:
+            'any user name, the API token as the password; GET only (for the status page in a browser)',
         },
       },
     },
