@@ -8,8 +8,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** What the guard looks at. */
 export interface GuardedRequest {
   method: string;
-  /** The API's own origin, scheme://host[:port] as the request's Host names it. */
-  ownOrigin: string;
+  /** The API's own origin, scheme://host[:port] as the request's Host names it (asked only when needed). */
+  ownOrigin: () => string;
   header: (name: string) => string | undefined;
 }
 
@@ -49,10 +49,10 @@ export function refusal(req: GuardedRequest): Refusal | null {
   }
   if (isSafeMethod(req.method)) return null;
   const origin = req.header('origin');
-  if (origin !== undefined && !sameOrigin(origin, req.ownOrigin)) {
+  if (origin !== undefined && !sameOrigin(origin, req.ownOrigin())) {
     return {
       status: 403,
-      message: `Origin ${JSON.stringify(origin.slice(0, 100))} is not this API (${req.ownOrigin}): cross-site ${req.method} refused`,
+      message: `Origin ${JSON.stringify(origin.slice(0, 100))} is not this API (${req.ownOrigin()}): cross-site ${req.method} refused`,
     };
   }
   const site = req.header('sec-fetch-site')?.trim().toLowerCase();
@@ -74,7 +74,7 @@ export function requestGuard(): MiddlewareHandler {
   return async (c, next) => {
     const refused = refusal({
       method: c.req.method,
-      ownOrigin: new URL(c.req.url).origin,
+      ownOrigin: () => new URL(c.req.url).origin,
       header: (name) => c.req.header(name),
     });
     if (!refused) return next();
