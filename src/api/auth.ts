@@ -11,22 +11,29 @@ export function tokenMatches(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** The token offered by a request: `Bearer <token>`, or the password of HTTP Basic (for browsers). */
-function offeredToken(header: string): string | undefined {
+/** Methods that only read: everything else changes state. */
+export function isSafeMethod(method: string): boolean {
+  return method === 'GET' || method === 'HEAD' || method === 'OPTIONS';
+}
+
+/** The credentials a request offers: `Bearer <token>`, or the password of HTTP Basic (for browsers). */
+function offeredCredentials(header: string): { scheme: 'bearer' | 'basic'; token: string } | undefined {
   const bearer = /^Bearer\s+(.+)$/i.exec(header.trim());
-  if (bearer) return bearer[1];
+  if (bearer) return { scheme: 'bearer', token: bearer[1]! };
   const basic = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(header.trim());
   if (!basic) return undefined;
   const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  return colon >= 0 ? decoded.slice(colon + 1) : undefined;
+  return colon >= 0 ? { scheme: 'basic', token: decoded.slice(colon + 1) } : undefined;
 }
 
 /**
  * Requires the API token on everything but {@link PUBLIC_PATHS}: as `Authorization: Bearer <token>`,
  * or as the password of HTTP Basic so an on-call engineer can open the status page in a browser
- * (which asks for it). With no token configured every other call is refused: an internal API that
- * writes to the outbox is never open by accident.
+ * (which asks for it). Basic is for reads only: a browser replays Basic credentials on any request
+ * to the origin, a cross-site form POST included, so a state-changing request must carry the Bearer
+ * header, which only code that holds the token can set. With no token configured every other call
+ * is refused: an internal API that writes to the outbox is never open by accident.
  */
 export function bearerAuth(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
@@ -37,11 +44,19 @@ export function bearerAuth(token: string | undefined): MiddlewareHandler {
         401,
       );
     }
-    const offered = offeredToken(c.req.header('authorization') ?? '');
-    if (offered === undefined || !tokenMatches(offered, token)) {
+    const offered = offeredCredentials(c.req.header('authorization') ?? '');
+    if (offered === undefined || !tokenMatches(offered.token, token)) {
       // Browsers prompt for Basic credentials only when challenged with it: do so for the status page.
       c.header('www-authenticate', c.req.path === '/' ? 'Basic realm="vcu-sync", charset="UTF-8"' : 'Bearer');
       return c.json({ error: 'missing or wrong bearer token' }, 401);
+    }
+    if (offered.scheme === 'basic' && !isSafeMethod(c.req.method)) {
+      return c.json(
+        {
+          error: `Basic credentials are accepted for reads only; ${c.req.method} needs Authorization: Bearer <api token>`,
+        },
+        403,
+      );
     }
     return next();
   };

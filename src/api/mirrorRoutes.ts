@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
 import {
   cursorParam,
+  decimalParam,
   fromParam,
   limitParam,
   parseQuery,
@@ -32,7 +33,7 @@ const integer = (param: string, column: string, what: string): FilterParam => ({
   param,
   column,
   op: '=',
-  schema: z.coerce.number().int().optional().describe(what),
+  schema: decimalParam(0).optional().describe(what),
 });
 const dates = (column: string): FilterParam[] => [
   { param: 'from', column, op: '>=', schema: fromParam },
@@ -78,6 +79,9 @@ const LISTS: ReadonlyArray<{ path: string; resource: ResourceName; what: string;
   { path: '/v1/custody/units', resource: 'custody_units', what: 'units in custody', filters: [] },
 ];
 
+/** What a list's cursor holds: the last key served. */
+const keyCursor = z.strictObject({ k: z.string() });
+
 function listQuerySchema(filters: FilterParam[]) {
   const shape: Record<string, z.ZodType> = { limit: limitParam, cursor: cursorParam, removed: removedParam };
   for (const f of filters) shape[f.param] = f.schema;
@@ -85,12 +89,7 @@ function listQuerySchema(filters: FilterParam[]) {
 }
 
 const changesQuery = z.strictObject({
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .optional()
-    .describe('last seq already seen (default: 0, from the start)'),
+  after: decimalParam(0).optional().describe('last seq already seen (default: 0, from the start)'),
   limit: limitParam,
   resource: z
     .string()
@@ -156,8 +155,7 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
         const value = q[f.param];
         if (value !== undefined) filters.push({ column: f.column, op: f.op, value });
       }
-      const after =
-        q.cursor === undefined ? undefined : decodeCursor<{ k: string }>(String(q.cursor), ['k']).k;
+      const after = q.cursor === undefined ? undefined : decodeCursor(String(q.cursor), keyCursor).k;
       const { rows, lastKey } = listRecords(sqlite, {
         resource: list.resource,
         filters,

@@ -23,21 +23,39 @@ export interface RouteSpec {
   produces?: string;
 }
 
+/**
+ * A query integer written as plain decimal digits, no sign, no leading zero, at most 15 digits:
+ * `Number()` would also take `0x10`, `0b11`, `" 5"`, `""`, `+5` and `1e3`, so a typo or a client
+ * bug would silently mean some other number. Documented as an integer.
+ */
+export function decimalParam(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,14})$/, 'expected a plain decimal integer, e.g. 25')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .meta({ type: 'integer', minimum: min, maximum: max, pattern: undefined });
+}
+
 /** A query parameter that is a positive page size, at most 1000. */
-export const limitParam = z.coerce
-  .number()
-  .int()
-  .min(1)
-  .max(1000)
-  .optional()
-  .describe('page size, 1-1000 (default: 100)');
+export const limitParam = decimalParam(1, 1000).optional().describe('page size, 1-1000 (default: 100)');
 /** The opaque cursor from the previous page's `next`. */
 export const cursorParam = z
   .string()
   .min(1)
   .optional()
   .describe("opaque cursor from the previous page's `next`");
-const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD');
+
+/** Whether `value` (YYYY-MM-DD) names a day of the calendar: 2023-02-29 and 2023-13-45 do not. */
+export function isCalendarDay(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}
+
+const day = z.string().refine(isCalendarDay, 'expected YYYY-MM-DD, a real date').meta({ format: 'date' });
 /** Inclusive lower date bound. */
 export const fromParam = day.optional().describe('on or after this date (YYYY-MM-DD)');
 /** Inclusive upper date bound. */

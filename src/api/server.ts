@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
@@ -11,6 +10,7 @@ import { bearerAuth } from './auth.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
 import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
+import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
 import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 
@@ -31,10 +31,10 @@ export const ROUTE_REGISTRARS: RouteRegistrar[] = [
   registerOperationsRoutes,
 ];
 
-/** Largest accepted request body, bytes. */
-const MAX_BODY_BYTES = 1024 * 1024;
-
-/** The internal API as a Hono app: bearer token on all but /healthz and /readyz, JSON errors, no stack traces. */
+/**
+ * The internal API as a Hono app: bearer token on all but /healthz, /readyz and /runbook (Basic for
+ * reads only), no cross-site or non-JSON state changes, JSON errors, no stack traces.
+ */
 export function createApiApp(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
@@ -49,18 +49,8 @@ export function createApiApp(
     return c.json(readiness, readiness.ready ? 200 : 503);
   });
   app.use('*', bearerAuth(ctx.config.api.token));
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      // The unread rest of the body makes the connection unusable: say so, or a keep-alive client
-      // sends its next request on a socket the server is about to close.
-      onError: (c) =>
-        c.json({ error: `request body is larger than ${MAX_BODY_BYTES} bytes` }, 413, {
-          connection: 'close',
-        }),
-    }),
-  );
+  // Origin, content type and declared size; bodies are read (and counted) by the routes that take one.
+  app.use('*', requestGuard());
   for (const register of registrars) register(app, ctx);
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((err, c) => {
@@ -70,7 +60,11 @@ export function createApiApp(
         err.code === 'not-found' ? 404 : err.code === 'conflict' ? 409 : 400,
       );
     }
-    if (err instanceof HTTPException) return c.json({ error: err.message }, err.status);
+    if (err instanceof HTTPException) {
+      // The unread rest of an oversized body makes the connection unusable: say so, or a keep-alive
+      // client sends its next request on a socket the server is about to close.
+      return c.json({ error: err.message }, err.status, err.status === 413 ? { connection: 'close' } : {});
+    }
     if (err instanceof UserError) return c.json({ error: err.message }, 400);
     ctx.log.error({ event: 'api.error', method: c.req.method, path: c.req.path, err }, errorMessage(err));
     return c.json({ error: 'internal error; see the daemon log' }, 500);

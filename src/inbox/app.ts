@@ -9,10 +9,10 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
+import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
 import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
 import { interpretPayload } from './interpret.js';
 import { recordRejection } from './queries.js';
-import { declaredTooLarge, readBoundedBody } from './readBody.js';
 import { reportDecisionEffects } from './report.js';
 import { createVerifier } from './verifySignature.js';
 import { compileVocabulary } from './vocabulary.js';
@@ -41,13 +41,6 @@ const REFUSAL_OUTCOME: Record<Refusal, string> = {
 };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** application/json, with or without parameters; also `application/<x>+json`. */
-export function isJsonContentType(value: string | undefined): boolean {
-  if (!value) return false;
-  const type = value.split(';', 1)[0]!.trim().toLowerCase();
-  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-}
 
 /** Parses the body as a JSON object, or says why not. Pure. */
 export function parseJsonObject(
@@ -139,8 +132,8 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     if (!isJsonContentType(c.req.header('content-type'))) {
       return refuse(415, 'content type must be application/json', nowMs);
     }
-    const body = await readBoundedBody(c.req.raw.body, limit);
-    if (!body.ok) return refuse(413, body.reason, nowMs, true);
+    const body = await readRequestBody(c, limit);
+    if (!body.ok) return refuse(body.status, body.reason, nowMs, true);
 
     const verdict = verify((name) => c.req.header(name), body.bytes, nowMs);
     if (!verdict.ok) return refuse(401, verdict.reason, nowMs);

@@ -211,9 +211,12 @@ export function validateNotification(input: unknown, defaults: ValidationDefault
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     return { ok: false, errors: [{ field: '(body)', reason: 'must be a JSON object' }] };
   }
-  // null means "not given": it is neither sent nor counted as a value.
-  const cleaned: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(input)) if (v !== null) cleaned[k] = v;
+  // null means "not given": it is neither sent nor counted as a value. Copied as own data properties
+  // (Object.fromEntries, not assignment): assigning a "__proto__" key from JSON would set the copy's
+  // prototype, and its contents would be read as fields while no unknown key shows.
+  const cleaned: Record<string, unknown> = Object.fromEntries(
+    Object.entries(input).filter(([, v]) => v !== null),
+  );
   if (cleaned.marketplaceId === undefined && defaults.marketplaceId)
     cleaned.marketplaceId = defaults.marketplaceId;
 
