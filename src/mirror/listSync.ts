@@ -216,10 +216,14 @@ async function scan(
       // A list that ignores offset and was cut at `limit` may hold more than this one page.
       if (previous && previous.count >= previous.limit)
         state.incomplete = `the list ignores offset and answered only ${previous.count} records`;
-      log.info(
-        { event: 'sync.list.same_page', resource: resource.target, offset, records: previous?.count },
-        'list ignores offset; read as one body',
-      );
+      const fields = {
+        event: 'sync.list.same_page',
+        resource: resource.target,
+        offset,
+        records: previous?.count,
+      };
+      if (state.incomplete) log.warn(fields, `list ignores offset; ${state.incomplete}`);
+      else log.info(fields, 'list ignores offset; read as one body');
       break;
     }
     if (page.whole) {
