@@ -167,6 +167,8 @@ async function scan(
     state.drifted = true;
   };
   let pages = 0;
+  let servedMost = 0;
+  let anchored = true;
   for (;;) {
     if (options.signal?.aborted) throw new RunAborted();
     const limit = effectivePageSize(config.sync.page_size, state.pageSize);
@@ -174,7 +176,7 @@ async function scan(
       async () => {
         // Each later page starts one record early: finding the previous page's last record there
         // proves nothing moved under the offsets.
-        const anchor = offset > 0 && !plan.window ? state.lastKey : null;
+        const anchor = offset > 0 && !plan.window && anchored ? state.lastKey : null;
         const at = anchor === null ? offset : offset - 1;
         const body = await ctx
           .operator()
@@ -233,7 +235,8 @@ async function scan(
       );
     }
     learnPageSize(ctx, resource, state, paging, provenCap(previous, page), limit);
-    const decision = afterPage(page, pages, config.sync.max_pages);
+    servedMost = Math.max(servedMost, page.count);
+    const decision = afterPage(page, pages, config.sync.max_pages, servedMost);
     if (decision.action === 'done') {
       if (plan.mode === 'full')
         state.logLength = page.whole ? page.count : Math.max(offset, page.offset + page.count);
@@ -245,6 +248,7 @@ async function scan(
       );
     }
     offset = decision.offset;
+    anchored = decision.anchored;
     previous = page;
   }
 

@@ -23,7 +23,8 @@ export interface PageShape {
 
 /** What the loop does after a page. */
 export type PageDecision =
-  | { action: 'next'; offset: number }
+  /** `anchored: false`: the next request starts at `offset` itself, without re-reading a record. */
+  | { action: 'next'; offset: number; anchored: boolean }
   | { action: 'done'; reason: 'empty' | 'unpaginated' }
   | { action: 'stop'; reason: 'max-pages' };
 
@@ -55,14 +56,27 @@ export function freshCount(page: PageShape): number {
  * silently, so a short page means "ask again where it stopped", at the cost of one empty page per
  * scan. `maxPages` stops a scan whose pages are full; a short page always gets the request that
  * proves the end, so a list that needs exactly `maxPages` pages still completes.
+ * `servedMost` is the longest body of this scan so far: a page holding only the re-read anchor ends
+ * the scan only once the operator was seen to serve two records at once (a cap of 1 leaves no room
+ * after the anchor); until then the next request is made without one.
  */
-export function afterPage(page: PageShape, pagesDone: number, maxPages: number): PageDecision {
-  if (freshCount(page) <= 0) return { action: 'done', reason: 'empty' };
+export function afterPage(
+  page: PageShape,
+  pagesDone: number,
+  maxPages: number,
+  servedMost: number,
+): PageDecision {
+  const next = page.offset + page.count;
+  if (freshCount(page) <= 0) {
+    if (page.skipped === 0 || servedMost >= 2) return { action: 'done', reason: 'empty' };
+    if (pagesDone > maxPages) return { action: 'stop', reason: 'max-pages' };
+    return { action: 'next', offset: next, anchored: false };
+  }
   if (page.whole) return { action: 'done', reason: 'unpaginated' };
   if (pagesDone > maxPages || (pagesDone >= maxPages && page.count >= page.limit)) {
     return { action: 'stop', reason: 'max-pages' };
   }
-  return { action: 'next', offset: page.offset + page.count };
+  return { action: 'next', offset: next, anchored: true };
 }
 
 /**

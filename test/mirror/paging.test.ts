@@ -1,4 +1,5 @@
 import path from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApiComponent } from '../../src/api/server.js';
 import { closeAppContext, createAppContext } from '../../src/appContext.js';
@@ -275,4 +276,53 @@ describe('a units log that ignores paging', () => {
       });
     });
   }
+});
+
+describe('paging on a bad day (property)', () => {
+  it('any list size, page size and silent cap: every record mirrored, only real removals, the cap learned when proven', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 120 }),
+        fc.integer({ min: 2, max: 60 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 0, max: 4 }),
+        async (n, pageSize, cap, removals) => {
+          const hh = await harness(
+            { projects: n },
+            { 'sync.page_size': pageSize, 'sync.max_remove_share': 1 },
+          );
+          try {
+            const lines = captureLog(hh.ctx);
+            expect((await runSync(hh.ctx, 'projects', { sleep: noSleep })).counts.inserted).toBe(n);
+            hh.sim.state.settings.maxPageSize = cap;
+            const ids = [...hh.sim.registry.snapshot('projects').keys()];
+            const gone = ids.filter((_, i) => i % 7 === 3).slice(0, removals);
+            for (const id of gone) hh.sim.registry.remove('projects', id);
+            const outcome = await runSync(hh.ctx, 'projects', { sleep: noSleep });
+            expect(outcome).toMatchObject({ status: 'succeeded', counts: { removed: gone.length } });
+            expectMirrorEqualsRegistry(hh, ['projects']);
+            // Proven by two pages of `cap` records, both with new ones: the first, and the next one
+            // re-reading its last (a cap of 1 leaves no room after that record, so it is never proven).
+            const m = n - gone.length;
+            const proven = cap >= 2 && cap < pageSize && m >= 2 * cap - 1;
+            expect(events(lines, 'sync.list.page_capped').map((l) => l.pageSize)).toEqual(
+              proven ? [cap] : [],
+            );
+          } finally {
+            await hh.close();
+          }
+        },
+      ),
+      {
+        numRuns: 12,
+        seed: 12,
+        // A cap of 1 (nothing fits after the re-read record), a cap equal to the page size, an empty list.
+        examples: [
+          [40, 20, 1, 2],
+          [120, 50, 50, 1],
+          [0, 10, 3, 0],
+        ],
+      },
+    );
+  });
 });
