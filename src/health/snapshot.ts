@@ -97,7 +97,11 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
         .pluck()
         .get() as number;
       const learned = sqlite
-        .prepare(`SELECT json_extract(state, '$.pageSize') FROM sync_checkpoints WHERE resource = ?`)
+        // An unreadable state counts as none learned, as the sync itself reads it.
+        .prepare(
+          `SELECT CASE WHEN json_valid(state) THEN json_extract(state, '$.pageSize') END
+           FROM sync_checkpoints WHERE resource = ?`,
+        )
         .pluck()
         .get(resource) as number | null | undefined;
       const effectivePageSize =
