@@ -115,6 +115,12 @@ export function createMetrics() {
       help: 'Age of the oldest accepted operation still waiting for a decision (0 when none).',
       registers,
     }),
+    effectivePageSize: new Gauge({
+      name: 'vcu_sync_effective_page_size',
+      help: 'The limit each public list is paged with: sync.page_size, or the operator cap learned below it.',
+      labelNames: ['resource'] as const,
+      registers,
+    }),
     mirrorRecords: new Gauge({
       name: 'vcu_sync_mirror_records',
       help: 'Records in the mirror (not removed), by resource.',

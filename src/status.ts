@@ -42,10 +42,14 @@ export function schedulePeriodMs(expression: string): number | null {
  */
 export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
   const schedule = config.sync.schedule;
-  const snapshot = readSnapshot(sqlite, {
-    recentSince: new Date(now - 24 * 3_600_000).toISOString(),
-    decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
-  });
+  const snapshot = readSnapshot(
+    sqlite,
+    {
+      recentSince: new Date(now - 24 * 3_600_000).toISOString(),
+      decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
+    },
+    config.sync.page_size,
+  );
   const { status, problems } = judge(snapshot, {
     now,
     periods: {

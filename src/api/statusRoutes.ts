@@ -91,6 +91,8 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   );
   for (const r of s.resources) {
     metrics.mirrorRecords.set({ resource: r.resource }, r.records);
+    if (r.effectivePageSize !== null)
+      metrics.effectivePageSize.set({ resource: r.resource }, r.effectivePageSize);
     if (r.lastSuccessAt)
       metrics.lastSyncSuccess.set({ resource: r.resource }, Date.parse(r.lastSuccessAt) / 1000);
   }

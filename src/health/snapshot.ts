@@ -26,6 +26,11 @@ export interface ResourceFacts {
   } | null;
   /** Records in the mirror table, not removed. */
   records: number;
+  /**
+   * Public lists: the `limit` their scans ask for, below `sync.page_size` when the operator was
+   * found to cap it (learned, kept in the checkpoint); null for custody.
+   */
+  effectivePageSize: number | null;
 }
 
 export interface HealthSnapshot {
@@ -79,7 +84,11 @@ export const SYNC_RESOURCES: ReadonlyArray<{ resource: string; table: string }> 
   { resource: 'custody', table: 'custody_projects' },
 ];
 
-export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnapshot {
+/**
+ * Reads the facts. `pageSize` is the configured `sync.page_size` (default: unknown, so
+ * `effectivePageSize` is only the learned cap, or null).
+ */
+export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: number): HealthSnapshot {
   const read = sqlite.transaction((): HealthSnapshot => {
     const resources = SYNC_RESOURCES.map(({ resource, table }): ResourceFacts => {
       const last = sqlite
@@ -96,7 +105,17 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
         .prepare(`SELECT count(*) FROM "${table}" WHERE _removed_at IS NULL`)
         .pluck()
         .get() as number;
-      return { resource, lastSuccessAt: success, lastRun: last ?? null, records };
+      const learned = sqlite
+        // An unreadable state counts as none learned, as the sync itself reads it.
+        .prepare(
+          `SELECT CASE WHEN json_valid(state) THEN json_extract(state, '$.pageSize') END
+           FROM sync_checkpoints WHERE resource = ?`,
+        )
+        .pluck()
+        .get(resource) as number | null | undefined;
+      const effectivePageSize =
+        resource === 'custody' ? null : minKnown(pageSize, typeof learned === 'number' ? learned : undefined);
+      return { resource, lastSuccessAt: success, lastRun: last ?? null, records, effectivePageSize };
     });
 
     const byState: Record<string, number> = {};
@@ -194,4 +213,10 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
     };
   });
   return read();
+}
+
+/** The smaller of two optional numbers, null when neither is known. */
+function minKnown(a: number | undefined, b: number | undefined): number | null {
+  if (a === undefined) return b ?? null;
+  return b === undefined ? a : Math.min(a, b);
 }

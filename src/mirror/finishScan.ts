@@ -2,7 +2,7 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { type RunCounts, syncQueries } from './queries.js';
 import type { ListResource } from './resources.js';
-import { logCheckpoint, type ScanState } from './scanState.js';
+import { idleCheckpoint, type ScanState } from './scanState.js';
 import { tableQueries } from './tableQueries.js';
 
 /** The run a finished scan belongs to. */
@@ -28,10 +28,10 @@ export function finishScan(
   let refusal: string | null = null;
   sqlite.transaction(() => {
     const at = isoAt(ctx.clock.now());
-    if (state.trackSeen && state.drifted) {
+    if (state.trackSeen && (state.drifted || state.incomplete !== null)) {
       ctx.log.warn(
         { event: 'sync.remove.skipped', resource: resource.target, runId: run.runId },
-        'records moved during the scan; removals wait for the next complete scan',
+        `${state.incomplete ?? 'records moved during the scan'}; removals wait for the next complete scan`,
       );
       sync.clearSeen(resource.table);
     } else if (state.trackSeen) {
@@ -49,7 +49,8 @@ export function finishScan(
       }
       sync.clearSeen(resource.table);
     }
-    if (resource.log) sync.putCheckpoint(logCheckpoint(resource, run.runId, state), at);
+    const idle = idleCheckpoint(resource, run.runId, state);
+    if (idle) sync.putCheckpoint(idle, at);
     else sync.deleteCheckpoint(resource.target);
     sync.progress(run.runId, run.counts);
   })();

@@ -3,13 +3,13 @@ import type { AppContext } from '../context.js';
 import { rawKey } from './decide.js';
 import { finishScan } from './finishScan.js';
 import { OverlapMismatch, requireCompleteOverlap, verifyOverlap } from './overlap.js';
-import { afterPage, isUnpaginated, type PageShape } from './pager.js';
+import { afterPage, effectivePageSize, type PageShape, provenCap } from './pager.js';
 import { freshFullScan, type ScanPlan } from './plan.js';
 import { type RunCounts, syncQueries } from './queries.js';
 import { readPage } from './readPage.js';
 import type { ListResource } from './resources.js';
 import { realSleep, withRetry } from './retry.js';
-import { batchCheckpoint, type ScanState } from './scanState.js';
+import { batchCheckpoint, logCheckpoint, type ScanState } from './scanState.js';
 import { tableQueries } from './tableQueries.js';
 import { type FetchedRecord, RecordWriter } from './writer.js';
 
@@ -49,8 +49,10 @@ export async function syncList(
   resource: ListResource,
   options: ListSyncOptions,
 ): Promise<ListSyncResult> {
+  // Shared by both attempts, so a page size learned before a fallback is not learned twice.
+  const paging: Paging = { pageSize: options.plan.pageSize ?? null };
   try {
-    return await scan(ctx, resource, options, options.plan);
+    return await scan(ctx, resource, options, options.plan, paging);
   } catch (err) {
     if (!(err instanceof OverlapMismatch)) throw err;
     ctx.log.warn(
@@ -63,16 +65,26 @@ export async function syncList(
       'the units overlap does not match the mirror; falling back to a full scan',
     );
     options.onModeChange?.('full');
-    return await scan(ctx, resource, options, freshFullScan());
+    return await scan(ctx, resource, options, freshFullScan(paging.pageSize), paging);
   }
 }
 
-async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOptions, plan: ScanPlan) {
+/** The operator's page-size cap as far as this run knows it. */
+interface Paging {
+  pageSize: number | null;
+}
+
+async function scan(
+  ctx: AppContext,
+  resource: ListResource,
+  options: ListSyncOptions,
+  plan: ScanPlan,
+  paging: Paging,
+): Promise<ListSyncResult> {
   const { sqlite } = ctx.database;
   const { config, clock, log } = ctx;
   const table = tableQueries(sqlite, resource);
   const sync = syncQueries(sqlite);
-  const limit = config.sync.page_size;
   const now = () => isoAt(clock.now());
 
   let trackSeen = plan.trackSeen;
@@ -100,10 +112,15 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
     verified: new Set(),
     lastKey: plan.anchor ?? null,
     drifted: plan.drifted ?? false,
+    incomplete: null,
+    pageSize: paging.pageSize,
   };
+  // Incremental runs know the log's first record: a body that starts with it is the whole log.
+  let logStartKey: string | null = null;
   if (plan.window) {
     for (const row of table.overlapRows(plan.window.start, plan.window.known))
       state.overlap.set(row.position, row);
+    logStartKey = table.overlapRows(0, 1)[0]?.key ?? null;
   }
 
   const commitBatch = sqlite.transaction((records: FetchedRecord[], nextOffset: number) => {
@@ -125,6 +142,8 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
         continue;
       }
       if (plan.window) {
+        // A whole-log body read again after earlier pages of this run: those positions are written.
+        if (position < state.logLength) continue;
         requireCompleteOverlap(state);
         state.logLength = position + 1;
       }
@@ -148,20 +167,29 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
     state.drifted = true;
   };
   let pages = 0;
+  let servedMost = 0;
+  let anchored = true;
   for (;;) {
     if (options.signal?.aborted) throw new RunAborted();
+    const limit = effectivePageSize(config.sync.page_size, state.pageSize);
     const page = await withRetry(
       async () => {
         // Each later page starts one record early: finding the previous page's last record there
         // proves nothing moved under the offsets.
-        const anchor = offset > 0 && !plan.window ? state.lastKey : null;
+        const anchor = offset > 0 && !plan.window && anchored ? state.lastKey : null;
         const at = anchor === null ? offset : offset - 1;
         const body = await ctx
           .operator()
           // The stop signal cancels a page in flight too: a GET has no effect to lose, and the
           // checkpoint of the pages already written is kept.
           .list(resource.operation, resource.path, { limit, offset: at }, { signal: options.signal });
-        return readPage(body, at, limit, previous, resource, anchor, onDrift, handle);
+        return readPage(
+          body,
+          { offset: at, limit, previous, anchor, logStartKey },
+          resource,
+          onDrift,
+          handle,
+        );
       },
       {
         attempts: config.sync.page_attempts,
@@ -187,22 +215,31 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
     options.counts.pages++;
     if (page === 'same-page') {
       if (plan.mode === 'full') state.logLength = offset;
-      log.info(
-        { event: 'sync.list.same_page', resource: resource.target, offset },
-        'list ignores offset; read as one body',
-      );
+      // A list that ignores offset and was cut at `limit` may hold more than this one page.
+      if (previous && previous.count >= previous.limit)
+        state.incomplete = `the list ignores offset and answered only ${previous.count} records`;
+      const fields = {
+        event: 'sync.list.same_page',
+        resource: resource.target,
+        offset,
+        records: previous?.count,
+      };
+      if (state.incomplete) log.warn(fields, `list ignores offset; ${state.incomplete}`);
+      else log.info(fields, 'list ignores offset; read as one body');
       break;
     }
-    if (isUnpaginated(page.count, limit)) {
+    if (page.whole) {
       log.info(
         { event: 'sync.list.unpaginated', resource: resource.target, records: page.count },
         'list ignores paging',
       );
     }
-    const decision = afterPage(page, limit, pages, config.sync.max_pages);
+    learnPageSize(ctx, resource, state, paging, provenCap(previous, page), limit);
+    servedMost = Math.max(servedMost, page.count);
+    const decision = afterPage(page, pages, config.sync.max_pages, servedMost);
     if (decision.action === 'done') {
       if (plan.mode === 'full')
-        state.logLength = isUnpaginated(page.count, limit) ? page.count : page.offset + page.count;
+        state.logLength = page.whole ? page.count : Math.max(offset, page.offset + page.count);
       break;
     }
     if (decision.action === 'stop') {
@@ -211,12 +248,40 @@ async function scan(ctx: AppContext, resource: ListResource, options: ListSyncOp
       );
     }
     offset = decision.offset;
+    anchored = decision.anchored;
     previous = page;
   }
 
   if (plan.window) {
     requireCompleteOverlap(state);
+    // A page size learned by a run that wrote nothing new is kept too.
+    if (state.pageSize !== (plan.pageSize ?? null))
+      sync.putCheckpoint(logCheckpoint(resource, options.runId, state), now());
     return { mode: plan.mode, refusal: null };
   }
   return { mode: plan.mode, refusal: finishScan(ctx, resource, options, state) };
+}
+
+/** Takes a cap two pages proved, when it is below what the scan asks: logged once, kept with the checkpoint. */
+function learnPageSize(
+  ctx: AppContext,
+  resource: ListResource,
+  state: ScanState,
+  paging: Paging,
+  cap: number | null,
+  limit: number,
+): void {
+  if (cap === null || cap >= limit) return;
+  state.pageSize = cap;
+  paging.pageSize = cap;
+  ctx.log.warn(
+    {
+      event: 'sync.list.page_capped',
+      resource: resource.target,
+      requested: limit,
+      pageSize: cap,
+      configured: ctx.config.sync.page_size,
+    },
+    `the operator serves at most ${cap} ${resource.target} per page; paging with ${cap} from now on`,
+  );
 }

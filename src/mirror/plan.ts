@@ -18,10 +18,12 @@ export interface ScanPlan {
   anchor?: string | null;
   /** The continued scan already saw drift (default: false). */
   drifted?: boolean;
+  /** The operator's cap on `limit` learned by earlier scans (default: none). */
+  pageSize?: number | null;
 }
 
-/** A fresh full scan from offset 0. */
-export function freshFullScan(): ScanPlan {
+/** A fresh full scan from offset 0, paging with the learned page size if any. */
+export function freshFullScan(pageSize: number | null = null): ScanPlan {
   return {
     mode: 'full',
     startOffset: 0,
@@ -29,6 +31,7 @@ export function freshFullScan(): ScanPlan {
     scanStartedAt: null,
     trackSeen: null,
     window: null,
+    pageSize,
   };
 }
 
@@ -42,6 +45,7 @@ export function planScan(
   full: boolean,
   overlap: number,
 ): ScanPlan {
+  const pageSize = cp?.state.pageSize ?? null;
   if (cp?.state.inScan) {
     return {
       mode: 'full',
@@ -52,6 +56,7 @@ export function planScan(
       window: null,
       anchor: cp.state.lastKey ?? null,
       drifted: cp.state.drifted ?? false,
+      pageSize,
     };
   }
   if (isLog && !full && cp?.state.logLength !== undefined) {
@@ -63,7 +68,8 @@ export function planScan(
       scanStartedAt: null,
       trackSeen: false,
       window,
+      pageSize,
     };
   }
-  return freshFullScan();
+  return freshFullScan(pageSize);
 }

@@ -28,6 +28,8 @@ export interface CheckpointState {
   lastKey?: string | null;
   /** The scan saw records move under its offsets: it must not tombstone (default: false). */
   drifted?: boolean;
+  /** The operator's silent cap on `limit`, learned by paging; kept across runs (default: none). */
+  pageSize?: number | null;
 }
 
 /** Counters of one run, as `sync_runs` stores them. */

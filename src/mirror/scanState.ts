@@ -18,6 +18,10 @@ export interface ScanState {
   lastKey: string | null;
   /** Records moved under the offsets during this scan: no tombstones from it. */
   drifted: boolean;
+  /** Why the scan may not have seen every record although it ended (null: it saw them all). */
+  incomplete: string | null;
+  /** The operator's cap on `limit`, learned by this scan or an earlier one (null: none seen). */
+  pageSize: number | null;
 }
 
 /** The checkpoint of a units log between scans: the next run reads on from `logLength`. */
@@ -28,7 +32,24 @@ export function logCheckpoint(resource: ListResource, runId: number, state: Scan
     mode: 'incremental',
     nextOffset: state.logLength,
     scanStartedAt: state.scanStartedAt,
-    state: { inScan: false, trackSeen: false, logLength: state.logLength },
+    state: { inScan: false, trackSeen: false, logLength: state.logLength, ...learned(state) },
+  };
+}
+
+/**
+ * The checkpoint of a list between scans, or null when there is nothing to keep: the next run scans
+ * afresh, and only a learned page size carries over.
+ */
+export function idleCheckpoint(resource: ListResource, runId: number, state: ScanState): Checkpoint | null {
+  if (resource.log) return logCheckpoint(resource, runId, state);
+  if (state.pageSize === null) return null;
+  return {
+    resource: resource.target,
+    runId,
+    mode: 'full',
+    nextOffset: 0,
+    scanStartedAt: state.scanStartedAt,
+    state: { inScan: false, trackSeen: false, ...learned(state) },
   };
 }
 
@@ -46,6 +67,17 @@ export function batchCheckpoint(
     mode: 'full',
     nextOffset,
     scanStartedAt: state.scanStartedAt,
-    state: { inScan: true, trackSeen: state.trackSeen, lastKey: state.lastKey, drifted: state.drifted },
+    state: {
+      inScan: true,
+      trackSeen: state.trackSeen,
+      lastKey: state.lastKey,
+      drifted: state.drifted,
+      ...learned(state),
+    },
   };
+}
+
+/** The learned page size, only when there is one (older checkpoints stay as they were). */
+function learned(state: ScanState): { pageSize?: number } {
+  return state.pageSize === null ? {} : { pageSize: state.pageSize };
 }

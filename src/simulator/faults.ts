@@ -17,6 +17,7 @@ export const FAULT_KINDS = [
   'html',
   'invalid-record',
   'drift',
+  'ignore-offset',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -94,7 +95,7 @@ const DEFAULT_PREFIX = '/integration/v1/';
 function applies(f: Fault, req: FaultRequest): boolean {
   if (!req.path.startsWith(f.pathPrefix ?? DEFAULT_PREFIX)) return false;
   if (f.method && f.method.toUpperCase() !== req.method.toUpperCase()) return false;
-  if (f.kind === 'drift') return req.isList;
+  if (f.kind === 'drift' || f.kind === 'ignore-offset') return req.isList;
   if (f.kind === 'invalid-record') return req.returnsRecords;
   return true;
 }

@@ -108,7 +108,9 @@ async function serveList(c: Context<SimEnv>, state: SimState, resource: Resource
   }
 
   if (fault?.kind === 'drift') applyDrift(state, resource, paging.offset, fault);
-  const page = registry.page(resource, paging.offset, paging.limit, keep);
+  // ignore-offset: an operator that honours limit but always answers the list's first page.
+  const offset = fault?.kind === 'ignore-offset' ? 0 : paging.offset;
+  const page = registry.page(resource, offset, paging.limit, keep);
   if (fault?.kind === 'invalid-record' && page.length > 0) {
     const i = Math.floor(page.length / 2);
     page[i] = corrupt(resource, page[i] as JsonObject, fault);

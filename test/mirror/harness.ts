@@ -1,5 +1,7 @@
+import { Writable } from 'node:stream';
 import { expect } from 'vitest';
 import type { AppContext } from '../../src/context.js';
+import { createLogger } from '../../src/log.js';
 import type { ResourceName as TableName } from '../../src/operator/fields.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
 import { normalizeRecord } from '../../src/operator/schemas.js';
@@ -43,6 +45,22 @@ export async function harness(
       await sim.close();
     },
   };
+}
+
+/** Sends the context's log lines (debug and up) to the returned array, parsed. */
+export function captureLog(ctx: AppContext): Record<string, unknown>[] {
+  const lines: Record<string, unknown>[] = [];
+  ctx.log = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split('\n'))
+          if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    }),
+  });
+  return lines;
 }
 
 /** A retry sleep that does not wait. */

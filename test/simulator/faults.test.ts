@@ -184,6 +184,17 @@ describe('deterministic fault queue', () => {
     expect(ids).toHaveLength(107);
   });
 
+  it('ignore-offset: a list answers its first page (limit honoured) whatever offset says', async () => {
+    sim = await startSimulator({ projects: 40 });
+    const all = [...sim.registry.iterate('projects')].map((p) => p.projectID);
+    sim.faults.next(1, 'ignore-offset');
+    expect((await get(sim, '/integration/v1/projects/1000')).status).toBe(200);
+    const ignored = await getArray(sim, `${P}?limit=10&offset=20`);
+    expect(ignored.map((p) => p.projectID)).toEqual(all.slice(0, 10));
+    const honoured = await getArray(sim, `${P}?limit=10&offset=20`);
+    expect(honoured.map((p) => p.projectID)).toEqual(all.slice(20, 30));
+  });
+
   it('drift waits for a list request: data reads and /notify do not consume it', async () => {
     sim = await startSimulator();
     sim.faults.next(1, 'drift');
