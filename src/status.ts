@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Sqlite } from './db/open.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
 import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
+import { maskDeep, scrubText } from './redact.js';
 
 export type { Problem, Severity } from './health/rules.js';
 
@@ -34,10 +35,13 @@ export function schedulePeriodMs(expression: string): number | null {
 /** Reads the database and judges it: the one health module everything uses. */
 export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
   const schedule = config.sync.schedule;
-  const snapshot = readSnapshot(sqlite, {
+  const read = readSnapshot(sqlite, {
     recentSince: new Date(now - 24 * 3_600_000).toISOString(),
     decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
   });
+  // Errors and reasons are the operator's words: a secret it echoed (in any encoding) is masked
+  // here too, whatever wrote the row, before the CLI, the API, the page or the metrics see it.
+  const snapshot = maskDeep(read, { text: scrubText }) as HealthSnapshot;
   const { status, problems } = judge(snapshot, {
     now,
     periods: {

@@ -11,6 +11,7 @@ import { commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
 import { type RecordResult, recordEvent } from './correlate.js';
 import { interpretPayload } from './interpret.js';
+import { maskIncoming } from './mask.js';
 import { recordRejection } from './queries.js';
 import { declaredTooLarge, readBoundedBody } from './readBody.js';
 import { reportDecisionEffects } from './report.js';
@@ -146,14 +147,19 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     const parsed = parseJsonObject(body.bytes);
     if (!parsed.ok) return refuse(400, parsed.reason, nowMs);
 
-    const meaning = interpretPayload(parsed.value, fields);
+    // Personal data the operator quoted is masked before anything is stored, logged or applied.
+    const { body: storedBody, meaning } = maskIncoming(
+      sqlite,
+      parsed.text,
+      interpretPayload(parsed.value, fields),
+    );
     let result: RecordResult;
     try {
       result = await queue.submit(() =>
         recordEvent(sqlite, {
           webhookId: verdict.webhookId,
           receivedAt: isoAt(nowMs),
-          body: parsed.text,
+          body: storedBody,
           meaning,
         }),
       );
