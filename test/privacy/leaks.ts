@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
  */
 
 /** The personal fields of operation `i`: quotes, backslashes, NUL, markup, unicode. */
-export function hostilePeople(i: number): Record<string, string> {
+export function hostilePeople(i: number) {
   return {
     originUserName: `O'Brien "Bob" \\ Smith-${i}`,
     originUserEmail: `zoë.ñ+${i}@例え.jp`,
@@ -47,10 +47,10 @@ export function formsOf(v: string): string[] {
   ];
 }
 
-/** Needles for personal data: every value's forms, and the fragments' forms. */
-export function personalNeedles(people: ReadonlyArray<Record<string, string>>): string[] {
+/** Needles for personal data: every value's forms, and the fragments' forms (shared by every person). */
+export function personalNeedles(people: ReadonlyArray<Record<string, string>>, fragments = true): string[] {
   const values = people.flatMap((p) => Object.values(p));
-  return [...new Set([...values, ...FRAGMENTS].flatMap(formsOf))];
+  return [...new Set([...values, ...(fragments ? FRAGMENTS : [])].flatMap(formsOf))];
 }
 
 /** Needles for an API key: as it is, base64, base64url, upper and lower case, URL-encoded. */
