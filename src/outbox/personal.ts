@@ -48,11 +48,6 @@ export function personalMasker(values: readonly string[]): Masker {
   };
 }
 
-/** `text` with each of `values` masked in every form (see {@link personalMasker}). */
-export function maskValues(text: string, values: readonly string[]): string {
-  return personalMasker(values)(text);
-}
-
 /**
  * Text received from outside (an operator's answer or error body, a webhook body) as it may be
  * stored: a JSON text has its personal and secret keys masked at any depth and every string
