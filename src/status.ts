@@ -5,6 +5,7 @@ import { readDaemonRecord } from './health/daemonRecord.js';
 import { type Identity, identityOf } from './health/identity.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
 import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
+import { maskDeep, scrubText } from './redact.js';
 
 export type { Problem, Severity } from './health/rules.js';
 
@@ -42,7 +43,7 @@ export function schedulePeriodMs(expression: string): number | null {
  */
 export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
   const schedule = config.sync.schedule;
-  const snapshot = readSnapshot(
+  const read = readSnapshot(
     sqlite,
     {
       recentSince: new Date(now - 24 * 3_600_000).toISOString(),
@@ -50,6 +51,9 @@ export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt
     },
     config.sync.page_size,
   );
+  // Errors and reasons are the operator's words: a secret it echoed (in any encoding) is masked
+  // here too, whatever wrote the row, before the CLI, the API, the page or the metrics see it.
+  const snapshot = maskDeep(read, { text: scrubText }) as HealthSnapshot;
   const { status, problems } = judge(snapshot, {
     now,
     periods: {

@@ -12,6 +12,7 @@ import { errorMessage } from '../errors.js';
 import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
 import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
 import { interpretPayload } from './interpret.js';
+import { maskIncoming } from './mask.js';
 import { recordRejection } from './queries.js';
 import { reportDecisionEffects } from './report.js';
 import { createVerifier } from './verifySignature.js';
@@ -141,14 +142,20 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     const parsed = parseJsonObject(body.bytes);
     if (!parsed.ok) return refuse(400, parsed.reason, nowMs);
 
-    const meaning = interpretPayload(parsed.value, fields, vocabulary);
+    // Personal data the operator quoted is masked before anything is stored, logged or applied.
+    const { body: storedBody, meaning } = maskIncoming(
+      sqlite,
+      parsed.text,
+      interpretPayload(parsed.value, fields, vocabulary),
+    );
     let result: RecordResult;
     try {
       result = await queue.submit(() =>
         recordEvent(sqlite, {
           webhookId: verdict.webhookId,
           receivedAt: isoAt(nowMs),
-          body: parsed.text,
+          body: storedBody,
+          // The hash is of the bytes received, not of the masked text stored: replays compare as sent.
           bodyHash: bodyHash(body.bytes),
           meaning,
         }),

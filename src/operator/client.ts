@@ -38,6 +38,11 @@ export type ListQuery = Record<string, string | number | undefined>;
 export interface RequestOptions {
   /** Cancels the request (a graceful stop that will not wait for it) (default: none). */
   signal?: AbortSignal | undefined;
+  /**
+   * Masks an error body before its words become the error message (and so before any cut), so
+   * what the operator echoed of the request is not quoted (default: none).
+   */
+  maskBody?: ((body: string) => string) | undefined;
 }
 
 /** The operator's answer to an accepted /notify. */
@@ -207,7 +212,13 @@ export class OperatorClient {
       }),
     );
     const durationMs = this.clock.now() - started;
-    this.throwUnlessOk(response, this.keyNotSent(this.options.authOnNotify ?? true));
+    const mask = request.maskBody;
+    this.throwUnlessOk(
+      mask
+        ? { statusCode: response.statusCode, headers: response.headers, body: mask(response.body) }
+        : response,
+      this.keyNotSent(this.options.authOnNotify ?? true),
+    );
     return { status: response.statusCode, body: response.body, durationMs };
   }
 

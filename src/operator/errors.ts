@@ -82,7 +82,8 @@ export function errorForStatus(
   nowMs: number,
   keyNotSent?: string,
 ): OperatorError {
-  const message = `operator answered ${status}: ${operatorMessage(body)}`;
+  // Secrets are masked before the body is cut to an excerpt, so none is left half-masked.
+  const message = `operator answered ${status}: ${operatorMessage(scrubText(body))}`;
   const wait = parseRetryAfter(retryAfter, nowMs);
   if (status === 429) return new OperatorError('rate-limited', message, status, wait);
   if (status === 401 || status === 403) {

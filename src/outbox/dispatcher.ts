@@ -9,6 +9,7 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { AuthPause } from './authPause.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './decide.js';
 import type { OutboxPause } from './pause.js';
+import { maskReceived } from './personal.js';
 import { claimRows, type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { scrubFinishedRows } from './scrub.js';
 import { logStep, maskerFor, settleAttempt, withMessage } from './settle.js';
@@ -235,8 +236,10 @@ export class Dispatcher {
     let outcome: AttemptOutcome;
     try {
       const client = this.ctx.operator();
+      const mask = maskerFor(row);
       const result = await client.notify(this.ctx.config.operator.notify_path, row.body, {
         signal: this.cancel.signal,
+        maskBody: (text) => maskReceived(text, mask),
       });
       outcome = { kind: 'answered', status: result.status, body: result.body };
     } catch (err) {

@@ -155,13 +155,21 @@ function prepareAll(sqlite: Sqlite) {
     expedite: p(
       `UPDATE outbox SET next_attempt_at = @now, updated_at = @now WHERE id = @id AND state = 'queued'`,
     ),
-    scrub: p(`
-      UPDATE outbox SET body = json_replace(body,
-          '$.originUserName', @mask, '$.originUserEmail', @mask, '$.originUserDocId', @mask,
-          '$.destinationUserName', @mask, '$.destinationUserEmail', @mask, '$.destinationUserDocId', @mask),
-        scrubbed_at = @now, updated_at = @now
+    /** Rows whose final state is older than the cutoff and not scrubbed yet, a batch at a time. */
+    scrubCandidates: p<Pick<OutboxRow, 'id' | 'marketplaceTransactionRef' | 'body'>>(`
+      SELECT id, marketplaceTransactionRef, body FROM outbox
       WHERE scrubbed_at IS NULL AND state IN ('approved', 'rejected', 'failed', 'cancelled')
-        AND COALESCE(finished_at, decided_at, updated_at) <= @cutoff`),
+        AND COALESCE(finished_at, decided_at, updated_at) <= @cutoff
+      ORDER BY id LIMIT @limit`),
+    /** Every free-text column of a row that may quote its personal values. */
+    scrubTexts: p<Pick<OutboxRow, 'response' | 'last_error' | 'decision_reason'>>(
+      'SELECT response, last_error, decision_reason FROM outbox WHERE id = ?',
+    ),
+    scrubRow: p(`
+      UPDATE outbox SET body = @body, response = @response, last_error = @lastError,
+        decision_reason = @decisionReason, scrubbed_at = @now, updated_at = @now
+      WHERE id = @id AND scrubbed_at IS NULL`),
+    setAttemptError: p('UPDATE outbox_attempts SET error = @error WHERE id = @id'),
   };
 }
 

@@ -1,10 +1,11 @@
 import { isoAt } from '../clock.js';
 import type { Sqlite } from '../db/open.js';
 import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
+import { maskEventsOf } from '../inbox/mask.js';
 import type { Logger } from '../log.js';
 import { OperatorError } from '../operator/errors.js';
 import type { AttemptOutcome, NextStep } from './decide.js';
-import { maskValues, personalValues } from './personal.js';
+import { type Masker, maskReceived, personalMasker, personalValuesOf } from './personal.js';
 import type { OutboxQueries, OutboxRow } from './queries.js';
 
 const EXCERPT = 500;
@@ -27,10 +28,21 @@ export interface SettleResult {
   effects: DecisionEffect[];
 }
 
-/** Masks the row's personal values out of text, so an echoing operator does not put them in logs or the database. */
-export function maskerFor(row: OutboxRow): (text: string) => string {
-  return (text) => maskValues(text, personalValues(JSON.parse(row.body) as Record<string, unknown>));
+/**
+ * Masks the row's personal values (in every encoding) out of text, so an echoing operator does
+ * not put them in logs or the database.
+ */
+export function maskerFor(row: Pick<OutboxRow, 'body'>): Masker {
+  // One masker per claimed row object: the send, its settle and its logs share it.
+  let masker = maskers.get(row);
+  if (!masker) {
+    masker = personalMasker(personalValuesOf(row.body));
+    maskers.set(row, masker);
+  }
+  return masker;
 }
+
+const maskers = new WeakMap<object, Masker>();
 
 /** The error with its message replaced (the same object when nothing changed). */
 export function withMessage(error: OperatorError, message: string): OperatorError {
@@ -50,12 +62,17 @@ export function settleAttempt(sqlite: Sqlite, q: OutboxQueries, a: SettledAttemp
     startedAt: isoAt(a.startedMs),
     durationMs: a.durationMs,
     statusCode: outcome.kind === 'answered' ? outcome.status : (outcome.error.status ?? null),
+    // The dispatcher masked the message already (before any cut, so no value is left half-masked).
     error: outcome.kind === 'error' ? outcome.error.message.slice(0, EXCERPT) : null,
   });
   if (next.state === 'accepted') {
-    const response = maskerFor(row)(next.response);
+    // Operators echo the body: its personal keys and values are masked before it is stored.
+    const response = maskReceived(next.response, maskerFor(row));
     if (q.accept.run({ ...key, response, status: next.status }).changes === 0)
       return { settled: false, effects: [] };
+    // Decisions that came before the row was known were stored with their keys masked only: now
+    // that the row is accepted its values are masked there too, before a reason is copied over.
+    maskEventsOf(sqlite, row.marketplaceTransactionRef, maskerFor(row));
     const effects = applyPendingDecisions(sqlite, row.id, row.marketplaceTransactionRef, a.nowIso);
     return { settled: true, effects };
   }

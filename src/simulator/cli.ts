@@ -93,6 +93,9 @@ const BOOLEAN_FLAGS: Record<string, (o: SimulatorOptions) => void> = {
   '--projects-unpaginated': (o) => {
     o.projectsUnpaginated = true;
   },
+  '--echo-personal': (o) => {
+    o.webhook = { ...o.webhook, echoPersonal: true };
+  },
 };
 
 /** Parses `--flag value` and `--flag=value`. Throws an Error naming the flag on bad input. */

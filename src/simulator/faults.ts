@@ -18,6 +18,7 @@ export const FAULT_KINDS = [
   'invalid-record',
   'drift',
   'ignore-offset',
+  'echo',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -46,6 +47,10 @@ export interface FaultOptions {
   corruptField?: string;
   /** The wrong value (default: 'abc' for ids, 'lots' otherwise) */
   corruptValue?: unknown;
+  /** `401`: the message quotes the credentials the request offered (raw, base64, upper case, URL-encoded), as careless gateways do (default: false) */
+  echoKey?: boolean;
+  /** Status of the `echo` answer, whose error body quotes the request's personal fields and the whole body (default: 422) */
+  echoStatus?: number;
 }
 
 export interface Fault extends FaultOptions {
@@ -97,6 +102,8 @@ function applies(f: Fault, req: FaultRequest): boolean {
   if (f.method && f.method.toUpperCase() !== req.method.toUpperCase()) return false;
   if (f.kind === 'drift' || f.kind === 'ignore-offset') return req.isList;
   if (f.kind === 'invalid-record') return req.returnsRecords;
+  // Only a request with a body has one to echo.
+  if (f.kind === 'echo') return req.method.toUpperCase() === 'POST';
   return true;
 }
 

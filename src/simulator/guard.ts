@@ -21,6 +21,15 @@ const ERROR_MESSAGES: Record<string, string> = {
   '503': 'Service temporarily unavailable',
 };
 
+/** A 401 message quoting the offered credentials in the encodings a careless gateway uses. */
+export function keyEcho(offered: string | undefined): string {
+  const key = (offered ?? '').replace(/^Bearer\s+/i, '');
+  return (
+    `Unauthorized: key ${Buffer.from(key).toString('base64')} is not valid ` +
+    `(KEY=${key.toUpperCase()}; apikey=${encodeURIComponent(key)}; raw ${key})`
+  );
+}
+
 /**
  * Runs the front checks. `authRequired`: reads need a key; /notify accepts none (the interface is
  * silent) but still refuses a wrong one.
@@ -64,7 +73,11 @@ export async function guard(
       return { handled: true };
     }
     case '401':
-      writeJson(outgoing, 401, { message: 'Unauthorized' });
+      writeJson(outgoing, 401, {
+        message: fault.echoKey
+          ? keyEcho(c.req.header('apikey') ?? c.req.header('authorization'))
+          : 'Unauthorized',
+      });
       return { handled: true };
     case 'reset':
       resetSocket(incoming, outgoing);

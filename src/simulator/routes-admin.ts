@@ -23,6 +23,8 @@ const faultSchema = z.strictObject({
   driftCount: z.number().int().positive().optional(),
   corruptField: z.string().optional(),
   corruptValue: z.unknown().optional(),
+  echoKey: z.boolean().optional(),
+  echoStatus: z.number().int().min(400).max(599).optional(),
 });
 const rate = z.number().min(0).max(1).optional();
 const ratesSchema = z.strictObject({
@@ -45,6 +47,7 @@ const webhookSchema = z.strictObject({
   beforeResponse: z.boolean().optional(),
   maxAttempts: z.number().int().positive().optional(),
   retryBaseMs: z.number().int().nonnegative().optional(),
+  echoPersonal: z.boolean().optional(),
 });
 const decisionSchema = z.strictObject({
   ref: z.string().min(1),

@@ -26,6 +26,30 @@ function parseLoose(raw: string): unknown {
   }
 }
 
+const field = (body: unknown, name: string): string =>
+  typeof body === 'object' && body !== null ? String((body as Record<string, unknown>)[name] ?? '') : '';
+
+/**
+ * The `echo` fault's error body: an operator that quotes what it was sent, personal fields
+ * included, in its message, in a field error, and as the whole request.
+ */
+export function echoError(body: unknown): Record<string, unknown> {
+  return {
+    message:
+      `Holder ${field(body, 'originUserName')} <${field(body, 'originUserEmail')}> ` +
+      `(document ${field(body, 'originUserDocId')}) does not match the account`,
+    errors: [
+      {
+        field: 'destinationUserEmail',
+        message: `unknown user ${field(body, 'destinationUserName')}`,
+        value: field(body, 'destinationUserEmail'),
+        docId: field(body, 'destinationUserDocId'),
+      },
+    ],
+    request: body,
+  };
+}
+
 async function notify(c: Context<SimEnv>, state: SimState): Promise<Response> {
   const raw = await c.req.text();
   const body = parseLoose(raw);
@@ -51,6 +75,10 @@ async function notify(c: Context<SimEnv>, state: SimState): Promise<Response> {
   const g = await guard(c, state, { isList: false, returnsRecords: false }, false);
   if (g.handled) return RESPONSE_ALREADY_SENT;
 
+  if (g.fault?.kind === 'echo') {
+    writeJson(res, g.fault.echoStatus ?? 422, echoError(body));
+    return RESPONSE_ALREADY_SENT;
+  }
   const check = checkNotification(raw);
   if (!check.ok) {
     writeJson(

@@ -30,6 +30,8 @@ export interface WebhookConfig {
   maxAttempts?: number;
   /** First retry delay in ms, doubled each retry (default: 50) */
   retryBaseMs?: number;
+  /** Decisions quote the notification's personal data: the whole body under `data.notification`, and the user in a rejection's reason (default: false) */
+  echoPersonal?: boolean;
 }
 
 /** A fixed, documented test secret: `whsec_` + base64("vcu-sync-simulator-secret-32byte"). */
@@ -73,6 +75,7 @@ export class WebhookSender {
       beforeResponse: false,
       maxAttempts: 5,
       retryBaseMs: 50,
+      echoPersonal: false,
     };
     this.configure(config);
   }
@@ -119,7 +122,8 @@ export class WebhookSender {
         marketplaceTransactionRef: ref,
         transactionReferenceId: txRef,
         status: approved ? 'approved' : 'rejected',
-        ...(approved ? {} : { reason: this.overrides.get(ref)?.reason ?? REJECT_REASON }),
+        ...(approved ? {} : { reason: this.reasonFor(ref, body) }),
+        ...(this.config.echoPersonal ? { notification: body } : {}),
       },
     };
     if (this.config.beforeResponse) {
@@ -127,6 +131,16 @@ export class WebhookSender {
       return;
     }
     this.track(sleep(this.config.delayMs).then(() => (this.closed ? undefined : this.send(payload))));
+  }
+
+  private reasonFor(ref: string, body: JsonObject): string {
+    const reason = this.overrides.get(ref)?.reason ?? REJECT_REASON;
+    if (!this.config.echoPersonal) return reason;
+    const s = (k: string) => String(body[k] ?? '');
+    return (
+      `${reason}: ${s('originUserName')} <${s('originUserEmail')}>, document ${s('originUserDocId')}, ` +
+      `to ${s('destinationUserName')} <${s('destinationUserEmail')}> (${s('destinationUserDocId')})`
+    );
   }
 
   /** Sends a custody deposit confirmation now; resolves when delivered or given up. */

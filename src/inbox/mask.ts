@@ -1,0 +1,76 @@
+/**
+ * Personal data in webhooks: an operator's decision may quote the notification (its body, or a
+ * reason naming the user). Before an event is stored, logged or applied, its body has personal
+ * and secret keys masked at any depth, and its body and reason have the personal values of the
+ * operation it names masked in every encoding. An event for an operation not known yet gets the
+ * structural mask now and the values when its operation is accepted (`maskPendingEvents`).
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Sqlite } from '../db/open.js';
+import { maskReceived, personalMasker, personalValuesOf } from '../outbox/personal.js';
+import type { Interpretation } from './interpret.js';
+
+const bodyByRef = new WeakMap<Sqlite, Statement<[string], { body: string }>>();
+
+/** The personal values of the operation `ref` names (none when it is not queued yet). */
+function valuesOfRef(sqlite: Sqlite, ref: string | null): string[] {
+  if (ref === null) return [];
+  let st = bodyByRef.get(sqlite);
+  if (!st) {
+    st = sqlite.prepare<[string], { body: string }>(
+      'SELECT body FROM outbox WHERE marketplaceTransactionRef = ?',
+    );
+    bodyByRef.set(sqlite, st);
+  }
+  return personalValuesOf(st.get(ref)?.body);
+}
+
+/** The webhook's body text and meaning as they may be stored: personal data masked. */
+export function maskIncoming(
+  sqlite: Sqlite,
+  bodyText: string,
+  meaning: Interpretation,
+): { body: string; meaning: Interpretation } {
+  const mask = personalMasker(valuesOfRef(sqlite, meaning.ref));
+  return {
+    body: maskReceived(bodyText, mask),
+    meaning: meaning.reason === null ? meaning : { ...meaning, reason: mask(meaning.reason) },
+  };
+}
+
+interface EventText {
+  id: number;
+  body: string;
+  reason: string | null;
+}
+
+const eventStatements = new WeakMap<
+  Sqlite,
+  { of: Statement<[{ ref: string }], EventText>; set: Statement<[EventText]> }
+>();
+
+/**
+ * Masks `mask`'s values out of the stored body and reason of every event naming the operation
+ * `ref` (pending ones included). Synchronous: run it inside the
+ * transaction that accepts or scrubs the row. Returns how many events changed.
+ */
+export function maskEventsOf(sqlite: Sqlite, ref: string, mask: (text: string) => string): number {
+  let st = eventStatements.get(sqlite);
+  if (!st) {
+    st = {
+      of: sqlite.prepare(
+        // By ref only (indexed): an event is matched to its row by the ref it carries.
+        'SELECT id, body, reason FROM webhook_events WHERE marketplaceTransactionRef = @ref',
+      ),
+      set: sqlite.prepare('UPDATE webhook_events SET body = @body, reason = @reason WHERE id = @id'),
+    };
+    eventStatements.set(sqlite, st);
+  }
+  let changed = 0;
+  for (const e of st.of.all({ ref })) {
+    const body = maskReceived(e.body, mask);
+    const reason = e.reason === null ? null : mask(e.reason);
+    if (body !== e.body || reason !== e.reason) changed += st.set.run({ id: e.id, body, reason }).changes;
+  }
+  return changed;
+}
