@@ -1,8 +1,10 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
+import { classifyDatabaseError, databaseFaultsFor, sqliteCode } from './db/faults.js';
 import type { Sqlite } from './db/open.js';
+import { errorMessage } from './errors.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
-import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
+import { type HealthSnapshot, readSnapshot, type SnapshotWindow, unreadableSnapshot } from './health/snapshot.js';
 
 export type { Problem, Severity } from './health/rules.js';
 
@@ -31,10 +33,30 @@ export function schedulePeriodMs(expression: string): number | null {
   return period;
 }
 
+/**
+ * The snapshot, or, when the database cannot be read, what is known of why: a damaged or unreadable
+ * file is the moment status matters most, so it answers with the problem rather than failing.
+ */
+function snapshotOrFault(sqlite: Sqlite, window: SnapshotWindow): HealthSnapshot {
+  const faults = databaseFaultsFor(sqlite);
+  try {
+    return readSnapshot(sqlite, window);
+  } catch (err) {
+    // Only corruption is noted: a read error is not a failed write.
+    if (classifyDatabaseError(err) === 'corrupt') {
+      faults.noteFailure(err);
+      return unreadableSnapshot(faults.facts());
+    }
+    const facts = faults.facts();
+    const code = sqliteCode(err);
+    return unreadableSnapshot({ ...facts, readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) });
+  }
+}
+
 /** Reads the database and judges it: the one health module everything uses. */
 export function getHealth(sqlite: Sqlite, config: Config, now: number): Health {
   const schedule = config.sync.schedule;
-  const snapshot = readSnapshot(sqlite, {
+  const snapshot = snapshotOrFault(sqlite, {
     recentSince: new Date(now - 24 * 3_600_000).toISOString(),
     decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
   });

@@ -1,6 +1,7 @@
 import { closeAppContext, createAppContext } from '../appContext.js';
 import { type Config, requireOperator } from '../config.js';
 import { startDaemon } from '../daemon.js';
+import { prepareDaemonDatabase } from '../db/integrity.js';
 import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
@@ -9,6 +10,11 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   requireOperator(config);
   const log = createLogger({ level: config.log.level });
   const ctx = createAppContext(config, log);
+  void prepareDaemonDatabase(ctx.database, {
+    busyTimeoutMs: config.database.daemon_busy_timeout_ms,
+    checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
+    log,
+  });
   if (config.webhook.scheme === 'none') {
     log.warn(
       { event: 'webhook.unsigned' },

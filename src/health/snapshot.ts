@@ -1,3 +1,4 @@
+import { type DatabaseFacts, databaseFaultsFor, NO_FAULTS } from '../db/faults.js';
 import type { Sqlite } from '../db/open.js';
 import { awaitingDecision, decisionConflicts } from '../inbox/queries.js';
 import { readPause } from '../outbox/pause.js';
@@ -51,6 +52,34 @@ export interface HealthSnapshot {
     conflicts: number;
     pendingOlderThanCutoff: number;
     lastReceivedAt: string | null;
+  };
+  /** What this process saw of the database's own health (write failures, locks, corruption). */
+  database: DatabaseFacts;
+}
+
+/** The snapshot when the database cannot be read: no figures, only why. */
+export function unreadableSnapshot(database: DatabaseFacts): HealthSnapshot {
+  return {
+    resources: [],
+    outbox: {
+      byState: {},
+      oldestQueuedAt: null,
+      paused: null,
+      awaitingDecision: 0,
+      oldestAwaitingAt: null,
+      recentFailures: [],
+    },
+    rejections: { since: 0, recent: [] },
+    quarantine: {},
+    webhooks: {
+      received: 0,
+      verificationFailures: 0,
+      lastFailureReason: null,
+      conflicts: 0,
+      pendingOlderThanCutoff: 0,
+      lastReceivedAt: null,
+    },
+    database: { ...NO_FAULTS, ...database },
   };
 }
 
@@ -156,6 +185,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow): HealthSnap
       rejections: { since: rejectedSince, recent: recentRejections },
       quarantine,
       webhooks: { ...webhooks, conflicts: decisionConflicts(sqlite).length },
+      database: databaseFaultsFor(sqlite).facts(),
     };
   });
   return read();
