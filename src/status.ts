@@ -4,7 +4,12 @@ import { classifyDatabaseError, databaseFaultsFor, sqliteCode } from './db/fault
 import type { Sqlite } from './db/open.js';
 import { errorMessage } from './errors.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
-import { type HealthSnapshot, readSnapshot, type SnapshotWindow, unreadableSnapshot } from './health/snapshot.js';
+import {
+  type HealthSnapshot,
+  readSnapshot,
+  type SnapshotWindow,
+  unreadableSnapshot,
+} from './health/snapshot.js';
 
 export type { Problem, Severity } from './health/rules.js';
 
@@ -49,7 +54,10 @@ function snapshotOrFault(sqlite: Sqlite, window: SnapshotWindow): HealthSnapshot
     }
     const facts = faults.facts();
     const code = sqliteCode(err);
-    return unreadableSnapshot({ ...facts, readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) });
+    return unreadableSnapshot({
+      ...facts,
+      readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err),
+    });
   }
 }
 

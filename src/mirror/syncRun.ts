@@ -122,7 +122,11 @@ export async function runSync(
   }
 
   const finished = ctx.clock.now();
-  await whenUnlocked(sqlite, () => sync.finishRun(runId, isoAt(finished), status, error, counts), options.signal);
+  await whenUnlocked(
+    sqlite,
+    () => sync.finishRun(runId, isoAt(finished), status, error, counts),
+    options.signal,
+  );
   record(ctx, target, status, counts, started, finished);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);

@@ -26,8 +26,11 @@ function twoConnections() {
   };
 }
 
-const insert = (db: OpenDatabase, name: string, bytes = 0) => () =>
-  db.sqlite.prepare('INSERT INTO t (name, v) VALUES (?, ?)').run(name, Buffer.alloc(bytes, 7)).lastInsertRowid;
+const insert =
+  (db: OpenDatabase, name: string, bytes = 0) =>
+  () =>
+    db.sqlite.prepare('INSERT INTO t (name, v) VALUES (?, ?)').run(name, Buffer.alloc(bytes, 7))
+      .lastInsertRowid;
 const names = (db: OpenDatabase) => db.sqlite.prepare('SELECT name FROM t ORDER BY id').pluck().all();
 
 describe('group commit under database faults', () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, openSync, readFileSync, writeSync, closeSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,9 +34,13 @@ const sha = (file: string) => createHash('sha256').update(readFileSync(file)).di
 
 /** A database with a few hundred queued operations, closed (WAL folded in). */
 function seedDatabase(file: string): void {
-  const config = loadConfig({ env: { VCU_SYNC_DB: file }, overrides: { 'operator.marketplace_id': 'mkt-ops' } });
+  const config = loadConfig({
+    env: { VCU_SYNC_DB: file },
+    overrides: { 'operator.marketplace_id': 'mkt-ops' },
+  });
   const ctx = createAppContext(config, silentLogger);
-  for (let i = 0; i < 300; i++) expect(enqueueOperation(ctx, transfer(`seed-${i}`, { unitId: 1_000 + i })).status).toBe(201);
+  for (let i = 0; i < 300; i++)
+    expect(enqueueOperation(ctx, transfer(`seed-${i}`, { unitId: 1_000 + i })).status).toBe(201);
   ctx.database.close();
 }
 
@@ -116,7 +120,11 @@ describe('a database with a damaged data page', () => {
       copyFileSync(source, file);
       const database = openDatabase(file);
       try {
-        await prepareDaemonDatabase(database, { busyTimeoutMs: 50, checkBeforeServingMaxBytes: 0, log: silentLogger });
+        await prepareDaemonDatabase(database, {
+          busyTimeoutMs: 50,
+          checkBeforeServingMaxBytes: 0,
+          log: silentLogger,
+        });
         const found = databaseFaultsFor(database.sqlite).facts().corruption;
         if (corrupt) expect(found?.source).toBe('integrity-check');
         else expect(found).toBeNull();

@@ -1,7 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { apiCaller } from '../helpers/http.js';
-import { type CliChild, daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from '../ops/child.js';
+import {
+  type CliChild,
+  daemonEnv,
+  daemonToml,
+  spawnCli,
+  until,
+  untilEvent,
+  writeToml,
+} from '../ops/child.js';
 
 export const TOKEN = 'ops-test-token-0123456789';
 

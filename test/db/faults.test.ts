@@ -36,7 +36,9 @@ describe('database faults: what an error means', () => {
 
   it('reads quick_check: "ok" alone is sound, anything else is the damage found', () => {
     expect(checkResult(['ok'])).toEqual({ ok: true });
-    expect(checkResult(['*** in database main ***', 'Page 7: btreeInitPage() returns error code 11'])).toEqual({
+    expect(
+      checkResult(['*** in database main ***', 'Page 7: btreeInitPage() returns error code 11']),
+    ).toEqual({
       ok: false,
       detail: '*** in database main ***; Page 7: btreeInitPage() returns error code 11',
     });
@@ -79,7 +81,11 @@ describe('database health rules', () => {
 
   it('corruption is critical and says to restore the backup', () => {
     const verdict = problems({
-      corruption: { detail: 'Page 12: btreeInitPage() returns error code 11', at: iso(NOW), source: 'integrity-check' },
+      corruption: {
+        detail: 'Page 12: btreeInitPage() returns error code 11',
+        at: iso(NOW),
+        source: 'integrity-check',
+      },
     });
     expect(verdict.status).toBe('critical');
     const p = verdict.problems.find((x) => x.code === 'database-corrupt');

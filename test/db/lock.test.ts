@@ -38,16 +38,17 @@ describe('another process holds the write lock', () => {
     const op = (ref: string, i: number) => transfer(ref, { unitId: 70_000 + i });
 
     const before = ['lock-0', 'lock-1', 'lock-2'];
-    for (const [i, ref] of before.entries()) expect((await call('POST', '/v1/operations', op(ref, i))).status).toBe(201);
+    for (const [i, ref] of before.entries())
+      expect((await call('POST', '/v1/operations', op(ref, i))).status).toBe(201);
 
     const holder = await holdWriteLock(file);
     // Held until released below: a daemon that waits on the lock synchronously would not answer at all.
     expect((await fetch(`${daemon.base}/healthz`)).status).toBe(200);
     const list = await call('GET', '/v1/operations?limit=50');
     expect(list.status).toBe(200);
-    expect(list.json.items.map((e: { marketplaceTransactionRef: string }) => e.marketplaceTransactionRef)).toEqual(
-      expect.arrayContaining(before),
-    );
+    expect(
+      list.json.items.map((e: { marketplaceTransactionRef: string }) => e.marketplaceTransactionRef),
+    ).toEqual(expect.arrayContaining(before));
     expect((await call('GET', '/v1/projects?limit=5')).status).toBe(200);
     const status = await call('GET', '/status');
     expect([200, 503]).toContain(status.status);
@@ -61,7 +62,12 @@ describe('another process holds the write lock', () => {
     }
     // A sync asked for now starts once the lock is free.
     expect((await call('POST', '/v1/sync/projects')).status).toBe(202);
-    expect(read<number>(file, "SELECT count(*) FROM outbox WHERE marketplaceTransactionRef IN ('lock-3', 'lock-4')")).toBe(0);
+    expect(
+      read<number>(
+        file,
+        "SELECT count(*) FROM outbox WHERE marketplaceTransactionRef IN ('lock-3', 'lock-4')",
+      ),
+    ).toBe(0);
 
     await holder.release();
     for (const [i, ref] of during.entries()) {
@@ -75,8 +81,13 @@ describe('another process holds the write lock', () => {
       return accepted === all.length;
     });
     expect(new Set(sim.notifications.map((n) => n.ref))).toEqual(new Set(all));
-    await until('the projects sync succeeded', () =>
-      read<number>(file, "SELECT count(*) FROM sync_runs WHERE resource = 'projects' AND status = 'succeeded'") > 0,
+    await until(
+      'the projects sync succeeded',
+      () =>
+        read<number>(
+          file,
+          "SELECT count(*) FROM sync_runs WHERE resource = 'projects' AND status = 'succeeded'",
+        ) > 0,
     );
     expect(read<number>(file, 'SELECT count(*) FROM projects WHERE _removed_at IS NULL')).toBe(PROJECTS);
 

@@ -34,6 +34,12 @@ export function apiCaller(base: string, defaultToken: string) {
     } catch {
       // not JSON: the text is the answer
     }
-    return { status: res.status, json, text, type: res.headers.get('content-type') ?? '', headers: res.headers };
+    return {
+      status: res.status,
+      json,
+      text,
+      type: res.headers.get('content-type') ?? '',
+      headers: res.headers,
+    };
   };
 }
