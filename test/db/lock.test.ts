@@ -1,8 +1,10 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseFaultsFor } from '../../src/db/faults.js';
+import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir, testContext } from '../helpers/context.js';
 import { until } from '../ops/child.js';
 import { transfer } from '../outbox/fixtures.js';
 import { holdWriteLock, startDaemonChild } from './daemonChild.js';
@@ -96,5 +98,52 @@ describe('another process holds the write lock', () => {
     expect(codes).not.toContain('database-write-failed');
     expect(codes).not.toContain('database-locked');
     expect(await daemon.stop()).toBe(0);
+  });
+});
+
+describe('a sync run meets the lock between pages', () => {
+  it('the run stops, waits for the lock without blocking, resumes from its checkpoint, and the mirror equals upstream', async () => {
+    const ctx = testContext({
+      overrides: {
+        'operator.url': sim.url,
+        'operator.api_key': 'sim-api-key',
+        'operator.rate_per_second': 100_000,
+        'sync.page_size': 10,
+        'database.busy_timeout_ms': 20,
+      },
+    });
+    const other = new Database(ctx.database.path);
+    try {
+      sim.stats.reset();
+      sim.faults.setRates({ latencyMs: 30 });
+      const run = runSync(ctx, 'projects');
+      // Pages are being written when the other process takes the lock: the next commit meets it.
+      await until('two pages fetched', () => sim.stats.count('/integration/v1/projects') >= 2);
+      other.exec('BEGIN IMMEDIATE');
+      // Its record waits for the lock too: what is seen meanwhile is the write that met it.
+      await until(
+        'a page commit stopped by the lock',
+        () => databaseFaultsFor(ctx.database.sqlite).facts().lockedSince !== null,
+      );
+      other.exec('COMMIT');
+      const outcome = await run;
+      sim.faults.clear();
+      expect(outcome.status, outcome.error ?? '').toBe('succeeded');
+      const runs = ctx.database.sqlite
+        .prepare(
+          "SELECT id, status, error, resumed_from FROM sync_runs WHERE resource = 'projects' ORDER BY id",
+        )
+        .all() as Array<{ id: number; status: string; error: string | null; resumed_from: number | null }>;
+      expect(runs.map((r) => r.status)).toEqual(['failed', 'succeeded']);
+      expect(runs[0]!.error).toMatch(/locked/);
+      expect(runs[1]!.resumed_from).toBe(runs[0]!.id);
+      expect(
+        ctx.database.sqlite.prepare('SELECT count(*) FROM projects WHERE _removed_at IS NULL').pluck().get(),
+      ).toBe(PROJECTS);
+    } finally {
+      sim.faults.clear();
+      other.close();
+      ctx.dispose();
+    }
   });
 });
