@@ -74,8 +74,12 @@ const databaseSchema = z.strictObject({
   path: z.string().min(1).optional(),
   /** SQLite `synchronous`: `full` survives power loss, `normal` only process crashes (default: "full"). */
   synchronous: z.enum(['full', 'normal']).default('full'),
-  /** How long a writer waits for a lock, in milliseconds (default: 5000). */
+  /** How long a one-shot command (sync, enqueue, outbox, db) waits for another process's lock, in milliseconds (default: 5000). */
   busy_timeout_ms: positiveInt.default(5_000),
+  /** How long the daemon blocks its event loop waiting for another process's lock before it retries later or answers 503, in milliseconds (default: 50). */
+  daemon_busy_timeout_ms: positiveInt.max(1_000).default(50),
+  /** At start-up the daemon runs `PRAGMA quick_check` before serving on a file up to this size; larger files are checked in the background, in MiB (default: 256). */
+  startup_check_max_mib: nonNegativeInt.default(256),
 });
 
 const apiSchema = z.strictObject({

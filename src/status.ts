@@ -1,10 +1,17 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
+import { classifyDatabaseError, databaseFaultsFor, sqliteCode } from './db/faults.js';
 import type { Sqlite } from './db/open.js';
+import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import { type Identity, identityOf } from './health/identity.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
-import { type HealthSnapshot, readSnapshot } from './health/snapshot.js';
+import {
+  type HealthSnapshot,
+  readSnapshot,
+  type SnapshotWindow,
+  unreadableSnapshot,
+} from './health/snapshot.js';
 import { maskDeep, scrubText } from './redact.js';
 
 export type { Problem, Severity } from './health/rules.js';
@@ -37,13 +44,36 @@ export function schedulePeriodMs(expression: string): number | null {
 }
 
 /**
+ * The snapshot, or, when the database cannot be read, what is known of why: a damaged or unreadable
+ * file is the moment status matters most, so it answers with the problem rather than failing.
+ */
+function snapshotOrFault(sqlite: Sqlite, window: SnapshotWindow, pageSize: number): HealthSnapshot {
+  const faults = databaseFaultsFor(sqlite);
+  try {
+    return readSnapshot(sqlite, window, pageSize);
+  } catch (err) {
+    // Only corruption is noted: a read error is not a failed write.
+    if (classifyDatabaseError(err) === 'corrupt') {
+      faults.noteFailure(err);
+      return unreadableSnapshot(faults.facts());
+    }
+    const facts = faults.facts();
+    const code = sqliteCode(err);
+    return unreadableSnapshot({
+      ...facts,
+      readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err),
+    });
+  }
+}
+
+/**
  * Reads the database and judges it: the one health module everything uses. `startedAt` is the
  * daemon's start when the daemon itself asks; other processes (`vcu-sync status`) leave it out and
  * the running daemon's record in the database is used.
  */
 export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
   const schedule = config.sync.schedule;
-  const read = readSnapshot(
+  const read = snapshotOrFault(
     sqlite,
     {
       recentSince: new Date(now - 24 * 3_600_000).toISOString(),

@@ -31,6 +31,8 @@ export const OPERATIONS_ROUTE_SPECS: RouteSpec[] = [
       '422': '{ error, errors: [{ field, reason }] } — every field problem',
       '400': 'not JSON',
       '401': 'no token',
+      '503':
+        'not stored: the database is locked by another process, full, read-only or damaged; retry after Retry-After',
     },
   },
   {

@@ -7,6 +7,7 @@ import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/steer.js';
 import { bearerAuth } from './auth.js';
+import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
 import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
@@ -66,6 +67,8 @@ export function createApiApp(
       return c.json({ error: err.message }, err.status, err.status === 413 ? { connection: 'close' } : {});
     }
     if (err instanceof UserError) return c.json({ error: err.message }, 400);
+    const unavailable = databaseUnavailableResponse(ctx, c, err);
+    if (unavailable) return unavailable;
     ctx.log.error({ event: 'api.error', method: c.req.method, path: c.req.path, err }, errorMessage(err));
     return c.json({ error: 'internal error; see the daemon log' }, 500);
   });

@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import type { AppContext } from '../context.js';
-import { readSeries } from '../health/series.js';
+import { readSeries, type Series } from '../health/series.js';
 import type { Metrics } from '../metrics.js';
 import { getHealth, type Health } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
@@ -63,6 +63,8 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
 /** Copies the health figures into the gauges, so Prometheus sees what `vcu-sync status` sees. */
 export function updateGauges(metrics: Metrics, health: Health, now: number): void {
   const s = health.snapshot;
+  // An unreadable database has no figures: the gauges keep their last values rather than drop to 0.
+  if (s.database.readError || s.resources.length === 0) return;
   for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
   metrics.outboxOldestQueuedAge.set(
     s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
@@ -98,6 +100,15 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   }
 }
 
+/** The charts' points, or none when the database cannot be read (the problems say why). */
+function seriesOrEmpty(ctx: AppContext, now: number): Series {
+  try {
+    return readSeries(ctx.database.sqlite, now);
+  } catch {
+    return { syncDurations: [], queueDepth: [], recentWebhooks: [] };
+  }
+}
+
 export function registerStatusRoutes(
   app: Hono,
   ctx: AppContext,
@@ -117,7 +128,7 @@ export function registerStatusRoutes(
   });
   app.get('/', (c) => {
     const now = ctx.clock.now();
-    return c.html(renderStatusPage(health(), readSeries(ctx.database.sqlite, now), now));
+    return c.html(renderStatusPage(health(), seriesOrEmpty(ctx, now), now));
   });
   app.get('/runbook', (c) => {
     const markdown = readRunbookMarkdown();

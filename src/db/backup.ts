@@ -1,6 +1,7 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
+import { createPrivateFile } from './fileMode.js';
 import type { Sqlite } from './open.js';
 
 /** What a backup wrote. */
@@ -29,6 +30,8 @@ export async function backupDatabase(source: Sqlite, target: string): Promise<Ba
   const partial = `${target}.partial-${process.pid}`;
   let pages = 0;
   try {
+    // A copy of the database holds what it holds: created private, not 0644 by SQLite.
+    createPrivateFile(partial);
     const result = await source.backup(partial);
     pages = result.totalPages;
   } catch (err) {

@@ -4,32 +4,75 @@
  * one fsync instead of one per write. Each task still runs in its own savepoint, so one failing task
  * does not take its neighbours down; every caller's promise settles only after the commit that holds
  * its work (a 201 or a webhook 2xx only after the write is durable).
+ *
+ * Another process holding the write lock must not freeze the daemon: the connection waits for it only
+ * briefly (the daemon's short busy timeout), then the batch is tried again later from a timer, so the
+ * loop keeps answering. Background work waits as long as the lock is held; a request's write gives
+ * up after its grace and is refused (the API answers 503 with Retry-After). Failed writes and
+ * corruption are reported to the connection's fault tracker; a corrupt file refuses every task.
  */
+import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
 
 interface Task {
   run: () => unknown;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** While the lock is held past this time (Date.now ms), the task is refused instead of retried. */
+  busyDeadline: number;
 }
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Options of {@link CommitQueue.submit}. */
+export interface SubmitOptions {
+  /**
+   * How long the task may wait for a write lock held by another process before it is refused with a
+   * DatabaseUnavailable error, ms (default: no limit, for background work that must not be lost).
+   */
+  busyGraceMs?: number;
+}
+
+/** How long a request's write waits for another process's lock before the request is refused, ms. */
+export const REQUEST_BUSY_GRACE_MS = 1_000;
+
+/** Waits between tries while the lock is held: doubling from the first to the last, ms. */
+const BUSY_RETRY_FIRST_MS = 25;
+const BUSY_RETRY_CAP_MS = 500;
+
+/** The wait before the next try of a batch that found the lock held `tries` times in a row (pure). */
+export function busyRetryDelay(tries: number): number {
+  return Math.min(BUSY_RETRY_CAP_MS, BUSY_RETRY_FIRST_MS * 2 ** Math.max(0, tries - 1));
+}
+
+/** A task failed in a way SQLite answers by rolling back the whole transaction, not just the savepoint. */
+class TransactionLost extends Error {
+  constructor(readonly error: unknown) {
+    super('the transaction was rolled back');
+  }
+}
 
 /** Runs synchronous database work in shared transactions. */
 export class CommitQueue {
   private tasks: Task[] = [];
   private scheduled = false;
+  private busyTries = 0;
+  private readonly faults: DatabaseFaults;
   private readonly inSavepoint: (run: () => unknown) => unknown;
   private readonly batch: { immediate: (tasks: readonly Task[]) => Settled[] };
+  private readonly totalChanges: () => number;
 
   /**
    * @param sqlite the database handle
    * @param maxBatch most tasks per transaction, bounding how long one commit holds the loop (default: 256)
    */
   constructor(
-    sqlite: Sqlite,
+    private readonly sqlite: Sqlite,
     private readonly maxBatch = 256,
   ) {
+    this.faults = databaseFaultsFor(sqlite);
+    const changes = sqlite.prepare('SELECT total_changes()').pluck();
+    this.totalChanges = () => changes.get() as number;
     // A transaction function called inside another becomes a savepoint.
     this.inSavepoint = sqlite.transaction((run: () => unknown) => run());
     this.batch = sqlite.transaction((tasks: readonly Task[]) =>
@@ -37,6 +80,9 @@ export class CommitQueue {
         try {
           return { ok: true, value: this.inSavepoint(task.run) };
         } catch (error) {
+          // SQLITE_FULL or an I/O error can roll back the whole transaction: the tasks before this
+          // one lost their work too, and the ones after would run outside any transaction.
+          if (!this.sqlite.inTransaction) throw new TransactionLost(error);
           return { ok: false, error };
         }
       }),
@@ -44,36 +90,88 @@ export class CommitQueue {
   }
 
   /** Runs `run` (synchronous, no awaits) in the next group transaction; resolves after its commit. */
-  submit<T>(run: () => T): Promise<T> {
+  submit<T>(run: () => T, options: SubmitOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.tasks.push({ run, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      const grace = options.busyGraceMs ?? Number.POSITIVE_INFINITY;
+      this.tasks.push({
+        run,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        busyDeadline: Date.now() + grace,
+      });
+      this.schedule(0);
     });
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    if (delayMs === 0) setImmediate(() => this.flush());
+    else setTimeout(() => this.flush(), delayMs);
   }
 
   private flush(): void {
     this.scheduled = false;
-    const tasks = this.tasks.splice(0, this.maxBatch);
-    if (this.tasks.length > 0) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
-    let results: Settled[];
-    try {
-      // IMMEDIATE: take the write lock up front, so reading then writing cannot deadlock with another process.
-      results = this.batch.immediate(tasks);
-    } catch (error) {
-      for (const task of tasks) task.reject(error);
+    const refusal = this.faults.refusal();
+    if (refusal) {
+      for (const task of this.tasks.splice(0)) task.reject(refusal);
       return;
     }
+    const tasks = this.tasks.splice(0, this.maxBatch);
+    if (tasks.length === 0) return;
+    const before = this.totalChanges();
+    let results: Settled[];
+    try {
+      // IMMEDIATE: take the write lock up front, so reading then writing cannot deadlock with
+      // another process, and so a held lock fails here, before any task has run.
+      results = this.batch.immediate(tasks);
+    } catch (thrown) {
+      const error = thrown instanceof TransactionLost ? thrown.error : thrown;
+      const kind = this.faults.noteFailure(error);
+      if (kind === 'busy') {
+        this.waitForLock(tasks, error);
+        return;
+      }
+      const refused = kind ? unavailableFor(error, kind) : error;
+      for (const task of tasks) task.reject(refused);
+      if (this.tasks.length > 0) this.schedule(0);
+      return;
+    }
+    this.busyTries = 0;
+    this.faults.noteLockTaken();
+    if (this.tasks.length > 0) this.schedule(0);
+    this.report(results, before);
     tasks.forEach((task, i) => {
       const result = results[i]!;
       if (result.ok) task.resolve(result.value);
       else task.reject(result.error);
     });
+  }
+
+  /** Tells the fault tracker what the commit showed: a write that failed, or one that made it to disk. */
+  private report(results: readonly Settled[], before: number): void {
+    let failed = false;
+    for (const result of results) {
+      if (!result.ok && classifyDatabaseError(result.error) !== null) {
+        this.faults.noteFailure(result.error);
+        failed = true;
+      }
+    }
+    // A batch that only read (a claim finding nothing) proves nothing about writing.
+    if (!failed && this.totalChanges() > before) this.faults.noteWriteSucceeded();
+  }
+
+  /** Another process holds the write lock: refuse the tasks out of grace, retry the rest later. */
+  private waitForLock(tasks: readonly Task[], error: unknown): void {
+    const now = Date.now();
+    const waiting = tasks.filter((task) => task.busyDeadline > now);
+    const refused = unavailableFor(error, 'busy');
+    for (const task of tasks) if (task.busyDeadline <= now) task.reject(refused);
+    // Back at the front, in their order: a retried claim still follows the enqueue before it.
+    this.tasks.unshift(...waiting);
+    if (this.tasks.length === 0) return;
+    this.busyTries++;
+    this.schedule(busyRetryDelay(this.busyTries));
   }
 }
 

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3';
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { UserError } from '../errors.js';
+import { createPrivateFile } from './fileMode.js';
 import * as schema from './schema/index.js';
 
 export type Sqlite = Database.Database;
@@ -63,6 +64,8 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
   }
   let sqlite: Sqlite;
   try {
+    // Created here rather than by SQLite, which would make it 0644: it holds operations and personal data.
+    if (!options.readonly) createPrivateFile(file);
     sqlite = new Database(file, {
       readonly: options.readonly ?? false,
       fileMustExist: options.readonly ?? false,

@@ -101,6 +101,26 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
     action: 'ask the operator to make webhook ids unique; SELECT * FROM webhook_events WHERE id_reused = 1',
     for: '0m',
   },
+  'database-corrupt': {
+    summary: 'the database file is damaged; every write is refused',
+    action:
+      'stop the daemon, restore the newest backup (and remove -wal/-shm), start it, re-queue operations queued since',
+    for: '0m',
+  },
+  'database-write-failed': {
+    summary: 'database writes fail (disk full, read-only file, I/O error); enqueues answer 503',
+    action:
+      'free space on the database file system or fix ownership of the database, -wal and -shm; restart if it was read-only',
+  },
+  'database-unreadable': {
+    summary: 'status cannot read the database',
+    action: 'check the file, its permissions and the kernel log for I/O errors',
+  },
+  'database-locked': {
+    summary: 'another process holds the database write lock; API writes answer 503',
+    action: 'find the holder (fuser -v or lsof on the database file) and end its transaction',
+    for: '2m',
+  },
   'records-quarantined': {
     summary: 'records the operator sent could not be read',
     action:

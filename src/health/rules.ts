@@ -30,6 +30,10 @@ export const PROBLEM_SEVERITIES = {
   'webhook-undecided': ['warning'],
   'webhook-id-reused': ['warning'],
   'records-quarantined': ['warning'],
+  'database-corrupt': ['critical'],
+  'database-write-failed': ['critical'],
+  'database-unreadable': ['critical'],
+  'database-locked': ['warning'],
 } as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
 export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
 export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
@@ -60,6 +64,9 @@ export interface RuleInputs {
 /** Queued work older than this is a warning, then critical (ms). */
 export const QUEUE_AGE_WARNING_MS = 15 * 60_000;
 export const QUEUE_AGE_CRITICAL_MS = 6 * 60 * 60_000;
+
+/** Writes finding the lock held by another process this long is a warning (ms). */
+export const LOCK_WARNING_MS = 10_000;
 
 const ageMs = (iso: string | null, now: number) => (iso ? now - Date.parse(iso) : null);
 
@@ -241,6 +248,49 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
   return problems;
 }
 
+function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
+  const problems: Problem[] = [];
+  const { corruption, readError, writeFailure, lockedSince } = snapshot.database;
+  if (corruption) {
+    problems.push({
+      severity: 'critical',
+      code: 'database-corrupt',
+      message: `the database file is damaged (${corruption.source === 'integrity-check' ? 'quick_check' : 'a query'} found: ${corruption.detail}); every write is refused since ${corruption.at}`,
+      action:
+        'stop the daemon, put the newest backup (vcu-sync db backup, the backup timer) in place of the file and its -wal/-shm, start it, re-queue operations queued since the backup (README "Backup and restore")',
+    });
+  }
+  if (readError) {
+    problems.push({
+      severity: 'critical',
+      code: 'database-unreadable',
+      message: `status cannot read the database: ${readError}`,
+      action:
+        'check the file, its permissions and its disk (I/O errors in the kernel log); run vcu-sync status to read it from another process',
+    });
+  }
+  if (writeFailure) {
+    problems.push({
+      severity: 'critical',
+      code: 'database-write-failed',
+      message: `database writes fail since ${writeFailure.since} (${writeFailure.failures} failed, latest ${writeFailure.lastAt}): ${writeFailure.code}: ${writeFailure.message}`,
+      action:
+        'free disk space, or make the database, its -wal and -shm writable by the service user; this clears at the next write that succeeds (a file the daemon opened read-only needs a restart)',
+    });
+  }
+  const locked = ageMs(lockedSince, inputs.now);
+  if (locked !== null && locked >= LOCK_WARNING_MS) {
+    problems.push({
+      severity: 'warning',
+      code: 'database-locked',
+      message: `another process has held the database's write lock for ${formatDuration(locked)}: writes wait, API writes answer 503`,
+      action:
+        'find the process holding it (fuser or lsof on the database file): a long vcu-sync command or a SQL client with an open transaction; end it',
+    });
+  }
+  return problems;
+}
+
 const RANK: Record<Severity, number> = { ok: 0, warning: 1, critical: 2 };
 
 /** All problems, the worst first, and the overall severity. */
@@ -249,6 +299,7 @@ export function judge(
   inputs: RuleInputs,
 ): { status: Severity; problems: Problem[] } {
   const problems = [
+    ...databaseProblems(snapshot, inputs),
     ...syncProblems(snapshot, inputs),
     ...outboxProblems(snapshot, inputs),
     ...inboxProblems(snapshot),

@@ -1,3 +1,4 @@
+import { type DatabaseFacts, databaseFaultsFor, NO_FAULTS } from '../db/faults.js';
 import type { Sqlite } from '../db/open.js';
 import { awaitingDecision, decisionConflicts } from '../inbox/queries.js';
 import { readPause } from '../outbox/pause.js';
@@ -65,6 +66,39 @@ export interface HealthSnapshot {
     /** Events in the recent window whose decision could not be read, and the latest one's words. */
     undecided: number;
     lastUndecided: { type: string | null; status: string | null } | null;
+  };
+  /** What this process saw of the database's own health (write failures, locks, corruption). */
+  database: DatabaseFacts;
+}
+
+/** The snapshot when the database cannot be read: no figures, only why. */
+export function unreadableSnapshot(database: DatabaseFacts): HealthSnapshot {
+  return {
+    resources: [],
+    outbox: {
+      byState: {},
+      oldestQueuedAt: null,
+      paused: null,
+      awaitingDecision: 0,
+      oldestAwaitingAt: null,
+      oldestAcceptedAt: null,
+      finishedSince: {},
+      recentFailures: [],
+    },
+    rejections: { since: 0, recent: [] },
+    quarantine: {},
+    webhooks: {
+      received: 0,
+      verificationFailures: 0,
+      lastFailureReason: null,
+      conflicts: 0,
+      pendingOlderThanCutoff: 0,
+      lastReceivedAt: null,
+      idReused: 0,
+      undecided: 0,
+      lastUndecided: null,
+    },
+    database: { ...NO_FAULTS, ...database },
   };
 }
 
@@ -210,6 +244,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
       rejections: { since: rejectedSince, recent: recentRejections },
       quarantine,
       webhooks: { ...webhooks, lastUndecided, conflicts: decisionConflicts(sqlite).length },
+      database: databaseFaultsFor(sqlite).facts(),
     };
   });
   return read();

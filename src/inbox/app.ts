@@ -7,7 +7,8 @@
 import { Hono } from 'hono';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { commitQueueFor } from '../db/commitQueue.js';
+import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
+import { DatabaseUnavailable } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
 import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
 import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
@@ -150,15 +151,18 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     );
     let result: RecordResult;
     try {
-      result = await queue.submit(() =>
-        recordEvent(sqlite, {
-          webhookId: verdict.webhookId,
-          receivedAt: isoAt(nowMs),
-          body: storedBody,
-          // The hash is of the bytes received, not of the masked text stored: replays compare as sent.
-          bodyHash: bodyHash(body.bytes),
-          meaning,
-        }),
+      result = await queue.submit(
+        () =>
+          recordEvent(sqlite, {
+            webhookId: verdict.webhookId,
+            receivedAt: isoAt(nowMs),
+            body: storedBody,
+            // The hash is of the bytes received, not of the masked text stored: replays compare as sent.
+            bodyHash: bodyHash(body.bytes),
+            meaning,
+          }),
+        // Under another process's lock the sender is told to retry rather than kept waiting.
+        { busyGraceMs: REQUEST_BUSY_GRACE_MS },
       );
     } catch (err) {
       // Not stored, so not acknowledged: the operator retries and nothing is lost.
@@ -167,7 +171,9 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
         { event: 'webhook.store_failed', error: errorMessage(err) },
         'could not store a webhook; answering 503',
       );
-      return c.json({ error: 'could not store the event, retry later' }, 503);
+      return c.json({ error: 'could not store the event, retry later' }, 503, {
+        'retry-after': String(err instanceof DatabaseUnavailable ? err.retryAfterSeconds : 5),
+      });
     }
     ctx.metrics.webhookEvents.inc({ outcome: result.replay ? 'replay' : result.outcome });
     reportDecisionEffects(ctx, result.effects);

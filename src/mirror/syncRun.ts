@@ -1,5 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import { classifyDatabaseError } from '../db/faults.js';
+import { whenUnlocked } from '../db/whenUnlocked.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
 import { syncCustody } from './custody.js';
@@ -47,7 +49,9 @@ export async function runSync(
   const started = ctx.clock.now();
   const counts = emptyCounts();
   const trigger = options.trigger ?? 'manual';
-  const { liveElsewhere } = markInterruptedRuns(ctx);
+  const { sqlite } = ctx.database;
+  // The run's own bookkeeping waits out another process's lock (without blocking the loop).
+  const { liveElsewhere } = await whenUnlocked(sqlite, () => markInterruptedRuns(ctx), options.signal);
   const busy = liveElsewhere.find((r) => r.resource === target);
   if (busy) {
     const error = `${target}: another process (pid ${busy.pid}) is already syncing it (run ${busy.id})`;
@@ -60,7 +64,11 @@ export async function runSync(
     ? planScan(sync.checkpoint(list.target), list.log, options.full ?? false, ctx.config.sync.units_overlap)
     : undefined;
   let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
-  const runId = sync.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
+  const runId = await whenUnlocked(
+    sqlite,
+    () => sync.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null),
+    options.signal,
+  );
   markActive(ctx, runId);
   ctx.log.info(
     {
@@ -76,6 +84,7 @@ export async function runSync(
 
   let status: RunOutcome['status'] = 'succeeded';
   let error: string | null = null;
+  let locked = false;
   try {
     if (list && plan) {
       const result = await syncList(ctx, list, {
@@ -107,16 +116,30 @@ export async function runSync(
     // A stop also cancels the request in flight, which then fails with a network error.
     status = err instanceof RunAborted || options.signal?.aborted ? 'interrupted' : 'failed';
     error = describeFailure(target, err);
+    locked = classifyDatabaseError(err) === 'busy';
   } finally {
     markInactive(ctx, runId);
   }
 
   const finished = ctx.clock.now();
-  sync.finishRun(runId, isoAt(finished), status, error, counts);
+  await whenUnlocked(
+    sqlite,
+    () => sync.finishRun(runId, isoAt(finished), status, error, counts),
+    options.signal,
+  );
   record(ctx, target, status, counts, started, finished);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
+  if (locked && !options.signal?.aborted) {
+    // Another process held the lock past the short wait: not the operator's fault nor the data's.
+    // The next run resumes from the checkpoint, once the lock is free (its start waits for it).
+    ctx.log.warn(
+      { event: 'sync.run.lock_retry', resource: target, runId },
+      `sync of ${target} resumes once the database lock is free`,
+    );
+    return runSync(ctx, target, options);
+  }
   return { target, runId, status, mode, counts, error, durationMs: finished - started };
 }
 

@@ -168,8 +168,10 @@ export class Dispatcher {
       if (this.inflight.size > 0 || now < this.pause.probeAtMs) return [];
       limit = 1;
     }
-    const params = this.claimParams(now, limit);
-    const rows = await this.commits.submit(() => claimRows(this.q, params));
+    // Parameters taken when the claim runs: it may wait for another process's lock.
+    const rows = await this.commits.submit(() =>
+      claimRows(this.q, this.claimParams(this.clock.now(), limit)),
+    );
     return rows.sort((a, b) => a.id - b.id);
   }
 
@@ -187,9 +189,8 @@ export class Dispatcher {
    * (one fsync for both instead of a settle commit, a wake-up and a claim commit).
    */
   private refill(): Promise<OutboxRow[]> {
-    const params = this.claimParams(this.clock.now(), 1);
     return this.commits
-      .submit(() => claimRows(this.q, params))
+      .submit(() => claimRows(this.q, this.claimParams(this.clock.now(), 1)))
       .catch((err: unknown) => {
         // The loop claims at its next wake-up instead.
         this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);

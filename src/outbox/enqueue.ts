@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { commitQueueFor } from '../db/commitQueue.js';
+import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { wireSpelling } from './operationTypes.js';
 import { type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { type FieldError, validateNotification } from './validate.js';
@@ -90,7 +90,10 @@ export async function enqueueOperationGrouped(ctx: AppContext, input: unknown): 
   const prepared = prepare(ctx, input);
   if ('errors' in prepared) return prepared;
   const q = outboxQueries(ctx.database.sqlite);
-  const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, q, prepared));
+  // A request waits a moment for another process's lock, then is refused (503 + Retry-After).
+  const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, q, prepared), {
+    busyGraceMs: REQUEST_BUSY_GRACE_MS,
+  });
   // Woken before the commit, the dispatcher's claim joins the same group, after this INSERT: one
   // fsync for both. On a 200/409 the claim merely finds nothing new.
   ctx.hooks.wakeDispatcher?.();

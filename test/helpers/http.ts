@@ -6,6 +6,7 @@ export interface ApiAnswer {
   text: string;
   /** The response's content type. */
   type: string;
+  headers: Headers;
 }
 
 /**
@@ -33,6 +34,12 @@ export function apiCaller(base: string, defaultToken: string) {
     } catch {
       // not JSON: the text is the answer
     }
-    return { status: res.status, json, text, type: res.headers.get('content-type') ?? '' };
+    return {
+      status: res.status,
+      json,
+      text,
+      type: res.headers.get('content-type') ?? '',
+      headers: res.headers,
+    };
   };
 }

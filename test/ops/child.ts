@@ -15,12 +15,20 @@ export interface CliChild {
   exited: Promise<number | null>;
 }
 
-/** Runs `vcu-sync ARGS` from the sources with exactly `env` (plus PATH unless given). */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliChild {
+/**
+ * Runs `vcu-sync ARGS` from the sources with exactly `env` (plus PATH unless given); as another
+ * user when `as` is given (tests running as root use it to meet file permissions for real).
+ */
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  as?: { uid: number; gid: number },
+): CliChild {
   const child = spawn(process.execPath, cliArgs(args), {
     cwd: ROOT,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...as,
   });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => {

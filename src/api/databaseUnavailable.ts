@@ -1,0 +1,20 @@
+import type { Context } from 'hono';
+import type { AppContext } from '../context.js';
+import { databaseFaultsFor, unavailableFor } from '../db/faults.js';
+
+/**
+ * The answer to a request that failed because of the database's state (another process holding the
+ * lock, disk full, file read-only, corruption): 503 with Retry-After, which clients retry, rather than
+ * a 500 they must not. The fault is noted, so status says what the 503s are about. Undefined when
+ * the error is not a database fault.
+ */
+export function databaseUnavailableResponse(ctx: AppContext, c: Context, err: unknown): Response | undefined {
+  const kind = databaseFaultsFor(ctx.database.sqlite).noteFailure(err);
+  if (kind === null) return undefined;
+  const refusal = unavailableFor(err, kind);
+  ctx.log.warn(
+    { event: 'api.database_unavailable', kind, code: refusal.code, method: c.req.method, path: c.req.path },
+    refusal.message,
+  );
+  return c.json({ error: refusal.message }, 503, { 'retry-after': String(refusal.retryAfterSeconds) });
+}

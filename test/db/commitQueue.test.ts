@@ -1,0 +1,144 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CommitQueue } from '../../src/db/commitQueue.js';
+import { DatabaseUnavailable, databaseFaultsFor } from '../../src/db/faults.js';
+import { type OpenDatabase, openDatabase } from '../../src/db/open.js';
+import { whenUnlocked } from '../../src/db/whenUnlocked.js';
+import { tempDir } from '../helpers/context.js';
+import { until } from '../ops/child.js';
+
+/** A daemon-like connection (short lock wait) and a second connection, as another process would hold. */
+function twoConnections() {
+  const { dir, cleanup } = tempDir();
+  const file = path.join(dir, 'q.db');
+  const daemon = openDatabase(file, { busyTimeoutMs: 20 });
+  daemon.sqlite.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, v BLOB)');
+  const other = new Database(file);
+  return {
+    daemon,
+    other,
+    dispose: () => {
+      other.close();
+      daemon.close();
+      cleanup();
+    },
+  };
+}
+
+const insert =
+  (db: OpenDatabase, name: string, bytes = 0) =>
+  () =>
+    db.sqlite.prepare('INSERT INTO t (name, v) VALUES (?, ?)').run(name, Buffer.alloc(bytes, 7))
+      .lastInsertRowid;
+const names = (db: OpenDatabase) => db.sqlite.prepare('SELECT name FROM t ORDER BY id').pluck().all();
+
+describe('group commit under database faults', () => {
+  const disposers: Array<() => void> = [];
+  afterEach(() => {
+    for (const d of disposers.splice(0)) d();
+  });
+  const setup = () => {
+    const c = twoConnections();
+    disposers.push(c.dispose);
+    return c;
+  };
+
+  it('another connection holding the write lock: background work waits and commits in order once it is released; a request is refused', async () => {
+    const { daemon, other } = setup();
+    const queue = new CommitQueue(daemon.sqlite);
+    const faults = databaseFaultsFor(daemon.sqlite);
+    other.exec('BEGIN IMMEDIATE');
+    other.prepare("INSERT INTO t (name) VALUES ('other')").run();
+
+    const first = queue.submit(insert(daemon, 'bg-1'));
+    const second = queue.submit(insert(daemon, 'bg-2'));
+    const request = queue.submit(insert(daemon, 'request'), { busyGraceMs: 0 });
+    const refusal = await request.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(DatabaseUnavailable);
+    expect((refusal as DatabaseUnavailable).kind).toBe('busy');
+    expect((refusal as DatabaseUnavailable).retryAfterSeconds).toBe(1);
+    expect(faults.facts().lockedSince).not.toBeNull();
+
+    // Still held: the loop runs (this await returns) while the background tasks keep waiting.
+    let settled = false;
+    void Promise.allSettled([first, second]).then(() => {
+      settled = true;
+    });
+    let tries = 0;
+    const note = faults.noteFailure.bind(faults);
+    faults.noteFailure = (err) => {
+      tries++;
+      return note(err);
+    };
+    await until('three more tries under the lock', () => tries >= 3);
+    expect(settled).toBe(false);
+    // A read is not held up by the lock (WAL).
+    expect(names(daemon)).toEqual([]);
+
+    other.exec('COMMIT');
+    await Promise.all([first, second]);
+    expect(names(daemon)).toEqual(['other', 'bg-1', 'bg-2']);
+    expect(faults.facts().lockedSince).toBeNull();
+  });
+
+  it('whenUnlocked: a direct write waits out the lock without holding the loop, then runs once', async () => {
+    const { daemon, other } = setup();
+    other.exec('BEGIN IMMEDIATE');
+    let tries = 0;
+    const write = whenUnlocked(daemon.sqlite, () => {
+      tries++;
+      return insert(daemon, 'direct')();
+    });
+    await until('several tries', () => tries >= 3);
+    other.exec('COMMIT');
+    await write;
+    expect(names(daemon)).toEqual(['direct']);
+  });
+
+  it('disk full: every task of a batch is either stored and resolved or refused and absent; reported until a write succeeds', async () => {
+    const { daemon } = setup();
+    const queue = new CommitQueue(daemon.sqlite);
+    const faults = databaseFaultsFor(daemon.sqlite);
+    const pages = daemon.sqlite.pragma('page_count', { simple: true }) as number;
+    // SQLite's own size limit: the file cannot grow, as on a full disk.
+    daemon.sqlite.pragma(`max_page_count = ${pages + 2}`);
+
+    const tasks = Array.from({ length: 12 }, (_, i) => `row-${i}`);
+    const outcomes = await Promise.allSettled(tasks.map((name) => queue.submit(insert(daemon, name, 3000))));
+    const stored = new Set(names(daemon) as string[]);
+    const refused = tasks.filter((_, i) => outcomes[i]!.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    tasks.forEach((name, i) => {
+      expect(stored.has(name), name).toBe(outcomes[i]!.status === 'fulfilled');
+    });
+    const failure = faults.facts().writeFailure;
+    expect(failure?.code).toBe('SQLITE_FULL');
+    expect(failure?.message).toBe('database or disk is full');
+
+    // A batch that only reads does not clear it: nothing was written.
+    await queue.submit(() => daemon.sqlite.prepare('SELECT count(*) FROM t').pluck().get());
+    expect(faults.facts().writeFailure).not.toBeNull();
+
+    daemon.sqlite.pragma('max_page_count = 1000000');
+    await Promise.all(refused.map((name) => queue.submit(insert(daemon, name, 3000))));
+    expect(faults.facts().writeFailure).toBeNull();
+    expect(new Set(names(daemon) as string[])).toEqual(new Set(tasks));
+  });
+
+  it('corruption found: every write is refused, through the queue or not', async () => {
+    const { daemon } = setup();
+    const queue = new CommitQueue(daemon.sqlite);
+    databaseFaultsFor(daemon.sqlite).markCorrupt('Page 3: test', 'integrity-check');
+    const err = await queue.submit(insert(daemon, 'x')).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect((err as DatabaseUnavailable).kind).toBe('corrupt');
+    expect(() => insert(daemon, 'y')()).toThrow(/readonly/);
+    expect(names(daemon)).toEqual([]);
+  });
+});

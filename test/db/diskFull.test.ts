@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseFaultsFor } from '../../src/db/faults.js';
+import { startApi } from '../api/apiHarness.js';
+import { PERSONAL, transfer } from '../outbox/fixtures.js';
+
+let api: Awaited<ReturnType<typeof startApi>>;
+
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const storedRefs = () =>
+  new Set(
+    api.ctx.database.sqlite.prepare('SELECT marketplaceTransactionRef FROM outbox').pluck().all() as string[],
+  );
+
+function expectNoPersonalData(text: string): void {
+  for (const value of Object.values(PERSONAL)) expect(text).not.toContain(value);
+}
+
+describe('disk full (SQLite max_page_count on the daemon connection)', () => {
+  it('enqueues answer 201 (stored) or 503 + Retry-After (not stored), status is critical with the SQLite error, and all recovers once space returns', async () => {
+    const { call, ctx } = api;
+    expect((await call('POST', '/v1/operations', transfer('before-full'))).status).toBe(201);
+    const pages = ctx.database.sqlite.pragma('page_count', { simple: true }) as number;
+    ctx.database.sqlite.pragma(`max_page_count = ${pages}`);
+
+    // Enough that the free space left in the file runs out within the burst.
+    const refs = Array.from({ length: 60 }, (_, i) => `full-${i}`);
+    const op = (ref: string) => transfer(ref, { unitId: 5_000 + refs.indexOf(ref) });
+    const answers = await Promise.all(refs.map((ref) => call('POST', '/v1/operations', op(ref))));
+    const stored = storedRefs();
+    const refused: string[] = [];
+    answers.forEach((answer, i) => {
+      const ref = refs[i]!;
+      expect([201, 503], answer.text).toContain(answer.status);
+      if (answer.status === 201) {
+        expect(stored.has(ref), ref).toBe(true);
+      } else {
+        refused.push(ref);
+        expect(stored.has(ref), ref).toBe(false);
+        expect(answer.headers.get('retry-after')).toBe('30');
+        expect(answer.json.error).toContain('SQLITE_FULL');
+        expectNoPersonalData(answer.text);
+      }
+    });
+    expect(refused.length).toBeGreaterThan(0);
+
+    // Liveness and reads go on.
+    expect((await fetch(`${api.base}/healthz`)).status).toBe(200);
+    expect((await call('GET', '/v1/operations?limit=5')).status).toBe(200);
+
+    const status = await call('GET', '/status');
+    expect(status.status).toBe(503);
+    expect(status.json.status).toBe('critical');
+    const problem = status.json.problems.find((p: { code: string }) => p.code === 'database-write-failed');
+    expect(problem.severity).toBe('critical');
+    expect(problem.message).toContain('SQLITE_FULL: database or disk is full');
+    expectNoPersonalData(status.text);
+
+    // Space again: the refused operations are sent again by their apps and stored; status clears.
+    ctx.database.sqlite.pragma('max_page_count = 1000000');
+    for (const ref of refused) {
+      const again = await call('POST', '/v1/operations', op(ref));
+      expect(again.status, again.text).toBe(201);
+    }
+    expect(databaseFaultsFor(ctx.database.sqlite).facts().writeFailure).toBeNull();
+    const after = await call('GET', '/status');
+    expect(after.json.problems.map((p: { code: string }) => p.code)).not.toContain('database-write-failed');
+    expect(storedRefs()).toEqual(new Set(['before-full', ...refs]));
+  });
+});
