@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
+import { perHandle } from '../db/perHandle.js';
 
 /**
  * Every SQL statement of the outbox, prepared once per connection. Timestamps are ISO strings
@@ -175,17 +176,8 @@ function prepareAll(sqlite: Sqlite) {
 
 export type OutboxQueries = ReturnType<typeof prepareAll>;
 
-const cache = new WeakMap<Sqlite, OutboxQueries>();
-
 /** The prepared statements of one connection (made once, then reused). */
-export function outboxQueries(sqlite: Sqlite): OutboxQueries {
-  let q = cache.get(sqlite);
-  if (!q) {
-    q = prepareAll(sqlite);
-    cache.set(sqlite, q);
-  }
-  return q;
-}
+export const outboxQueries: (sqlite: Sqlite) => OutboxQueries = perHandle(prepareAll);
 
 /** What a claim needs: who claims, the time, the lease's end (ISO) and how many rows at most. */
 export interface ClaimParams {
