@@ -49,8 +49,12 @@ const operatorSchema = z.strictObject({
   timeout_ms: positiveInt.default(30_000),
   /** Timeout to connect, in milliseconds (default: 5000). */
   connect_timeout_ms: positiveInt.default(5_000),
-  /** Most requests per second sent to the operator, all loops together (default: 10). */
+  /** Most requests per second sent to the operator, all loops together: the adaptive rate starts here, halves on a 429 and climbs back (default: 10). */
   rate_per_second: z.number().positive().default(10),
+  /** Least requests per second a run of 429s may bring the adaptive rate to (capped at rate_per_second) (default: 0.5). */
+  min_rate_per_second: z.number().positive().default(0.5),
+  /** Requests per second the adaptive rate climbs by per second of successful requests (default: 1). */
+  rate_increase_per_second: z.number().positive().default(1),
   /** List bodies up to this size are parsed at once; larger ones are streamed record by record, bytes (default: 2097152). */
   max_body_bytes: positiveInt.default(2 * 1024 * 1024),
   /** getProjectList path (default: "/integration/v1/projects"). */

@@ -31,6 +31,8 @@ export interface AppContext {
   clock: Clock;
   /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
   operator(): OperatorClient;
+  /** The operator client's adaptive rate and its ceiling (requests/s); null before the client is made. */
+  operatorRate(): { current: number; ceiling: number } | null;
   hooks: AppHooks;
   metrics: Metrics;
   /** When this process's context was made (ISO): the daemon's start, for uptime. */

@@ -65,6 +65,11 @@ export function createMetrics() {
       labelNames: ['operation', 'code'] as const,
       registers,
     }),
+    operatorRate: new Gauge({
+      name: 'vcu_sync_operator_rate_per_second',
+      help: 'The adaptive request rate to the operator now: operator.rate_per_second until a 429 halves it, climbing back while requests succeed.',
+      registers,
+    }),
     /** Set by the API at scrape time from the health module. */
     outboxDepth: new Gauge({
       name: 'vcu_sync_outbox_rows',

@@ -26,6 +26,11 @@ export interface Health {
   identity: Identity;
   problems: Problem[];
   snapshot: HealthSnapshot;
+  /**
+   * The daemon's adaptive request rate to the operator and its ceiling (requests/s): in-memory state,
+   * so only `GET /status` of a daemon that has called the operator shows it.
+   */
+  operatorRate?: { current: number; ceiling: number };
 }
 
 const periodCache = new Map<string, number | null>();

@@ -114,7 +114,11 @@ export function registerStatusRoutes(
   ctx: AppContext,
   openapi: () => Record<string, unknown>,
 ): void {
-  const health = () => getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now(), ctx.startedAt);
+  const health = (): Health => {
+    const h = getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now(), ctx.startedAt);
+    const rate = ctx.operatorRate();
+    return rate ? { ...h, operatorRate: rate } : h;
+  };
   app.get('/status', (c) => {
     const h = health();
     return c.json(h, h.status === 'critical' ? 503 : 200);

@@ -2,8 +2,8 @@ import http from 'node:http';
 import https from 'node:https';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
-import { errorForNetwork, errorForStatus, OperatorError } from './errors.js';
-import { RateLimiter } from './rateLimit.js';
+import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
+import { type RateEvent, RateLimiter } from './rateLimit.js';
 import { type ListBody, readListBody } from './readBody.js';
 
 /** Everything the client needs to reach the operator. */
@@ -20,8 +20,16 @@ export interface OperatorClientOptions {
   timeoutMs?: number;
   /** Connect timeout, ms (default: 5000). */
   connectTimeoutMs?: number;
-  /** Requests per second, all callers together (default: 10). */
+  /** Most requests per second, all callers together: the adaptive rate's ceiling and start (default: 10). */
   ratePerSecond?: number;
+  /** Least requests per second 429s may bring the rate to (default: 0.5, at most ratePerSecond). */
+  minRatePerSecond?: number;
+  /** Requests per second the rate climbs by per second of successes (default: 1). */
+  rateIncreasePerSecond?: number;
+  /** Told the new rate whenever a 429 or a success changes it, for metrics and logs (default: none). */
+  onRate?: (ratePerSecond: number, event: RateEvent) => void;
+  /** How the rate limit waits; tests pass one that moves their clock (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
   /** List bodies larger than this are streamed instead of parsed at once, bytes (default: 2 MiB). */
   bufferLimitBytes?: number;
   /** Most concurrent sockets (default: 16). */
@@ -64,7 +72,16 @@ export class OperatorClient {
   constructor(private readonly options: OperatorClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
-    this.limiter = new RateLimiter(options.ratePerSecond ?? 10, undefined, this.clock);
+    this.limiter = new RateLimiter({
+      config: {
+        ceiling: options.ratePerSecond ?? 10,
+        floor: options.minRatePerSecond ?? 0.5,
+        increasePerSecond: options.rateIncreasePerSecond ?? 1,
+      },
+      clock: this.clock,
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.onRate ? { onChange: options.onRate } : {}),
+    });
     const maxSockets = options.maxSockets ?? 16;
     this.agents = {
       http: new http.Agent({ keepAlive: true, maxSockets }),
@@ -110,10 +127,23 @@ export class OperatorClient {
     return `${this.base}${path}${qs ? `?${qs}` : ''}`;
   }
 
+  /** The adaptive rate now and its ceiling, requests per second. */
+  get rate(): { current: number; ceiling: number } {
+    return { current: this.limiter.rate, ceiling: this.limiter.ceiling };
+  }
+
   private report(operation: string, status: number | 'error', started: number): number {
     const durationMs = this.clock.now() - started;
     this.options.onResponse?.({ operation, status, durationMs });
     return durationMs;
+  }
+
+  /** Feeds an answer's status into the adaptive rate: 429 cuts it, 2xx raises it, others say nothing. */
+  private rateFeedback(status: number, sentAt: number, retryAfter: string | undefined): void {
+    if (status === 429) {
+      const at = this.clock.now();
+      this.limiter.feedback({ kind: 'limited', sentAt, at, retryAfterMs: parseRetryAfter(retryAfter, at) });
+    } else if (status >= 200 && status < 300) this.limiter.feedback({ kind: 'ok', sentAt });
   }
 
   /** Reads the text of a non-2xx answer (bounded) and throws it as a classified error. */
@@ -161,6 +191,7 @@ export class OperatorClient {
     }
     const status = response.statusCode ?? 0;
     this.report(operation, status, started);
+    this.rateFeedback(status, started, header(response, 'retry-after'));
     if (status < 200 || status >= 300)
       await this.failFromStream(stream, status, header(response, 'retry-after'), this.keyNotSent(true));
     const type = header(response, 'content-type') ?? '';
@@ -237,7 +268,7 @@ export class OperatorClient {
     );
   }
 
-  private async send<T extends { statusCode: number }>(
+  private async send<T extends { statusCode: number; headers: http.IncomingHttpHeaders }>(
     operation: string,
     started: number,
     call: () => Promise<T>,
@@ -245,6 +276,7 @@ export class OperatorClient {
     try {
       const response = await call();
       this.report(operation, response.statusCode, started);
+      this.rateFeedback(response.statusCode, started, header(response, 'retry-after'));
       return response;
     } catch (err) {
       this.report(operation, 'error', started);

@@ -81,6 +81,9 @@ const VALUE_FLAGS: Record<string, Setter> = {
   '--fault-429-rate': (o, v, f) => {
     o.faults = { ...o.faults, rateLimit: rate(f, v) };
   },
+  '--rate-limit': (o, v, f) => {
+    o.rateLimit = { perSecond: int(f, v, 1) };
+  },
   '--latency-ms': (o, v, f) => {
     o.faults = { ...o.faults, latencyMs: int(f, v, 0) };
   },

@@ -5,6 +5,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { AuthMode } from './auth.js';
 import type { FaultControl } from './faults.js';
+import type { RequestRateLimit } from './rateLimit.js';
 import type { Registry } from './registry.js';
 import type { Stats } from './stats.js';
 import type { WebhookSender } from './webhooks.js';
@@ -45,4 +46,6 @@ export interface SimState {
   webhooks: WebhookSender;
   stats: Stats;
   notifications: ReceivedNotification[];
+  /** The operator's request rate limit over every interface request; none when unset. */
+  rateLimit?: RequestRateLimit | undefined;
 }

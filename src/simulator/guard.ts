@@ -59,6 +59,17 @@ export async function guard(
     return { handled: true };
   }
 
+  const admission = state.rateLimit?.admit();
+  if (admission && !admission.ok) {
+    writeJson(
+      outgoing,
+      429,
+      { message: 'API rate limit exceeded' },
+      { 'retry-after': String(admission.retryAfterSec) },
+    );
+    return { handled: true };
+  }
+
   const fault = state.faults.take({ ...req, path, method: c.req.method });
   if (!fault) return { handled: false, fault: undefined };
   switch (fault.kind) {

@@ -4,9 +4,11 @@
 import type { AddressInfo } from 'node:net';
 import { type HttpBindings, serve } from '@hono/node-server';
 import { Hono } from 'hono';
+import type { Clock } from '../clock.js';
 import type { AuthMode } from './auth.js';
 import type { ReceivedNotification, SimEnv, SimState } from './context.js';
 import { FaultControl, type FaultRates } from './faults.js';
+import { type RateLimitOptions, RequestRateLimit } from './rateLimit.js';
 import { Registry } from './registry.js';
 import { outcomeOf } from './respond.js';
 import { depositAndNotify, registerAdminRoutes } from './routes-admin.js';
@@ -52,6 +54,10 @@ export interface SimulatorOptions {
   notifyStatus?: 200 | 202;
   /** Probabilistic faults (default: none) */
   faults?: FaultRates;
+  /** Answer 429 with Retry-After to interface requests beyond this rate (default: no limit) */
+  rateLimit?: RateLimitOptions;
+  /** Time of the rate limit; tests pass one they move (default: the system clock) */
+  clock?: Clock;
 }
 
 export interface Simulator {
@@ -103,6 +109,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     webhooks: new WebhookSender(opts.webhook ?? {}),
     stats: new Stats(),
     notifications: [],
+    rateLimit: opts.rateLimit ? new RequestRateLimit(opts.rateLimit, opts.clock) : undefined,
   };
 
   const app = new Hono<SimEnv>();

@@ -20,6 +20,8 @@ export interface TestContextOptions {
   /** Environment for loadConfig (default: empty, so the developer's variables do not leak in). */
   env?: NodeJS.ProcessEnv;
   clock?: Clock;
+  /** How the operator client's rate limit waits (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** A real context over a real SQLite file in a temporary folder. */
@@ -31,7 +33,10 @@ export function testContext(
     env: { VCU_SYNC_DB: path.join(dir, 'test.db'), ...options.env },
     overrides: options.overrides ?? {},
   });
-  const ctx = createAppContext(config, silentLogger, { clock: options.clock });
+  const ctx = createAppContext(config, silentLogger, {
+    clock: options.clock,
+    ...(options.sleep ? { sleep: options.sleep } : {}),
+  });
   return Object.assign(ctx, {
     dir,
     dispose: () => {

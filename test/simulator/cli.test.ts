@@ -35,6 +35,8 @@ describe('parseSimulatorArgs', () => {
         '--fault-429-rate=0.05',
         '--latency-ms',
         '20',
+        '--rate-limit',
+        '25',
       ]),
     ).toEqual({
       port: 8123,
@@ -54,6 +56,7 @@ describe('parseSimulatorArgs', () => {
       },
       notifyStatus: 200,
       faults: { error: 0.1, rateLimit: 0.05, latencyMs: 20 },
+      rateLimit: { perSecond: 25 },
     });
   });
 
