@@ -15,7 +15,20 @@ export interface ListRequest {
   removed: 'false' | 'true' | 'only';
   /** Key after which the page starts (exclusive). */
   after: string | undefined;
+  /** With a date order: the date of the `after` record (the page starts after (date, key)). */
+  afterDate?: string | undefined;
   limit: number;
+  /**
+   * A date column: when a filter bounds it, the list is ordered by it, then by key, so a date
+   * range reads as one index range instead of a scan of the whole table (default: key order).
+   */
+  dateOrder?: string | undefined;
+}
+
+/** Whether the request is in date order: it names a date column and a filter bounds it. */
+export function inDateOrder(request: Pick<ListRequest, 'filters' | 'dateOrder'>): boolean {
+  const column = request.dateOrder;
+  return column !== undefined && request.filters.some((f) => f.column === column && f.op !== '=');
 }
 
 const META_COLUMNS = ['_first_seen_at', '_last_seen_at', '_removed_at'];
@@ -41,7 +54,7 @@ export function decodeRow(
 export function listRecords(
   sqlite: Sqlite,
   request: ListRequest,
-): { rows: Record<string, unknown>[]; lastKey: string | null } {
+): { rows: Record<string, unknown>[]; lastKey: string | null; lastDate?: string } {
   const { fields, key } = RESOURCE_FIELDS[request.resource];
   const known = new Set(fields.map((f) => f.name));
   const where: string[] = [];
@@ -54,16 +67,30 @@ export function listRecords(
   }
   if (request.removed === 'false') where.push('_removed_at IS NULL');
   if (request.removed === 'only') where.push('_removed_at IS NOT NULL');
+  const date = inDateOrder(request) ? request.dateOrder : undefined;
+  if (date !== undefined && !known.has(date)) throw new Error(`unknown column ${date}`);
   if (request.after !== undefined) {
-    where.push(`"${key}" > ?`);
-    params.push(request.after);
+    if (date !== undefined) {
+      // A row value compares (date, key) in one index range.
+      where.push(`("${date}", "${key}") > (?, ?)`);
+      params.push(request.afterDate ?? '', request.after);
+    } else {
+      where.push(`"${key}" > ?`);
+      params.push(request.after);
+    }
   }
-  const sql = `SELECT * FROM "${request.resource}" ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY "${key}" LIMIT ?`;
+  const order = date !== undefined ? `"${date}", "${key}"` : `"${key}"`;
+  const sql = `SELECT * FROM "${request.resource}" ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
   const raw = sqlite.prepare(sql).all(...params, request.limit + 1) as Record<string, unknown>[];
   const more = raw.length > request.limit;
   const page = more ? raw.slice(0, request.limit) : raw;
   const rows = page.map((r) => decodeRow(fields, r));
-  return { rows, lastKey: more ? String(page[page.length - 1]![key]) : null };
+  const last = page[page.length - 1];
+  return {
+    rows,
+    lastKey: more && last ? String(last[key]) : null,
+    ...(more && last && date !== undefined ? { lastDate: String(last[date]) } : {}),
+  };
 }
 
 export function getRecord(

@@ -1,9 +1,17 @@
 import type { Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
+import {
+  type ColumnFilter,
+  changesAfter,
+  getRecord,
+  inDateOrder,
+  lastChangeSeq,
+  listRecords,
+} from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -41,7 +49,14 @@ const dates = (column: string): FilterParam[] => [
 ];
 
 /** The mirror lists served, their URL names and the filters people use on each. */
-const LISTS: ReadonlyArray<{ path: string; resource: ResourceName; what: string; filters: FilterParam[] }> = [
+const LISTS: ReadonlyArray<{
+  path: string;
+  resource: ResourceName;
+  what: string;
+  filters: FilterParam[];
+  /** Date column whose from/to filters put the list in date order (then key). */
+  dateOrder?: string;
+}> = [
   {
     path: '/v1/projects',
     resource: 'projects',
@@ -73,14 +88,15 @@ const LISTS: ReadonlyArray<{ path: string; resource: ResourceName; what: string;
       text('type', 'unitsType', 'unitsType, exactly'),
       ...dates('unitsDate'),
     ],
+    dateOrder: 'unitsDate',
   },
   { path: '/v1/custody/projects', resource: 'custody_projects', what: 'projects in custody', filters: [] },
   { path: '/v1/custody/issuances', resource: 'custody_issuances', what: 'issuances in custody', filters: [] },
   { path: '/v1/custody/units', resource: 'custody_units', what: 'units in custody', filters: [] },
 ];
 
-/** What a list's cursor holds: the last key served. */
-const keyCursor = z.strictObject({ k: z.string() });
+/** What a list's cursor holds: the last key served, and its date when the list is in date order. */
+const keyCursor = z.strictObject({ k: z.string(), d: z.string().optional() });
 
 function listQuerySchema(filters: FilterParam[]) {
   const shape: Record<string, z.ZodType> = { limit: limitParam, cursor: cursorParam, removed: removedParam };
@@ -155,15 +171,25 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
         const value = q[f.param];
         if (value !== undefined) filters.push({ column: f.column, op: f.op, value });
       }
-      const after = q.cursor === undefined ? undefined : decodeCursor(String(q.cursor), keyCursor).k;
-      const { rows, lastKey } = listRecords(sqlite, {
+      const cursor = q.cursor === undefined ? undefined : decodeCursor(String(q.cursor), keyCursor);
+      const dated = inDateOrder({ filters, dateOrder: list.dateOrder });
+      // A date-ordered page starts after a (date, key): a cursor without the date is not one it gave.
+      if (cursor && dated && cursor.d === undefined)
+        throw new HTTPException(400, { message: 'cursor: not a cursor this API gave out' });
+      const { rows, lastKey, lastDate } = listRecords(sqlite, {
         resource: list.resource,
         filters,
         removed: (q.removed as 'false' | 'true' | 'only' | undefined) ?? 'false',
-        after,
+        after: cursor?.k,
+        afterDate: cursor?.d,
         limit: (q.limit as number | undefined) ?? 100,
+        dateOrder: list.dateOrder,
       });
-      return c.json({ items: rows, next: lastKey === null ? null : encodeCursor({ k: lastKey }) });
+      const next =
+        lastKey === null
+          ? null
+          : encodeCursor(lastDate === undefined ? { k: lastKey } : { k: lastKey, d: lastDate });
+      return c.json({ items: rows, next });
     });
     app.get(`${list.path}/:id`, (c) => {
       const record = getRecord(sqlite, list.resource, c.req.param('id'));

@@ -1,6 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { classifyDatabaseError } from '../db/faults.js';
+import { refreshPlannerStats } from '../db/plannerStats.js';
 import { whenUnlocked } from '../db/whenUnlocked.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
@@ -128,6 +129,7 @@ export async function runSync(
     options.signal,
   );
   record(ctx, target, status, counts, started, finished);
+  if (status === 'succeeded') refreshStats(ctx);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
@@ -141,6 +143,18 @@ export async function runSync(
     return runSync(ctx, target, options);
   }
   return { target, runId, status, mode, counts, error, durationMs: finished - started };
+}
+
+/** After a run, planner statistics follow the mirror's size; a failure here only costs speed. */
+function refreshStats(ctx: AppContext): void {
+  try {
+    refreshPlannerStats(ctx.database.sqlite);
+  } catch (err) {
+    ctx.log.warn(
+      { event: 'sync.stats.failed', error: errorMessage(err) },
+      'planner statistics not refreshed',
+    );
+  }
 }
 
 /** One line naming what went wrong; operator errors say what kind, with the operator's words. */

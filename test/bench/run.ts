@@ -13,6 +13,7 @@ import { ROOT } from './lib/proc.js';
 import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
 import { outboxDrainScenario } from './outboxDrain.js';
+import { scalingScenario } from './scaling.js';
 import { startupScenario } from './startup.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
 import { webhooksScenario } from './webhooks.js';
@@ -25,23 +26,30 @@ const SCENARIOS: Record<string, Scenario> = {
   enqueue: enqueueLatencyScenario,
   webhooks: webhooksScenario,
   startup: startupScenario,
+  scaling: scalingScenario,
 };
+
+/** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */
+const FULL_ONLY = new Set(['scaling']);
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
   let quick = false;
   let only = Object.keys(SCENARIOS);
   let out = path.join(ROOT, 'bench-results');
+  let named = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--quick') quick = true;
     else if (arg === '--only') {
       only = (argv[++i] ?? '').split(',').filter(Boolean);
+      named = true;
       const unknown = only.filter((n) => !(n in SCENARIOS));
       if (unknown.length > 0 || only.length === 0)
         throw new Error(`--only: expected names from ${Object.keys(SCENARIOS).join(', ')}`);
     } else if (arg === '--out') out = path.resolve(argv[++i] ?? '');
     else throw new Error(`unknown option ${arg} (use --quick, --only NAME,..., --out DIR)`);
   }
+  if (quick && !named) only = only.filter((n) => !FULL_ONLY.has(n));
   return { quick, only, out };
 }
 

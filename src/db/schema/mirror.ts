@@ -68,9 +68,17 @@ export const unitOperations = sqliteTable(
     /** Position of the operation in the operator's log, for incremental sync. */
     _position: integer('_position'),
   }),
+  // Each filter of GET /v1/units is an index that also gives the list's order (key, or date then
+  // key when dates are filtered), so a page costs its own rows whatever the mirror's size.
   (t) => [
-    index('unit_operations_issuance_idx').on(col(t, 'unitsIssuanceID')),
-    index('unit_operations_status_idx').on(col(t, 'unitsStatus')),
+    index('unit_operations_issuance_key_idx').on(col(t, 'unitsIssuanceID'), col(t, 'unitsOperationID')),
+    index('unit_operations_status_key_idx').on(col(t, 'unitsStatus'), col(t, 'unitsOperationID')),
+    index('unit_operations_date_key_idx').on(col(t, 'unitsDate'), col(t, 'unitsOperationID')),
+    index('unit_operations_status_date_key_idx').on(
+      col(t, 'unitsStatus'),
+      col(t, 'unitsDate'),
+      col(t, 'unitsOperationID'),
+    ),
     index('unit_operations_position_idx').on(col(t, '_position')),
   ],
 );
