@@ -173,7 +173,7 @@ export class OperatorClient {
     query: ListQuery = {},
     request: RequestOptions = {},
   ): Promise<ListBody> {
-    await this.limiter.acquire();
+    await this.limiter.acquire(request.signal);
     const started = this.clock.now();
     const stream = this.got.stream(this.url(path, query), {
       headers: this.headers(true),
@@ -208,7 +208,7 @@ export class OperatorClient {
 
   /** GETs one object (a Marketplace Data read); null when the operator answers 404. */
   async getOne(operation: string, path: string, request: RequestOptions = {}): Promise<unknown | null> {
-    await this.limiter.acquire();
+    await this.limiter.acquire(request.signal);
     const started = this.clock.now();
     const response = await this.send(operation, started, () =>
       this.got(this.url(path), {
@@ -232,7 +232,7 @@ export class OperatorClient {
 
   /** POSTs a notification; resolves on any 2xx, throws a classified error otherwise. Never retries. */
   async notify(path: string, body: string, request: RequestOptions = {}): Promise<NotifyResult> {
-    await this.limiter.acquire();
+    await this.limiter.acquire(request.signal);
     const started = this.clock.now();
     const response = await this.send('notify', started, () =>
       this.got.post(this.url(path), {

@@ -77,11 +77,11 @@ export class RateLimiter {
   private last: number;
   private queue: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
-  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.clock = options.clock ?? systemClock;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.sleep = options.sleep ?? timerSleep;
     this.state = initialRate(options.config);
     this.tokens = this.capacity();
     this.last = this.clock.now();
@@ -114,11 +114,15 @@ export class RateLimiter {
     return start - now + forTokens;
   }
 
-  /** Resolves when one more request may be sent. */
-  acquire(): Promise<void> {
+  /**
+   * Resolves when one more request may be sent, or as soon as `signal` aborts (a Retry-After may be
+   * long, and a stopping daemon must not wait it out; the caller's request then fails as aborted).
+   */
+  acquire(signal?: AbortSignal): Promise<void> {
     const turn = this.queue.then(async () => {
+      if (signal?.aborted) return;
       const wait = this.reserve();
-      if (wait > 0) await this.sleep(wait);
+      if (wait > 0) await untilAborted(this.sleep(wait, signal), signal);
     });
     this.queue = turn;
     return turn;
@@ -137,4 +141,29 @@ export class RateLimiter {
     }
     if (this.state.rate !== before.rate) this.options.onChange?.(this.state.rate, event);
   }
+}
+
+/** setTimeout that an abort clears, so a stopped process is not kept alive by a long Retry-After. */
+function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => clearTimeout(timer);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', stop, { once: true });
+  });
+}
+
+/** Resolves when `wait` does or when `signal` aborts, whichever is first. */
+function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void wait.then(done, done);
+  });
 }

@@ -221,3 +221,21 @@ describe('OperatorClient rate feedback', () => {
     }
   });
 });
+
+describe('RateLimiter and a stop', () => {
+  it('lets a waiter go at once when its signal aborts during a Retry-After, which still holds for others', async () => {
+    const clock = new ManualClock(T);
+    const limiter = new RateLimiter({ config: CONFIG, clock });
+    await limiter.acquire();
+    // An hour's Retry-After on the real timer: only the abort can end the first wait in this test.
+    limiter.feedback({ kind: 'limited', sentAt: T, at: T, retryAfterMs: 3_600_000 });
+    const stop = new AbortController();
+    const stopped = limiter.acquire(stop.signal);
+    stop.abort();
+    await stopped;
+    // Another caller already stopping does not wait either; the limit itself is unchanged.
+    await limiter.acquire(AbortSignal.abort());
+    expect(limiter.rate).toBe(10);
+    expect(limiter.reserve()).toBeGreaterThanOrEqual(3_600_000 - 1);
+  });
+});

@@ -17,6 +17,8 @@ const PARAMS: Record<string, { column: string; op: ColumnFilter['op'] }> = {
 
 /** One reader's walk: a filter set, then following `next` for up to `pages` pages. */
 export interface UnitsQuery {
+  /** Which kind of filter, e.g. "status + month". */
+  shape: string;
   params: Record<string, string>;
   pages: number;
   /** Runs the walk through the API; the milliseconds of each page (one request each). */
@@ -42,46 +44,63 @@ export function unitsQueryMix(sqlite: Sqlite, requests: number): UnitsQuery[] {
     const row = sample.get(rng.int(1, maxRowid)) as { unitsIssuanceID: string; unitsDate: string };
     return { issuance: row.unitsIssuanceID, day: row.unitsDate };
   };
-  const shapes: Array<() => Record<string, string>> = [
-    () => ({ issuance: pick().issuance }),
-    () => ({ status: rng.pick(UNIT_STATUSES) }),
-    () => ({ type: rng.pick(UNIT_TYPES) }),
-    () => {
-      const { day } = pick();
-      return { from: day, to: addDays(day, 30) };
-    },
-    () => {
-      const { day } = pick();
-      return { from: day, to: addDays(day, 365) };
-    },
-    () => {
-      const { day } = pick();
-      return { status: rng.pick(UNIT_STATUSES), from: day, to: addDays(day, 30) };
-    },
-    () => {
-      const { issuance } = pick();
-      return { issuance, status: rng.pick(['Issued', 'Retired'] as const) };
-    },
-    () => ({ type: rng.pick(UNIT_TYPES), status: rng.pick(UNIT_STATUSES), from: pick().day }),
-    () => ({ to: pick().day }),
-    () => ({ status: rng.pick(UNIT_STATUSES), to: pick().day }),
+  const shapes: Array<[string, () => Record<string, string>]> = [
+    ['issuance', () => ({ issuance: pick().issuance })],
+    ['status', () => ({ status: rng.pick(UNIT_STATUSES) })],
+    ['type', () => ({ type: rng.pick(UNIT_TYPES) })],
+    [
+      'month',
+      () => {
+        const { day } = pick();
+        return { from: day, to: addDays(day, 30) };
+      },
+    ],
+    [
+      'year',
+      () => {
+        const { day } = pick();
+        return { from: day, to: addDays(day, 365) };
+      },
+    ],
+    [
+      'status + month',
+      () => {
+        const { day } = pick();
+        return { status: rng.pick(UNIT_STATUSES), from: day, to: addDays(day, 30) };
+      },
+    ],
+    [
+      'issuance + status',
+      () => {
+        const { issuance } = pick();
+        return { issuance, status: rng.pick(['Issued', 'Retired'] as const) };
+      },
+    ],
+    [
+      'type + status + from',
+      () => ({ type: rng.pick(UNIT_TYPES), status: rng.pick(UNIT_STATUSES), from: pick().day }),
+    ],
+    ['to', () => ({ to: pick().day })],
+    ['status + to', () => ({ status: rng.pick(UNIT_STATUSES), to: pick().day })],
   ];
+
   const queries: UnitsQuery[] = [];
   for (let total = 0, i = 0; total < requests; i++) {
-    const params = shapes[i % shapes.length]!();
+    const [shape, make] = shapes[i % shapes.length]!;
     const pages = Math.min(1 + (i % 3), requests - total);
     total += pages;
-    queries.push(walk(sqlite, params, pages));
+    queries.push(walk(sqlite, shape, make(), pages));
   }
   return queries;
 }
 
-function walk(sqlite: Sqlite, params: Record<string, string>, pages: number): UnitsQuery {
+function walk(sqlite: Sqlite, shape: string, params: Record<string, string>, pages: number): UnitsQuery {
   const filters: ColumnFilter[] = Object.entries(params).map(([name, value]) => ({
     ...PARAMS[name]!,
     value,
   }));
   return {
+    shape,
     params,
     pages,
     async http(base, token) {
