@@ -1,6 +1,8 @@
 import { closeAppContext, createAppContext } from './appContext.js';
 import type { Config } from './config.js';
 import type { AppContext, Component } from './context.js';
+import { databaseFaultsFor } from './db/faults.js';
+import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
 import { errorMessage } from './errors.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
@@ -49,7 +51,16 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
     throw err;
   }
   try {
-    releaseDeadClaims(ctx);
+    // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
+    // A small file is checked right here; a large one in a worker while the daemon serves.
+    void prepareDaemonDatabase(ctx.database, {
+      busyTimeoutMs: config.database.daemon_busy_timeout_ms,
+      checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
+      log,
+    }).catch((err: unknown) =>
+      log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
+    );
+    if (!databaseFaultsFor(ctx.database.sqlite).facts().corruption) releaseDeadClaims(ctx);
   } catch (err) {
     closeAppContext(ctx);
     ownership.release();
@@ -132,12 +143,17 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
       throw err;
     }
   }
-  writeDaemonRecord(ctx.database.sqlite, {
-    startedAt: ctx.startedAt,
-    pid: process.pid,
-    instance: instanceName(ctx.config),
-    version: VERSION,
-  });
+  try {
+    // For `vcu-sync status` in another process (uptime); not worth failing a start over.
+    writeDaemonRecord(ctx.database.sqlite, {
+      startedAt: ctx.startedAt,
+      pid: process.pid,
+      instance: instanceName(ctx.config),
+      version: VERSION,
+    });
+  } catch (err) {
+    ctx.log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
+  }
   ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;
