@@ -101,15 +101,15 @@ page_attempts = 1
 `;
 
 /**
- * A fresh folder with a config: BASE_TOML, then `sections` merged in. The request timeout is short
- * (2 s, so a 4 s idle timeout is allowed) unless `slow`: a run that inflates hundreds of MB on a busy
- * machine leaves its socket idle meanwhile.
+ * A fresh folder with a config: BASE_TOML, then `sections` merged in. The request timeout is 5 s (so
+ * a 10 s idle timeout is allowed; shorter ones let a starved test server trip the socket timeout on a
+ * busy machine), or 30 s when `slow`: a run that inflates hundreds of MB leaves its socket idle meanwhile.
  */
 function setup(sections: Record<string, string> = {}, slow = false) {
   const { dir, cleanup } = tempDir('vcu-sync-hostile-');
-  let toml = BASE_TOML.replace('[operator]\n', `[operator]\ntimeout_ms = ${slow ? 30_000 : 2_000}\n`).replace(
+  let toml = BASE_TOML.replace('[operator]\n', `[operator]\ntimeout_ms = ${slow ? 30_000 : 5_000}\n`).replace(
     '[sync]\n',
-    `[sync]\nidle_timeout_seconds = ${slow ? 60 : 4}\n`,
+    `[sync]\nidle_timeout_seconds = ${slow ? 60 : 10}\n`,
   );
   for (const [section, keys] of Object.entries(sections)) {
     toml = toml.includes(`[${section}]\n`)
@@ -231,17 +231,21 @@ describe('a hostile operator, against child processes', () => {
   });
 
   it('fails a run whose list element never closes, by the idle timeout, memory flat', async () => {
-    server.on(
-      '/list/projects',
-      streamed(`[${project(1)},{"projectID":"2","pad":"`, Buffer.alloc(64 * 1024, 0x30), Infinity),
-    );
+    // About 30 MB/s, for as long as the client reads (3 GiB at most).
+    server.sent.delete('/list/projects');
+    const zeros = Buffer.alloc(64 * 1024, 0x30);
+    server.on('/list/projects', streamed(`[${project(1)},{"projectID":"2","pad":"`, zeros, Infinity, '', 2));
     const s = setup();
     try {
       const run = await sync(s, 'projects');
       expect(run.code).not.toBe(0);
       const last = lastRun(s.db, 'projects');
       expect(last.status).toBe('failed');
-      expect(last.error).toMatch(/^projects: no record committed for 4 s \(sync\.idle_timeout_seconds\)/);
+      expect(last.error, run.output.slice(-1500)).toMatch(
+        /^projects: no record committed for 10 s \(sync\.idle_timeout_seconds\)/,
+      );
+      // It read far more than the record limit before the idle timeout stopped it.
+      expect(server.sent.get('/list/projects')!).toBeGreaterThan(4 * MiB);
       expect(run.output).toContain('sync.idle_timeout_seconds');
       expectBounded(run, s.db, 5);
     } finally {
@@ -259,7 +263,7 @@ describe('a hostile operator, against child processes', () => {
       const run = await sync(s, 'projects');
       expect(run.code).not.toBe(0);
       expect(lastRun(s.db, 'projects')).toMatchObject({ status: 'failed' });
-      expect(lastRun(s.db, 'projects').error).toMatch(/sync\.idle_timeout_seconds/);
+      expect(lastRun(s.db, 'projects').error, run.output.slice(-1500)).toMatch(/sync\.idle_timeout_seconds/);
       expect(query(s.db, "SELECT id FROM sync_runs WHERE status = 'running'")).toEqual([]);
       expectBounded(run, s.db, 5);
     } finally {
@@ -268,7 +272,7 @@ describe('a hostile operator, against child processes', () => {
   });
 
   it('fails a run that keeps committing but never ends, by the deadline; the checkpoint is kept', async () => {
-    // Streamed at once (tiny buffer), 100 records every ~2 s: never idle, never done.
+    // Streamed at once (tiny buffer), a batch of 100 records every ~2 s: never idle, never done.
     server.on(
       '/list/projects',
       trickle('[', (i) => project(i), 20),
@@ -279,7 +283,9 @@ describe('a hostile operator, against child processes', () => {
       expect(run.code).not.toBe(0);
       const last = lastRun(s.db, 'projects');
       expect(last.status).toBe('failed');
-      expect(last.error).toMatch(/^projects: not finished after 7 s \(sync\.run_deadline_seconds\)/);
+      expect(last.error, run.output.slice(-1500)).toMatch(
+        /^projects: not finished after 7 s \(sync\.run_deadline_seconds\)/,
+      );
       expect(last.fetched).toBeGreaterThan(0);
       expect(query(s.db, "SELECT resource FROM sync_checkpoints WHERE resource = 'projects'")).toHaveLength(
         1,

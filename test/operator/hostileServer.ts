@@ -69,14 +69,16 @@ async function pump(
   res: http.ServerResponse,
   sent: Counter,
   next: () => Buffer | null,
-  out: NodeJS.WritableStream = res,
+  paceMs = 0,
 ): Promise<void> {
+  const out = res;
   const started = Date.now();
   let total = 0;
   for (let chunk = next(); chunk !== null; chunk = next()) {
     if (res.destroyed || total > MAX_BYTES || Date.now() - started > MAX_MS) break;
     total += chunk.length;
-    if (out === res) sent.add(chunk.length);
+    sent.add(chunk.length);
+    if (paceMs > 0) await new Promise((r) => setTimeout(r, paceMs));
     if (!out.write(chunk)) {
       const drained = await new Promise<boolean>((resolve) => {
         const done = (ok: boolean) => {
@@ -97,13 +99,15 @@ async function pump(
 
 /**
  * `head`, then `fill(i)` for i = 0, 1, ... up to `fillBytes` in all (Infinity: until the client
- * leaves or a bound), then `tail`; chunked, no Content-Length.
+ * leaves or a bound), then `tail`; chunked, no Content-Length. `paceMs` waits between chunks (a
+ * steady stream that does not eat the machine's CPU).
  */
 export function streamed(
   head: string,
   fill: Buffer | ((i: number) => Buffer),
   fillBytes: number,
   tail = '',
+  paceMs = 0,
 ): Answer {
   const nextFill = typeof fill === 'function' ? fill : () => fill;
   return (_req, res, sent) => {
@@ -111,22 +115,27 @@ export function streamed(
     let state: 'head' | 'fill' | 'tail' | 'done' = 'head';
     let filled = 0;
     let i = 0;
-    void pump(res, sent, () => {
-      if (state === 'head') {
-        state = 'fill';
-        return Buffer.from(head);
-      }
-      if (state === 'fill' && filled < fillBytes) {
-        const chunk = nextFill(i++);
-        filled += chunk.length;
-        return chunk;
-      }
-      if (state !== 'done') {
-        state = 'done';
-        return Buffer.from(tail);
-      }
-      return null;
-    });
+    void pump(
+      res,
+      sent,
+      () => {
+        if (state === 'head') {
+          state = 'fill';
+          return Buffer.from(head);
+        }
+        if (state === 'fill' && filled < fillBytes) {
+          const chunk = nextFill(i++);
+          filled += chunk.length;
+          return chunk;
+        }
+        if (state !== 'done') {
+          state = 'done';
+          return Buffer.from(tail);
+        }
+        return null;
+      },
+      paceMs,
+    );
   };
 }
 
