@@ -223,45 +223,39 @@ const logSchema = z.strictObject({
  * Cross-key rules, one line each naming both keys: a lease that ran out while its request was still
  * in flight would send the operation twice; an idle timeout shorter than a request fails honest runs.
  */
-function timingProblems(c: {
+export function timingProblems(c: {
   operator: { timeout_ms: number; rate_per_second: number };
   outbox: { lease_seconds: number; concurrency: number };
   sync: { idle_timeout_seconds: number };
-}): Array<{ path: string[]; message: string }> {
-  const problems: Array<{ path: string[]; message: string }> = [];
+}): string[] {
+  const problems: string[] = [];
   const timeout = c.operator.timeout_ms;
   // Twice the whole-request timeout, plus the rate limit's wait for a full round of claims.
   const leaseMs = 2 * timeout + Math.ceil((c.outbox.concurrency / c.operator.rate_per_second) * 1000);
   if (c.outbox.lease_seconds * 1000 < leaseMs) {
-    problems.push({
-      path: ['outbox', 'lease_seconds'],
-      message: `must be at least ${Math.ceil(leaseMs / 1000)} (twice operator.timeout_ms = ${timeout} ms, plus the rate limit's wait for outbox.concurrency requests), or a row is claimed again while its request is still in flight and sent twice`,
-    });
+    problems.push(
+      `outbox.lease_seconds: must be at least ${Math.ceil(leaseMs / 1000)} (twice operator.timeout_ms = ${timeout} ms, plus the rate limit's wait for outbox.concurrency requests), or a row is claimed again while its request is still in flight and sent twice`,
+    );
   }
   if (c.sync.idle_timeout_seconds * 1000 < 2 * timeout) {
-    problems.push({
-      path: ['sync', 'idle_timeout_seconds'],
-      message: `must be at least ${Math.ceil((2 * timeout) / 1000)} (twice operator.timeout_ms = ${timeout} ms), or a slow but honest answer fails the run`,
-    });
+    problems.push(
+      `sync.idle_timeout_seconds: must be at least ${Math.ceil((2 * timeout) / 1000)} (twice operator.timeout_ms = ${timeout} ms), or a slow but honest answer fails the run`,
+    );
   }
   return problems;
 }
 
-export const configSchema = z
-  .strictObject({
-    operator: operatorSchema.default(operatorSchema.parse({})),
-    database: databaseSchema.default(databaseSchema.parse({})),
-    api: apiSchema.default(apiSchema.parse({})),
-    webhook: webhookSchema.default(webhookSchema.parse({})),
-    sync: syncSchema.default(syncSchema.parse({})),
-    custody: custodySchema.default(custodySchema.parse({})),
-    outbox: outboxSchema.default(outboxSchema.parse({})),
-    status: statusSchema.default(statusSchema.parse({})),
-    log: logSchema.default(logSchema.parse({})),
-  })
-  .superRefine((config, ctx) => {
-    for (const { path, message } of timingProblems(config)) ctx.addIssue({ code: 'custom', path, message });
-  });
+export const configSchema = z.strictObject({
+  operator: operatorSchema.default(operatorSchema.parse({})),
+  database: databaseSchema.default(databaseSchema.parse({})),
+  api: apiSchema.default(apiSchema.parse({})),
+  webhook: webhookSchema.default(webhookSchema.parse({})),
+  sync: syncSchema.default(syncSchema.parse({})),
+  custody: custodySchema.default(custodySchema.parse({})),
+  outbox: outboxSchema.default(outboxSchema.parse({})),
+  status: statusSchema.default(statusSchema.parse({})),
+  log: logSchema.default(logSchema.parse({})),
+});
 
 /** The validated configuration; `database.path` is always resolved. */
 export type Config = z.output<typeof configSchema> & { database: { path: string } };
