@@ -49,6 +49,9 @@ export function createAppContext(
           connectTimeoutMs: config.operator.connect_timeout_ms,
           ratePerSecond: config.operator.rate_per_second,
           bufferLimitBytes: config.operator.max_body_bytes,
+          maxRecordBytes: config.operator.max_record_bytes,
+          maxDepth: config.operator.max_depth,
+          maxResponseBytes: config.operator.max_response_bytes,
           clock,
           onResponse: ({ operation, status, durationMs }) => {
             metrics.operatorRequests.inc({ operation, code: String(status) });

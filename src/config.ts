@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
-import { type Config, configSchema } from './configSchema.js';
+import { type Config, configSchema, timingProblems } from './configSchema.js';
 import { ConfigError, errorMessage } from './errors.js';
 import { registerSecret } from './redact.js';
 
@@ -162,7 +162,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const config = parsed.data as Config;
   config.database.path ??= path.join(env.STATE_DIRECTORY || '.', 'vcu-sync.db');
 
-  const problems = validateWebhookSecrets(config);
+  const problems = [...validateWebhookSecrets(config), ...timingProblems(config)];
   if (problems.length > 0) throw new ConfigError(problems);
 
   for (const secret of [config.operator.api_key, config.api.token, ...config.webhook.secrets]) {

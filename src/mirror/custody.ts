@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { UnreadableRecord } from '../operator/limits.js';
 import { RunAborted } from './listSync.js';
 import type { RunCounts } from './queries.js';
 import { syncQueries } from './queries.js';
@@ -116,7 +117,9 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
           );
         } else {
           options.counts.fetched++;
-          writer.apply({ value, position: null }, at);
+          // Too large or too deep to read: quarantined under the id it was read by.
+          const record = value instanceof UnreadableRecord ? value.withKey(id) : value;
+          writer.apply({ value: record, position: null }, at);
         }
         sync.progress(options.runId, options.counts);
       })();

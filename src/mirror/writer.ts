@@ -1,3 +1,4 @@
+import { UnreadableRecord } from '../operator/limits.js';
 import { normalizeRecord } from '../operator/schemas.js';
 import { contentHash, decideWrite, rawKey } from './decide.js';
 import type { RunCounts, SyncQueries } from './queries.js';
@@ -35,16 +36,16 @@ export class RecordWriter {
     const { table, sync, options } = this;
     const { counts } = options;
     const name = table.def.table;
+    if (record.value instanceof UnreadableRecord) {
+      this.quarantine(record.value.keyOf(table.def.key), record.value.reason, record.value.raw, at);
+      return;
+    }
     const raw = JSON.stringify(record.value) ?? 'null';
     const hash = contentHash(raw);
     if (this.applyUnchanged(record, hash)) return;
     const normalized = normalizeRecord(name, record.value, raw);
     if (!normalized.ok) {
-      counts.quarantined++;
-      sync.quarantine(name, normalized.key, options.runId, normalized.reason, raw, at);
-      // A quarantined record with a key is still upstream: it must not be tombstoned.
-      if (options.trackSeen && normalized.key !== null) sync.markSeen(name, normalized.key);
-      options.onQuarantine?.(normalized.key, normalized.reason);
+      this.quarantine(normalized.key, normalized.reason, raw, at);
       return;
     }
     const { key, values } = normalized.record;
@@ -73,6 +74,16 @@ export class RecordWriter {
       default:
         counts.unchanged++;
     }
+  }
+
+  private quarantine(key: string | null, reason: string, raw: string, at: string): void {
+    const { sync, options } = this;
+    const name = this.table.def.table;
+    options.counts.quarantined++;
+    sync.quarantine(name, key, options.runId, reason, raw, at);
+    // A quarantined record with a key is still upstream: it must not be tombstoned.
+    if (options.trackSeen && key !== null) sync.markSeen(name, key);
+    options.onQuarantine?.(key, reason);
   }
 
   /**
