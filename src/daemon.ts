@@ -60,7 +60,15 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
     }).catch((err: unknown) =>
       log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
     );
-    if (!databaseFaultsFor(ctx.database.sqlite).facts().corruption) releaseDeadClaims(ctx);
+    if (!databaseFaultsFor(ctx.database.sqlite).facts().corruption) {
+      try {
+        releaseDeadClaims(ctx);
+      } catch (err) {
+        // A file that takes no writes (read-only, full) must not stop the daemon from starting and
+        // saying so in status; the dead claims then go back when their leases run out.
+        log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
+      }
+    }
   } catch (err) {
     closeAppContext(ctx);
     ownership.release();
