@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import type { Config } from '../config.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
@@ -10,7 +11,7 @@ import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
-import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
+import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
 import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
 import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
@@ -19,15 +20,19 @@ import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 export type RouteRegistrar = (app: Hono, ctx: AppContext) => void;
 
 /** Every route the internal API serves, as declared for /openapi.json. */
-export const ROUTE_SPECS: readonly RouteSpec[] = [
-  ...STATUS_ROUTE_SPECS,
-  ...MIRROR_ROUTE_SPECS,
-  ...OPERATIONS_ROUTE_SPECS,
-];
+export function routeSpecs(config: Config): RouteSpec[] {
+  return [...STATUS_ROUTE_SPECS, ...MIRROR_ROUTE_SPECS, ...operationsRouteSpecs(config)];
+}
+
+/** /openapi.json of this configuration (built once: the configuration does not change while running). */
+function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
+  let document: Record<string, unknown> | undefined;
+  return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
+}
 
 /** The areas served by the internal API, one route file each. */
 export const ROUTE_REGISTRARS: RouteRegistrar[] = [
-  (app, ctx) => registerStatusRoutes(app, ctx, () => buildOpenApi(ROUTE_SPECS, VERSION)),
+  (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
   registerMirrorRoutes,
   registerOperationsRoutes,
 ];
