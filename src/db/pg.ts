@@ -47,8 +47,18 @@ const MIGRATIONS_TABLE = '__drizzle_migrations';
  */
 const MIGRATION_LOCK_KEY = '8530790957241167459';
 
+/**
+ * The server's words, on one line: drizzle wraps them in "Failed query: <the whole SQL>", whose
+ * cause is the server's error.
+ */
+function pgErrorLine(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause;
+  const message = cause instanceof Error ? cause.message : errorMessage(err);
+  return scrubText(message.split('\n')[0] ?? '');
+}
+
 function connectProblem(label: string, err: unknown): UserError {
-  return new UserError(`database: cannot connect to PostgreSQL at ${label}: ${scrubText(errorMessage(err))}`);
+  return new UserError(`database: cannot connect to PostgreSQL at ${label}: ${pgErrorLine(err)}`);
 }
 
 /** The server refused TLS ('N' to SSLRequest): what libpq's `prefer` falls back to plain text on. */
@@ -93,7 +103,7 @@ export async function migratePostgres(pool: pg.Pool, label: string): Promise<voi
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
   } catch (err) {
-    throw new UserError(`database: migration failed on ${label}: ${scrubText(errorMessage(err))}`);
+    throw new UserError(`database: migration failed on ${label}: ${pgErrorLine(err)}`);
   } finally {
     client.release();
   }
