@@ -2,6 +2,7 @@ import { type Clock, systemClock } from './clock.js';
 import { type Config, requireOperator } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase } from './db/open.js';
+import { refuseUntilPostgresStore } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
@@ -20,6 +21,7 @@ export function createAppContext(
   log: Logger,
   options: CreateContextOptions = {},
 ): AppContext {
+  refuseUntilPostgresStore(config);
   const database = openDatabase(config.database.path, {
     migrate: options.migrate ?? true,
     synchronous: config.database.synchronous,

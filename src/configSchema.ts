@@ -5,7 +5,7 @@ import { canonicalWord } from './words.js';
 /**
  * The configuration, as the TOML file spells it (snake_case keys). Every key has a default, and
  * config/vcu-sync.example.toml documents each one; keep the two in step.
- * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`) are better given through
+ * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`, `database.url`) are better given through
  * `*_FILE` variables or systemd credentials than written in the file.
  */
 
@@ -17,6 +17,22 @@ const hostPort = z
 const httpUrl = z
   .string()
   .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'expected an http(s) URL');
+
+/** libpq's `sslmode` values; pg alone reads some of them differently, src/db/pgConfig.ts maps them as libpq does. */
+export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
+
+/** A libpq connection URL; its messages never quote the value, which holds a password. */
+const postgresUrl = z.string().superRefine((value, ctx) => {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || !/^postgres(ql)?:$/.test(url.protocol)) {
+    ctx.addIssue({ code: 'custom', message: 'expected a postgres:// or postgresql:// URL' });
+    return;
+  }
+  const sslmode = url.searchParams.get('sslmode');
+  if (sslmode !== null && !(SSL_MODES as readonly string[]).includes(sslmode)) {
+    ctx.addIssue({ code: 'custom', message: `sslmode must be one of ${SSL_MODES.join(', ')}` });
+  }
+});
 
 const apiPath = z.string().regex(/^\//, 'expected a path starting with /');
 const positiveInt = z.number().int().positive();
@@ -76,6 +92,8 @@ const operatorSchema = z.strictObject({
 });
 
 const databaseSchema = z.strictObject({
+  /** PostgreSQL URL `postgres://user:pass@host:port/db` (libpq, `sslmode` honoured); when set, PostgreSQL is the store and `path` is ignored. Prefer VCU_SYNC_DATABASE_URL_FILE or the `database-url` credential (default: none, SQLite at database.path). */
+  url: postgresUrl.optional(),
   /** SQLite file (default: "$STATE_DIRECTORY/vcu-sync.db", else "./vcu-sync.db"). */
   path: z.string().min(1).optional(),
   /** SQLite `synchronous`: `full` survives power loss, `normal` only process crashes (default: "full"). */

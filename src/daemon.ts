@@ -4,6 +4,7 @@ import type { AppContext, Component } from './context.js';
 import { databaseFaultsFor } from './db/faults.js';
 import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
+import { refuseUntilPostgresStore } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
@@ -42,6 +43,7 @@ export interface OwnedContext {
  * once. Throws a UserError naming the database and the running daemon's pid when another owns it.
  */
 export async function openDaemonContext(config: Config, log: Logger): Promise<OwnedContext> {
+  refuseUntilPostgresStore(config);
   const ownership = await acquireOwnership(config.database.path);
   let ctx: AppContext;
   try {

@@ -217,6 +217,11 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       writeFileSync(path.join(dir, 'taken.db'), '');
       return vcu(['db', 'backup', path.join(dir, 'taken.db')], env);
     }),
+    64: scenario('db backup with database.url set (PostgreSQL: use pg_dump)', () =>
+      vcu(['db', 'backup', path.join(folder(), 'copy.db')], {
+        VCU_SYNC_DATABASE_URL: 'postgres://vcu@127.0.0.1:1/vcu',
+      }),
+    ),
   },
   'config check': {
     0: scenario('config check with what run needs', () =>
