@@ -13,14 +13,12 @@ export const SYNC_TARGETS: readonly SyncTarget[] = ['projects', 'issuances', 'un
 export type SyncTrigger = 'startup' | 'schedule' | 'manual' | 'api' | 'webhook';
 
 /**
- * Calls between loops that must not import each other (the inbox asks the mirror for a custody
- * sync; the API asks for syncs and wakes the dispatcher). Each is set by the loop that owns it.
+ * Calls between loops that must not import each other (the inbox and the API ask the mirror for a
+ * sync), set by the loop that owns them. The dispatcher's wake is wired in daemon.ts instead.
  */
 export interface AppHooks {
   /** Starts a sync of the targets in the background; resolves once it is scheduled. */
   requestSync?: (targets: readonly SyncTarget[], trigger: SyncTrigger) => Promise<void>;
-  /** Tells the dispatcher new rows are due, so it need not wait for its poll. */
-  wakeDispatcher?: () => void;
 }
 
 /** What every loop is built from. */

@@ -64,10 +64,13 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
   };
 }
 
-/** The daemon's parts in start order: listeners first (so status answers), then the loops. */
+/**
+ * The daemon's parts in start order: listeners first (so status answers), then the loops. How the
+ * loops reach each other is wired here: the API's enqueue and retry wake the dispatcher.
+ */
 export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
   const [
-    { createApiComponent },
+    { createApiComponent, routeRegistrars },
     { createWebhookComponent },
     { createDispatcherComponent },
     { createMirrorComponent },
@@ -77,10 +80,11 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./outbox/dispatcher.js'),
     import('./mirror/scheduler.js'),
   ]);
+  const dispatcher = createDispatcherComponent(ctx);
   return [
-    createApiComponent(ctx),
+    createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),
-    createDispatcherComponent(ctx),
+    dispatcher,
     createMirrorComponent(ctx),
   ];
 }

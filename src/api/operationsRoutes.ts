@@ -1,18 +1,16 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { enqueueOperationGrouped } from '../outbox/enqueue.js';
+import { OPERATION_STATES } from '../operations/states.js';
+import { enqueueOperationGrouped, type WakeDispatcher } from '../outbox/enqueue.js';
 import { toEntry } from '../outbox/entry.js';
-import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/steer.js';
+import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
 import { notificationSchema } from '../outbox/validate.js';
 import { readJsonBody } from './body.js';
 import { cursorParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 
 const listQuery = z.strictObject({
-  state: z
-    .enum(['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled'])
-    .optional()
-    .describe('only rows in this state'),
+  state: z.enum(OPERATION_STATES).optional().describe('only rows in this state'),
   cursor: cursorParam,
   limit: limitParam,
 });
@@ -70,12 +68,13 @@ export const OPERATIONS_ROUTE_SPECS: RouteSpec[] = [
  * The outbox over HTTP: enqueue (`POST /v1/operations`), read (`GET /v1/operations[/:ref]`,
  * paginated by `cursor`, filtered by `state`) and steer (`POST /v1/operations/:ref/retry|cancel`).
  * Refusals from steering (SteerError) are mapped to 404/409/400 by the server's error handler.
+ * `wake` (the dispatcher's, when it runs in this process) is called once a row may be due.
  */
-export function registerOperationsRoutes(app: Hono, ctx: AppContext): void {
+export function registerOperationsRoutes(app: Hono, ctx: AppContext, wake?: WakeDispatcher): void {
   app.post('/v1/operations', async (c) => {
     const input = await readJsonBody(c);
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn instead of one per request.
-    const result = await enqueueOperationGrouped(ctx, input);
+    const result = await enqueueOperationGrouped(ctx, input, wake);
     switch (result.status) {
       case 422:
         return c.json({ error: 'notification is invalid', errors: result.errors }, 422);
@@ -89,6 +88,6 @@ export function registerOperationsRoutes(app: Hono, ctx: AppContext): void {
   app.get('/v1/operations', (c) => c.json(listOperations(ctx, parseQuery(c, listQuery))));
 
   app.get('/v1/operations/:ref', (c) => c.json(showOperation(ctx, c.req.param('ref'))));
-  app.post('/v1/operations/:ref/retry', (c) => c.json(retryOperation(ctx, c.req.param('ref'))));
+  app.post('/v1/operations/:ref/retry', (c) => c.json(retryOperation(ctx, c.req.param('ref'), wake)));
   app.post('/v1/operations/:ref/cancel', (c) => c.json(cancelOperation(ctx, c.req.param('ref'))));
 }

@@ -1,4 +1,5 @@
 import type { Sqlite } from '../db/open.js';
+import { tokenizationBodies } from '../operations/reads.js';
 
 /**
  * The SQL of the sync bookkeeping (runs, checkpoints, seen keys, changes, quarantine, custody ids),
@@ -115,10 +116,6 @@ export class SyncQueries {
       endCustodyId: p<[string, string, string]>(
         'UPDATE custody_ids SET ended_at = ? WHERE kind = ? AND id = ? AND ended_at IS NULL',
       ),
-      tokenizations: p<[string], { body: string }>(
-        `SELECT body FROM outbox WHERE lower(operationType) IN (lower(?), 'tokenization')
-           AND state IN ('accepted', 'approved')`,
-      ),
     };
   }
 
@@ -219,7 +216,7 @@ export class SyncQueries {
 
   /** Bodies of this marketplace's accepted or approved Tokenizations. */
   tokenizationBodies(wireSpelling: string): string[] {
-    return this.s.tokenizations.all(wireSpelling).map((r) => r.body);
+    return tokenizationBodies(this.sqlite, wireSpelling);
   }
 }
 
