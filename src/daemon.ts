@@ -1,6 +1,5 @@
-import { closeAppContext, createAppContext } from './appContext.js';
 import type { Config } from './config.js';
-import type { AppContext, Component } from './context.js';
+import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
 import { acquireOwnership } from './db/ownership.js';
 import { errorMessage } from './errors.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';

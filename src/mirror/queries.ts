@@ -1,3 +1,4 @@
+import { recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
 import { tokenizationBodies } from '../operations/reads.js';
 
@@ -67,9 +68,6 @@ export class SyncQueries {
   constructor(readonly sqlite: Sqlite) {
     const p = sqlite.prepare.bind(sqlite);
     this.s = {
-      change: p<[string, string, string, string]>(
-        'INSERT INTO changes (resource, record_id, kind, at) VALUES (?, ?, ?, ?)',
-      ),
       seen: p<[string, string]>('INSERT OR IGNORE INTO sync_seen (resource, record_id) VALUES (?, ?)'),
       clearSeen: p<[string]>('DELETE FROM sync_seen WHERE resource = ?'),
       getCheckpoint: p<
@@ -120,7 +118,7 @@ export class SyncQueries {
   }
 
   addChange(resource: string, key: string, kind: 'insert' | 'update' | 'remove', at: string): void {
-    this.s.change.run(resource, key, kind, at);
+    recordChanges(this.sqlite, [{ resource, recordId: key, kind, at }]);
   }
 
   /** Records a key as seen by the scan; false when it was already seen (a duplicate from drift). */
