@@ -1,6 +1,5 @@
-import { closeAppContext, createAppContext } from './appContext.js';
 import type { Config } from './config.js';
-import type { AppContext, Component } from './context.js';
+import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
 import { databaseFaultsFor } from './db/faults.js';
 import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
@@ -85,10 +84,13 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
   };
 }
 
-/** The daemon's parts in start order: listeners first (so status answers), then the loops. */
+/**
+ * The daemon's parts in start order: listeners first (so status answers), then the loops. How the
+ * loops reach each other is wired here: the API's enqueue and retry wake the dispatcher.
+ */
 export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
   const [
-    { createApiComponent },
+    { createApiComponent, routeRegistrars },
     { createWebhookComponent },
     { createDispatcherComponent },
     { createMirrorComponent },
@@ -98,10 +100,11 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./outbox/dispatcher.js'),
     import('./mirror/scheduler.js'),
   ]);
+  const dispatcher = createDispatcherComponent(ctx);
   return [
-    createApiComponent(ctx),
+    createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),
-    createDispatcherComponent(ctx),
+    dispatcher,
     createMirrorComponent(ctx),
   ];
 }

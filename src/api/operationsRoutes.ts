@@ -2,9 +2,9 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { enqueueOperationGrouped } from '../outbox/enqueue.js';
+import { enqueueOperationGrouped, type WakeDispatcher } from '../outbox/enqueue.js';
 import { toEntry } from '../outbox/entry.js';
-import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/steer.js';
+import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
 import { notificationSchema } from '../outbox/validate.js';
 import { readJsonBody } from './body.js';
 import { cursorParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
@@ -94,12 +94,13 @@ export function operationsRouteSpecs(config: Pick<Config, 'outbox'>): RouteSpec[
  * The outbox over HTTP: enqueue (`POST /v1/operations`), read (`GET /v1/operations[/:ref]`,
  * paginated by `cursor`, filtered by `state`) and steer (`POST /v1/operations/:ref/retry|cancel`).
  * Refusals from steering (SteerError) are mapped to 404/409/400 by the server's error handler.
+ * `wake` (the dispatcher's, when it runs in this process) is called once a row may be due.
  */
-export function registerOperationsRoutes(app: Hono, ctx: AppContext): void {
+export function registerOperationsRoutes(app: Hono, ctx: AppContext, wake?: WakeDispatcher): void {
   app.post('/v1/operations', async (c) => {
     const input = await readJsonBody(c);
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn instead of one per request.
-    const result = await enqueueOperationGrouped(ctx, input);
+    const result = await enqueueOperationGrouped(ctx, input, wake);
     switch (result.status) {
       case 422:
         return c.json({ error: 'notification is invalid', errors: result.errors }, 422);
@@ -113,6 +114,6 @@ export function registerOperationsRoutes(app: Hono, ctx: AppContext): void {
   app.get('/v1/operations', (c) => c.json(listOperations(ctx, parseQuery(c, listQuery))));
 
   app.get('/v1/operations/:ref', (c) => c.json(showOperation(ctx, c.req.param('ref'))));
-  app.post('/v1/operations/:ref/retry', (c) => c.json(retryOperation(ctx, c.req.param('ref'))));
+  app.post('/v1/operations/:ref/retry', (c) => c.json(retryOperation(ctx, c.req.param('ref'), wake)));
   app.post('/v1/operations/:ref/cancel', (c) => c.json(cancelOperation(ctx, c.req.param('ref'))));
 }

@@ -6,7 +6,7 @@ import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
-import { SteerError } from '../outbox/steer.js';
+import { SteerError } from '../outbox/manage.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
@@ -30,12 +30,20 @@ function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
   return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
 }
 
-/** The areas served by the internal API, one route file each. */
-export const ROUTE_REGISTRARS: RouteRegistrar[] = [
-  (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
-  registerMirrorRoutes,
-  registerOperationsRoutes,
-];
+/**
+ * The areas served by the internal API, one route file each; `wakeDispatcher` is the dispatcher's
+ * wake when it runs in the same process (daemon.ts wires it).
+ */
+export function routeRegistrars(wakeDispatcher?: () => void): RouteRegistrar[] {
+  return [
+    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
+    registerMirrorRoutes,
+    (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
+  ];
+}
+
+/** The areas served by the internal API, with no dispatcher to wake. */
+export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
 
 /**
  * The internal API as a Hono app: bearer token on all but /healthz, /readyz and /runbook (Basic for

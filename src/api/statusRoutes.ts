@@ -3,14 +3,13 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { readSeries, type Series } from '../health/series.js';
 import type { Metrics } from '../metrics.js';
+import { OPERATION_STATES } from '../operations/states.js';
 import { getHealth, type Health } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';
 import { healthSchema } from './schemas/health.js';
 import { renderStatusPage } from './statusPage.js';
-
-const OUTBOX_STATES = ['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled'];
 
 /** Routes of this file, for /openapi.json. */
 export const STATUS_ROUTE_SPECS: RouteSpec[] = [
@@ -91,7 +90,7 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   const s = health.snapshot;
   // An unreadable database has no figures: the gauges keep their last values rather than drop to 0.
   if (s.database.readError || s.resources.length === 0) return;
-  for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
+  for (const state of OPERATION_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
   metrics.outboxOldestQueuedAge.set(
     s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
   );

@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import { closeAppContext, createAppContext } from '../appContext.js';
 import type { Config } from '../config.js';
-import type { AppContext } from '../context.js';
+import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { refuseUntilPostgresStore } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';

@@ -1,4 +1,6 @@
+import { recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
+import { tokenizationBodies } from '../operations/reads.js';
 
 /**
  * The SQL of the sync bookkeeping (runs, checkpoints, seen keys, changes, quarantine, custody ids),
@@ -66,9 +68,6 @@ export class SyncQueries {
   constructor(readonly sqlite: Sqlite) {
     const p = sqlite.prepare.bind(sqlite);
     this.s = {
-      change: p<[string, string, string, string]>(
-        'INSERT INTO changes (resource, record_id, kind, at) VALUES (?, ?, ?, ?)',
-      ),
       seen: p<[string, string]>('INSERT OR IGNORE INTO sync_seen (resource, record_id) VALUES (?, ?)'),
       clearSeen: p<[string]>('DELETE FROM sync_seen WHERE resource = ?'),
       getCheckpoint: p<
@@ -115,15 +114,11 @@ export class SyncQueries {
       endCustodyId: p<[string, string, string]>(
         'UPDATE custody_ids SET ended_at = ? WHERE kind = ? AND id = ? AND ended_at IS NULL',
       ),
-      tokenizations: p<[string], { body: string }>(
-        `SELECT body FROM outbox WHERE lower(operationType) IN (lower(?), 'tokenization')
-           AND state IN ('accepted', 'approved')`,
-      ),
     };
   }
 
   addChange(resource: string, key: string, kind: 'insert' | 'update' | 'remove', at: string): void {
-    this.s.change.run(resource, key, kind, at);
+    recordChanges(this.sqlite, [{ resource, recordId: key, kind, at }]);
   }
 
   /** Records a key as seen by the scan; false when it was already seen (a duplicate from drift). */
@@ -219,7 +214,7 @@ export class SyncQueries {
 
   /** Bodies of this marketplace's accepted or approved Tokenizations. */
   tokenizationBodies(wireSpelling: string): string[] {
-    return this.s.tokenizations.all(wireSpelling).map((r) => r.body);
+    return tokenizationBodies(this.sqlite, wireSpelling);
   }
 }
 

@@ -1,12 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAppContext } from '../../src/appContext.js';
 import { demoOperation } from '../../src/commands/demoOperations.js';
 import { loadConfig } from '../../src/config.js';
+import { createAppContext } from '../../src/context.js';
 import { acquireOwnership } from '../../src/db/ownership.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/steer.js';
+import { cancelOperation } from '../../src/outbox/manage.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, untilEvent, writeToml } from '../ops/child.js';

@@ -1,20 +1,20 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
+import { OPERATION_STATES } from '../../operations/states.js';
 import type { OutboxEntry } from '../../outbox/entry.js';
+import type { OperationPage } from '../../outbox/manage.js';
 import { OPERATION_KINDS } from '../../outbox/operationTypes.js';
-import { OUTBOX_STATES, type OutboxState } from '../../outbox/queries.js';
-import type { OperationPage } from '../../outbox/steer.js';
 import { errorBody, instant } from './common.js';
 
 /**
- * The outbox as the API shows it (outbox/entry.ts toEntry, outbox/steer.ts), as zod. The handlers'
+ * The outbox as the API shows it (outbox/entry.ts toEntry, outbox/manage.ts), as zod. The handlers'
  * TypeScript types must fit these schemas: the checks at the end of this file fail the typecheck
  * when a field is renamed or retyped without the document following.
  */
 
 /** The seven states of an operation; closed. */
 export const outboxState = z
-  .enum(OUTBOX_STATES as [OutboxState, ...OutboxState[]])
+  .enum(OPERATION_STATES)
   .describe(
     'queued (waiting to be sent), sending, accepted (the operator took it; a decision comes later), approved, rejected, failed (not delivered), cancelled',
   )
