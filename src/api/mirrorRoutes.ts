@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { type ColumnFilter, changesAfter, getRecord, lastChangeSeq, listRecords } from './mirrorQueries.js';
+import { type ColumnFilter, getRecord, listRecords } from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -14,7 +14,7 @@ import {
   removedParam,
   toParam,
 } from './routeSpec.js';
-import { changesPage, MIRROR_PAGES, MIRROR_RECORDS, syncResource, syncScheduled } from './schemas/mirror.js';
+import { MIRROR_PAGES, MIRROR_RECORDS, syncResource, syncScheduled } from './schemas/mirror.js';
 
 /** A query parameter mapped onto a column. */
 interface FilterParam {
@@ -89,16 +89,6 @@ function listQuerySchema(filters: FilterParam[]) {
   return z.strictObject(shape);
 }
 
-const changesQuery = z.strictObject({
-  after: decimalParam(0).optional().describe('last seq already seen (default: 0, from the start)'),
-  limit: limitParam,
-  resource: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('only changes of this table (projects, issuances, unit_operations, ...)'),
-});
-
 const SYNC_TARGETS = syncResource.options;
 
 /** `/v1/custody/projects` → `CustodyProjects`: the noun of the list's operationIds. */
@@ -136,14 +126,6 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
       },
     },
   ]),
-  {
-    method: 'get',
-    path: '/v1/changes',
-    operationId: 'listChanges',
-    summary: 'The change feed: inserts, updates and removals in the mirror after a seq',
-    query: changesQuery,
-    responses: { '200': { description: 'call again with after=last', schema: changesPage } },
-  },
   {
     method: 'post',
     path: '/v1/sync/{resource}',
@@ -186,16 +168,6 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
         : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);
     });
   }
-
-  app.get('/v1/changes', (c) => {
-    const q = parseQuery(c, changesQuery);
-    const items = changesAfter(sqlite, q.after ?? 0, q.limit ?? 100, q.resource);
-    return c.json({
-      items,
-      last: items.length ? items[items.length - 1]!.seq : (q.after ?? 0),
-      head: lastChangeSeq(sqlite),
-    });
-  });
 
   app.post('/v1/sync/:resource', async (c) => {
     const resource = c.req.param('resource');

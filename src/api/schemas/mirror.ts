@@ -63,13 +63,21 @@ export const MIRROR_PAGES = Object.fromEntries(
   ]),
 ) as unknown as Record<ResourceName, z.ZodObject>;
 
-/** One entry of the change feed (mirrorQueries.ts ChangeRow). */
+/** One entry of the change feed (feed/queries.ts FeedEntry). */
 export const changeRow = z
   .object({
     seq: z.number().int().describe('increasing; pass the last one seen as `after`'),
-    resource: z.string().describe('the table: projects, issuances, unit_operations, custody_*, ...'),
-    record_id: z.string().describe("the record's key"),
-    kind: z.string().describe('insert, update or remove (other kinds may be added: ignore unknown ones)'),
+    resource: z
+      .string()
+      .describe(
+        'the table: projects, issuances, unit_operations, custody_*, ..., or operations (the outbox)',
+      ),
+    record_id: z.string().describe("the record's key; for operations its marketplaceTransactionRef"),
+    kind: z
+      .string()
+      .describe(
+        'insert, update or remove; for operations the state entered: queued, accepted, approved, rejected, failed, cancelled (other kinds may be added: ignore unknown ones)',
+      ),
     at: instant,
   })
   .meta({ id: 'Change' });
