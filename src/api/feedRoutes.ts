@@ -104,17 +104,20 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       { after, limit: q.limit ?? 100, resource: q.resource },
       (q.wait ?? 0) * 1000,
     );
-    return c.json({
-      items,
-      last: items.length ? items[items.length - 1]!.seq : after,
-      head: feedHead(sqlite),
-    });
+    return c.json(
+      { items, last: items.length ? items[items.length - 1]!.seq : after, head: feedHead(sqlite) },
+      200,
+      // Answered because the API stops: a keep-alive socket left open would hold the stop.
+      closing.aborted ? { connection: 'close' } : {},
+    );
   });
 
   app.get('/v1/changes/stream', (c) => {
     const q = parseQuery(c, streamQuery);
     const after = streamStart(c.req.header('last-event-id'), q.after);
-    return streamSSE(c, async (stream) => {
+    // The stream is the connection's last answer: once it ends (the API stopping, say), the socket
+    // closes instead of idling as keep-alive and holding the stop. A client reconnects anyway.
+    const response = streamSSE(c, async (stream) => {
       const gone = new AbortController();
       stream.onAbort(() => gone.abort());
       const ended = AbortSignal.any([gone.signal, c.req.raw.signal, closing]);
@@ -139,5 +142,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
         );
       }
     });
+    response.headers.set('connection', 'close');
+    return response;
   });
 }

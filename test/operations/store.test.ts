@@ -102,6 +102,7 @@ describe('the store against the transition table (real SQLite)', () => {
       for (const from of OPERATION_STATES) {
         for (const facts of FACTS) {
           sqlite.prepare('DELETE FROM outbox').run();
+          sqlite.prepare('DELETE FROM changes').run();
           const ref = `ref-${n++}`;
           const id = seed(sqlite, ref, from, facts);
           const verdict = nextState(from, event, facts);
@@ -112,6 +113,14 @@ describe('the store against the transition table (real SQLite)', () => {
             mismatches.push(
               `${event} on ${from} ${JSON.stringify(facts)}: store moved=${moved} to ${after}, table ${JSON.stringify(verdict)}`,
             );
+          }
+          // The feed has the state entered, in the same transaction; `sending` is queued to apps.
+          const seen = (s: string) => (s === 'sending' ? 'queued' : s);
+          const feed = sqlite.prepare('SELECT resource, record_id, kind FROM changes').all();
+          const wanted =
+            seen(after) !== seen(from) ? [{ resource: 'operations', record_id: ref, kind: after }] : [];
+          if (JSON.stringify(feed) !== JSON.stringify(wanted)) {
+            mismatches.push(`${event} on ${from} ${JSON.stringify(facts)}: feed ${JSON.stringify(feed)}`);
           }
         }
       }
@@ -144,5 +153,21 @@ describe('the store against the transition table (real SQLite)', () => {
       { state: 'rejected', n: 8, attempts: 8 },
     ]);
     expect(sqlite.prepare("SELECT count(*) FROM outbox WHERE state = 'sending'").pluck().get()).toBe(0);
+  });
+
+  it('a state change rolled back takes its feed row with it', () => {
+    const { sqlite } = ctx.database;
+    sqlite.prepare('DELETE FROM outbox').run();
+    sqlite.prepare('DELETE FROM changes').run();
+    const facts = { due: true, leaseExpired: false, ownLease: true };
+    const id = seed(sqlite, 'rollback-1', 'accepted', facts);
+    expect(() =>
+      sqlite.transaction(() => {
+        run(sqlite, 'reject', id, 'rollback-1');
+        throw new Error('the rest of the transaction failed');
+      })(),
+    ).toThrow('the rest');
+    expect(operationByRef(sqlite, 'rollback-1')!.state).toBe('accepted');
+    expect(sqlite.prepare('SELECT count(*) FROM changes').pluck().get()).toBe(0);
   });
 });
