@@ -1,5 +1,6 @@
 import type { ChangeSignal } from '../db/changeSignal.js';
 import type { Sqlite } from '../db/open.js';
+import { perHandle } from '../db/perHandle.js';
 import { type FeedEntry, type FeedQuery, readFeed } from './queries.js';
 
 /** Runs `fn` after `ms`; returns its cancel. Injected so tests end a wait without waiting. */
@@ -37,10 +38,34 @@ export async function longPoll(deps: LongPollDeps, q: FeedQuery, waitMs: number)
   try {
     while (rows.length === 0 && (await signal.whenChanged(version, stop))) {
       version = signal.version;
-      rows = readFeed(sqlite, q);
+      rows = readAfterWake(sqlite, version, q);
     }
     return rows;
   } finally {
     cancelTimer();
   }
+}
+
+/** Per handle: the pages read since the last announcement, by query. */
+const sinceWake = perHandle((_sqlite: Sqlite) => ({ version: -1, pages: new Map<string, FeedEntry[]>() }));
+
+/**
+ * One wake-up answers hundreds of waiters that mostly ask the same question (`seq > head`): the
+ * first reads, the others share its page until the next announcement. Sharing is safe: seqs are
+ * given in commit order, so a page read a moment earlier at the same version is still the start of
+ * what follows `after`, and a commit it missed announces again.
+ */
+function readAfterWake(sqlite: Sqlite, version: number, q: FeedQuery): FeedEntry[] {
+  const cache = sinceWake(sqlite);
+  if (cache.version !== version) {
+    cache.version = version;
+    cache.pages.clear();
+  }
+  const key = `${q.after}:${q.limit}:${q.resource ?? ''}`;
+  let rows = cache.pages.get(key);
+  if (rows === undefined) {
+    rows = readFeed(sqlite, q);
+    cache.pages.set(key, rows);
+  }
+  return rows;
 }

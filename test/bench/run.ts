@@ -12,6 +12,7 @@ import { describeMachine } from './lib/machine.js';
 import { ROOT } from './lib/proc.js';
 import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
+import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { startupScenario } from './startup.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
@@ -25,6 +26,7 @@ const SCENARIOS: Record<string, Scenario> = {
   enqueue: enqueueLatencyScenario,
   webhooks: webhooksScenario,
   startup: startupScenario,
+  longpoll: longPollScenario,
 };
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
