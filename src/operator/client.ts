@@ -3,8 +3,8 @@ import https from 'node:https';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
 import { errorForNetwork, errorForStatus, OperatorError } from './errors.js';
+import { type ListBody, readListBody } from './listBody.js';
 import { RateLimiter } from './rateLimit.js';
-import { type ListBody, readListBody } from './readBody.js';
 
 /** Everything the client needs to reach the operator. */
 export interface OperatorClientOptions {

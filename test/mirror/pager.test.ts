@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { afterPage, effectivePageSize, type PageShape, provenCap } from '../../src/mirror/pager.js';
+import { afterPage, effectivePageSize, type PageShape, provenCap } from '../../src/mirror/scan/pager.js';
 
 /** A page as the pager sees it; keys are irrelevant to these decisions. */
 const page = (offset: number, limit: number, count: number, extra: Partial<PageShape> = {}): PageShape => ({
