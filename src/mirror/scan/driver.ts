@@ -60,8 +60,7 @@ export async function syncList(
 ): Promise<ListSyncResult> {
   const now = () => isoAt(ctx.clock.now());
   const store = sqliteStore(ctx.database.sqlite, resource, now);
-  const target = { name: resource.name, table: resource.table, key: resource.key, log: resource.log };
-  const open = async (plan: ScanPlan) => startCursor(target, plan, await store.startScan(plan, now()));
+  const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
   const first = await open(options.plan);
   try {
     return await scan(ctx, resource, store, first, options);
