@@ -17,6 +17,12 @@ export type WriteOutcome =
   | { kind: 'inserted' | 'updated' | 'unchanged' | 'repeat' }
   | { kind: 'quarantined'; key: string | null; reason: string };
 
+// One object per outcome, not one per record: a re-sync of a million unchanged records allocates none.
+const INSERTED: WriteOutcome = { kind: 'inserted' };
+const UPDATED: WriteOutcome = { kind: 'updated' };
+const UNCHANGED: WriteOutcome = { kind: 'unchanged' };
+const REPEAT: WriteOutcome = { kind: 'repeat' };
+
 /**
  * Applies fetched records to one mirror table. Must be called inside a transaction: the store
  * commits each batch together with its checkpoint.
@@ -60,25 +66,25 @@ export class RecordWriter {
         decision = decideWrite(stored, hash, record.position);
       }
     }
-    if (this.trackSeen && !book.markSeen(name, key)) return { kind: 'repeat' };
+    if (this.trackSeen && !book.markSeen(name, key)) return REPEAT;
     switch (decision) {
       case 'insert':
         table.insert(values!, raw, hash, at, record.position);
         book.addChange(name, key, 'insert', at);
-        return { kind: 'inserted' };
+        return INSERTED;
       case 'return':
         table.update(key, values!, raw, hash, at, record.position);
         book.addChange(name, key, 'insert', at);
-        return { kind: 'inserted' };
+        return INSERTED;
       case 'update':
         table.update(key, values!, raw, hash, at, record.position);
         book.addChange(name, key, 'update', at);
-        return { kind: 'updated' };
+        return UPDATED;
       case 'position':
         table.setPosition(key, record.position!);
-        return { kind: 'unchanged' };
+        return UNCHANGED;
       default:
-        return { kind: 'unchanged' };
+        return UNCHANGED;
     }
   }
 }
