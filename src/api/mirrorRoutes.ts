@@ -14,6 +14,7 @@ import {
   removedParam,
   toParam,
 } from './routeSpec.js';
+import { changesPage, MIRROR_PAGES, MIRROR_RECORDS, syncResource, syncScheduled } from './schemas/mirror.js';
 
 /** A query parameter mapped onto a column. */
 interface FilterParam {
@@ -98,7 +99,15 @@ const changesQuery = z.strictObject({
     .describe('only changes of this table (projects, issuances, unit_operations, ...)'),
 });
 
-const SYNC_TARGETS = ['projects', 'issuances', 'units', 'custody', 'all'] as const;
+const SYNC_TARGETS = syncResource.options;
+
+/** `/v1/custody/projects` → `CustodyProjects`: the noun of the list's operationIds. */
+const nounOf = (path: string) =>
+  path
+    .slice('/v1/'.length)
+    .split('/')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
 
 /** The route specs of this file, for /openapi.json. */
 export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
@@ -106,38 +115,43 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
     {
       method: 'get',
       path: l.path,
+      operationId: `list${nounOf(l.path)}`,
       summary: `List ${l.what}, paginated by cursor`,
       query: listQuerySchema(l.filters),
       responses: {
-        '200': '{ items, next } — next is null on the last page',
-        '400': 'a bad filter',
-        '401': 'no token',
+        '200': { description: 'a page; `next` is null on the last one', schema: MIRROR_PAGES[l.resource] },
+        '400': 'a bad filter or cursor, named in the error',
       },
     },
     {
       method: 'get',
       path: `${l.path}/{id}`,
+      // listProjects → getProject: the singular of the list's noun.
+      operationId: `get${nounOf(l.path).replace(/s$/, '')}`,
       summary: `One of the ${l.what} by key`,
-      responses: { '200': 'the record', '404': 'not in the mirror', '401': 'no token' },
+      params: z.strictObject({ id: z.string().min(1).describe("the record's key") }),
+      responses: {
+        '200': { description: 'the record', schema: MIRROR_RECORDS[l.resource] },
+        '404': 'not in the mirror',
+      },
     },
   ]),
   {
     method: 'get',
     path: '/v1/changes',
+    operationId: 'listChanges',
     summary: 'The change feed: inserts, updates and removals in the mirror after a seq',
     query: changesQuery,
-    responses: {
-      '200': '{ items, last } — call again with after=last',
-      '400': 'a bad parameter',
-      '401': 'no token',
-    },
+    responses: { '200': { description: 'call again with after=last', schema: changesPage } },
   },
   {
     method: 'post',
     path: '/v1/sync/{resource}',
+    operationId: 'requestSync',
     summary: `Start a sync now (${SYNC_TARGETS.join(', ')}); answers at once`,
+    params: z.strictObject({ resource: syncResource.describe('what to sync; all is every resource') }),
     responses: {
-      '202': 'scheduled',
+      '202': { description: 'scheduled', schema: syncScheduled },
       '400': 'unknown resource',
       '503': 'the daemon is not running the scheduler',
     },

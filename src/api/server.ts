@@ -1,16 +1,17 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import type { Config } from '../config.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
-import { SteerError } from '../outbox/steer.js';
+import { SteerError } from '../outbox/manage.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
-import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
+import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
 import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
 import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
@@ -19,18 +20,30 @@ import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 export type RouteRegistrar = (app: Hono, ctx: AppContext) => void;
 
 /** Every route the internal API serves, as declared for /openapi.json. */
-export const ROUTE_SPECS: readonly RouteSpec[] = [
-  ...STATUS_ROUTE_SPECS,
-  ...MIRROR_ROUTE_SPECS,
-  ...OPERATIONS_ROUTE_SPECS,
-];
+export function routeSpecs(config: Config): RouteSpec[] {
+  return [...STATUS_ROUTE_SPECS, ...MIRROR_ROUTE_SPECS, ...operationsRouteSpecs(config)];
+}
 
-/** The areas served by the internal API, one route file each. */
-export const ROUTE_REGISTRARS: RouteRegistrar[] = [
-  (app, ctx) => registerStatusRoutes(app, ctx, () => buildOpenApi(ROUTE_SPECS, VERSION)),
-  registerMirrorRoutes,
-  registerOperationsRoutes,
-];
+/** /openapi.json of this configuration (built once: the configuration does not change while running). */
+function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
+  let document: Record<string, unknown> | undefined;
+  return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
+}
+
+/**
+ * The areas served by the internal API, one route file each; `wakeDispatcher` is the dispatcher's
+ * wake when it runs in the same process (daemon.ts wires it).
+ */
+export function routeRegistrars(wakeDispatcher?: () => void): RouteRegistrar[] {
+  return [
+    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
+    registerMirrorRoutes,
+    (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
+  ];
+}
+
+/** The areas served by the internal API, with no dispatcher to wake. */
+export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
 
 /**
  * The internal API as a Hono app: bearer token on all but /healthz, /readyz and /runbook (Basic for

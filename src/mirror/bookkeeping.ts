@@ -1,5 +1,7 @@
+import { recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
+import { tokenizationBodies } from '../operations/reads.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 
 /**
@@ -59,9 +61,6 @@ export class Bookkeeping {
   constructor(readonly sqlite: Sqlite) {
     const p = sqlite.prepare.bind(sqlite);
     this.s = {
-      change: p<[string, string, string, string]>(
-        'INSERT INTO changes (resource, record_id, kind, at) VALUES (?, ?, ?, ?)',
-      ),
       seen: p<[string, string]>('INSERT OR IGNORE INTO sync_seen (resource, record_id) VALUES (?, ?)'),
       clearSeen: p<[string]>('DELETE FROM sync_seen WHERE resource = ?'),
       getCheckpoint: p<
@@ -108,16 +107,12 @@ export class Bookkeeping {
       endCustodyId: p<[string, string, string]>(
         'UPDATE custody_ids SET ended_at = ? WHERE kind = ? AND id = ? AND ended_at IS NULL',
       ),
-      tokenizations: p<[string], { body: string }>(
-        `SELECT body FROM outbox WHERE lower(operationType) IN (lower(?), 'tokenization')
-           AND state IN ('accepted', 'approved')`,
-      ),
     };
   }
 
   /** A `changes` row; its `resource` column holds the table name (the feed's documented values). */
   addChange(table: string, key: string, kind: 'insert' | 'update' | 'remove', at: string): void {
-    this.s.change.run(table, key, kind, at);
+    recordChanges(this.sqlite, [{ resource: table, recordId: key, kind, at }]);
   }
 
   /** Records a key as seen by the scan; false when it was already seen (a duplicate from drift). */
@@ -207,7 +202,7 @@ export class Bookkeeping {
 
   /** Bodies of this marketplace's accepted or approved Tokenizations. */
   tokenizationBodies(wireSpelling: string): string[] {
-    return this.s.tokenizations.all(wireSpelling).map((r) => r.body);
+    return tokenizationBodies(this.sqlite, wireSpelling);
   }
 }
 

@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { UnreadableRecord } from '../operator/limits.js';
 import { bookkeeping, type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources } from './resources.js';
@@ -86,9 +87,11 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
         );
       } else {
         counts.fetched++;
+        // Too large or too deep to read: quarantined under the id it was read by.
+        const record = value instanceof UnreadableRecord ? value.withKey(id) : value;
         const result = await store.commitBatch({
           runId,
-          records: [{ value, position: null }],
+          records: [{ value: record, position: null }],
           trackSeen: false,
           checkpoint: null,
           counts,

@@ -7,8 +7,10 @@ import { OperatorError } from '../operator/errors.js';
 import { bookkeeping, emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
 import { RunAborted } from './errors.js';
+import { mirrorTable } from './mirrorTable.js';
 import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
 import { listResources } from './resources.js';
+import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
 
@@ -86,15 +88,24 @@ export async function runSync(
   let status: RunOutcome['status'] = 'succeeded';
   let error: string | null = null;
   let locked = false;
+  // Bounds: idle and overall time, and (for lists) records fetched against the mirror's size.
+  const liveRows = list ? mirrorTable(sqlite, list).liveCount() : null;
+  const guard = new RunGuard(runBounds(ctx.config, liveRows), liveRows, options.signal);
+  const bounded = {
+    sleep: guard.sleeper(options.sleep),
+    signal: guard.signal,
+    onProgress: (progress: RunCounts) => {
+      guard.progress(progress);
+      options.onProgress?.(progress);
+    },
+  };
   try {
     if (list && plan) {
       const result = await syncList(ctx, list, {
         runId,
         plan,
         counts,
-        sleep: options.sleep,
-        signal: options.signal,
-        onProgress: options.onProgress,
+        ...bounded,
         onModeChange: (next) => {
           mode = next;
           book.setRunMode(runId, next);
@@ -105,20 +116,19 @@ export async function runSync(
         error = result.refusal;
       }
     } else {
-      await syncCustody(ctx, {
-        runId,
-        counts,
-        sleep: options.sleep,
-        signal: options.signal,
-        onProgress: options.onProgress,
-      });
+      await syncCustody(ctx, { runId, counts, ...bounded });
     }
   } catch (err) {
-    // A stop also cancels the request in flight, which then fails with a network error.
-    status = err instanceof RunAborted || options.signal?.aborted ? 'interrupted' : 'failed';
-    error = describeFailure(target, err);
+    // A stop also cancels the request in flight, which then fails with a network error; so does a
+    // bound, which fails the run with its own message.
+    status =
+      guard.failure === null && (err instanceof RunAborted || options.signal?.aborted)
+        ? 'interrupted'
+        : 'failed';
+    error = guard.failure !== null ? `${target}: ${guard.failure}` : describeFailure(target, err);
     locked = classifyDatabaseError(err) === 'busy';
   } finally {
+    guard.close();
     markInactive(ctx, runId);
   }
 

@@ -1,3 +1,4 @@
+import { UnreadableRecord } from '../operator/limits.js';
 import { normalizeRecord, recordKey } from '../operator/schemas.js';
 import type { Bookkeeping } from './bookkeeping.js';
 import type { MirrorTable } from './mirrorTable.js';
@@ -44,6 +45,10 @@ export class RecordWriter {
   apply(record: FetchedRecord, at: string): WriteOutcome {
     const { table, book } = this;
     const name = table.def.table;
+    if (record.value instanceof UnreadableRecord) {
+      // Too large or too deep to read: never parsed, quarantined with the key its excerpt shows.
+      return this.quarantine(record.value.keyOf(table.def.key), record.value.reason, record.value.raw, at);
+    }
     const raw = JSON.stringify(record.value) ?? 'null';
     const hash = contentHash(raw);
     let key = recordKey(record.value, table.def.key);
@@ -52,12 +57,7 @@ export class RecordWriter {
     let values: (string | number | null)[] | undefined;
     if (key === null || (decision !== 'unchanged' && decision !== 'position')) {
       const normalized = normalizeRecord(name, record.value, raw);
-      if (!normalized.ok) {
-        book.quarantine(name, normalized.key, this.runId, normalized.reason, raw, at);
-        // A quarantined record with a key is still upstream: it must not be tombstoned.
-        if (this.trackSeen && normalized.key !== null) book.markSeen(name, normalized.key);
-        return { kind: 'quarantined', key: normalized.key, reason: normalized.reason };
-      }
+      if (!normalized.ok) return this.quarantine(normalized.key, normalized.reason, raw, at);
       values = normalized.record.values;
       if (normalized.record.key !== key) {
         // Validation spelled the key differently (a legacy field name): that row decides instead.
@@ -86,5 +86,13 @@ export class RecordWriter {
       default:
         return UNCHANGED;
     }
+  }
+
+  private quarantine(key: string | null, reason: string, raw: string, at: string): WriteOutcome {
+    const name = this.table.def.table;
+    this.book.quarantine(name, key, this.runId, reason, raw, at);
+    // A quarantined record with a key is still upstream: it must not be tombstoned.
+    if (this.trackSeen && key !== null) this.book.markSeen(name, key);
+    return { kind: 'quarantined', key, reason };
   }
 }

@@ -1,11 +1,13 @@
 import type { Readable } from 'node:stream';
 import { OperatorError } from './errors.js';
+import { NO_LIMITS, overLimits, type RecordLimits, type UnreadableRecord } from './limits.js';
 import { JsonArraySplitter } from './splitJsonArray.js';
 
 /**
  * A list body: parsed at once when it is small (the fast path for ordinary pages), or streamed
  * record by record when it grows past the buffer limit (a list that ignores paging and answers with
- * its whole history), so memory stays flat whatever the size.
+ * its whole history), so memory stays flat whatever the size. A record past the limits (size, depth)
+ * is an {@link UnreadableRecord} among the others, for the writer to quarantine.
  */
 export type ListBody =
   | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
@@ -35,8 +37,15 @@ function parseElement(text: string): unknown {
   }
 }
 
-async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): AsyncGenerator<unknown> {
-  const splitter = new JsonArraySplitter();
+const parseOrKeep = (text: string | UnreadableRecord): unknown =>
+  typeof text === 'string' ? parseElement(text) : text;
+
+async function* streamRecords(
+  buffered: Buffer[],
+  rest: AsyncIterator<Buffer>,
+  limits: RecordLimits,
+): AsyncGenerator<unknown> {
+  const splitter = new JsonArraySplitter(limits);
   const split = (chunk: Buffer) => {
     try {
       return splitter.push(chunk);
@@ -46,7 +55,7 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
   };
   // Shift, so each buffered chunk can be collected as soon as it is split.
   for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) {
-    for (const text of split(chunk)) yield parseElement(text);
+    for (const text of split(chunk)) yield parseOrKeep(text);
   }
   for (;;) {
     let next: IteratorResult<Buffer>;
@@ -59,7 +68,7 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
       );
     }
     if (next.done) break;
-    for (const text of split(next.value)) yield parseElement(text);
+    for (const text of split(next.value)) yield parseOrKeep(text);
   }
   try {
     splitter.end();
@@ -70,9 +79,14 @@ async function* streamRecords(buffered: Buffer[], rest: AsyncIterator<Buffer>): 
 
 /**
  * Reads a list body from `stream`: up to `bufferLimit` bytes are buffered and parsed in one go;
- * past that the rest is parsed as a stream.
+ * past that the rest is parsed as a stream. A buffered body holding a record past the limits (found
+ * by a byte scan, never by parsing) is split like a streamed one, so that record alone is set aside.
  */
-export async function readListBody(stream: Readable, bufferLimit: number): Promise<ListBody> {
+export async function readListBody(
+  stream: Readable,
+  bufferLimit: number,
+  limits: RecordLimits = NO_LIMITS,
+): Promise<ListBody> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   const iterator = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -80,10 +94,38 @@ export async function readListBody(stream: Readable, bufferLimit: number): Promi
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       chunks.push(next.value);
       bytes += next.value.length;
-      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator) };
+      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator, limits) };
     }
   } catch (err) {
     throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);
   }
-  return { kind: 'array', records: parseArray(Buffer.concat(chunks, bytes).toString('utf8')), bytes };
+  const body = Buffer.concat(chunks, bytes);
+  if (overLimits(body, 1, limits) !== null)
+    return { kind: 'stream', records: streamRecords([body], iterator, limits) };
+  return { kind: 'array', records: parseArray(body.toString('utf8')), bytes };
+}
+
+/** A body read up to a limit: the bytes, and whether the operator sent more than that. */
+export interface BoundedBody {
+  readonly bytes: Buffer;
+  readonly truncated: boolean;
+}
+
+/**
+ * Reads at most `limit` bytes of `stream` (decompressed: got inflates before the stream), then
+ * stops reading and destroys it, so an answer of any size costs at most `limit` bytes of memory.
+ */
+export async function readBounded(stream: Readable, limit: number): Promise<BoundedBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (bytes + chunk.length > limit) {
+      chunks.push(chunk.subarray(0, limit - bytes));
+      stream.destroy();
+      return { bytes: Buffer.concat(chunks, limit), truncated: true };
+    }
+    chunks.push(chunk);
+    bytes += chunk.length;
+  }
+  return { bytes: Buffer.concat(chunks, bytes), truncated: false };
 }

@@ -1,14 +1,11 @@
 /**
- * All SQL of the inbox, prepared once per database handle (hot path: every webhook runs a few of
- * these inside one synchronous transaction).
+ * All SQL of the inbox's own tables (webhook_events, webhook_rejections, and the custody ids a
+ * deposit adds), prepared once per database handle (hot path: every webhook runs a few of these
+ * inside one synchronous transaction). The operations' rows are read and moved through
+ * operations/reads.ts and operations/store.ts.
  */
 import type { Sqlite } from '../db/open.js';
-
-/** An outbox row as correlation needs it. */
-export interface OutboxRef {
-  id: number;
-  state: string;
-}
+import { perHandle } from '../db/perHandle.js';
 
 /** A stored event waiting for its operation. */
 export interface PendingEvent {
@@ -16,14 +13,6 @@ export interface PendingEvent {
   webhook_id: string;
   decision: 'approved' | 'rejected';
   reason: string | null;
-}
-
-/** An accepted operation still waiting for the operator's decision. */
-export interface AwaitingRow {
-  id: number;
-  marketplaceTransactionRef: string;
-  operationType: string;
-  accepted_at: string;
 }
 
 /** A conflicting decision, for status. */
@@ -75,15 +64,6 @@ function prepareAll(sqlite: Sqlite) {
       `UPDATE webhook_events SET decision = ?, reason = ?, outcome = ?, outbox_id = ?, applied_at = ?
         WHERE id = ?`,
     ),
-    outboxByRef: sqlite.prepare<[string], OutboxRef>(
-      'SELECT id, state FROM outbox WHERE marketplaceTransactionRef = ?',
-    ),
-    outboxById: sqlite.prepare<[number], OutboxRef>('SELECT id, state FROM outbox WHERE id = ?'),
-    decide: sqlite.prepare<[string, string | null, string, string, string, number]>(
-      `UPDATE outbox
-          SET state = ?, decision_reason = ?, decided_at = ?, finished_at = ?, updated_at = ?
-        WHERE id = ? AND state = 'accepted'`,
-    ),
     pendingByRef: sqlite.prepare<[string], PendingEvent>(
       `SELECT id, webhook_id, decision, reason FROM webhook_events
         WHERE marketplaceTransactionRef = ? AND outcome = 'pending'
@@ -101,18 +81,6 @@ function prepareAll(sqlite: Sqlite) {
       'INSERT INTO webhook_rejections (at, status, reason) VALUES (?, ?, ?)',
     ),
     pruneRejections: sqlite.prepare<[string]>('DELETE FROM webhook_rejections WHERE at < ?'),
-    /** Pending events whose operation has meanwhile been accepted (the safety-net sweep). */
-    pendingReady: sqlite.prepare<[], { outbox_id: number; ref: string }>(
-      `SELECT o.id AS outbox_id, o.marketplaceTransactionRef AS ref FROM outbox o
-        WHERE o.state = 'accepted'
-          AND EXISTS (SELECT 1 FROM webhook_events e
-                       WHERE e.marketplaceTransactionRef = o.marketplaceTransactionRef AND e.outcome = 'pending')`,
-    ),
-    awaitingDecision: sqlite.prepare<[string], AwaitingRow>(
-      `SELECT id, marketplaceTransactionRef, operationType, accepted_at FROM outbox
-        WHERE state = 'accepted' AND accepted_at < ?
-        ORDER BY accepted_at`,
-    ),
     conflicts: sqlite.prepare<[], ConflictRow>(
       `SELECT id, webhook_id, marketplaceTransactionRef, decision, received_at, outbox_id
          FROM webhook_events WHERE outcome = 'conflict' ORDER BY id`,
@@ -123,22 +91,8 @@ function prepareAll(sqlite: Sqlite) {
 /** The prepared statements of the inbox. */
 export type InboxStatements = ReturnType<typeof prepareAll>;
 
-const cache = new WeakMap<Sqlite, InboxStatements>();
-
 /** The inbox's statements for this handle, prepared on first use. */
-export function inboxStatements(sqlite: Sqlite): InboxStatements {
-  let statements = cache.get(sqlite);
-  if (!statements) {
-    statements = prepareAll(sqlite);
-    cache.set(sqlite, statements);
-  }
-  return statements;
-}
-
-/** Accepted operations with no decision whose 2xx is older than `olderThanIso`, oldest first. */
-export function awaitingDecision(sqlite: Sqlite, olderThanIso: string): AwaitingRow[] {
-  return inboxStatements(sqlite).awaitingDecision.all(olderThanIso);
-}
+export const inboxStatements: (sqlite: Sqlite) => InboxStatements = perHandle(prepareAll);
 
 /** Webhook events recorded as conflicting decisions (a critical problem for status). */
 export function decisionConflicts(sqlite: Sqlite): ConflictRow[] {
