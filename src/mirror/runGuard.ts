@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { RunCounts } from './queries.js';
+import type { RunCounts } from './bookkeeping.js';
 import { cancellableSleep } from './retry.js';
 
 /** A run's bounds: idle time, overall time, records fetched. */

@@ -4,8 +4,8 @@ import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
 import { errorForNetwork, errorForStatus, OperatorError } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
+import { type ListBody, readBounded, readListBody } from './listBody.js';
 import { RateLimiter } from './rateLimit.js';
-import { type ListBody, readBounded, readListBody } from './readBody.js';
 
 /** Everything the client needs to reach the operator. */
 export interface OperatorClientOptions {

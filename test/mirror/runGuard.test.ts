@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyCounts } from '../../src/mirror/queries.js';
+import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { MIN_RECORD_CAP, RunGuard, RunLimitExceeded, recordCap } from '../../src/mirror/runGuard.js';
 
 describe('the record cap of a list run', () => {

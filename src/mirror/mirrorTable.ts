@@ -1,6 +1,7 @@
 import type { Sqlite } from '../db/open.js';
-import type { StoredState } from './decide.js';
+import { perHandle } from '../db/perHandle.js';
 import type { TableDef } from './resources.js';
+import type { StoredState } from './writeDecision.js';
 
 /**
  * The SQL of the mirror tables themselves (upsert, tombstone, overlap, custody), prepared once per
@@ -14,7 +15,7 @@ const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
 type Value = string | number | null;
 
 /** Prepared statements of one mirror table. */
-export class TableQueries {
+export class MirrorTable {
   private readonly getStmt;
   private readonly insertStmt;
   private readonly updateStmt;
@@ -143,20 +144,16 @@ export class TableQueries {
   }
 }
 
-/** Statements are prepared once per database handle and table. */
-const tableCache = new WeakMap<Sqlite, Map<string, TableQueries>>();
+/** Each handle's tables, prepared on first use. */
+const tablesOf = perHandle(() => new Map<string, MirrorTable>());
 
-/** The statements of one mirror table, prepared on first use per database. */
-export function tableQueries(sqlite: Sqlite, def: TableDef): TableQueries {
-  let byTable = tableCache.get(sqlite);
-  if (!byTable) {
-    byTable = new Map();
-    tableCache.set(sqlite, byTable);
+/** The statements of one mirror table, prepared on first use per database handle. */
+export function mirrorTable(sqlite: Sqlite, def: TableDef): MirrorTable {
+  const tables = tablesOf(sqlite);
+  let table = tables.get(def.table);
+  if (!table) {
+    table = new MirrorTable(sqlite, def);
+    tables.set(def.table, table);
   }
-  let queries = byTable.get(def.table);
-  if (!queries) {
-    queries = new TableQueries(sqlite, def);
-    byTable.set(def.table, queries);
-  }
-  return queries;
+  return table;
 }

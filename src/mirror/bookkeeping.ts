@@ -1,38 +1,16 @@
 import { recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
+import { perHandle } from '../db/perHandle.js';
 import { tokenizationBodies } from '../operations/reads.js';
+import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 
 /**
  * The SQL of the sync bookkeeping (runs, checkpoints, seen keys, changes, quarantine, custody ids),
- * prepared once per database and reused on the hot path. The mirror tables' own statements are in
- * tableQueries.ts.
+ * prepared once per database handle and reused on the hot path. The mirror tables' own statements
+ * are in mirrorTable.ts. Vocabulary: `resource` is the sync target's name (`units`, as in
+ * `sync_runs` and `sync_checkpoints`); `table` is the mirror table (`unit_operations`, as in
+ * `changes`, `sync_seen` and `quarantine`).
  */
-
-/** A sync checkpoint row, its `state` parsed. */
-export interface Checkpoint {
-  resource: string;
-  runId: number;
-  mode: 'full' | 'incremental';
-  nextOffset: number;
-  scanStartedAt: string;
-  state: CheckpointState;
-}
-
-/** What a checkpoint carries besides the offset. */
-export interface CheckpointState {
-  /** A scan is in progress (resume it from `nextOffset`). */
-  inScan: boolean;
-  /** The scan records seen keys in `sync_seen` (off when the table was empty at its start). */
-  trackSeen: boolean;
-  /** Units: how many log positions the mirror holds, [0, logLength) (default: none yet). */
-  logLength?: number;
-  /** Key of the last record written, re-read as the first of the next page to detect drift (default: none). */
-  lastKey?: string | null;
-  /** The scan saw records move under its offsets: it must not tombstone (default: false). */
-  drifted?: boolean;
-  /** The operator's silent cap on `limit`, learned by paging; kept across runs (default: none). */
-  pageSize?: number | null;
-}
 
 /** Counters of one run, as `sync_runs` stores them. */
 export interface RunCounts {
@@ -54,6 +32,21 @@ export function emptyCounts(): RunCounts {
   return { fetched: 0, inserted: 0, updated: 0, removed: 0, unchanged: 0, quarantined: 0, pages: 0 };
 }
 
+/** What the writes of one batch did, by outcome (a part of RunCounts). */
+export type WriteTally = Pick<RunCounts, 'inserted' | 'updated' | 'unchanged' | 'quarantined' | 'removed'>;
+
+/** `counts` plus `tally` (pure). */
+export function withTally(counts: RunCounts, tally: Partial<WriteTally>): RunCounts {
+  return {
+    ...counts,
+    inserted: counts.inserted + (tally.inserted ?? 0),
+    updated: counts.updated + (tally.updated ?? 0),
+    unchanged: counts.unchanged + (tally.unchanged ?? 0),
+    quarantined: counts.quarantined + (tally.quarantined ?? 0),
+    removed: counts.removed + (tally.removed ?? 0),
+  };
+}
+
 /** A `sync_runs` row still marked running. */
 export interface RunningRow {
   id: number;
@@ -62,7 +55,7 @@ export interface RunningRow {
 }
 
 /** Prepared statements of the sync bookkeeping tables (runs, checkpoints, seen, changes, quarantine, custody ids). */
-export class SyncQueries {
+export class Bookkeeping {
   private readonly s;
 
   constructor(readonly sqlite: Sqlite) {
@@ -117,35 +110,30 @@ export class SyncQueries {
     };
   }
 
-  addChange(resource: string, key: string, kind: 'insert' | 'update' | 'remove', at: string): void {
-    recordChanges(this.sqlite, [{ resource, recordId: key, kind, at }]);
+  /** A `changes` row; its `resource` column holds the table name (the feed's documented values). */
+  addChange(table: string, key: string, kind: 'insert' | 'update' | 'remove', at: string): void {
+    recordChanges(this.sqlite, [{ resource: table, recordId: key, kind, at }]);
   }
 
   /** Records a key as seen by the scan; false when it was already seen (a duplicate from drift). */
-  markSeen(resource: string, key: string): boolean {
-    return this.s.seen.run(resource, key).changes > 0;
+  markSeen(table: string, key: string): boolean {
+    return this.s.seen.run(table, key).changes > 0;
   }
 
-  clearSeen(resource: string): void {
-    this.s.clearSeen.run(resource);
+  clearSeen(table: string): void {
+    this.s.clearSeen.run(table);
   }
 
   checkpoint(resource: string): Checkpoint | undefined {
     const row = this.s.getCheckpoint.get(resource);
     if (!row) return undefined;
-    let state: CheckpointState = { inScan: false, trackSeen: true };
-    try {
-      state = { ...state, ...(JSON.parse(row.state ?? '{}') as Partial<CheckpointState>) };
-    } catch {
-      // An unreadable state is treated as no scan in progress: the next run starts afresh.
-    }
     return {
       resource: row.resource,
       runId: row.run_id,
       mode: row.mode === 'incremental' ? 'incremental' : 'full',
       nextOffset: row.next_offset,
       scanStartedAt: row.scan_started_at,
-      state,
+      state: readCheckpointState(row.state),
     };
   }
 
@@ -190,14 +178,14 @@ export class SyncQueries {
   }
 
   quarantine(
-    resource: string,
+    table: string,
     key: string | null,
     runId: number,
     reason: string,
     raw: string,
     at: string,
   ): void {
-    this.s.quarantine.run(resource, key, runId, reason, raw, at);
+    this.s.quarantine.run(table, key, runId, reason, raw, at);
   }
 
   addCustodyId(kind: string, id: string, source: string, at: string): void {
@@ -218,15 +206,5 @@ export class SyncQueries {
   }
 }
 
-/** Statements are prepared once per database handle. */
-const syncCache = new WeakMap<Sqlite, SyncQueries>();
-
-/** The bookkeeping statements of a database, prepared on first use. */
-export function syncQueries(sqlite: Sqlite): SyncQueries {
-  let queries = syncCache.get(sqlite);
-  if (!queries) {
-    queries = new SyncQueries(sqlite);
-    syncCache.set(sqlite, queries);
-  }
-  return queries;
-}
+/** The bookkeeping statements of a database handle, prepared on first use. */
+export const bookkeeping: (sqlite: Sqlite) => Bookkeeping = perHandle((sqlite) => new Bookkeeping(sqlite));

@@ -21,6 +21,60 @@ export interface PageShape {
   lastKey: string | null;
 }
 
+/** One page request, and what the scan expects of its body. */
+export interface PageRequest {
+  offset: number;
+  limit: number;
+  /** The page before, to tell the same page served twice (default: none). */
+  previous: PageShape | undefined;
+  /** Key expected as the first record (the previous page's last), or null. */
+  anchor: string | null;
+  /**
+   * Incremental units runs: key of the mirror's log position 0, or null. A body that starts with it
+   * although it was asked for a later offset is the whole log, whatever its length.
+   */
+  logStartKey: string | null;
+}
+
+/** The first records of a body, as far as telling what the body is needs. */
+export interface BodyHead {
+  /** Records read before deciding: at most `limit + 1`. */
+  count: number;
+  /** More records follow the head (a streamed body longer than `limit`). */
+  more: boolean;
+  firstKey: string | null;
+  lastKey: string | null;
+}
+
+/**
+ * What a body is (pure), the one place that decides whether a list ignores paging:
+ * `same-page` (the page before again: the list ignores offset), or a page that is `whole` (longer
+ * than the limit, or beginning with the log's first record when asked for a later offset: the list
+ * from position 0) and whose first record, when an anchor was expected, is (`anchored`) or is not
+ * (`drifted`) that anchor.
+ */
+export function classifyBody(
+  request: PageRequest,
+  head: BodyHead,
+): { kind: 'same-page' } | { kind: 'page'; whole: boolean; anchor: 'none' | 'anchored' | 'drifted' } {
+  const shape: PageShape = {
+    offset: request.offset,
+    limit: request.limit,
+    count: head.count,
+    skipped: 0,
+    whole: false,
+    firstKey: head.firstKey,
+    lastKey: head.lastKey,
+  };
+  if (!head.more && isSamePage(request.previous, shape)) return { kind: 'same-page' };
+  const startsTheLog =
+    request.offset > 0 && request.logStartKey !== null && head.firstKey === request.logStartKey;
+  const whole = head.more || isUnpaginated(head.count, request.limit) || startsTheLog;
+  if (whole || request.anchor === null) return { kind: 'page', whole, anchor: 'none' };
+  const found = head.count > 0 && head.firstKey === request.anchor;
+  return { kind: 'page', whole, anchor: found ? 'anchored' : 'drifted' };
+}
+
 /** What the loop does after a page. */
 export type PageDecision =
   /** `anchored: false`: the next request starts at `offset` itself, without re-reading a record. */
@@ -29,12 +83,12 @@ export type PageDecision =
   | { action: 'stop'; reason: 'max-pages' };
 
 /** A page larger than the limit: the list ignored `limit` and this body is all of it. */
-export function isUnpaginated(count: number, limit: number): boolean {
+function isUnpaginated(count: number, limit: number): boolean {
   return count > limit;
 }
 
 /** The same records again at a later offset: the list ignores `offset`. */
-export function isSamePage(previous: PageShape | undefined, page: PageShape): boolean {
+function isSamePage(previous: PageShape | undefined, page: PageShape): boolean {
   return (
     previous !== undefined &&
     page.offset > previous.offset &&
@@ -94,17 +148,4 @@ export function provenCap(previous: PageShape | undefined, page: PageShape): num
 /** The `limit` to ask for: the configured page size, or less where the operator was found to cap it. */
 export function effectivePageSize(configured: number, learned: number | null | undefined): number {
   return learned ? Math.min(configured, learned) : configured;
-}
-
-/** Where an incremental units run starts, and which positions it must find unchanged. */
-export interface LogWindow {
-  /** First offset requested. */
-  start: number;
-  /** Positions [start, known) are the overlap, checked against the mirror. */
-  known: number;
-}
-
-/** The window of an incremental run over a log whose first `known` positions the mirror holds (pure). */
-export function logWindow(known: number, overlap: number): LogWindow {
-  return { start: Math.max(0, known - overlap), known };
 }

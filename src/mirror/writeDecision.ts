@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { recordKey } from '../operator/schemas.js';
 
 /** What the mirror holds for a key, as far as deciding a write needs. */
 export interface StoredState {
@@ -44,11 +45,7 @@ export function contentHash(raw: string): string {
     : crypto.createHash('md5').update(raw).digest('base64url');
 }
 
-/** The key of a raw record, as text, or null when it has none usable. */
-export function rawKey(value: unknown, keyField: string): string | null {
-  if (value && typeof value === 'object') {
-    const key = (value as Record<string, unknown>)[keyField];
-    if (typeof key === 'string' || typeof key === 'number') return String(key);
-  }
-  return null;
+/** The key and content hash of a raw record, as the mirror would store them (for the overlap check). */
+export function identify(value: unknown, keyField: string): { key: string | null; hash: string } {
+  return { key: recordKey(value, keyField), hash: contentHash(JSON.stringify(value) ?? 'null') };
 }
