@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
-import { type Config, configSchema } from './configSchema.js';
+import { type Config, configSchema, timingProblems } from './configSchema.js';
 import { ConfigError, errorMessage } from './errors.js';
 import { registerSecret } from './redact.js';
 
@@ -35,6 +35,7 @@ const SECRET_KEYS: ReadonlyArray<readonly [string, string, string, string]> = [
   ['VCU_SYNC_API_KEY', 'api-key', 'operator', 'api_key'],
   ['VCU_SYNC_API_TOKEN', 'api-token', 'api', 'token'],
   ['VCU_SYNC_WEBHOOK_SECRET', 'webhook-secret', 'webhook', 'secrets'],
+  ['VCU_SYNC_DATABASE_URL', 'database-url', 'database', 'url'],
 ];
 
 function section(raw: Raw, name: string): Raw {
@@ -162,10 +163,16 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const config = parsed.data as Config;
   config.database.path ??= path.join(env.STATE_DIRECTORY || '.', 'vcu-sync.db');
 
-  const problems = validateWebhookSecrets(config);
+  const problems = [...validateWebhookSecrets(config), ...timingProblems(config)];
   if (problems.length > 0) throw new ConfigError(problems);
 
-  for (const secret of [config.operator.api_key, config.api.token, ...config.webhook.secrets]) {
+  const databaseSecrets = config.database.url ? databaseUrlSecrets(config.database.url) : [];
+  for (const secret of [
+    config.operator.api_key,
+    config.api.token,
+    ...config.webhook.secrets,
+    ...databaseSecrets,
+  ]) {
     if (secret) registerSecret(secret);
   }
   return config;
@@ -179,6 +186,33 @@ export function requireOperator(config: Config): { url: string; marketplaceId: s
   return { url: config.operator.url, marketplaceId: config.operator.marketplace_id };
 }
 
+/**
+ * What of a PostgreSQL URL is secret: the URL itself, and its password (in the userinfo or a
+ * `password=` parameter) both as written (percent-encoded) and as sent.
+ */
+export function databaseUrlSecrets(url: string): string[] {
+  if (!URL.canParse(url)) return [url];
+  const parsed = new URL(url);
+  const passwords = [parsed.password, parsed.searchParams.get('password') ?? ''].filter(Boolean);
+  const decoded = passwords.map((p) => {
+    try {
+      return decodeURIComponent(p);
+    } catch {
+      return p;
+    }
+  });
+  return [...new Set([url, ...passwords, ...decoded])];
+}
+
+/** The URL with its password (userinfo or `password=` parameter) replaced by `********`. */
+export function maskDatabaseUrl(url: string): string {
+  if (!URL.canParse(url)) return '********';
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '********';
+  if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '********');
+  return parsed.toString();
+}
+
 /** The effective configuration with every secret masked, for `vcu-sync config check`. */
 export function maskedConfig(config: Config): Config {
   const copy = structuredClone(config);
@@ -186,5 +220,6 @@ export function maskedConfig(config: Config): Config {
   copy.operator.api_key = mask(copy.operator.api_key);
   copy.api.token = mask(copy.api.token);
   copy.webhook.secrets = copy.webhook.secrets.map(() => '********');
+  if (copy.database.url) copy.database.url = maskDatabaseUrl(copy.database.url);
   return copy;
 }

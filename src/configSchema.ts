@@ -5,7 +5,7 @@ import { canonicalWord } from './words.js';
 /**
  * The configuration, as the TOML file spells it (snake_case keys). Every key has a default, and
  * config/vcu-sync.example.toml documents each one; keep the two in step.
- * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`) are better given through
+ * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`, `database.url`) are better given through
  * `*_FILE` variables or systemd credentials than written in the file.
  */
 
@@ -17,6 +17,22 @@ const hostPort = z
 const httpUrl = z
   .string()
   .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'expected an http(s) URL');
+
+/** libpq's `sslmode` values; pg alone reads some of them differently, src/db/pgConfig.ts maps them as libpq does. */
+export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
+
+/** A libpq connection URL; its messages never quote the value, which holds a password. */
+const postgresUrl = z.string().superRefine((value, ctx) => {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || !/^postgres(ql)?:$/.test(url.protocol)) {
+    ctx.addIssue({ code: 'custom', message: 'expected a postgres:// or postgresql:// URL' });
+    return;
+  }
+  const sslmode = url.searchParams.get('sslmode');
+  if (sslmode !== null && !(SSL_MODES as readonly string[]).includes(sslmode)) {
+    ctx.addIssue({ code: 'custom', message: `sslmode must be one of ${SSL_MODES.join(', ')}` });
+  }
+});
 
 const apiPath = z.string().regex(/^\//, 'expected a path starting with /');
 const positiveInt = z.number().int().positive();
@@ -57,6 +73,12 @@ const operatorSchema = z.strictObject({
   rate_increase_per_second: z.number().positive().default(1),
   /** List bodies up to this size are parsed at once; larger ones are streamed record by record, bytes (default: 2097152). */
   max_body_bytes: positiveInt.default(2 * 1024 * 1024),
+  /** Largest record, decompressed: a Marketplace Data answer or one list element; a larger one is quarantined, bytes (default: 1048576). */
+  max_record_bytes: positiveInt.default(1024 * 1024),
+  /** Deepest nesting of objects and arrays in one record; a deeper one is quarantined (default: 64). */
+  max_depth: positiveInt.default(64),
+  /** Most of a /notify answer read and stored, decompressed; the rest is dropped and the stored text says so, bytes (default: 1048576). */
+  max_response_bytes: positiveInt.default(1024 * 1024),
   /** getProjectList path (default: "/integration/v1/projects"). */
   projects_path: apiPath.default('/integration/v1/projects'),
   /** getIssuanceList path (default: "/integration/v1/issuances"). */
@@ -74,6 +96,8 @@ const operatorSchema = z.strictObject({
 });
 
 const databaseSchema = z.strictObject({
+  /** PostgreSQL URL `postgres://user:pass@host:port/db` (libpq, `sslmode` honoured); when set, PostgreSQL is the store and `path` is ignored. Prefer VCU_SYNC_DATABASE_URL_FILE or the `database-url` credential (default: none, SQLite at database.path). */
+  url: postgresUrl.optional(),
   /** SQLite file (default: "$STATE_DIRECTORY/vcu-sync.db", else "./vcu-sync.db"). */
   path: z.string().min(1).optional(),
   /** SQLite `synchronous`: `full` survives power loss, `normal` only process crashes (default: "full"). */
@@ -204,6 +228,14 @@ const syncSchema = z.strictObject({
   page_attempts: positiveInt.default(5),
   /** Longest wait between page attempts, in milliseconds (default: 60000). */
   retry_cap_ms: positiveInt.default(60_000),
+  /** A run that commits nothing for this long fails, waits between retries not counted; at least twice operator.timeout_ms, seconds (default: 300). */
+  idle_timeout_seconds: positiveInt.default(300),
+  /** A run still going after this long fails; the next one resumes from its checkpoint, seconds (default: 3600). */
+  run_deadline_seconds: positiveInt.default(3600),
+  /** A list run fails once it fetched more than this many times the rows the mirror held (never below 10000) (default: 10). */
+  max_records_factor: z.number().positive().default(10),
+  /** A list run fails once it fetched more records than this, whatever the mirror holds (default: 10000000). */
+  max_records: positiveInt.default(10_000_000),
   /** Cron schedules per resource. */
   schedule: scheduleSchema.default(scheduleSchema.parse({})),
 });
@@ -271,6 +303,32 @@ const logSchema = z.strictObject({
   /** pino level: fatal, error, warn, info, debug, trace, silent (default: "info"). */
   level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
+
+/**
+ * Cross-key rules, one line each naming both keys: a lease that ran out while its request was still
+ * in flight would send the operation twice; an idle timeout shorter than a request fails honest runs.
+ */
+export function timingProblems(c: {
+  operator: { timeout_ms: number; rate_per_second: number };
+  outbox: { lease_seconds: number; concurrency: number };
+  sync: { idle_timeout_seconds: number };
+}): string[] {
+  const problems: string[] = [];
+  const timeout = c.operator.timeout_ms;
+  // Twice the whole-request timeout, plus the rate limit's wait for a full round of claims.
+  const leaseMs = 2 * timeout + Math.ceil((c.outbox.concurrency / c.operator.rate_per_second) * 1000);
+  if (c.outbox.lease_seconds * 1000 < leaseMs) {
+    problems.push(
+      `outbox.lease_seconds: must be at least ${Math.ceil(leaseMs / 1000)} (twice operator.timeout_ms = ${timeout} ms, plus the rate limit's wait for outbox.concurrency requests), or a row is claimed again while its request is still in flight and sent twice`,
+    );
+  }
+  if (c.sync.idle_timeout_seconds * 1000 < 2 * timeout) {
+    problems.push(
+      `sync.idle_timeout_seconds: must be at least ${Math.ceil((2 * timeout) / 1000)} (twice operator.timeout_ms = ${timeout} ms), or a slow but honest answer fails the run`,
+    );
+  }
+  return problems;
+}
 
 export const configSchema = z.strictObject({
   operator: operatorSchema.default(operatorSchema.parse({})),

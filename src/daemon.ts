@@ -1,7 +1,9 @@
-import { closeAppContext, createAppContext } from './appContext.js';
 import type { Config } from './config.js';
-import type { AppContext, Component } from './context.js';
+import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
+import { databaseFaultsFor } from './db/faults.js';
+import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
+import { refuseUntilPostgresStore } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
@@ -40,6 +42,7 @@ export interface OwnedContext {
  * once. Throws a UserError naming the database and the running daemon's pid when another owns it.
  */
 export async function openDaemonContext(config: Config, log: Logger): Promise<OwnedContext> {
+  refuseUntilPostgresStore(config);
   const ownership = await acquireOwnership(config.database.path);
   let ctx: AppContext;
   try {
@@ -49,7 +52,24 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
     throw err;
   }
   try {
-    releaseDeadClaims(ctx);
+    // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
+    // A small file is checked right here; a large one in a worker while the daemon serves.
+    void prepareDaemonDatabase(ctx.database, {
+      busyTimeoutMs: config.database.daemon_busy_timeout_ms,
+      checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
+      log,
+    }).catch((err: unknown) =>
+      log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
+    );
+    if (!databaseFaultsFor(ctx.database.sqlite).facts().corruption) {
+      try {
+        releaseDeadClaims(ctx);
+      } catch (err) {
+        // A file that takes no writes (read-only, full) must not stop the daemon from starting and
+        // saying so in status; the dead claims then go back when their leases run out.
+        log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
+      }
+    }
   } catch (err) {
     closeAppContext(ctx);
     ownership.release();
@@ -64,10 +84,13 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
   };
 }
 
-/** The daemon's parts in start order: listeners first (so status answers), then the loops. */
+/**
+ * The daemon's parts in start order: listeners first (so status answers), then the loops. How the
+ * loops reach each other is wired here: the API's enqueue and retry wake the dispatcher.
+ */
 export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
   const [
-    { createApiComponent },
+    { createApiComponent, routeRegistrars },
     { createWebhookComponent },
     { createDispatcherComponent },
     { createMirrorComponent },
@@ -77,10 +100,11 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./outbox/dispatcher.js'),
     import('./mirror/scheduler.js'),
   ]);
+  const dispatcher = createDispatcherComponent(ctx);
   return [
-    createApiComponent(ctx),
+    createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),
-    createDispatcherComponent(ctx),
+    dispatcher,
     createMirrorComponent(ctx),
   ];
 }
@@ -132,12 +156,17 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
       throw err;
     }
   }
-  writeDaemonRecord(ctx.database.sqlite, {
-    startedAt: ctx.startedAt,
-    pid: process.pid,
-    instance: instanceName(ctx.config),
-    version: VERSION,
-  });
+  try {
+    // For `vcu-sync status` in another process (uptime); not worth failing a start over.
+    writeDaemonRecord(ctx.database.sqlite, {
+      startedAt: ctx.startedAt,
+      pid: process.pid,
+      instance: instanceName(ctx.config),
+      version: VERSION,
+    });
+  } catch (err) {
+    ctx.log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
+  }
   ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;

@@ -104,34 +104,3 @@ export function getRecord(
     | undefined;
   return row ? decodeRow(fields, row) : null;
 }
-
-/** A change feed entry. */
-export interface ChangeRow {
-  seq: number;
-  resource: string;
-  record_id: string;
-  kind: string;
-  at: string;
-}
-
-export function changesAfter(
-  sqlite: Sqlite,
-  after: number,
-  limit: number,
-  resource: string | undefined,
-): ChangeRow[] {
-  if (resource) {
-    return sqlite
-      .prepare(
-        'SELECT seq, resource, record_id, kind, at FROM changes WHERE seq > ? AND resource = ? ORDER BY seq LIMIT ?',
-      )
-      .all(after, resource, limit) as ChangeRow[];
-  }
-  return sqlite
-    .prepare('SELECT seq, resource, record_id, kind, at FROM changes WHERE seq > ? ORDER BY seq LIMIT ?')
-    .all(after, limit) as ChangeRow[];
-}
-
-export function lastChangeSeq(sqlite: Sqlite): number {
-  return (sqlite.prepare('SELECT coalesce(max(seq), 0) FROM changes').pluck().get() as number) ?? 0;
-}

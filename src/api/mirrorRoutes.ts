@@ -4,14 +4,7 @@ import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import {
-  type ColumnFilter,
-  changesAfter,
-  getRecord,
-  inDateOrder,
-  lastChangeSeq,
-  listRecords,
-} from './mirrorQueries.js';
+import { type ColumnFilter, getRecord, inDateOrder, listRecords } from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -22,6 +15,7 @@ import {
   removedParam,
   toParam,
 } from './routeSpec.js';
+import { MIRROR_PAGES, MIRROR_RECORDS, syncResource, syncScheduled } from './schemas/mirror.js';
 
 /** A query parameter mapped onto a column. */
 interface FilterParam {
@@ -43,10 +37,24 @@ const integer = (param: string, column: string, what: string): FilterParam => ({
   op: '=',
   schema: decimalParam(0).optional().describe(what),
 });
-const dates = (column: string): FilterParam[] => [
-  { param: 'from', column, op: '>=', schema: fromParam },
-  { param: 'to', column, op: '<=', schema: toParam },
-];
+const dates = (column: string, ordered = false): FilterParam[] => {
+  // A list in date order says so on its bounds: a client paging it must not expect key order.
+  const note = ordered ? `; with either bound the list is ordered by ${column}, then key` : '';
+  return [
+    {
+      param: 'from',
+      column,
+      op: '>=',
+      schema: ordered ? fromParam.describe(`${fromParam.description}${note}`) : fromParam,
+    },
+    {
+      param: 'to',
+      column,
+      op: '<=',
+      schema: ordered ? toParam.describe(`${toParam.description}${note}`) : toParam,
+    },
+  ];
+};
 
 /** The mirror lists served, their URL names and the filters people use on each. */
 const LISTS: ReadonlyArray<{
@@ -86,7 +94,7 @@ const LISTS: ReadonlyArray<{
       text('issuance', 'unitsIssuanceID', 'unitsIssuanceID, exactly'),
       text('status', 'unitsStatus', 'unitsStatus, exactly'),
       text('type', 'unitsType', 'unitsType, exactly'),
-      ...dates('unitsDate'),
+      ...dates('unitsDate', true),
     ],
     dateOrder: 'unitsDate',
   },
@@ -104,17 +112,15 @@ function listQuerySchema(filters: FilterParam[]) {
   return z.strictObject(shape);
 }
 
-const changesQuery = z.strictObject({
-  after: decimalParam(0).optional().describe('last seq already seen (default: 0, from the start)'),
-  limit: limitParam,
-  resource: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('only changes of this table (projects, issuances, unit_operations, ...)'),
-});
+const SYNC_TARGETS = syncResource.options;
 
-const SYNC_TARGETS = ['projects', 'issuances', 'units', 'custody', 'all'] as const;
+/** `/v1/custody/projects` → `CustodyProjects`: the noun of the list's operationIds. */
+const nounOf = (path: string) =>
+  path
+    .slice('/v1/'.length)
+    .split('/')
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
 
 /** The route specs of this file, for /openapi.json. */
 export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
@@ -122,38 +128,35 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
     {
       method: 'get',
       path: l.path,
-      summary: `List ${l.what}, paginated by cursor`,
+      operationId: `list${nounOf(l.path)}`,
+      summary: `List ${l.what}, paginated by cursor${l.dateOrder ? ` (in ${l.dateOrder} order when from or to is given)` : ''}`,
       query: listQuerySchema(l.filters),
       responses: {
-        '200': '{ items, next } — next is null on the last page',
-        '400': 'a bad filter',
-        '401': 'no token',
+        '200': { description: 'a page; `next` is null on the last one', schema: MIRROR_PAGES[l.resource] },
+        '400': 'a bad filter or cursor, named in the error',
       },
     },
     {
       method: 'get',
       path: `${l.path}/{id}`,
+      // listProjects → getProject: the singular of the list's noun.
+      operationId: `get${nounOf(l.path).replace(/s$/, '')}`,
       summary: `One of the ${l.what} by key`,
-      responses: { '200': 'the record', '404': 'not in the mirror', '401': 'no token' },
+      params: z.strictObject({ id: z.string().min(1).describe("the record's key") }),
+      responses: {
+        '200': { description: 'the record', schema: MIRROR_RECORDS[l.resource] },
+        '404': 'not in the mirror',
+      },
     },
   ]),
   {
-    method: 'get',
-    path: '/v1/changes',
-    summary: 'The change feed: inserts, updates and removals in the mirror after a seq',
-    query: changesQuery,
-    responses: {
-      '200': '{ items, last } — call again with after=last',
-      '400': 'a bad parameter',
-      '401': 'no token',
-    },
-  },
-  {
     method: 'post',
     path: '/v1/sync/{resource}',
+    operationId: 'requestSync',
     summary: `Start a sync now (${SYNC_TARGETS.join(', ')}); answers at once`,
+    params: z.strictObject({ resource: syncResource.describe('what to sync; all is every resource') }),
     responses: {
-      '202': 'scheduled',
+      '202': { description: 'scheduled', schema: syncScheduled },
       '400': 'unknown resource',
       '503': 'the daemon is not running the scheduler',
     },
@@ -198,16 +201,6 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
         : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);
     });
   }
-
-  app.get('/v1/changes', (c) => {
-    const q = parseQuery(c, changesQuery);
-    const items = changesAfter(sqlite, q.after ?? 0, q.limit ?? 100, q.resource);
-    return c.json({
-      items,
-      last: items.length ? items[items.length - 1]!.seq : (q.after ?? 0),
-      head: lastChangeSeq(sqlite),
-    });
-  });
 
   app.post('/v1/sync/:resource', async (c) => {
     const resource = c.req.param('resource');

@@ -3,20 +3,46 @@ import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 
 /**
- * What a route accepts and answers, declared once: the route validates its query with the same
- * zod schema that `/openapi.json` is generated from, so the document cannot drift from the code.
+ * One answer of a route. A JSON answer's body is `schema`; an error answer (status 400 and up) given
+ * without one is `{ error }` (ERROR_BODY, what the server's error handler and the middleware send).
+ * A success answer must name its schema: the document refuses to build otherwise (a test builds it).
+ */
+export interface ResponseSpec {
+  description: string;
+  /** The body, as zod (the same schema the handler's value is typed or checked by). */
+  schema?: z.ZodType;
+  /** Content type (default: the route's `produces`, else application/json). */
+  contentType?: string;
+  /** Response headers, name → description (default: none). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * What a route accepts and answers, declared once beside its handler: the route validates its
+ * query and body with the same zod schemas `/openapi.json` is generated from, and its answers are
+ * typed by the response schemas, so the document cannot drift from the code.
+ *
+ * Adding a route: declare its spec in the route file's spec list (listed in server.ts), with a
+ * unique camelCase `operationId` (the method name generated clients give it), `query`/`params`/
+ * `body` as zod, and every answer with a `schema` (zod; give a shared one an id with
+ * `.meta({ id: 'Name' })` to make it a named component). 401, 403, 415 and 400/413 are added for
+ * you where they apply. test/api/openapi.test.ts lints the document and generates a client from it.
  */
 export interface RouteSpec {
   method: 'get' | 'post';
   /** OpenAPI-style path, e.g. /v1/projects/{id}. */
   path: string;
+  /** Unique across the API, camelCase, stable: generated clients name their call after it. */
+  operationId: string;
   summary: string;
+  /** Path parameters by name (default: each `{name}` of the path, a string). */
+  params?: z.ZodObject;
   /** Query parameters (default: none). */
   query?: z.ZodObject;
   /** JSON request body (default: none). */
   body?: z.ZodType;
-  /** Status code → description. */
-  responses: Record<string, string>;
+  /** Status code → answer; a plain string is the description of an error answer `{ error }`. */
+  responses: Record<string, ResponseSpec | string>;
   /** Served without the bearer token (default: false). */
   public?: boolean;
   /** Response content type (default: application/json). */

@@ -1,36 +1,54 @@
 import { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import type { Config } from '../config.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
-import { SteerError } from '../outbox/steer.js';
+import { SteerError } from '../outbox/manage.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
+import { FEED_ROUTE_SPECS, registerFeedRoutes } from './feedRoutes.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
-import { OPERATIONS_ROUTE_SPECS, registerOperationsRoutes } from './operationsRoutes.js';
+import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
 import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
 import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 
-/** Adds one area's routes to the internal API. */
-export type RouteRegistrar = (app: Hono, ctx: AppContext) => void;
+/**
+ * Adds one area's routes to the internal API. `closing` aborts when the API stops: routes that hold
+ * a request open (long-polls, event streams) end it then instead of holding the stop.
+ */
+export type RouteRegistrar = (app: Hono, ctx: AppContext, closing: AbortSignal) => void;
 
 /** Every route the internal API serves, as declared for /openapi.json. */
-export const ROUTE_SPECS: readonly RouteSpec[] = [
-  ...STATUS_ROUTE_SPECS,
-  ...MIRROR_ROUTE_SPECS,
-  ...OPERATIONS_ROUTE_SPECS,
-];
+export function routeSpecs(config: Config): RouteSpec[] {
+  return [...STATUS_ROUTE_SPECS, ...MIRROR_ROUTE_SPECS, ...FEED_ROUTE_SPECS, ...operationsRouteSpecs(config)];
+}
 
-/** The areas served by the internal API, one route file each. */
-export const ROUTE_REGISTRARS: RouteRegistrar[] = [
-  (app, ctx) => registerStatusRoutes(app, ctx, () => buildOpenApi(ROUTE_SPECS, VERSION)),
-  registerMirrorRoutes,
-  registerOperationsRoutes,
-];
+/** /openapi.json of this configuration (built once: the configuration does not change while running). */
+function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
+  let document: Record<string, unknown> | undefined;
+  return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
+}
+
+/**
+ * The areas served by the internal API, one route file each; `wakeDispatcher` is the dispatcher's
+ * wake when it runs in the same process (daemon.ts wires it).
+ */
+export function routeRegistrars(wakeDispatcher?: () => void): RouteRegistrar[] {
+  return [
+    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
+    registerMirrorRoutes,
+    (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
+    (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
+  ];
+}
+
+/** The areas served by the internal API, with no dispatcher to wake. */
+export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
 
 /**
  * The internal API as a Hono app: bearer token on all but /healthz, /readyz and /runbook (Basic for
@@ -39,6 +57,7 @@ export const ROUTE_REGISTRARS: RouteRegistrar[] = [
 export function createApiApp(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
+  closing: AbortSignal = new AbortController().signal,
 ): Hono {
   const app = new Hono();
   // Liveness and readiness answer without the token: load balancers and systemd probes have none.
@@ -52,7 +71,7 @@ export function createApiApp(
   app.use('*', bearerAuth(ctx.config.api.token));
   // Origin, content type and declared size; bodies are read (and counted) by the routes that take one.
   app.use('*', requestGuard());
-  for (const register of registrars) register(app, ctx);
+  for (const register of registrars) register(app, ctx, closing);
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError((err, c) => {
     if (err instanceof SteerError) {
@@ -81,11 +100,13 @@ export function createApiComponent(
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
 ): Component & { address(): { host: string; port: number } | undefined } {
   let listener: HttpListener | undefined;
+  let closing = new AbortController();
   return {
     name: 'api',
     address: () => listener && { host: listener.host, port: listener.port },
     async start() {
-      const app = createApiApp(ctx, registrars);
+      closing = new AbortController();
+      const app = createApiApp(ctx, registrars, closing.signal);
       listener = await startHttpListener(app.fetch, ctx.config.api.listen, 'api.listen', (err) =>
         ctx.log.error({ event: 'api.server_error', error: errorMessage(err) }, 'internal API server error'),
       );
@@ -105,6 +126,8 @@ export function createApiComponent(
       const current = listener;
       listener = undefined;
       ctx.listeners.delete('api');
+      // Long-polls answer and event streams end now, rather than holding the stop for 5 s.
+      closing.abort();
       // A status page or a list being read may finish; a stuck client is cut after 5 s.
       await current?.close(5_000);
     },

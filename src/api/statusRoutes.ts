@@ -1,63 +1,88 @@
 import type { Hono } from 'hono';
+import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { readSeries, type Series } from '../health/series.js';
 import type { Metrics } from '../metrics.js';
+import { OPERATION_STATES } from '../operations/states.js';
 import { getHealth, type Health } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
+import { livenessBody, readinessBody } from './schemas/common.js';
+import { healthSchema } from './schemas/health.js';
 import { renderStatusPage } from './statusPage.js';
-
-const OUTBOX_STATES = ['queued', 'sending', 'accepted', 'approved', 'rejected', 'failed', 'cancelled'];
 
 /** Routes of this file, for /openapi.json. */
 export const STATUS_ROUTE_SPECS: RouteSpec[] = [
   {
     method: 'get',
     path: '/healthz',
+    operationId: 'getLiveness',
     summary: 'Liveness: the process answers',
-    responses: { '200': '{ ok: true }' },
+    responses: { '200': { description: 'alive', schema: livenessBody } },
     public: true,
   },
   {
     method: 'get',
     path: '/readyz',
+    operationId: 'getReadiness',
     summary:
       'Readiness: 200 when the database takes writes, its schema is current, both listeners are up and sending is not paused',
     responses: {
-      '200': '{ ready: true, reasons: [] }',
-      '503': '{ ready: false, reasons: [...] }, one line per reason',
+      '200': { description: 'ready: { ready: true, reasons: [] }', schema: readinessBody },
+      '503': { description: 'not ready, one line per reason', schema: readinessBody },
     },
     public: true,
   },
   {
     method: 'get',
     path: '/status',
+    operationId: 'getStatus',
     summary: 'Health as JSON (same as vcu-sync status --json)',
-    responses: { '200': 'ok or warning', '503': 'critical (body is the same JSON)', '401': 'no token' },
+    responses: {
+      '200': { description: 'ok or warning', schema: healthSchema },
+      '503': { description: 'critical (the same JSON)', schema: healthSchema },
+    },
   },
   {
     method: 'get',
     path: '/metrics',
+    operationId: 'getMetrics',
     summary: 'Prometheus metrics',
-    responses: { '200': 'text exposition format', '401': 'no token' },
+    responses: { '200': { description: 'text exposition format' } },
     produces: 'text/plain',
   },
   {
     method: 'get',
     path: '/',
+    operationId: 'getStatusPage',
     summary: 'Status page for people',
-    responses: { '200': 'HTML' },
+    responses: { '200': { description: 'HTML' } },
     produces: 'text/html',
   },
   {
     method: 'get',
     path: '/runbook',
+    operationId: 'getRunbook',
     summary: "README's runbook section: what each status problem code means and what to do (anchors by code)",
-    responses: { '200': 'HTML', '404': 'README not installed' },
+    responses: {
+      '200': { description: 'HTML' },
+      '404': { description: 'README not installed', contentType: 'text/plain' },
+    },
     produces: 'text/html',
     public: true,
   },
-  { method: 'get', path: '/openapi.json', summary: 'This document', responses: { '200': 'OpenAPI 3.1' } },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApi',
+    summary: 'This document',
+    responses: {
+      '200': {
+        description: 'OpenAPI 3.1',
+        schema: z.looseObject({ openapi: z.string() }).describe('an OpenAPI 3.1 document'),
+      },
+    },
+  },
 ];
 
 /** Copies the health figures into the gauges, so Prometheus sees what `vcu-sync status` sees. */
@@ -65,7 +90,7 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   const s = health.snapshot;
   // An unreadable database has no figures: the gauges keep their last values rather than drop to 0.
   if (s.database.readError || s.resources.length === 0) return;
-  for (const state of OUTBOX_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
+  for (const state of OPERATION_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
   metrics.outboxOldestQueuedAge.set(
     s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
   );

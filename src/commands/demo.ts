@@ -6,6 +6,7 @@ import { openDaemonContext, startDaemon } from '../daemon.js';
 import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
+import { countsByState, unsentCount } from '../operations/reads.js';
 import { demoOperation } from './demoOperations.js';
 
 /** Options of `vcu-sync demo`. */
@@ -40,8 +41,7 @@ const SETTLE_MS = 15_000;
  */
 async function settle(sqlite: Sqlite, webhooksIdle: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + SETTLE_MS;
-  const unsent = sqlite.prepare(`SELECT count(*) FROM outbox WHERE state IN ('queued', 'sending')`).pluck();
-  while ((unsent.get() as number) > 0 && Date.now() < deadline) {
+  while (unsentCount(sqlite) > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // The simulator tracks each decision from the moment it answers /notify.
@@ -122,12 +122,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     }
   };
   const report = () => {
-    const states = ctx.database.sqlite
-      .prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state ORDER BY state')
-      .all() as Array<{
-      state: string;
-      n: number;
-    }>;
+    const states = countsByState(ctx.database.sqlite);
     const mirror = ctx.database.sqlite
       .prepare(
         'SELECT (SELECT count(*) FROM projects) AS p, (SELECT count(*) FROM issuances) AS i, (SELECT count(*) FROM unit_operations) AS u',

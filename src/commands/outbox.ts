@@ -6,7 +6,7 @@ import {
   retryOperation,
   SteerError,
   showOperation,
-} from '../outbox/steer.js';
+} from '../outbox/manage.js';
 
 /** Options of `vcu-sync outbox`. */
 export interface OutboxCommandOptions {

@@ -1,7 +1,6 @@
 import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
 import { openDaemonContext, startDaemon } from '../daemon.js';
-import { prepareDaemonDatabase } from '../db/integrity.js';
 import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
@@ -12,11 +11,6 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   // One daemon per database: refuses (one line, the running daemon's pid) before touching it.
   const owned = await openDaemonContext(config, log);
   const { ctx } = owned;
-  void prepareDaemonDatabase(ctx.database, {
-    busyTimeoutMs: config.database.daemon_busy_timeout_ms,
-    checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
-    log,
-  });
   if (config.webhook.scheme === 'none') {
     log.warn(
       { event: 'webhook.unsigned' },

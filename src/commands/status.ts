@@ -1,12 +1,14 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../config.js';
 import { openDatabase } from '../db/open.js';
+import { refuseUntilPostgresStore } from '../db/pgConfig.js';
 import { formatHealth } from '../health/format.js';
 import { getHealth } from '../status.js';
 import { missingDatabaseMessage } from './withContext.js';
 
 /** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
 export async function runStatusCommand(config: Config, options: { json: boolean }): Promise<number> {
+  refuseUntilPostgresStore(config);
   if (!existsSync(config.database.path)) {
     const message = missingDatabaseMessage(config.database.path);
     if (options.json) {

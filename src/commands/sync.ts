@@ -1,7 +1,7 @@
 import cliProgress from 'cli-progress';
 import { type AppContext, SYNC_TARGETS, type SyncTarget } from '../context.js';
 import { UserError } from '../errors.js';
-import type { RunCounts } from '../mirror/queries.js';
+import type { RunCounts } from '../mirror/bookkeeping.js';
 import { type RunOutcome, runSync } from '../mirror/syncRun.js';
 
 /** Parsed arguments of `vcu-sync sync`. */

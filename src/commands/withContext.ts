@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
-import { closeAppContext, createAppContext } from '../appContext.js';
 import type { Config } from '../config.js';
-import type { AppContext } from '../context.js';
+import { type AppContext, closeAppContext, createAppContext } from '../context.js';
+import { refuseUntilPostgresStore } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 
@@ -37,6 +37,7 @@ export async function withContext<T>(
   fn: (ctx: AppContext) => Promise<T>,
   options: WithContextOptions = {},
 ): Promise<T> {
+  refuseUntilPostgresStore(config);
   if (!options.create) requireDatabase(config);
   const log = createLogger({ level: config.log.level, fd: 2 });
   const ctx = createAppContext(config, log);

@@ -13,6 +13,7 @@
  */
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
+import { perHandle } from './perHandle.js';
 
 interface Task {
   run: () => unknown;
@@ -175,17 +176,8 @@ export class CommitQueue {
   }
 }
 
-const shared = new WeakMap<Sqlite, CommitQueue>();
-
 /**
  * The one commit queue of a connection: everything a daemon writes on the event loop shares it, so
  * an API enqueue, a dispatcher settle and a webhook arriving in the same turn cost one fsync together.
  */
-export function commitQueueFor(sqlite: Sqlite): CommitQueue {
-  let queue = shared.get(sqlite);
-  if (!queue) {
-    queue = new CommitQueue(sqlite);
-    shared.set(sqlite, queue);
-  }
-  return queue;
-}
+export const commitQueueFor: (sqlite: Sqlite) => CommitQueue = perHandle((sqlite) => new CommitQueue(sqlite));

@@ -6,6 +6,7 @@
  * Kept in memory per connection: a write failure cannot be recorded in the file that refuses it.
  */
 import type { Sqlite } from './open.js';
+import { perHandle } from './perHandle.js';
 
 /** What a SQLite error means for the daemon. */
 export type DatabaseFaultKind = 'busy' | 'write' | 'corrupt';
@@ -183,14 +184,7 @@ export class DatabaseFaults {
   }
 }
 
-const trackers = new WeakMap<Sqlite, DatabaseFaults>();
-
 /** The one fault tracker of a connection, shared by everything that writes through it. */
-export function databaseFaultsFor(sqlite: Sqlite): DatabaseFaults {
-  let faults = trackers.get(sqlite);
-  if (!faults) {
-    faults = new DatabaseFaults(sqlite);
-    trackers.set(sqlite, faults);
-  }
-  return faults;
-}
+export const databaseFaultsFor: (sqlite: Sqlite) => DatabaseFaults = perHandle(
+  (sqlite) => new DatabaseFaults(sqlite),
+);

@@ -1,6 +1,7 @@
 import { type DatabaseFacts, databaseFaultsFor, NO_FAULTS } from '../db/faults.js';
 import type { Sqlite } from '../db/open.js';
-import { awaitingDecision, decisionConflicts } from '../inbox/queries.js';
+import { decisionConflicts } from '../inbox/eventStore.js';
+import { awaitingDecision } from '../operations/reads.js';
 import { readPause } from '../outbox/pause.js';
 
 /**

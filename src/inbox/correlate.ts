@@ -7,8 +7,16 @@
  */
 import { createHash } from 'node:crypto';
 import type { Sqlite } from '../db/open.js';
+import {
+  acceptedWithPendingDecisions,
+  type OperationSummary,
+  stateById,
+  stateByRef,
+} from '../operations/reads.js';
+import { nextState, type OperationState } from '../operations/states.js';
+import { recordDecision } from '../operations/store.js';
+import { inboxStatements } from './eventStore.js';
 import type { Interpretation } from './interpret.js';
-import { type InboxStatements, inboxStatements } from './queries.js';
 
 /** What became of one stored event (`webhook_events.outcome`). */
 export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored' | 'undecided';
@@ -36,16 +44,19 @@ export function bodyHash(body: Uint8Array | string): string {
   return createHash('sha256').update(body).digest('hex');
 }
 
+/** The operation's event a decision is (see operations/states.ts). */
+const DECISION_EVENT = { approved: 'approve', rejected: 'reject' } as const;
+
 /** The outcome for a decision given the state of its outbox row (null: no row yet). Pure. */
-export function outcomeFor(rowState: string | null, decision: 'approved' | 'rejected'): EventOutcome {
+export function outcomeFor(rowState: OperationState | null, decision: 'approved' | 'rejected'): EventOutcome {
+  // Applied exactly where the transition table lets the decision move the row.
+  if (rowState !== null && nextState(rowState, DECISION_EVENT[decision]).ok) return 'applied';
   switch (rowState) {
     case null:
     case 'queued':
     case 'sending':
       // The operator decided before our own 2xx was recorded: keep it until the row is accepted.
       return 'pending';
-    case 'accepted':
-      return 'applied';
     case 'approved':
     case 'rejected':
       return rowState === decision ? 'duplicate' : 'conflict';
@@ -57,8 +68,8 @@ export function outcomeFor(rowState: string | null, decision: 'approved' | 'reje
 
 /** Applies one decision to one row in its current state; returns the outcome and any effect (inbox-internal). */
 export function applyOne(
-  st: InboxStatements,
-  row: { id: number; state: string },
+  sqlite: Sqlite,
+  row: OperationSummary,
   ref: string,
   decision: 'approved' | 'rejected',
   reason: string | null,
@@ -67,7 +78,7 @@ export function applyOne(
 ): { outcome: EventOutcome; effect?: DecisionEffect } {
   const outcome = outcomeFor(row.state, decision);
   if (outcome === 'applied') {
-    st.decide.run(decision, reason, nowIso, nowIso, nowIso, row.id);
+    recordDecision(sqlite, { id: row.id, ref, decision, reason, now: nowIso });
     row.state = decision;
     return {
       outcome,
@@ -108,12 +119,12 @@ export function applyPendingDecisions(
   const st = inboxStatements(sqlite);
   const pending = st.pendingByRef.all(ref);
   if (pending.length === 0) return [];
-  const row = st.outboxById.get(outboxId);
+  const row = stateById(sqlite, outboxId);
   if (row?.state !== 'accepted') return [];
   const effects: DecisionEffect[] = [];
   for (const event of pending) {
     const { outcome, effect } = applyOne(
-      st,
+      sqlite,
       row,
       ref,
       event.decision,
@@ -195,7 +206,7 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
 
   if (meaning.undecided !== null) {
     // Kept with its words and the row it names, so a person (or a later vocabulary) can decide it.
-    const row = meaning.ref === null ? undefined : st.outboxByRef.get(meaning.ref);
+    const row = meaning.ref === null ? undefined : stateByRef(sqlite, meaning.ref);
     if (!store('undecided', row?.id ?? null)) return replay;
     return done('undecided', [
       {
@@ -215,18 +226,18 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
   }
 
   const ref = meaning.ref;
-  const row = st.outboxByRef.get(ref);
+  const row = stateByRef(sqlite, ref);
   const effects: DecisionEffect[] = [];
   // Earlier decisions still pending for an accepted row go first, so order of arrival decides.
   if (row?.state === 'accepted') effects.push(...applyPendingDecisions(sqlite, row.id, ref, now));
-  const current = row ? st.outboxById.get(row.id) : undefined;
+  const current = row ? stateById(sqlite, row.id) : undefined;
   if (!current) {
     return store('pending', null) ? done('pending', effects) : replay;
   }
   // Decide against a copy: if the id turns out to be a replay, the insert fails and nothing changes.
   const outcome = outcomeFor(current.state, meaning.decision);
   if (!store(outcome, current.id)) return { ...replay, effects };
-  const applied = applyOne(st, current, ref, meaning.decision, meaning.reason, event.webhookId, now);
+  const applied = applyOne(sqlite, current, ref, meaning.decision, meaning.reason, event.webhookId, now);
   if (applied.effect) effects.push(applied.effect);
   return done(outcome, effects);
 }
@@ -237,8 +248,8 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
  */
 export function sweepPendingDecisions(sqlite: Sqlite, nowIso: string): DecisionEffect[] {
   const effects: DecisionEffect[] = [];
-  for (const { outbox_id, ref } of inboxStatements(sqlite).pendingReady.all()) {
-    effects.push(...applyPendingDecisions(sqlite, outbox_id, ref, nowIso));
+  for (const { id, ref } of acceptedWithPendingDecisions(sqlite)) {
+    effects.push(...applyPendingDecisions(sqlite, id, ref, nowIso));
   }
   return effects;
 }

@@ -5,7 +5,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { sweepPendingDecisions } from './correlate.js';
-import { pruneRejections } from './queries.js';
+import { pruneRejections } from './eventStore.js';
 import { reportDecisionEffects } from './report.js';
 import { rereadUndecided } from './reread.js';
 import { compileVocabulary } from './vocabulary.js';

@@ -7,22 +7,15 @@
  */
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
-import { maskReceived, personalMasker, personalValuesOf } from '../outbox/personal.js';
+import { perHandle } from '../db/perHandle.js';
+import { maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
+import { bodyOfRef } from '../operations/reads.js';
 import type { Interpretation } from './interpret.js';
-
-const bodyByRef = new WeakMap<Sqlite, Statement<[string], { body: string }>>();
 
 /** The personal values of the operation `ref` names (none when it is not queued yet). */
 function valuesOfRef(sqlite: Sqlite, ref: string | null): string[] {
   if (ref === null) return [];
-  let st = bodyByRef.get(sqlite);
-  if (!st) {
-    st = sqlite.prepare<[string], { body: string }>(
-      'SELECT body FROM outbox WHERE marketplaceTransactionRef = ?',
-    );
-    bodyByRef.set(sqlite, st);
-  }
-  return personalValuesOf(st.get(ref)?.body);
+  return personalValuesOf(bodyOfRef(sqlite, ref));
 }
 
 /** The webhook's body text and meaning as they may be stored: personal data masked. */
@@ -44,10 +37,15 @@ interface EventText {
   reason: string | null;
 }
 
-const eventStatements = new WeakMap<
-  Sqlite,
-  { of: Statement<[{ ref: string }], EventText>; set: Statement<[EventText]> }
->();
+const eventStatements = perHandle((sqlite: Sqlite) => ({
+  // By ref only (indexed): an event is matched to its row by the ref it carries.
+  of: sqlite.prepare(
+    'SELECT id, body, reason FROM webhook_events WHERE marketplaceTransactionRef = @ref',
+  ) as Statement<[{ ref: string }], EventText>,
+  set: sqlite.prepare('UPDATE webhook_events SET body = @body, reason = @reason WHERE id = @id') as Statement<
+    [EventText]
+  >,
+}));
 
 /**
  * Masks `mask`'s values out of the stored body and reason of every event naming the operation
@@ -55,17 +53,7 @@ const eventStatements = new WeakMap<
  * transaction that accepts or scrubs the row. Returns how many events changed.
  */
 export function maskEventsOf(sqlite: Sqlite, ref: string, mask: (text: string) => string): number {
-  let st = eventStatements.get(sqlite);
-  if (!st) {
-    st = {
-      of: sqlite.prepare(
-        // By ref only (indexed): an event is matched to its row by the ref it carries.
-        'SELECT id, body, reason FROM webhook_events WHERE marketplaceTransactionRef = @ref',
-      ),
-      set: sqlite.prepare('UPDATE webhook_events SET body = @body, reason = @reason WHERE id = @id'),
-    };
-    eventStatements.set(sqlite, st);
-  }
+  const st = eventStatements(sqlite);
   let changed = 0;
   for (const e of st.of.all({ ref })) {
     const body = maskReceived(e.body, mask);

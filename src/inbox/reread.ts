@@ -5,9 +5,10 @@
  * Synchronous; run it inside a transaction.
  */
 import type { Sqlite } from '../db/open.js';
+import { stateByRef } from '../operations/reads.js';
 import { applyOne, applyPendingDecisions, type DecisionEffect, outcomeFor } from './correlate.js';
+import { inboxStatements } from './eventStore.js';
 import { interpretPayload, type PayloadFields } from './interpret.js';
-import { inboxStatements } from './queries.js';
 import type { Vocabulary } from './vocabulary.js';
 
 /** What reading the undecided events again did. */
@@ -51,7 +52,7 @@ export function rereadUndecided(
       st.redecide.run(decision, null, 'ignored', null, null, event.id);
       continue;
     }
-    const row = st.outboxByRef.get(ref);
+    const row = stateByRef(sqlite, ref);
     if (!row || row.state === 'accepted' || outcomeFor(row.state, decision) === 'pending') {
       // Joins the pending decisions of its operation; applied in arrival order once it is accepted.
       st.redecide.run(decision, reason, 'pending', null, null, event.id);
@@ -59,7 +60,7 @@ export function rereadUndecided(
       continue;
     }
     // Already decided (by a later webhook) or given up: a duplicate, a conflict, or ignored.
-    const applied = applyOne(st, row, ref, decision, reason, event.webhook_id, nowIso);
+    const applied = applyOne(sqlite, row, ref, decision, reason, event.webhook_id, nowIso);
     st.redecide.run(decision, reason, applied.outcome, row.id, null, event.id);
     if (applied.effect) effects.push(applied.effect);
   }

@@ -1,12 +1,12 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { RunAborted } from './listSync.js';
-import type { RunCounts } from './queries.js';
-import { syncQueries } from './queries.js';
+import { UnreadableRecord } from '../operator/limits.js';
+import { bookkeeping, type RunCounts, withTally } from './bookkeeping.js';
+import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources } from './resources.js';
-import { realSleep, withRetry } from './retry.js';
-import { tableQueries } from './tableQueries.js';
-import { RecordWriter } from './writer.js';
+import { readRetry } from './retry.js';
+import { logQuarantined } from './scan/driver.js';
+import { sqliteStore } from './store.js';
 
 /** What a custody run needs besides the context. */
 export interface CustodySyncOptions {
@@ -42,85 +42,64 @@ export function idsFromTokenization(body: string): { units?: string; issuances?:
 
 /** Adds the ids from the configuration and from accepted Tokenizations to `custody_ids`. */
 export function collectCustodyIds(ctx: AppContext): void {
-  const sync = syncQueries(ctx.database.sqlite);
+  const book = bookkeeping(ctx.database.sqlite);
   const at = isoAt(ctx.clock.now());
   ctx.database.sqlite.transaction(() => {
     for (const kind of ['projects', 'issuances', 'units'] as const) {
-      for (const id of ctx.config.custody[kind]) sync.addCustodyId(kind, id, 'config', at);
+      for (const id of ctx.config.custody[kind]) book.addCustodyId(kind, id, 'config', at);
     }
-    for (const body of sync.tokenizationBodies(ctx.config.outbox.wire_spelling.tokenization)) {
+    for (const body of book.tokenizationBodies(ctx.config.outbox.wire_spelling.tokenization)) {
       const ids = idsFromTokenization(body);
-      if (ids.units) sync.addCustodyId('units', ids.units, 'outbox', at);
-      if (ids.issuances) sync.addCustodyId('issuances', ids.issuances, 'outbox', at);
+      if (ids.units) book.addCustodyId('units', ids.units, 'outbox', at);
+      if (ids.issuances) book.addCustodyId('issuances', ids.issuances, 'outbox', at);
     }
   })();
 }
 
 /**
- * Reads the Marketplace Data of every id in custody. A 404 ends that id's custody (the row is
- * kept, `_custody_ended_at` set, a `remove` change fed); it does not fail the run.
+ * Reads the Marketplace Data of every id in custody, with the list scan's retry and batch writes
+ * (a batch of one record, no checkpoint). A 404 ends that id's custody (the row is kept,
+ * `_custody_ended_at` set, a `remove` change fed); it does not fail the run.
  */
 export async function syncCustody(ctx: AppContext, options: CustodySyncOptions): Promise<void> {
   const { sqlite } = ctx.database;
-  const sync = syncQueries(sqlite);
+  const { counts, runId } = options;
+  const now = () => isoAt(ctx.clock.now());
   collectCustodyIds(ctx);
   for (const resource of custodyResources(ctx.config)) {
-    const table = tableQueries(sqlite, resource);
-    const writer = new RecordWriter(table, sync, {
-      runId: options.runId,
-      trackSeen: false,
-      counts: options.counts,
-      onQuarantine: (key, reason) =>
-        ctx.log.warn(
-          { event: 'sync.record.quarantined', resource: resource.table, key, reason },
-          'record quarantined',
-        ),
-    });
-    for (const id of sync.custodyIds(resource.kind)) {
+    const store = sqliteStore(sqlite, resource, now);
+    for (const id of bookkeeping(sqlite).custodyIds(resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
-      const value = await withRetry(
-        () =>
-          ctx.operator().getOne(resource.operation, custodyPath(resource, id), { signal: options.signal }),
-        {
-          attempts: ctx.config.sync.page_attempts,
-          capMs: ctx.config.sync.retry_cap_ms,
-          sleep: options.sleep ?? realSleep,
-          signal: options.signal,
-          onRetry: (err, attempt, waitMs) =>
-            ctx.log.warn(
-              {
-                event: 'sync.page.retry',
-                resource: resource.table,
-                id,
-                attempt,
-                waitMs,
-                kind: err.kind,
-                error: err.message,
-              },
-              'custody read failed; retrying',
-            ),
-        },
+      const retry = readRetry(ctx, options, 'custody read failed; retrying', {
+        resource: 'custody',
+        table: resource.table,
+        id,
+      });
+      const value = await retry.run(() =>
+        ctx.operator().getOne(resource.operation, custodyPath(resource, id), { signal: options.signal }),
       );
-      options.counts.pages++;
-      sqlite.transaction(() => {
-        const at = isoAt(ctx.clock.now());
-        if (value === null) {
-          sync.endCustodyId(resource.kind, id, at);
-          if (table.endCustody(id, at)) {
-            sync.addChange(resource.table, id, 'remove', at);
-            options.counts.removed++;
-          }
-          ctx.log.info(
-            { event: 'sync.custody.ended', resource: resource.table, id },
-            'no longer in custody (404)',
-          );
-        } else {
-          options.counts.fetched++;
-          writer.apply({ value, position: null }, at);
-        }
-        sync.progress(options.runId, options.counts);
-      })();
-      options.onProgress?.(options.counts);
+      counts.pages++;
+      if (value === null) {
+        if (await store.endCustody(runId, resource.kind, id, counts)) counts.removed++;
+        ctx.log.info(
+          { event: 'sync.custody.ended', resource: 'custody', table: resource.table, id },
+          'no longer in custody (404)',
+        );
+      } else {
+        counts.fetched++;
+        // Too large or too deep to read: quarantined under the id it was read by.
+        const record = value instanceof UnreadableRecord ? value.withKey(id) : value;
+        const result = await store.commitBatch({
+          runId,
+          records: [{ value: record, position: null }],
+          trackSeen: false,
+          checkpoint: null,
+          counts,
+        });
+        Object.assign(counts, withTally(counts, result.tally));
+        logQuarantined(ctx, 'custody', resource.table, result);
+      }
+      options.onProgress?.(counts);
     }
   }
 }

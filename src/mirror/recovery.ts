@@ -1,7 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { pidAlive } from '../db/ownership.js';
-import { syncQueries } from './queries.js';
+import { bookkeeping } from './bookkeeping.js';
 
 /** Runs in progress in this process, by database file and run id, so a reused pid is not mistaken for them. */
 const activeRuns = new Set<string>();
@@ -31,15 +31,15 @@ export function markInterruptedRuns(ctx: AppContext): {
   interrupted: number[];
   liveElsewhere: { id: number; resource: string; pid: number }[];
 } {
-  const sync = syncQueries(ctx.database.sqlite);
+  const book = bookkeeping(ctx.database.sqlite);
   const interrupted: number[] = [];
   const liveElsewhere: { id: number; resource: string; pid: number }[] = [];
-  for (const row of sync.runningRuns()) {
+  for (const row of book.runningRuns()) {
     const owns = activeRuns.has(runKey(ctx, row.id));
     const alive = row.pid !== null && row.pid !== process.pid && pidAlive(row.pid);
     if (isDeadRun(row.pid, alive, process.pid, owns)) {
       const at = isoAt(ctx.clock.now());
-      if (sync.interruptRun(row.id, at, 'the process running it ended before it finished')) {
+      if (book.interruptRun(row.id, at, 'the process running it ended before it finished')) {
         interrupted.push(row.id);
         ctx.log.warn(
           { event: 'sync.run.interrupted', runId: row.id, resource: row.resource, pid: row.pid },

@@ -2,9 +2,13 @@ import type { Config } from '../config.js';
 import type { SyncTarget } from '../context.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 
-/** One mirrored table: where its records live and how they are keyed. */
+/**
+ * One mirrored table: where its records live and how they are keyed. Vocabulary: a *resource* is
+ * what the API, the CLI and `sync_runs` name (`units`); its *table* is where it is mirrored
+ * (`unit_operations`), which is also what `changes.resource`, `sync_seen` and `quarantine` hold.
+ */
 export interface TableDef {
-  /** Table name; also the `resource` of its `changes` and `sync_seen` rows. */
+  /** Table name; also the `resource` column of its `changes` rows (the feed's documented values). */
   readonly table: ResourceName;
   readonly fields: readonly FieldDef[];
   /** The key field (a TEXT primary key). */
@@ -17,8 +21,8 @@ export interface TableDef {
 
 /** A public list synced by paging. */
 export interface ListResource extends TableDef {
-  /** The sync target that names it (`sync_runs.resource`, `sync_checkpoints.resource`). */
-  readonly target: Exclude<SyncTarget, 'custody'>;
+  /** The resource (`sync_runs.resource`, `sync_checkpoints.resource`, log lines). */
+  readonly name: Exclude<SyncTarget, 'custody'>;
   /** Operation name for metrics (getProjectList, ...). */
   readonly operation: string;
   readonly path: string;
@@ -41,26 +45,26 @@ function tableDef(table: ResourceName, extra: { positioned?: boolean; custody?: 
 }
 
 /** The three public lists, with their paths from the configuration. */
-export function listResources(config: Config): Record<ListResource['target'], ListResource> {
+export function listResources(config: Config): Record<ListResource['name'], ListResource> {
   const op = config.operator;
   return {
     projects: {
       ...tableDef('projects'),
-      target: 'projects',
+      name: 'projects',
       operation: 'getProjectList',
       path: op.projects_path,
       log: false,
     },
     issuances: {
       ...tableDef('issuances'),
-      target: 'issuances',
+      name: 'issuances',
       operation: 'getIssuanceList',
       path: op.issuances_path,
       log: false,
     },
     units: {
       ...tableDef('unit_operations', { positioned: true }),
-      target: 'units',
+      name: 'units',
       operation: 'getUnitList',
       path: op.units_path,
       log: true,

@@ -5,12 +5,15 @@ import { refreshPlannerStats } from '../db/plannerStats.js';
 import { whenUnlocked } from '../db/whenUnlocked.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
+import { bookkeeping, emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
-import { RunAborted, syncList } from './listSync.js';
-import { planScan } from './plan.js';
-import { emptyCounts, type RunCounts, syncQueries } from './queries.js';
+import { RunAborted } from './errors.js';
+import { mirrorTable } from './mirrorTable.js';
 import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
 import { listResources } from './resources.js';
+import { RunGuard, runBounds } from './runGuard.js';
+import { planScan } from './scan/cursor.js';
+import { syncList } from './scan/driver.js';
 
 /** Options of one sync run. */
 export interface RunSyncOptions {
@@ -46,7 +49,7 @@ export async function runSync(
   target: SyncTarget,
   options: RunSyncOptions = {},
 ): Promise<RunOutcome> {
-  const sync = syncQueries(ctx.database.sqlite);
+  const book = bookkeeping(ctx.database.sqlite);
   const started = ctx.clock.now();
   const counts = emptyCounts();
   const trigger = options.trigger ?? 'manual';
@@ -62,12 +65,12 @@ export async function runSync(
 
   const list = target === 'custody' ? undefined : listResources(ctx.config)[target];
   const plan = list
-    ? planScan(sync.checkpoint(list.target), list.log, options.full ?? false, ctx.config.sync.units_overlap)
+    ? planScan(book.checkpoint(list.name), list.log, options.full ?? false, ctx.config.sync.units_overlap)
     : undefined;
   let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
   const runId = await whenUnlocked(
     sqlite,
-    () => sync.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null),
+    () => book.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null),
     options.signal,
   );
   markActive(ctx, runId);
@@ -86,18 +89,27 @@ export async function runSync(
   let status: RunOutcome['status'] = 'succeeded';
   let error: string | null = null;
   let locked = false;
+  // Bounds: idle and overall time, and (for lists) records fetched against the mirror's size.
+  const liveRows = list ? mirrorTable(sqlite, list).liveCount() : null;
+  const guard = new RunGuard(runBounds(ctx.config, liveRows), liveRows, options.signal);
+  const bounded = {
+    sleep: guard.sleeper(options.sleep),
+    signal: guard.signal,
+    onProgress: (progress: RunCounts) => {
+      guard.progress(progress);
+      options.onProgress?.(progress);
+    },
+  };
   try {
     if (list && plan) {
       const result = await syncList(ctx, list, {
         runId,
         plan,
         counts,
-        sleep: options.sleep,
-        signal: options.signal,
-        onProgress: options.onProgress,
+        ...bounded,
         onModeChange: (next) => {
           mode = next;
-          sync.setRunMode(runId, next);
+          book.setRunMode(runId, next);
         },
       });
       if (result.refusal) {
@@ -105,27 +117,26 @@ export async function runSync(
         error = result.refusal;
       }
     } else {
-      await syncCustody(ctx, {
-        runId,
-        counts,
-        sleep: options.sleep,
-        signal: options.signal,
-        onProgress: options.onProgress,
-      });
+      await syncCustody(ctx, { runId, counts, ...bounded });
     }
   } catch (err) {
-    // A stop also cancels the request in flight, which then fails with a network error.
-    status = err instanceof RunAborted || options.signal?.aborted ? 'interrupted' : 'failed';
-    error = describeFailure(target, err);
+    // A stop also cancels the request in flight, which then fails with a network error; so does a
+    // bound, which fails the run with its own message.
+    status =
+      guard.failure === null && (err instanceof RunAborted || options.signal?.aborted)
+        ? 'interrupted'
+        : 'failed';
+    error = guard.failure !== null ? `${target}: ${guard.failure}` : describeFailure(target, err);
     locked = classifyDatabaseError(err) === 'busy';
   } finally {
+    guard.close();
     markInactive(ctx, runId);
   }
 
   const finished = ctx.clock.now();
   await whenUnlocked(
     sqlite,
-    () => sync.finishRun(runId, isoAt(finished), status, error, counts),
+    () => book.finishRun(runId, isoAt(finished), status, error, counts),
     options.signal,
   );
   record(ctx, target, status, counts, started, finished);

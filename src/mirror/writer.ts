@@ -1,7 +1,8 @@
-import { normalizeRecord } from '../operator/schemas.js';
-import { contentHash, decideWrite, rawKey } from './decide.js';
-import type { RunCounts, SyncQueries } from './queries.js';
-import type { TableQueries } from './tableQueries.js';
+import { UnreadableRecord } from '../operator/limits.js';
+import { normalizeRecord, recordKey } from '../operator/schemas.js';
+import type { Bookkeeping } from './bookkeeping.js';
+import type { MirrorTable } from './mirrorTable.js';
+import { contentHash, decideWrite } from './writeDecision.js';
 
 /** One fetched record, with its log position when the table keeps one. */
 export interface FetchedRecord {
@@ -9,94 +10,89 @@ export interface FetchedRecord {
   position: number | null;
 }
 
-/** Options of {@link RecordWriter}. */
-export interface RecordWriterOptions {
-  runId: number;
-  /** Record keys in `sync_seen`, skipping a key seen before in the same scan (default: false). */
-  trackSeen: boolean;
-  counts: RunCounts;
-  /** Called for each quarantined record, to log it (default: none). */
-  onQuarantine?: (key: string | null, reason: string) => void;
-}
+/**
+ * What writing one record did: `repeat` is a key this scan already wrote (records moved under the
+ * offsets), counted nowhere; `quarantined` carries what the log line says.
+ */
+export type WriteOutcome =
+  | { kind: 'inserted' | 'updated' | 'unchanged' | 'repeat' }
+  | { kind: 'quarantined'; key: string | null; reason: string };
+
+// One object per outcome, not one per record: a re-sync of a million unchanged records allocates none.
+const INSERTED: WriteOutcome = { kind: 'inserted' };
+const UPDATED: WriteOutcome = { kind: 'updated' };
+const UNCHANGED: WriteOutcome = { kind: 'unchanged' };
+const REPEAT: WriteOutcome = { kind: 'repeat' };
 
 /**
- * Applies fetched records to one mirror table. Must be called inside a transaction: the caller
+ * Applies fetched records to one mirror table. Must be called inside a transaction: the store
  * commits each batch together with its checkpoint.
  */
 export class RecordWriter {
   constructor(
-    private readonly table: TableQueries,
-    private readonly sync: SyncQueries,
-    private readonly options: RecordWriterOptions,
+    private readonly table: MirrorTable,
+    private readonly book: Bookkeeping,
+    private readonly runId: number,
+    /** Record keys in `sync_seen`, skipping a key seen before in the same scan. */
+    private readonly trackSeen: boolean,
   ) {}
 
-  /** Writes one record (or quarantines it); `at` is the ISO time of the batch. */
-  apply(record: FetchedRecord, at: string): void {
-    const { table, sync, options } = this;
-    const { counts } = options;
+  /**
+   * Writes one record (or quarantines it); `at` is the ISO time of the batch. The row is looked up
+   * once by the record's raw key; a record whose text hashes to what its row holds was validated
+   * when that row was written, so it is not normalized again (the re-sync fast path).
+   */
+  apply(record: FetchedRecord, at: string): WriteOutcome {
+    const { table, book } = this;
     const name = table.def.table;
+    if (record.value instanceof UnreadableRecord) {
+      // Too large or too deep to read: never parsed, quarantined with the key its excerpt shows.
+      return this.quarantine(record.value.keyOf(table.def.key), record.value.reason, record.value.raw, at);
+    }
     const raw = JSON.stringify(record.value) ?? 'null';
     const hash = contentHash(raw);
-    if (this.applyUnchanged(record, hash)) return;
-    const normalized = normalizeRecord(name, record.value, raw);
-    if (!normalized.ok) {
-      counts.quarantined++;
-      sync.quarantine(name, normalized.key, options.runId, normalized.reason, raw, at);
-      // A quarantined record with a key is still upstream: it must not be tombstoned.
-      if (options.trackSeen && normalized.key !== null) sync.markSeen(name, normalized.key);
-      options.onQuarantine?.(normalized.key, normalized.reason);
-      return;
+    let key = recordKey(record.value, table.def.key);
+    let stored = key === null ? undefined : table.get(key);
+    let decision = decideWrite(stored, hash, record.position);
+    let values: (string | number | null)[] | undefined;
+    if (key === null || (decision !== 'unchanged' && decision !== 'position')) {
+      const normalized = normalizeRecord(name, record.value, raw);
+      if (!normalized.ok) return this.quarantine(normalized.key, normalized.reason, raw, at);
+      values = normalized.record.values;
+      if (normalized.record.key !== key) {
+        // Validation spelled the key differently (a legacy field name): that row decides instead.
+        key = normalized.record.key;
+        stored = table.get(key);
+        decision = decideWrite(stored, hash, record.position);
+      }
     }
-    const { key, values } = normalized.record;
-    if (options.trackSeen && !sync.markSeen(name, key)) return; // seen earlier in this scan: drift
-    const decision = decideWrite(table.get(key), hash, record.position);
+    if (this.trackSeen && !book.markSeen(name, key)) return REPEAT;
     switch (decision) {
       case 'insert':
-        table.insert(values, raw, hash, at, record.position);
-        sync.addChange(name, key, 'insert', at);
-        counts.inserted++;
-        return;
+        table.insert(values!, raw, hash, at, record.position);
+        book.addChange(name, key, 'insert', at);
+        return INSERTED;
       case 'return':
-        table.update(key, values, raw, hash, at, record.position);
-        sync.addChange(name, key, 'insert', at);
-        counts.inserted++;
-        return;
+        table.update(key, values!, raw, hash, at, record.position);
+        book.addChange(name, key, 'insert', at);
+        return INSERTED;
       case 'update':
-        table.update(key, values, raw, hash, at, record.position);
-        sync.addChange(name, key, 'update', at);
-        counts.updated++;
-        return;
+        table.update(key, values!, raw, hash, at, record.position);
+        book.addChange(name, key, 'update', at);
+        return UPDATED;
       case 'position':
         table.setPosition(key, record.position!);
-        counts.unchanged++;
-        return;
+        return UNCHANGED;
       default:
-        counts.unchanged++;
+        return UNCHANGED;
     }
   }
 
-  /**
-   * The re-sync fast path: a record whose text hashes to what its row holds was validated when that
-   * row was written, so it is not normalized again. True when the record was handled here.
-   */
-  private applyUnchanged(record: FetchedRecord, hash: string): boolean {
-    const { table, sync, options } = this;
-    const key = rawKey(record.value, table.def.key);
-    if (key === null) return false;
-    const stored = table.get(key);
-    if (stored?.hash !== hash) return false;
-    // The same text gives the same normalized key, so this row is the record's own.
-    const decision = decideWrite(stored, hash, record.position);
-    if (decision !== 'unchanged' && decision !== 'position') return false;
-    const name = table.def.table;
-    if (options.trackSeen && !sync.markSeen(name, key)) return true; // seen earlier in this scan: drift
-    if (decision === 'position') table.setPosition(key, record.position!);
-    options.counts.unchanged++;
-    return true;
+  private quarantine(key: string | null, reason: string, raw: string, at: string): WriteOutcome {
+    const name = this.table.def.table;
+    this.book.quarantine(name, key, this.runId, reason, raw, at);
+    // A quarantined record with a key is still upstream: it must not be tombstoned.
+    if (this.trackSeen && key !== null) this.book.markSeen(name, key);
+    return { kind: 'quarantined', key, reason };
   }
-}
-
-/** The key and content hash of a raw record, as the mirror would store them (for the overlap check). */
-export function identify(value: unknown, keyField: string): { key: string | null; hash: string } {
-  return { key: rawKey(value, keyField), hash: contentHash(JSON.stringify(value) ?? 'null') };
 }

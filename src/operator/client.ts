@@ -3,8 +3,9 @@ import https from 'node:https';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
+import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
+import { type ListBody, readBounded, readListBody } from './listBody.js';
 import { type RateEvent, RateLimiter } from './rateLimit.js';
-import { type ListBody, readListBody } from './readBody.js';
 
 /** Everything the client needs to reach the operator. */
 export interface OperatorClientOptions {
@@ -32,6 +33,12 @@ export interface OperatorClientOptions {
   sleep?: (ms: number) => Promise<void>;
   /** List bodies larger than this are streamed instead of parsed at once, bytes (default: 2 MiB). */
   bufferLimitBytes?: number;
+  /** Largest record, decompressed: a Marketplace Data answer or one list element, bytes (default: 1 MiB). */
+  maxRecordBytes?: number;
+  /** Deepest nesting of one record (default: 64). */
+  maxDepth?: number;
+  /** Most of a /notify answer that is read and kept, decompressed bytes (default: 1 MiB). */
+  maxResponseBytes?: number;
   /** Most concurrent sockets (default: 16). */
   maxSockets?: number;
   /** Called after every request, for metrics (default: none). */
@@ -56,7 +63,7 @@ export interface RequestOptions {
 /** The operator's answer to an accepted /notify. */
 export interface NotifyResult {
   status: number;
-  /** The body as text, stored with the outbox row. */
+  /** The body as text, stored with the outbox row; cut at the limit, with a marker saying so. */
   body: string;
   durationMs: number;
 }
@@ -68,10 +75,15 @@ export class OperatorClient {
   private readonly base: string;
   private readonly clock: Clock;
   private readonly agents: { http: http.Agent; https: https.Agent };
+  private readonly limits: RecordLimits;
 
   constructor(private readonly options: OperatorClientOptions) {
     this.base = options.baseUrl.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
+    this.limits = {
+      maxRecordBytes: options.maxRecordBytes ?? 1024 * 1024,
+      maxDepth: options.maxDepth ?? 64,
+    };
     this.limiter = new RateLimiter({
       config: {
         ceiling: options.ratePerSecond ?? 10,
@@ -114,12 +126,6 @@ export class OperatorClient {
       : { apikey: key };
   }
 
-  /** Why a request with(out) auth goes out without a key; undefined when it carries one. */
-  private keyNotSent(withAuth: boolean): string | undefined {
-    if (!this.options.apiKey) return 'no API key was configured';
-    return withAuth ? undefined : 'operator.auth_on_notify = false';
-  }
-
   private url(path: string, query: ListQuery = {}): string {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
@@ -132,12 +138,6 @@ export class OperatorClient {
     return { current: this.limiter.rate, ceiling: this.limiter.ceiling };
   }
 
-  private report(operation: string, status: number | 'error', started: number): number {
-    const durationMs = this.clock.now() - started;
-    this.options.onResponse?.({ operation, status, durationMs });
-    return durationMs;
-  }
-
   /** Feeds an answer's status into the adaptive rate: 429 cuts it, 2xx raises it, others say nothing. */
   private rateFeedback(status: number, sentAt: number, retryAfter: string | undefined): void {
     if (status === 429) {
@@ -146,12 +146,25 @@ export class OperatorClient {
     } else if (status >= 200 && status < 300) this.limiter.feedback({ kind: 'ok', sentAt });
   }
 
+  private report(operation: string, status: number | 'error', started: number): number {
+    const durationMs = this.clock.now() - started;
+    this.options.onResponse?.({ operation, status, durationMs });
+    return durationMs;
+  }
+
+  /** Why a request with(out) auth goes out without a key; undefined when it carries one. */
+  private keyNotSent(withAuth: boolean): string | undefined {
+    if (!this.options.apiKey) return 'no API key was configured';
+    return withAuth ? undefined : 'operator.auth_on_notify = false';
+  }
+
   /** Reads the text of a non-2xx answer (bounded) and throws it as a classified error. */
   private async failFromStream(
     stream: Request,
     status: number,
     retryAfter: string | undefined,
     keyNotSent: string | undefined,
+    mask?: (body: string) => string,
   ): Promise<never> {
     let text = '';
     try {
@@ -163,7 +176,44 @@ export class OperatorClient {
       // The error status is what matters; a broken error body changes nothing.
     }
     stream.destroy();
-    throw errorForStatus(status, text, retryAfter, this.clock.now(), keyNotSent);
+    throw errorForStatus(status, mask ? mask(text) : text, retryAfter, this.clock.now(), keyNotSent);
+  }
+
+  /**
+   * Starts a request as a stream and waits for the response head; every body is then read through
+   * a bounded reader (got inflates a compressed body before the stream, so limits count
+   * decompressed bytes).
+   */
+  private async open(
+    operation: string,
+    url: string,
+    init: { method?: 'GET' | 'POST'; body?: string; headers: Record<string, string>; whole: boolean },
+    request: RequestOptions,
+  ): Promise<{ stream: Request; response: http.IncomingMessage; started: number }> {
+    await this.limiter.acquire(request.signal);
+    const started = this.clock.now();
+    const stream = this.got.stream(url, {
+      method: init.method ?? 'GET',
+      headers: init.headers,
+      ...(init.body !== undefined ? { body: init.body } : {}),
+      // Single reads and /notify: the whole exchange is bounded; list bodies only by idleness.
+      ...(init.whole ? { timeout: { request: this.options.timeoutMs ?? 30_000 } } : {}),
+      ...(request.signal ? { signal: request.signal } : {}),
+    });
+    try {
+      const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        stream.once('response', resolve);
+        stream.once('error', reject);
+      });
+      this.report(operation, response.statusCode ?? 0, started);
+      this.rateFeedback(response.statusCode ?? 0, started, header(response, 'retry-after'));
+      // Later errors surface through the body reader; this keeps them from being unhandled.
+      stream.on('error', () => {});
+      return { stream, response, started };
+    } catch (err) {
+      this.report(operation, 'error', started);
+      throw errorForNetwork(err);
+    }
   }
 
   /** GETs one page (or the whole body) of a list endpoint. */
@@ -173,25 +223,13 @@ export class OperatorClient {
     query: ListQuery = {},
     request: RequestOptions = {},
   ): Promise<ListBody> {
-    await this.limiter.acquire(request.signal);
-    const started = this.clock.now();
-    const stream = this.got.stream(this.url(path, query), {
-      headers: this.headers(true),
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    let response: http.IncomingMessage;
-    try {
-      response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        stream.once('response', resolve);
-        stream.once('error', reject);
-      });
-    } catch (err) {
-      this.report(operation, 'error', started);
-      throw errorForNetwork(err);
-    }
+    const { stream, response } = await this.open(
+      operation,
+      this.url(path, query),
+      { headers: this.headers(true), whole: false },
+      request,
+    );
     const status = response.statusCode ?? 0;
-    this.report(operation, status, started);
-    this.rateFeedback(status, started, header(response, 'retry-after'));
     if (status < 200 || status >= 300)
       await this.failFromStream(stream, status, header(response, 'retry-after'), this.keyNotSent(true));
     const type = header(response, 'content-type') ?? '';
@@ -203,83 +241,87 @@ export class OperatorClient {
         status,
       );
     }
-    return readListBody(stream, this.options.bufferLimitBytes ?? 2 * 1024 * 1024);
+    return readListBody(stream, this.options.bufferLimitBytes ?? 2 * 1024 * 1024, this.limits);
   }
 
-  /** GETs one object (a Marketplace Data read); null when the operator answers 404. */
-  async getOne(operation: string, path: string, request: RequestOptions = {}): Promise<unknown | null> {
-    await this.limiter.acquire(request.signal);
-    const started = this.clock.now();
-    const response = await this.send(operation, started, () =>
-      this.got(this.url(path), {
-        headers: this.headers(true),
-        timeout: { request: this.options.timeoutMs ?? 30_000 },
-        ...(request.signal ? { signal: request.signal } : {}),
-      }),
+  /**
+   * GETs one object (a Marketplace Data read); null when the operator answers 404. A record past
+   * the limits (size, nesting) is answered as an {@link UnreadableRecord}, read no further than the
+   * size limit: the caller quarantines it.
+   */
+  async getOne(
+    operation: string,
+    path: string,
+    request: RequestOptions = {},
+  ): Promise<unknown | UnreadableRecord | null> {
+    const { stream, response } = await this.open(
+      operation,
+      this.url(path),
+      { headers: this.headers(true), whole: true },
+      request,
     );
-    if (response.statusCode === 404) return null;
-    this.throwUnlessOk(response, this.keyNotSent(true));
+    const status = response.statusCode ?? 0;
+    if (status === 404) {
+      stream.destroy();
+      return null;
+    }
+    if (status < 200 || status >= 300)
+      await this.failFromStream(stream, status, header(response, 'retry-after'), this.keyNotSent(true));
+    const limit = this.limits.maxRecordBytes;
+    const body = await this.readOrFail(stream, limit);
+    if (body.truncated)
+      return new UnreadableRecord(tooLarge(limit), body.bytes.subarray(0, 1024).toString('utf8'));
+    const unreadable = overLimits(body.bytes, 0, this.limits);
+    if (unreadable !== null)
+      return new UnreadableRecord(unreadable, body.bytes.subarray(0, 1024).toString('utf8'));
     try {
-      return JSON.parse(response.body) as unknown;
+      return JSON.parse(body.bytes.toString('utf8')) as unknown;
     } catch {
-      throw new OperatorError(
-        'invalid-response',
-        'operator answered a body that is not valid JSON',
-        response.statusCode,
-      );
+      throw new OperatorError('invalid-response', 'operator answered a body that is not valid JSON', status);
     }
   }
 
-  /** POSTs a notification; resolves on any 2xx, throws a classified error otherwise. Never retries. */
+  /**
+   * POSTs a notification; resolves on any 2xx, throws a classified error otherwise. Never retries.
+   * At most `maxResponseBytes` of the answer are read: the rest is dropped and the text says so.
+   */
   async notify(path: string, body: string, request: RequestOptions = {}): Promise<NotifyResult> {
-    await this.limiter.acquire(request.signal);
-    const started = this.clock.now();
-    const response = await this.send('notify', started, () =>
-      this.got.post(this.url(path), {
+    const { stream, response, started } = await this.open(
+      'notify',
+      this.url(path),
+      {
+        method: 'POST',
         body,
         headers: { ...this.headers(this.options.authOnNotify ?? true), 'content-type': 'application/json' },
-        timeout: { request: this.options.timeoutMs ?? 30_000 },
-        ...(request.signal ? { signal: request.signal } : {}),
-      }),
+        whole: true,
+      },
+      request,
     );
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status >= 300)
+      await this.failFromStream(
+        stream,
+        status,
+        header(response, 'retry-after'),
+        this.keyNotSent(this.options.authOnNotify ?? true),
+        request.maskBody,
+      );
+    const limit = this.options.maxResponseBytes ?? 1024 * 1024;
+    const answer = await this.readOrFail(stream, limit);
+    const text = answer.bytes.toString('utf8');
     const durationMs = this.clock.now() - started;
-    const mask = request.maskBody;
-    this.throwUnlessOk(
-      mask
-        ? { statusCode: response.statusCode, headers: response.headers, body: mask(response.body) }
-        : response,
-      this.keyNotSent(this.options.authOnNotify ?? true),
-    );
-    return { status: response.statusCode, body: response.body, durationMs };
+    return {
+      status,
+      body: answer.truncated ? `${text}${truncatedMarker(limit)}` : text,
+      durationMs,
+    };
   }
 
-  /** Throws the classified error of a non-2xx answer. */
-  private throwUnlessOk(
-    response: { statusCode: number; body: string; headers: http.IncomingHttpHeaders },
-    keyNotSent: string | undefined,
-  ): void {
-    if (response.statusCode >= 200 && response.statusCode < 300) return;
-    throw errorForStatus(
-      response.statusCode,
-      response.body,
-      header(response, 'retry-after'),
-      this.clock.now(),
-      keyNotSent,
-    );
-  }
-
-  private async send<T extends { statusCode: number; headers: http.IncomingHttpHeaders }>(
-    operation: string,
-    started: number,
-    call: () => Promise<T>,
-  ): Promise<T> {
+  /** {@link readBounded}, a broken or timed-out body classified as a network failure. */
+  private async readOrFail(stream: Request, limit: number) {
     try {
-      const response = await call();
-      this.report(operation, response.statusCode, started);
-      this.rateFeedback(response.statusCode, started, header(response, 'retry-after'));
-      return response;
+      return await readBounded(stream, limit);
     } catch (err) {
-      this.report(operation, 'error', started);
       throw errorForNetwork(err);
     }
   }
@@ -289,6 +331,11 @@ export class OperatorClient {
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
+}
+
+/** Appended to a /notify answer cut at the limit. */
+export function truncatedMarker(limit: number): string {
+  return `…[truncated by vcu-sync: the answer was longer than operator.max_response_bytes (${limit} bytes)]`;
 }
 
 function header(response: { headers: http.IncomingHttpHeaders }, name: string): string | undefined {

@@ -88,7 +88,11 @@ export type NormalizeResult =
   | { ok: true; record: NormalizedRecord }
   | { ok: false; key: string | null; reason: string; raw: string };
 
-function keyOf(value: unknown, keyField: string): string | null {
+/**
+ * The key of a raw record as text (`12` and `"12"` are the same record), or null when it has none
+ * usable: what the mirror keys rows by before (and without) validating the record.
+ */
+export function recordKey(value: unknown, keyField: string): string | null {
   if (value && typeof value === 'object') {
     const key = (value as Record<string, unknown>)[keyField];
     if (typeof key === 'string' || typeof key === 'number') return String(key);
@@ -210,7 +214,7 @@ export function normalizeRecord(resource: ResourceName, value: unknown, rawText?
       issue.path[0] === keyField && issue.code === 'invalid_union'
         ? `${field}: missing or not an id`
         : `${field}: ${issue.message}`;
-    return { ok: false, key: keyOf(value, keyField), reason, raw };
+    return { ok: false, key: recordKey(value, keyField), reason, raw };
   }
   const data = result.data as Record<string, string | number | null | undefined>;
   const values = fields.map((f) => data[f.name] ?? null);

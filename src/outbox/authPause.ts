@@ -1,7 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { backoffDelayMs } from './backoff.js';
-import type { AttemptOutcome, NextStep, RetryPolicy } from './decide.js';
+import type { AttemptOutcome, NextStep, RetryPolicy } from './nextStep.js';
 import { clearPause, type OutboxPause, readPause, writePause } from './pause.js';
 
 /** How one attempt moves the auth pause. */
@@ -27,7 +27,7 @@ export class AuthPause {
   private probeAt = 0;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: Pick<AppContext, 'database' | 'log'>,
     private readonly policy: RetryPolicy,
     private readonly random: () => number,
   ) {}

@@ -5,15 +5,23 @@ import type { AppContext, Component } from '../context.js';
 import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
 import { reportDecisionEffects } from '../inbox/report.js';
+import { maskReceived } from '../operations/personal.js';
+import { nextDueAt } from '../operations/reads.js';
+import type { OperationRow } from '../operations/rows.js';
+import { claimOperations, releaseClaim } from '../operations/store.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { AuthPause } from './authPause.js';
-import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './decide.js';
+import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
-import { maskReceived } from './personal.js';
-import { claimRows, type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { scrubFinishedRows } from './scrub.js';
 import { logStep, maskerFor, settleAttempt, withMessage } from './settle.js';
 import { WakeableSleep } from './wakeableSleep.js';
+
+/** What the dispatcher needs from the daemon. */
+export type DispatcherContext = Pick<
+  AppContext,
+  'config' | 'database' | 'clock' | 'log' | 'metrics' | 'operator' | 'hooks'
+>;
 
 /** Options of the dispatcher; everything else comes from `config.outbox`. */
 export interface DispatcherOptions {
@@ -42,7 +50,6 @@ export class Dispatcher {
   private readonly random: () => number;
   private readonly owner: string;
   private readonly policy: RetryPolicy;
-  private readonly q: OutboxQueries;
   /**
    * Claims and settles join the connection's group commit (shared with API enqueues and webhooks):
    * with synchronous=full each commit is an fsync on the loop, so one per turn rather than one per write.
@@ -57,7 +64,7 @@ export class Dispatcher {
   private lastScrubMs = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: DispatcherContext,
     private readonly options: DispatcherOptions = {},
   ) {
     const c = ctx.config.outbox;
@@ -70,7 +77,6 @@ export class Dispatcher {
       maxAttempts: c.max_attempts,
       maxAgeMs: c.max_age_hours * 3_600_000,
     };
-    this.q = outboxQueries(ctx.database.sqlite);
     this.commits = commitQueueFor(ctx.database.sqlite);
     this.pause = new AuthPause(ctx, this.policy, this.random);
   }
@@ -158,7 +164,7 @@ export class Dispatcher {
     });
   }
 
-  private async claim(): Promise<OutboxRow[]> {
+  private async claim(): Promise<OperationRow[]> {
     const free = this.ctx.config.outbox.concurrency - this.inflight.size;
     if (free <= 0) return [];
     const now = this.clock.now();
@@ -170,7 +176,7 @@ export class Dispatcher {
     }
     // Parameters taken when the claim runs: it may wait for another process's lock.
     const rows = await this.commits.submit(() =>
-      claimRows(this.q, this.claimParams(this.clock.now(), limit)),
+      claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), limit)),
     );
     return rows.sort((a, b) => a.id - b.id);
   }
@@ -188,9 +194,9 @@ export class Dispatcher {
    * Claims the next row for the slot a settling row frees, in the same group commit as the settle
    * (one fsync for both instead of a settle commit, a wake-up and a claim commit).
    */
-  private refill(): Promise<OutboxRow[]> {
+  private refill(): Promise<OperationRow[]> {
     return this.commits
-      .submit(() => claimRows(this.q, this.claimParams(this.clock.now(), 1)))
+      .submit(() => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), 1)))
       .catch((err: unknown) => {
         // The loop claims at its next wake-up instead.
         this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);
@@ -198,7 +204,7 @@ export class Dispatcher {
       });
   }
 
-  private startRefilled(rows: readonly OutboxRow[]): void {
+  private startRefilled(rows: readonly OperationRow[]): void {
     for (const row of rows) {
       if (this.stopping) this.release(row);
       else this.track(this.send(row));
@@ -210,7 +216,7 @@ export class Dispatcher {
     const poll = this.ctx.config.outbox.poll_ms;
     const now = this.clock.now();
     if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
-    const due = this.q.nextDue.get()?.at;
+    const due = nextDueAt(this.ctx.database.sqlite);
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
   }
 
@@ -231,7 +237,7 @@ export class Dispatcher {
   }
 
   /** One attempt: POST the stored body as it is, then settle the row in one transaction. */
-  private async send(row: OutboxRow): Promise<void> {
+  private async send(row: OperationRow): Promise<void> {
     const startedMs = this.clock.now();
     const t0 = performance.now();
     let outcome: AttemptOutcome;
@@ -268,12 +274,17 @@ export class Dispatcher {
    * Hands a row whose request a stop cancelled back to the queue. The operator may have received
    * it: delivery is at-least-once and the ref is the same on the next attempt.
    */
-  private release(row: OutboxRow): void {
+  private release(row: OperationRow): void {
     const ref = row.marketplaceTransactionRef;
     try {
-      const released = this.q.release.run({ id: row.id, owner: this.owner, now: isoAt(this.clock.now()) });
+      const released = releaseClaim(this.ctx.database.sqlite, {
+        id: row.id,
+        ref,
+        owner: this.owner,
+        now: isoAt(this.clock.now()),
+      });
       this.ctx.log.warn(
-        { event: 'outbox.released', ref, id: row.id, released: released.changes > 0 },
+        { event: 'outbox.released', ref, id: row.id, released },
         `${ref}: request cancelled by the stop; row queued again`,
       );
     } catch (err) {
@@ -286,7 +297,7 @@ export class Dispatcher {
   }
 
   private async settle(
-    row: OutboxRow,
+    row: OperationRow,
     outcome: AttemptOutcome,
     startedMs: number,
     durationMs: number,
@@ -305,7 +316,7 @@ export class Dispatcher {
     );
     const ref = row.marketplaceTransactionRef;
     const attempt = { row, outcome, next, owner: this.owner, nowIso: isoAt(now), startedMs, durationMs };
-    const settling = this.commits.submit(() => settleAttempt(this.ctx.database.sqlite, this.q, attempt));
+    const settling = this.commits.submit(() => settleAttempt(this.ctx.database.sqlite, attempt));
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
@@ -323,21 +334,20 @@ export class Dispatcher {
   }
 }
 
-/** The dispatcher as a daemon component; sets `ctx.hooks.wakeDispatcher` while it runs. */
+/** The dispatcher as a daemon component; `wake` is what enqueue and retry call (see daemon.ts). */
 export function createDispatcherComponent(
-  ctx: AppContext,
+  ctx: DispatcherContext,
   options: DispatcherOptions = {},
-): Component & { dispatcher: Dispatcher } {
+): Component & { dispatcher: Dispatcher; wake: () => void } {
   const dispatcher = new Dispatcher(ctx, options);
   return {
     name: 'dispatcher',
     dispatcher,
+    wake: () => dispatcher.wake(),
     async start() {
-      ctx.hooks.wakeDispatcher = () => dispatcher.wake();
       dispatcher.start();
     },
     async stop() {
-      if (ctx.hooks.wakeDispatcher) ctx.hooks.wakeDispatcher = undefined;
       await dispatcher.stop();
     },
   };

@@ -2,15 +2,23 @@ import { createHash } from 'node:crypto';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
+import { operationByRef } from '../operations/reads.js';
+import type { OperationRow } from '../operations/rows.js';
+import { insertOperation, type NewOperation } from '../operations/store.js';
 import { wireSpelling } from './operationTypes.js';
-import { type OutboxQueries, type OutboxRow, outboxQueries } from './queries.js';
 import { type FieldError, validateNotification } from './validate.js';
+
+/** What enqueueing needs: the database, the time, and the configuration (marketplace id, wire spelling). */
+export type EnqueueContext = Pick<AppContext, 'database' | 'clock' | 'config'>;
+
+/** Called once a new row may be due, so a running dispatcher need not wait for its poll. */
+export type WakeDispatcher = () => void;
 
 /** The answer to an enqueue, as the API maps it to HTTP. */
 export type EnqueueResult =
-  | { status: 201; row: OutboxRow }
-  | { status: 200; row: OutboxRow }
-  | { status: 409; row: OutboxRow; message: string }
+  | { status: 201; row: OperationRow }
+  | { status: 200; row: OperationRow }
+  | { status: 409; row: OperationRow; message: string }
   | { status: 422; errors: FieldError[] };
 
 /** JSON with object keys sorted, so the same content always hashes the same. */
@@ -38,11 +46,14 @@ export function notificationHash(notification: Record<string, unknown>): string 
 interface PreparedInsert {
   ref: string;
   hash: string;
-  params: { ref: string; operationType: string; orderKey: string | null; body: string; hash: string };
+  params: NewOperation;
 }
 
 /** Validation, hash and wire body: all the work that needs no database, done outside any transaction. */
-function prepare(ctx: AppContext, input: unknown): PreparedInsert | { status: 422; errors: FieldError[] } {
+function prepare(
+  ctx: EnqueueContext,
+  input: unknown,
+): PreparedInsert | { status: 422; errors: FieldError[] } {
   const validation = validateNotification(input, { marketplaceId: ctx.config.operator.marketplace_id });
   if (!validation.ok) return { status: 422, errors: validation.errors };
   const { kind, ref, notification, orderKey } = validation.operation;
@@ -53,11 +64,12 @@ function prepare(ctx: AppContext, input: unknown): PreparedInsert | { status: 42
 }
 
 /** The INSERT ... ON CONFLICT DO NOTHING and, on conflict, the stored row (synchronous: no awaits). */
-function store(ctx: AppContext, q: OutboxQueries, prepared: PreparedInsert): EnqueueResult {
-  const inserted = q.insert.get({ ...prepared.params, now: isoAt(ctx.clock.now()) });
+function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
+  const { sqlite } = ctx.database;
+  const inserted = insertOperation(sqlite, prepared.params, isoAt(ctx.clock.now()));
   if (inserted) return { status: 201, row: inserted };
   const { ref, hash } = prepared;
-  const existing = q.byRef.get(ref);
+  const existing = operationByRef(sqlite, ref);
   if (!existing) throw new Error(`outbox row ${ref} vanished between insert and read`);
   if (existing.body_hash === hash) return { status: 200, row: existing };
   return {
@@ -70,13 +82,13 @@ function store(ctx: AppContext, q: OutboxQueries, prepared: PreparedInsert): Enq
 /**
  * Validates and queues one notification: one INSERT ... ON CONFLICT DO NOTHING in its own commit.
  * 201 new, 200 the same ref with the same body again (nothing changes), 409 the same ref with
- * another body, 422 with every field error. Wakes the dispatcher on 201.
+ * another body, 422 with every field error. Calls `wake` on 201.
  */
-export function enqueueOperation(ctx: AppContext, input: unknown): EnqueueResult {
+export function enqueueOperation(ctx: EnqueueContext, input: unknown, wake?: WakeDispatcher): EnqueueResult {
   const prepared = prepare(ctx, input);
   if ('errors' in prepared) return prepared;
-  const result = store(ctx, outboxQueries(ctx.database.sqlite), prepared);
-  if (result.status === 201) ctx.hooks.wakeDispatcher?.();
+  const result = store(ctx, prepared);
+  if (result.status === 201) wake?.();
   return result;
 }
 
@@ -86,16 +98,19 @@ export function enqueueOperation(ctx: AppContext, input: unknown): EnqueueResult
  * resolves only after that commit, so a 201 still means the row is on disk. Same answers, same
  * exactly-once per ref (the inserts of one group run one after another in their own savepoints).
  */
-export async function enqueueOperationGrouped(ctx: AppContext, input: unknown): Promise<EnqueueResult> {
+export async function enqueueOperationGrouped(
+  ctx: EnqueueContext,
+  input: unknown,
+  wake?: WakeDispatcher,
+): Promise<EnqueueResult> {
   const prepared = prepare(ctx, input);
   if ('errors' in prepared) return prepared;
-  const q = outboxQueries(ctx.database.sqlite);
   // A request waits a moment for another process's lock, then is refused (503 + Retry-After).
-  const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, q, prepared), {
+  const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, prepared), {
     busyGraceMs: REQUEST_BUSY_GRACE_MS,
   });
   // Woken before the commit, the dispatcher's claim joins the same group, after this INSERT: one
   // fsync for both. On a 200/409 the claim merely finds nothing new.
-  ctx.hooks.wakeDispatcher?.();
+  wake?.();
   return await stored;
 }

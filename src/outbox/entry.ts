@@ -1,6 +1,6 @@
+import { type Masker, maskPersonal, personalMasker, personalValuesOf } from '../operations/personal.js';
+import type { AttemptRow, OperationRow } from '../operations/rows.js';
 import { isSensitiveKey, maskDeep } from '../redact.js';
-import { type Masker, maskPersonal, personalMasker, personalValuesOf } from './personal.js';
-import type { AttemptRow, OutboxRow } from './queries.js';
 
 /**
  * How an outbox row is shown to people and internal apps (CLI, read API): the stored columns,
@@ -8,7 +8,7 @@ import type { AttemptRow, OutboxRow } from './queries.js';
  * only). Text columns are stored masked already; they are masked again with the row's own values
  * here, so a row stored by an older version is not shown as it was.
  */
-export type OutboxEntry = Omit<OutboxRow, 'body' | 'response'> & {
+export type OutboxEntry = Omit<OperationRow, 'body' | 'response'> & {
   body: unknown;
   response: unknown;
   attempt_log?: AttemptRow[];
@@ -37,7 +37,7 @@ function parsedResponse(text: string | null, mask: Masker): unknown {
 const masked = (text: string | null, mask: Masker) => (text === null ? null : mask(text));
 
 /** The row as shown; `attempts` (the list) only when given. */
-export function toEntry(row: OutboxRow, attempts?: AttemptRow[]): OutboxEntry {
+export function toEntry(row: OperationRow, attempts?: AttemptRow[]): OutboxEntry {
   const mask = personalMasker(personalValuesOf(row.body));
   const entry: OutboxEntry = {
     ...row,

@@ -1,5 +1,20 @@
+import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
-import { outboxQueries, PAUSE_KEY } from './queries.js';
+import { perHandle } from '../db/perHandle.js';
+
+/** The `daemon_state` key under which a paused dispatcher records why and since when. */
+export const PAUSE_KEY = 'outbox.paused';
+
+const statements = perHandle((sqlite: Sqlite) => ({
+  get: sqlite.prepare('SELECT value, updated_at FROM daemon_state WHERE key = ?') as Statement<
+    [string],
+    { value: string; updated_at: string }
+  >,
+  set: sqlite.prepare(`
+    INSERT INTO daemon_state (key, value, updated_at) VALUES (@key, @value, @now)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`),
+  delete: sqlite.prepare('DELETE FROM daemon_state WHERE key = ?'),
+}));
 
 /**
  * The shared record of a paused dispatcher (operator answered 401/403). Kept in `daemon_state`
@@ -16,7 +31,7 @@ export interface OutboxPause {
 
 /** The current pause, or null when sending runs. */
 export function readPause(sqlite: Sqlite): OutboxPause | null {
-  const row = outboxQueries(sqlite).getState.get(PAUSE_KEY);
+  const row = statements(sqlite).get.get(PAUSE_KEY);
   if (!row) return null;
   try {
     return JSON.parse(row.value) as OutboxPause;
@@ -28,10 +43,10 @@ export function readPause(sqlite: Sqlite): OutboxPause | null {
 /** Records the pause; an existing one keeps its `since`. */
 export function writePause(sqlite: Sqlite, pause: OutboxPause, nowIso: string): OutboxPause {
   const kept = { ...pause, since: readPause(sqlite)?.since ?? pause.since };
-  outboxQueries(sqlite).setState.run({ key: PAUSE_KEY, value: JSON.stringify(kept), now: nowIso });
+  statements(sqlite).set.run({ key: PAUSE_KEY, value: JSON.stringify(kept), now: nowIso });
   return kept;
 }
 
 export function clearPause(sqlite: Sqlite): void {
-  outboxQueries(sqlite).deleteState.run(PAUSE_KEY);
+  statements(sqlite).delete.run(PAUSE_KEY);
 }

@@ -1,9 +1,10 @@
 import { isoAt } from '../clock.js';
 import type { Sqlite } from '../db/open.js';
 import { maskEventsOf } from '../inbox/mask.js';
+import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
+import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
+import { type ScrubbedTexts, scrubOperations } from '../operations/store.js';
 import { PERSONAL_FIELDS } from '../redact.js';
-import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from './personal.js';
-import { outboxQueries } from './queries.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -39,26 +40,27 @@ const masked = (text: string | null, mask: Masker) => (text === null ? null : ma
 export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: number): number {
   const cutoff = isoAt(nowMs - afterDays * 86_400_000);
   const now = isoAt(nowMs);
-  const q = outboxQueries(sqlite);
   const batch = sqlite.transaction((): number => {
-    const rows = q.scrubCandidates.all({ cutoff, limit: BATCH });
+    const rows = scrubCandidates(sqlite, cutoff, BATCH);
+    const scrubbed: ScrubbedTexts[] = [];
     for (const row of rows) {
       const mask = personalMasker(personalValuesOf(row.body));
-      const texts = q.scrubTexts.get(row.id);
-      q.scrubRow.run({
+      const texts = freeTextsOf(sqlite, row.id);
+      const attemptErrors = attemptsOf(sqlite, row.id).flatMap((attempt) => {
+        const error = masked(attempt.error, mask);
+        return error === attempt.error ? [] : [{ id: attempt.id, error }];
+      });
+      scrubbed.push({
         id: row.id,
-        now,
         body: scrubbedBody(row.body),
         response: maskReceivedOrNull(texts?.response ?? null, mask),
         lastError: masked(texts?.last_error ?? null, mask),
         decisionReason: masked(texts?.decision_reason ?? null, mask),
+        attemptErrors,
       });
-      for (const attempt of q.attemptsOf.all(row.id)) {
-        const error = masked(attempt.error, mask);
-        if (error !== attempt.error) q.setAttemptError.run({ id: attempt.id, error });
-      }
       maskEventsOf(sqlite, row.marketplaceTransactionRef, mask);
     }
+    scrubOperations(sqlite, scrubbed, now);
     return rows.length;
   });
   let total = 0;

@@ -1,6 +1,6 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { outboxQueries } from './queries.js';
+import { releaseAllClaims } from '../operations/store.js';
 
 /** Refs named in the start-up log line; the count covers the rest. */
 const REFS_LOGGED = 20;
@@ -15,16 +15,14 @@ const REFS_LOGGED = 20;
  * may have received those requests: delivery is at-least-once, with the same ref on the next attempt.
  * Returns how many rows went back.
  */
-export function releaseDeadClaims(ctx: AppContext): number {
-  const rows = outboxQueries(ctx.database.sqlite)
-    .releaseAll.all({ now: isoAt(ctx.clock.now()) })
-    .sort((a, b) => a.id - b.id);
+export function releaseDeadClaims(ctx: Pick<AppContext, 'database' | 'clock' | 'log'>): number {
+  const rows = releaseAllClaims(ctx.database.sqlite, isoAt(ctx.clock.now()));
   if (rows.length > 0) {
     ctx.log.warn(
       {
         event: 'outbox.released_at_start',
         rows: rows.length,
-        refs: rows.slice(0, REFS_LOGGED).map((r) => r.marketplaceTransactionRef),
+        refs: rows.slice(0, REFS_LOGGED).map((r) => r.ref),
       },
       `handed ${rows.length} operation(s) claimed by a process that died back to the queue`,
     );

@@ -69,16 +69,23 @@ const integer = z.preprocess(
 );
 
 const shape: Record<string, z.ZodType> = {
-  operationType: text.transform((v, ctx) => {
-    const kind = parseOperationKind(v);
-    if (kind) return kind;
-    ctx.addIssue({
-      code: 'custom',
-      message:
-        'must be Tokenization, Transfer, Retire or Detokenization (any case; postTransfer and postRetirement too)',
-    });
-    return z.NEVER;
-  }),
+  // Open on input by contract (any case, legacy names): documented as a string with examples (on the
+  // input side of the transform: zod leaves a transform's own examples out of input schemas).
+  operationType: text
+    .meta({ examples: ['Tokenization', 'Transfer', 'Retire', 'Detokenization'] })
+    .transform((v, ctx) => {
+      const kind = parseOperationKind(v);
+      if (kind) return kind;
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'must be Tokenization, Transfer, Retire or Detokenization (any case; postTransfer and postRetirement too)',
+      });
+      return z.NEVER;
+    })
+    .describe(
+      'Tokenization, Transfer, Retire or Detokenization, in any case; the older postTransfer and postRetirement are accepted too',
+    ),
   marketplaceTransactionRef: text
     .trim()
     .min(1, { error: 'must not be empty' })
@@ -87,29 +94,42 @@ const shape: Record<string, z.ZodType> = {
   transactionAmount: z
     .number({ error: 'must be a number' })
     .refine(Number.isFinite, { error: 'must be a finite number' })
-    .refine((v) => v > 0, { error: 'must be positive' }),
-  transactionUnit: text.transform((v, ctx) => {
-    const unit = { tco2e: 'tCO2e', kgco2e: 'kgCO2e' }[v.trim().toLowerCase()];
-    if (unit) return unit;
-    ctx.addIssue({ code: 'custom', message: 'must be tCO2e or kgCO2e' });
-    return z.NEVER;
-  }),
-  transactionTimestamp: text.transform((v, ctx) => {
-    const iso = normalizeTimestamp(v);
-    if (iso) return iso;
-    ctx.addIssue({
-      code: 'custom',
-      message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00.000Z',
-    });
-    return z.NEVER;
-  }),
-  marketplaceId: text.trim().min(1, { error: 'must not be empty' }),
+    .refine((v) => v > 0, { error: 'must be positive' })
+    .meta({ exclusiveMinimum: 0 }),
+  transactionUnit: text
+    .transform((v, ctx) => {
+      const unit = { tco2e: 'tCO2e', kgco2e: 'kgCO2e' }[v.trim().toLowerCase()];
+      if (unit) return unit;
+      ctx.addIssue({ code: 'custom', message: 'must be tCO2e or kgCO2e' });
+      return z.NEVER;
+    })
+    // Any case is accepted, but these are the interface's only two values: clients get a closed type.
+    .meta({ enum: ['tCO2e', 'kgCO2e'], description: 'tCO2e or kgCO2e (any case is accepted)' }),
+  transactionTimestamp: text
+    .transform((v, ctx) => {
+      const iso = normalizeTimestamp(v);
+      if (iso) return iso;
+      ctx.addIssue({
+        code: 'custom',
+        message: 'must be an ISO 8601 date-time with a time zone, e.g. 2026-01-31T12:00:00.000Z',
+      });
+      return z.NEVER;
+    })
+    .meta({ format: 'date-time' }),
+  // Optional here: validateNotification fills it from operator.marketplace_id, and requires it when unset.
+  marketplaceId: text
+    .trim()
+    .min(1, { error: 'must not be empty' })
+    .optional()
+    .describe(
+      "this marketplace's id at the operator (default: operator.marketplace_id; required when that is not set)",
+    ),
 };
 for (const f of STRING_FIELDS) shape[f] ??= text.optional();
 for (const f of INTEGER_FIELDS) shape[f] = integer.optional();
 
 /** The Notification (2.1) as accepted from internal apps; also the request body in /openapi.json. */
-export const notificationSchema = z.strictObject(shape);
+export const notificationSchema = z.strictObject(shape).meta({ id: 'Notification' });
 
 function present(n: Record<string, unknown>, field: string): boolean {
   const v = n[field];
@@ -220,18 +240,16 @@ export function validateNotification(input: unknown, defaults: ValidationDefault
   if (cleaned.marketplaceId === undefined && defaults.marketplaceId)
     cleaned.marketplaceId = defaults.marketplaceId;
 
+  const noMarketplace: FieldError[] =
+    cleaned.marketplaceId === undefined
+      ? [{ field: 'marketplaceId', reason: 'is required (or set operator.marketplace_id)' }]
+      : [];
   const parsed = notificationSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const errors = toFieldErrors(parsed.error.issues, cleaned);
-    if (cleaned.marketplaceId === undefined) {
-      const at = errors.find((e) => e.field === 'marketplaceId');
-      if (at) at.reason = 'is required (or set operator.marketplace_id)';
-    }
-    return { ok: false, errors };
-  }
+  if (!parsed.success)
+    return { ok: false, errors: [...toFieldErrors(parsed.error.issues, cleaned), ...noMarketplace] };
   const notification = parsed.data as Record<string, unknown>;
   const kind = notification.operationType as OperationKind;
-  const errors = kindErrors(kind, notification);
+  const errors = [...kindErrors(kind, notification), ...noMarketplace];
   if (errors.length > 0) return { ok: false, errors };
 
   for (const [k, v] of Object.entries(notification)) if (v === undefined) delete notification[k];

@@ -12,6 +12,7 @@ import { describeMachine } from './lib/machine.js';
 import { ROOT } from './lib/proc.js';
 import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
+import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { scalingScenario } from './scaling.js';
 import { startupScenario } from './startup.js';
@@ -27,6 +28,7 @@ const SCENARIOS: Record<string, Scenario> = {
   webhooks: webhooksScenario,
   startup: startupScenario,
   scaling: scalingScenario,
+  longpoll: longPollScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */

@@ -29,7 +29,8 @@ export async function unpaginatedRssScenario(options: BenchOptions): Promise<Sce
     const config = writeConfig(
       options.dir,
       'rss',
-      '[operator]\nrate_per_second = 100000\ntimeout_ms = 120000\n[sync]\npage_size = 1000\n',
+      // A 2-minute request timeout needs a lease of at least twice that (config validation).
+      '[operator]\nrate_per_second = 100000\ntimeout_ms = 120000\n[sync]\npage_size = 1000\n[outbox]\nlease_seconds = 300\n',
     );
     options.say(`unpaginated units: vcu-sync sync units (${units} in one body, ${cli.kind})`);
     const value = await peakRssMb(cli.args(['sync', 'units', '--config', config], [PRELOAD]), {

@@ -1,11 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createAppContext } from '../../src/appContext.js';
 import { demoOperation } from '../../src/commands/demoOperations.js';
 import { loadConfig } from '../../src/config.js';
+import { createAppContext } from '../../src/context.js';
+import { acquireOwnership } from '../../src/db/ownership.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/steer.js';
+import { cancelOperation } from '../../src/outbox/manage.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, untilEvent, writeToml } from '../ops/child.js';
@@ -127,6 +128,16 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       child.child.kill('SIGTERM');
       return { code: await child.exited, output: child.output() };
     }),
+    75: scenario('run on a database another daemon owns', async () => {
+      const env = await operatorEnv();
+      // This process holds the ownership lock, as a running daemon would.
+      const owner = await acquireOwnership(env.VCU_SYNC_DB!);
+      try {
+        return await vcu(['run'], env);
+      } finally {
+        owner.release();
+      }
+    }),
     78: scenario('run without an operator URL', () => vcu(['run'], noOperator)),
   },
   sync: {
@@ -206,6 +217,11 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       writeFileSync(path.join(dir, 'taken.db'), '');
       return vcu(['db', 'backup', path.join(dir, 'taken.db')], env);
     }),
+    64: scenario('db backup with database.url set (PostgreSQL: use pg_dump)', () =>
+      vcu(['db', 'backup', path.join(folder(), 'copy.db')], {
+        VCU_SYNC_DATABASE_URL: 'postgres://vcu@127.0.0.1:1/vcu',
+      }),
+    ),
   },
   'config check': {
     0: scenario('config check with what run needs', () =>
@@ -227,6 +243,7 @@ export const GENERAL_EXIT_SCENARIOS: Record<number, Scenario> = {
   ),
   64: scenario('bad usage: outbox show without a ref', async () => vcu(['outbox', 'show'], migrated().env)),
   65: EXIT_SCENARIOS.enqueue![65]!,
+  75: EXIT_SCENARIOS.run![75]!,
   78: scenario('configuration error: an unknown key', () => {
     const file = path.join(folder(), 'bad.toml');
     writeFileSync(file, '[outbox]\nconcurency = 3\n');

@@ -1,10 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createAppContext } from '../../src/appContext.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppContext } from '../../src/context.js';
+import { type AppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 
 /** A fresh temporary folder, removed by the returned cleanup. */

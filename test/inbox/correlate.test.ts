@@ -2,9 +2,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
 import { applyPendingDecisions } from '../../src/inbox/correlate.js';
+import { decisionConflicts, recordRejection } from '../../src/inbox/eventStore.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
-import { awaitingDecision, decisionConflicts, recordRejection } from '../../src/inbox/queries.js';
+import { awaitingDecision } from '../../src/operations/reads.js';
 import { testContext } from '../helpers/context.js';
 import {
   captureLogger,

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAppContext, createAppContext } from '../../src/appContext.js';
 import { loadConfig } from '../../src/config.js';
+import { closeAppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { Rng } from '../../src/simulator/prng.js';

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { afterPage, effectivePageSize, type PageShape, provenCap } from '../../src/mirror/pager.js';
+import {
+  afterPage,
+  type BodyHead,
+  classifyBody,
+  effectivePageSize,
+  type PageRequest,
+  type PageShape,
+  provenCap,
+} from '../../src/mirror/scan/pager.js';
 
 /** A page as the pager sees it; keys are irrelevant to these decisions. */
 const page = (offset: number, limit: number, count: number, extra: Partial<PageShape> = {}): PageShape => ({
@@ -86,4 +94,76 @@ describe('pager decisions', () => {
     expect(effectivePageSize(500, 100)).toBe(100);
     expect(effectivePageSize(50, 100)).toBe(50);
   });
+});
+
+describe('what a body is (the one place that decides whether a list ignores paging)', () => {
+  const req = (offset: number, extra: Partial<PageRequest> = {}): PageRequest => ({
+    offset,
+    limit: 100,
+    previous: undefined,
+    anchor: null,
+    logStartKey: null,
+    ...extra,
+  });
+  const head = (count: number, firstKey: string | null, lastKey: string | null, more = false): BodyHead => ({
+    count,
+    more,
+    firstKey,
+    lastKey,
+  });
+  const before = page(0, 100, 100, { firstKey: 'a', lastKey: 'z', skipped: 0 });
+  const rows: [string, PageRequest, BodyHead, ReturnType<typeof classifyBody>][] = [
+    ['a first page', req(0), head(100, 'a', 'z'), { kind: 'page', whole: false, anchor: 'none' }],
+    [
+      'a later page that starts on the anchor',
+      req(99, { anchor: 'z', previous: before }),
+      head(100, 'z', 'zz'),
+      { kind: 'page', whole: false, anchor: 'anchored' },
+    ],
+    [
+      'a later page that does not: records moved',
+      req(99, { anchor: 'z', previous: before }),
+      head(100, 'y', 'zz'),
+      { kind: 'page', whole: false, anchor: 'drifted' },
+    ],
+    [
+      'an empty page where an anchor was expected: drift too',
+      req(99, { anchor: 'z' }),
+      head(0, null, null),
+      { kind: 'page', whole: false, anchor: 'drifted' },
+    ],
+    [
+      'the same page again: the list ignores offset',
+      req(99, { anchor: 'z', previous: before }),
+      head(100, 'a', 'z'),
+      { kind: 'same-page' },
+    ],
+    [
+      'longer than the limit: the whole list',
+      req(0),
+      head(101, 'a', 'q'),
+      { kind: 'page', whole: true, anchor: 'none' },
+    ],
+    [
+      'a streamed body with more to come: the whole list, never the same page',
+      req(99, { anchor: 'z', previous: before }),
+      head(100, 'a', 'z', true),
+      { kind: 'page', whole: true, anchor: 'none' },
+    ],
+    [
+      "a later offset answered with the log's first record: the whole log, however short",
+      req(400, { logStartKey: '0' }),
+      head(50, '0', '49'),
+      { kind: 'page', whole: true, anchor: 'none' },
+    ],
+    [
+      "the log's first record at offset 0 is just the first page",
+      req(0, { logStartKey: '0' }),
+      head(50, '0', '49'),
+      { kind: 'page', whole: false, anchor: 'none' },
+    ],
+  ];
+  for (const [name, request, body, expected] of rows) {
+    it(name, () => expect(classifyBody(request, body)).toEqual(expected));
+  }
 });

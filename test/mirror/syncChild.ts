@@ -2,9 +2,10 @@
  * A `vcu-sync sync` as a child process for the crash test: the context from the environment
  * (VCU_SYNC_DB, VCU_SYNC_OPERATOR_URL, VCU_SYNC_API_KEY, ...), the targets from argv.
  */
-import { closeAppContext, createAppContext } from '../../src/appContext.js';
+
 import { runSyncCommand } from '../../src/commands/sync.js';
 import { loadConfig } from '../../src/config.js';
+import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
 
 const config = loadConfig({

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
-import { count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
+import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -73,6 +73,35 @@ describe('units log', () => {
     const next = await runSync(h.ctx, 'units', { sleep: noSleep });
     expect(next).toMatchObject({ status: 'succeeded', mode: 'incremental' });
     expect(next.counts).toMatchObject({ inserted: 7, updated: 0 });
+    expectMirrorEqualsRegistry(h, ['unit_operations']);
+  });
+
+  it('a streamed body that breaks part-way is read again within the run: each record written once', async () => {
+    h = await harness(
+      { units: 3000, unitsUnpaginated: true },
+      { 'sync.page_size': 100, 'operator.max_body_bytes': 64 * 1024 },
+    );
+    const lines = captureLog(h.ctx);
+    // Half the body arrives (past the buffer, so batches are already committed), then the socket dies.
+    h.sim.faults.next(1, 'truncated', { truncateMode: 'short-body', pathPrefix: UNITS });
+    const first = await runSync(h.ctx, 'units', { sleep: noSleep });
+    expect(first, first.error ?? '').toMatchObject({ status: 'succeeded', mode: 'full' });
+    expect(lines.filter((l) => l.event === 'sync.page.retry')).toHaveLength(1);
+    expect(h.sim.stats.count(UNITS)).toBe(2);
+    // The records of the broken half were committed once and found unchanged when read again.
+    expect(first.counts.inserted).toBe(3000);
+    expect(first.counts.unchanged).toBeGreaterThan(0);
+    expect(count(h.ctx, "SELECT count(*) n FROM changes WHERE resource = 'unit_operations'")).toBe(3000);
+    expectMirrorEqualsRegistry(h, ['unit_operations']);
+
+    // The same break during an incremental run, after new operations were written (half of 7000 is
+    // past the 3000 held): those are held when read again, not rewritten.
+    h.sim.registry.appendUnits(4000);
+    h.sim.faults.next(1, 'truncated', { truncateMode: 'short-body', pathPrefix: UNITS });
+    const next = await runSync(h.ctx, 'units', { sleep: noSleep });
+    expect(next, next.error ?? '').toMatchObject({ status: 'succeeded', mode: 'incremental' });
+    expect(next.counts).toMatchObject({ inserted: 4000, updated: 0 });
+    expect(count(h.ctx, "SELECT count(*) n FROM changes WHERE resource = 'unit_operations'")).toBe(7000);
     expectMirrorEqualsRegistry(h, ['unit_operations']);
   });
 

@@ -1,16 +1,21 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { overLimits, type RecordLimits, UnreadableRecord } from '../../src/operator/limits.js';
 import { JsonArraySplitter, NotAJsonArray } from '../../src/operator/splitJsonArray.js';
 
-/** Splits `text` at the given cut points and returns the parsed elements. */
-function splitAt(text: string, cuts: number[]): unknown[] {
+/**
+ * Splits `text` at the given cut points and returns the parsed elements (an element past the
+ * limits comes back as the UnreadableRecord the splitter gave).
+ */
+function splitAt(text: string, cuts: number[], limits?: RecordLimits): unknown[] {
   const bytes = Buffer.from(text, 'utf8');
   const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const splitter = new JsonArraySplitter();
+  const splitter = new JsonArraySplitter(limits);
   const out: unknown[] = [];
   let from = 0;
   for (const to of [...points, bytes.length]) {
-    for (const t of splitter.push(bytes.subarray(from, to))) out.push(JSON.parse(t));
+    for (const t of splitter.push(bytes.subarray(from, to)))
+      out.push(typeof t === 'string' ? JSON.parse(t) : t);
     from = to;
   }
   splitter.end();
@@ -83,4 +88,69 @@ describe('JsonArraySplitter', () => {
     expect(() => new JsonArraySplitter().push(Buffer.from('[,1]'))).toThrow(/expected a value/);
     expect(splitAt('[ ]', [])).toEqual([]);
   });
+
+  it('sets aside each element past the size or depth limit, whatever the chunking, and keeps the rest', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.jsonValue({ maxDepth: 6 }), { maxLength: 8 }),
+        fc.integer({ min: 1, max: 60 }),
+        fc.integer({ min: 0, max: 5 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        (array, maxRecordBytes, maxDepth, cuts) => {
+          const limits = { maxRecordBytes, maxDepth };
+          const text = JSON.stringify(array);
+          const split = splitAt(text, cuts, limits);
+          expect(split).toHaveLength(array.length);
+          let anyOver = false;
+          array.forEach((element, i) => {
+            const size = Buffer.byteLength(JSON.stringify(element));
+            const tooDeep = depthOf(element) > maxDepth;
+            const got = split[i];
+            if (size > maxRecordBytes || tooDeep) {
+              anyOver = true;
+              expect(got).toBeInstanceOf(UnreadableRecord);
+              expect((got as UnreadableRecord).reason).toMatch(
+                size > maxRecordBytes ? /operator\.max_record_bytes/ : /operator\.max_depth/,
+              );
+            } else {
+              expect(got).toEqual(JSON.parse(JSON.stringify(element)));
+            }
+          });
+          // The byte scan of a buffered body agrees with the splitter.
+          expect(overLimits(Buffer.from(text), 1, limits) !== null).toBe(anyOver);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps memory flat for an element that never closes and one nested 100,000 deep', () => {
+    const splitter = new JsonArraySplitter({ maxRecordBytes: 1024 * 1024, maxDepth: 64 });
+    splitter.push(Buffer.from('[{"projectID":"7","pad":"'));
+    const chunk = Buffer.alloc(64 * 1024, 0x30);
+    for (let i = 0; i < 200; i++) expect(splitter.push(chunk)).toEqual([]);
+    // 12.5 MiB in, and the splitter holds its excerpt and the last chunk only.
+    expect(splitter['carry'].reduce((n: number, b: Buffer) => n + b.length, 0)).toBeLessThanOrEqual(
+      64 * 1024,
+    );
+    const [record] = splitter.push(Buffer.from('"},1]')) as [UnreadableRecord];
+    expect(record.reason).toMatch(/larger than operator\.max_record_bytes \(1048576 bytes\)/);
+    expect(record.keyOf('projectID')).toBe('7');
+    expect(record.raw.length).toBeLessThan(1200);
+
+    const deep = `[${'['.repeat(100_000)}${']'.repeat(100_000)},{"projectID":3}]`;
+    const out = splitAt(deep, [5000, 150_000], { maxRecordBytes: 1024 * 1024, maxDepth: 64 });
+    expect((out[0] as UnreadableRecord).reason).toMatch(/deeper than operator\.max_depth \(64 levels\)/);
+    expect(out[1]).toEqual({ projectID: 3 });
+    expect(overLimits(Buffer.from(deep), 1, { maxRecordBytes: 1024 * 1024, maxDepth: 64 })).toMatch(
+      /max_depth/,
+    );
+  });
 });
+
+/** Nesting depth of a parsed value (a scalar is 0, `{}` and `[]` are 1). */
+function depthOf(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + Math.max(0, ...children.map(depthOf));
+}

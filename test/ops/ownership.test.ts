@@ -4,8 +4,8 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireOwnership, EXIT_DATABASE_OWNED, lockPathFor } from '../../src/db/ownership.js';
 import { UserError } from '../../src/errors.js';
+import { claimOperations } from '../../src/operations/store.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { claimRows, outboxQueries } from '../../src/outbox/queries.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir, testContext } from '../helpers/context.js';
@@ -172,13 +172,12 @@ describe('releaseDeadClaims', () => {
     try {
       ctx.log = log;
       for (let i = 0; i < 6; i++) enqueueOperation(ctx, transfer(`dead-${i}`, { unitId: 98_000 + i }));
-      const q = outboxQueries(ctx.database.sqlite);
       const now = new Date().toISOString();
       const far = new Date(Date.now() + 600_000).toISOString();
       // Two dead processes held claims; one more row was accepted before they died.
       ctx.database.sqlite.transaction(() => {
-        claimRows(q, { owner: 'host:1:a', now, leaseUntil: far, limit: 2 });
-        claimRows(q, { owner: 'host:2:b', now, leaseUntil: far, limit: 2 });
+        claimOperations(ctx.database.sqlite, { owner: 'host:1:a', now, leaseUntil: far, limit: 2 });
+        claimOperations(ctx.database.sqlite, { owner: 'host:2:b', now, leaseUntil: far, limit: 2 });
       })();
       ctx.database.sqlite
         .prepare("UPDATE outbox SET state = 'accepted', lease_owner = NULL, lease_until = NULL WHERE id = 4")

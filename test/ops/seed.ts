@@ -3,7 +3,7 @@ import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/steer.js';
+import { cancelOperation } from '../../src/outbox/manage.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import { transfer } from '../outbox/fixtures.js';

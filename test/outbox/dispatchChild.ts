@@ -3,8 +3,9 @@
  * environment (VCU_SYNC_DB, VCU_SYNC_OPERATOR_URL, VCU_SYNC_API_KEY, and VCU_SYNC_TEST_OVERRIDES
  * as JSON config overrides) and runs until SIGTERM. Logs JSON lines on stdout.
  */
-import { closeAppContext, createAppContext } from '../../src/appContext.js';
+
 import { loadConfig } from '../../src/config.js';
+import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 

@@ -1,7 +1,7 @@
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
+import type { OperationRow as OutboxRow } from '../../src/operations/rows.js';
 import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dispatcher.js';
-import type { OutboxRow } from '../../src/outbox/queries.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import type { capturingLogger } from './fixtures.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
+import { maskReceived, personalMasker, personalValues } from '../../src/operations/personal.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { maskReceived, personalMasker, personalValues } from '../../src/outbox/personal.js';
 import { scrubFinishedRows } from '../../src/outbox/scrub.js';
 import { maskDeep, REDACTED, redactDeep, registerSecret, scrubText, TOO_DEEP } from '../../src/redact.js';
 import { testContext } from '../helpers/context.js';

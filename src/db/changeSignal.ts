@@ -1,0 +1,96 @@
+import type { Sqlite } from './open.js';
+import { perHandle } from './perHandle.js';
+
+/**
+ * "The change feed grew": how readers of `changes` (long-polls, event streams) learn of a new row
+ * without polling. It carries no data: a woken reader queries `seq > after` from the database, so a
+ * spurious wake costs one indexed query and a missed one is impossible once the row is committed.
+ *
+ * Any change wakes every waiter. A waiter is one resolver in a Set (no timer, no polling): hundreds
+ * of waiting clients cost their Set entries. Listeners see every announcement too: that is how a
+ * worker thread forwards its commits to the main thread (feed/bridge.ts), and how a PostgreSQL
+ * store would feed LISTEN/NOTIFY in.
+ */
+export class ChangeSignal {
+  private readonly waiters = new Set<() => void>();
+  private readonly listeners = new Set<(seq: number) => void>();
+  /** Counts announcements, so a reader can tell whether one came since it last looked. */
+  private announced = 0;
+
+  /** How many announcements so far: take it before querying, pass it to {@link whenChanged}. */
+  get version(): number {
+    return this.announced;
+  }
+
+  /** How many waiters are parked now (for tests and metrics). */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /** Says the feed holds rows up to `seq` (committed): wakes every waiter, tells every listener. */
+  announce(seq: number): void {
+    this.announced++;
+    const woken = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of woken) wake();
+    for (const listener of this.listeners) listener(seq);
+  }
+
+  /**
+   * Resolves `true` at the next announcement after `version` (at once when one came already),
+   * `false` when `signal` aborts first (the request's own timeout or the client's disconnect). The
+   * waiter is removed either way.
+   */
+  whenChanged(version: number, signal: AbortSignal): Promise<boolean> {
+    if (this.announced !== version) return Promise.resolve(true);
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const wake = () => {
+        signal.removeEventListener('abort', abort);
+        resolve(true);
+      };
+      const abort = () => {
+        this.waiters.delete(wake);
+        resolve(false);
+      };
+      this.waiters.add(wake);
+      signal.addEventListener('abort', abort, { once: true });
+    });
+  }
+
+  /** Calls `listener(seq)` on every announcement; returns the unsubscribe. */
+  listen(listener: (seq: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+/** The signal of a database handle: what the one `changes` writer announces on. */
+export const changeSignalFor = perHandle((_sqlite: Sqlite) => new ChangeSignal());
+
+/** Per handle: the highest seq written since the last announcement, or null when none is pending. */
+const pending = perHandle((_sqlite: Sqlite) => ({ seq: null as number | null }));
+
+/**
+ * Announces `seq` once the transaction that wrote it has ended. better-sqlite3 transactions are
+ * synchronous, so when the microtask runs the writer's transaction has committed (or rolled back:
+ * then the wake is spurious and harmless). Many rows written in one transaction make one
+ * announcement. A transaction still open then (a hand-made BEGIN spanning awaits) is waited out.
+ */
+export function announceAfterCommit(sqlite: Sqlite, seq: number): void {
+  const slot = pending(sqlite);
+  const first = slot.seq === null;
+  slot.seq = Math.max(slot.seq ?? 0, seq);
+  if (!first) return;
+  const flush = () => {
+    if (!sqlite.open) return;
+    if (sqlite.inTransaction) {
+      setImmediate(flush);
+      return;
+    }
+    const upTo = slot.seq ?? seq;
+    slot.seq = null;
+    changeSignalFor(sqlite).announce(upTo);
+  };
+  queueMicrotask(flush);
+}

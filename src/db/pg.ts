@@ -1,0 +1,151 @@
+import { fileURLToPath } from 'node:url';
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import { errorMessage, UserError } from '../errors.js';
+import { scrubText } from '../redact.js';
+import { type PgConnection, pgConnection } from './pgConfig.js';
+import * as schema from './schema-pg/index.js';
+
+export type PgDb = NodePgDatabase<typeof schema>;
+
+/** An open PostgreSQL store: the pool for raw SQL, drizzle for the rest. */
+export interface PgDatabase {
+  pool: pg.Pool;
+  db: PgDb;
+  /** `host:port/database`, for messages: no user, no password. */
+  label: string;
+  close(): Promise<void>;
+}
+
+/** Options of {@link openPostgres}. */
+export interface PgOpenOptions {
+  /** `application_name` unless the URL gives one, e.g. `pgApplicationName(instance)` (default: "vcu-sync"). */
+  applicationName?: string;
+  /** Apply pending migrations (default: true). */
+  migrate?: boolean;
+  /** Most connections the pool opens (default: 10, pg's). */
+  max?: number;
+  /**
+   * Called when an idle pooled connection fails (server restart, network cut). pg emits this as an
+   * `error` event that would end the process unhandled; the pool drops that connection and opens a
+   * new one on the next query (default: ignored).
+   */
+  onIdleError?: (err: Error) => void;
+}
+
+/** The PostgreSQL migrations folder (drizzle/pg), found from this file in both src/ and dist/. */
+export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/pg', import.meta.url));
+
+/** Where drizzle records applied migrations (its default, named here for `db migrate` to count). */
+const MIGRATIONS_SCHEMA = 'drizzle';
+const MIGRATIONS_TABLE = '__drizzle_migrations';
+
+/**
+ * Session advisory lock key held while migrating: "vcu-sync" in ASCII. Several replicas starting at
+ * once migrate one after the other; the later ones find nothing to do.
+ */
+const MIGRATION_LOCK_KEY = '8530790957241167459';
+
+/**
+ * The server's words, on one line: drizzle wraps them in "Failed query: <the whole SQL>", whose
+ * cause is the server's error.
+ */
+function pgErrorLine(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause;
+  const message = cause instanceof Error ? cause.message : errorMessage(err);
+  return scrubText(message.split('\n')[0] ?? '');
+}
+
+function connectProblem(label: string, err: unknown): UserError {
+  return new UserError(`database: cannot connect to PostgreSQL at ${label}: ${pgErrorLine(err)}`);
+}
+
+/** The server refused TLS ('N' to SSLRequest): what libpq's `prefer` falls back to plain text on. */
+function isNoTlsServer(err: unknown): boolean {
+  return /does not support SSL/i.test(errorMessage(err));
+}
+
+/**
+ * Resolves `sslmode=prefer` once, the way libpq does per connection: TLS if the server offers it,
+ * else plain text. The whole pool then uses the answer.
+ */
+async function resolvePrefer(connection: PgConnection): Promise<pg.ClientConfig> {
+  if (connection.sslmode !== 'prefer') return connection.client;
+  const probe = new pg.Client(connection.client);
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return connection.client;
+  } catch (err) {
+    if (isNoTlsServer(err)) return { ...connection.client, ssl: false };
+    throw connectProblem(connection.label, err);
+  } finally {
+    await probe.end().catch(() => {});
+  }
+}
+
+/**
+ * Applies pending migrations on one session that holds the migration advisory lock. drizzle's
+ * migrator runs them in one transaction; the lock keeps two replicas from both creating the tables.
+ */
+export async function migratePostgres(pool: pg.Pool, label: string): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await migrate(drizzle(client), {
+        migrationsFolder: PG_MIGRATIONS_FOLDER,
+        migrationsSchema: MIGRATIONS_SCHEMA,
+        migrationsTable: MIGRATIONS_TABLE,
+      });
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  } catch (err) {
+    throw new UserError(`database: migration failed on ${label}: ${pgErrorLine(err)}`);
+  } finally {
+    client.release();
+  }
+}
+
+/** How many migrations the database has applied (0 before the first). */
+export async function appliedMigrations(pool: pg.Pool): Promise<number> {
+  const result = await pool.query<{ n: string }>(
+    `SELECT count(*) AS n FROM "${MIGRATIONS_SCHEMA}"."${MIGRATIONS_TABLE}"`,
+  );
+  return Number(result.rows[0]?.n ?? 0);
+}
+
+/**
+ * Opens a pool on `url` (libpq semantics, see ./pgConfig.ts), checks that it connects, and unless
+ * told otherwise brings the schema up to date. Errors are one line naming host:port/database,
+ * never the user's password.
+ */
+export async function openPostgres(url: string, options: PgOpenOptions = {}): Promise<PgDatabase> {
+  const connection = pgConnection(url, { applicationName: options.applicationName });
+  const client = await resolvePrefer(connection);
+  const pool = new pg.Pool({ ...client, max: options.max ?? 10 });
+  pool.on('error', options.onIdleError ?? (() => {}));
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await pool.end();
+  };
+  try {
+    await pool.query('SELECT 1');
+  } catch (err) {
+    await close().catch(() => {});
+    throw connectProblem(connection.label, err);
+  }
+  if (options.migrate ?? true) {
+    try {
+      await migratePostgres(pool, connection.label);
+    } catch (err) {
+      await close().catch(() => {});
+      throw err;
+    }
+  }
+  return { pool, db: drizzle(pool, { schema }), label: connection.label, close };
+}

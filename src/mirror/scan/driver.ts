@@ -1,0 +1,260 @@
+import { isoAt } from '../../clock.js';
+import type { AppContext } from '../../context.js';
+import { type RunCounts, withTally } from '../bookkeeping.js';
+import { OverlapMismatch, RunAborted } from '../errors.js';
+import type { ListResource } from '../resources.js';
+import { readRetry } from '../retry.js';
+import { type BatchResult, type MirrorStore, sqliteStore } from '../store.js';
+import type { FetchedRecord } from '../writer.js';
+import {
+  admitBatch,
+  checkpointAt,
+  closeFull,
+  closeIncremental,
+  endPage,
+  freshFullScan,
+  markDrift,
+  nextRequest,
+  type PageEnding,
+  type ScanCursor,
+  type ScanPlan,
+  startCursor,
+  tombstoneVerdict,
+} from './cursor.js';
+import type { PageRequest, PageShape } from './pager.js';
+import { pageShape, readPage } from './readPage.js';
+
+/** What a list run needs besides the context. */
+export interface ListSyncOptions {
+  runId: number;
+  plan: ScanPlan;
+  /** The run's counts: this driver is the only one to change them. */
+  counts: RunCounts;
+  /** How retries wait (default: setTimeout). */
+  sleep?: (ms: number) => Promise<void>;
+  /** Stops the run between batches (default: none). */
+  signal?: AbortSignal;
+  /** Called after each committed batch (default: none). */
+  onProgress?: (counts: RunCounts) => void;
+  /** Called when an incremental run falls back to a full scan (default: none). */
+  onModeChange?: (mode: 'full') => void;
+}
+
+/** How a list run ended when it did not throw. */
+export interface ListSyncResult {
+  mode: 'full' | 'incremental';
+  /** Set when the run finished its scan but refused to tombstone (too large a share). */
+  refusal: string | null;
+}
+
+/**
+ * Syncs one public list: a full scan (fresh or resumed) or an incremental pass over the units log,
+ * falling back to a full scan when the log's overlap does not match the mirror. The loop: ask the
+ * cursor for the next request, fetch it (retried), write each batch with its checkpoint in one
+ * store call, ask the cursor what follows.
+ */
+export async function syncList(
+  ctx: AppContext,
+  resource: ListResource,
+  options: ListSyncOptions,
+): Promise<ListSyncResult> {
+  const now = () => isoAt(ctx.clock.now());
+  const store = sqliteStore(ctx.database.sqlite, resource, now);
+  const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
+  const first = await open(options.plan);
+  try {
+    return await scan(ctx, resource, store, first, options);
+  } catch (err) {
+    if (!(err instanceof OverlapMismatch)) throw err;
+    ctx.log.warn(
+      {
+        event: 'sync.units.overlap_mismatch',
+        resource: resource.name,
+        runId: options.runId,
+        detail: err.message,
+      },
+      'the units overlap does not match the mirror; falling back to a full scan',
+    );
+    options.onModeChange?.('full');
+    // A page size learned before the fallback is not learned twice.
+    return await scan(ctx, resource, store, await open(freshFullScan(first.pageSize)), options);
+  }
+}
+
+/** The driver loop of one scan. */
+async function scan(
+  ctx: AppContext,
+  resource: ListResource,
+  store: MirrorStore,
+  cursor: ScanCursor,
+  options: ListSyncOptions,
+): Promise<ListSyncResult> {
+  const { config, log } = ctx;
+  const { counts, runId } = options;
+  for (;;) {
+    if (options.signal?.aborted) throw new RunAborted();
+    const request = nextRequest(cursor, config.sync.page_size);
+    const page = await fetchAndWrite(ctx, resource, store, cursor, request, options);
+    counts.pages++;
+    const ending = endPage(cursor, page, config.sync.max_pages);
+    logPageEnd(ctx, resource, cursor, page, ending, request.limit);
+    if (ending.end.next === 'done') break;
+    if (ending.end.next === 'max-pages') {
+      throw new Error(
+        `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
+      );
+    }
+  }
+
+  if (cursor.mode === 'incremental') {
+    const checkpoint = closeIncremental(cursor, runId);
+    if (checkpoint) await store.putCheckpoint(checkpoint);
+    return { mode: cursor.mode, refusal: null };
+  }
+  const verdict = tombstoneVerdict(cursor);
+  const { removed, refusal } = await store.finishScan({
+    runId,
+    resource: resource.name,
+    verdict,
+    maxRemoveShare: config.sync.max_remove_share,
+    checkpoint: closeFull(cursor, runId),
+    counts,
+  });
+  counts.removed += removed;
+  if (verdict.kind === 'skip') {
+    log.warn(
+      { event: 'sync.remove.skipped', resource: resource.name, runId },
+      `${verdict.reason}; removals wait for the next complete scan`,
+    );
+  }
+  if (refusal) log.error({ event: 'sync.remove.refused', resource: resource.name, runId }, refusal);
+  return { mode: cursor.mode, refusal };
+}
+
+/**
+ * One page: fetched and read with retries, then written batch by batch. A streamed body that breaks
+ * part-way is fetched again within the same attempts: the batches it already committed are
+ * re-read as held (units) or seen (lists), never written twice.
+ */
+async function fetchAndWrite(
+  ctx: AppContext,
+  resource: ListResource,
+  store: MirrorStore,
+  cursor: ScanCursor,
+  request: PageRequest,
+  options: ListSyncOptions,
+): Promise<PageShape | 'same-page'> {
+  const retry = readRetry(ctx, options, 'page failed; retrying', {
+    resource: resource.name,
+    offset: cursor.offset,
+  });
+  for (;;) {
+    const page = await retry.run(async () =>
+      readPage(
+        // The stop signal cancels a page in flight too: a GET has no effect to lose, and the
+        // checkpoint of the pages already written is kept.
+        await ctx.operator().list(
+          resource.operation,
+          resource.path,
+          { limit: request.limit, offset: request.offset },
+          {
+            signal: options.signal,
+          },
+        ),
+        request,
+        resource,
+      ),
+    );
+    if (page.kind === 'same-page') return 'same-page';
+    if (page.drifted && markDrift(cursor)) {
+      ctx.log.warn(
+        { event: 'sync.list.drift', resource: resource.name, offset: cursor.offset },
+        'records moved under the pager',
+      );
+    }
+    let read = 0;
+    try {
+      for await (const batch of page.batches) {
+        read += batch.records.length;
+        await writeBatch(ctx, resource, store, cursor, batch.records, batch.nextOffset, options);
+      }
+      return pageShape(page.shape, read);
+    } catch (err) {
+      await retry.failed(err);
+    }
+  }
+}
+
+/** Writes one batch with its checkpoint (one store call) and keeps the counts. */
+async function writeBatch(
+  ctx: AppContext,
+  resource: ListResource,
+  store: MirrorStore,
+  cursor: ScanCursor,
+  records: readonly FetchedRecord[],
+  nextOffset: number,
+  options: ListSyncOptions,
+): Promise<void> {
+  const { counts, runId } = options;
+  counts.fetched += records.length;
+  const fresh = admitBatch(cursor, records);
+  if (fresh === null) return;
+  const result = await store.commitBatch({
+    runId,
+    records: fresh,
+    trackSeen: cursor.trackSeen,
+    checkpoint: checkpointAt(cursor, runId, nextOffset),
+    counts,
+  });
+  Object.assign(counts, withTally(counts, result.tally));
+  logQuarantined(ctx, resource.name, resource.table, result);
+  options.onProgress?.(counts);
+}
+
+/** One line per quarantined record. */
+export function logQuarantined(ctx: AppContext, resource: string, table: string, result: BatchResult): void {
+  for (const { key, reason } of result.quarantined) {
+    ctx.log.warn({ event: 'sync.record.quarantined', resource, table, key, reason }, 'record quarantined');
+  }
+}
+
+/** The log lines a page's end calls for: a proven cap, a list that ignores paging. */
+function logPageEnd(
+  ctx: AppContext,
+  resource: ListResource,
+  cursor: ScanCursor,
+  page: PageShape | 'same-page',
+  { capped }: PageEnding,
+  limit: number,
+): void {
+  const { log } = ctx;
+  if (page === 'same-page') {
+    const fields = {
+      event: 'sync.list.same_page',
+      resource: resource.name,
+      offset: cursor.offset,
+      records: cursor.previous?.count,
+    };
+    if (cursor.incomplete) log.warn(fields, `list ignores offset; ${cursor.incomplete}`);
+    else log.info(fields, 'list ignores offset; read as one body');
+    return;
+  }
+  if (page.whole) {
+    log.info(
+      { event: 'sync.list.unpaginated', resource: resource.name, records: page.count },
+      'list ignores paging',
+    );
+  }
+  if (capped) {
+    log.warn(
+      {
+        event: 'sync.list.page_capped',
+        resource: resource.name,
+        requested: limit,
+        pageSize: capped.pageSize,
+        configured: ctx.config.sync.page_size,
+      },
+      `the operator serves at most ${capped.pageSize} ${resource.name} per page; paging with ${capped.pageSize} from now on`,
+    );
+  }
+}

@@ -1,0 +1,143 @@
+import type { Sqlite } from '../db/open.js';
+import { type Bookkeeping, bookkeeping, type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
+import { type MirrorTable, mirrorTable } from './mirrorTable.js';
+import type { TableDef } from './resources.js';
+import type { Checkpoint } from './scan/checkpoint.js';
+import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
+import { type FetchedRecord, RecordWriter } from './writer.js';
+
+/** One batch to commit: its records, the checkpoint that goes with them, the run's counts so far. */
+export interface BatchWrite {
+  runId: number;
+  records: readonly FetchedRecord[];
+  /** Record keys in `sync_seen` (a full scan that may tombstone). */
+  trackSeen: boolean;
+  /** Committed with the records (null: none, e.g. a custody read). */
+  checkpoint: Checkpoint | null;
+  /** The run's counts before this batch; saved with the batch's tally added. */
+  counts: RunCounts;
+}
+
+/** What a batch did: its tally by outcome, and each quarantined record (to log). */
+export interface BatchResult {
+  tally: WriteTally;
+  quarantined: { key: string | null; reason: string }[];
+}
+
+/** The end of a full scan: tombstones as the verdict allows, then the idle checkpoint. */
+export interface ScanFinish {
+  runId: number;
+  /** The resource, as its checkpoint is named. */
+  resource: string;
+  verdict: TombstoneVerdict;
+  /** `sync.max_remove_share`. */
+  maxRemoveShare: number;
+  /** Left for the next run (null: the checkpoint is deleted). */
+  checkpoint: Checkpoint | null;
+  counts: RunCounts;
+}
+
+/**
+ * The writes of the mirror, at batch granularity: each call is one transaction (records, their
+ * `changes` rows and seen keys, the checkpoint and the run's counts together). The driver awaits
+ * every call, so a store whose transactions are asynchronous (PostgreSQL) can stand behind the
+ * same calls; this one is SQLite's, synchronous inside.
+ */
+export interface MirrorStore {
+  /** What a scan starts from; a scan that starts afresh clears the seen set first. */
+  startScan(plan: ScanPlan, now: string): Promise<StartFacts>;
+  commitBatch(batch: BatchWrite): Promise<BatchResult>;
+  putCheckpoint(checkpoint: Checkpoint): Promise<void>;
+  finishScan(finish: ScanFinish): Promise<{ removed: number; refusal: string | null }>;
+  /** A custody read answered 404: the id leaves custody; true when a row was in custody. */
+  endCustody(runId: number, kind: string, id: string, counts: RunCounts): Promise<boolean>;
+}
+
+const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
+
+/** The SQLite store of one mirror table; `now` gives each transaction's ISO time. */
+export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): MirrorStore {
+  const table = mirrorTable(sqlite, def);
+  const book = bookkeeping(sqlite);
+  const commit = sqlite.transaction((batch: BatchWrite): BatchResult => {
+    const at = now();
+    const result = writeRecords(table, book, batch, at);
+    if (batch.checkpoint) book.putCheckpoint(batch.checkpoint, at);
+    book.progress(batch.runId, withTally(batch.counts, result.tally));
+    return result;
+  });
+  const finish = sqlite.transaction((f: ScanFinish) => {
+    const at = now();
+    let removed = 0;
+    let refusal: string | null = null;
+    if (f.verdict.kind === 'guarded') {
+      const unseen = table.unseenCount();
+      refusal = removalRefusal(f.resource, unseen, unseen > 0 ? table.liveCount() : 0, f.maxRemoveShare);
+      if (refusal === null && unseen > 0) {
+        for (const key of table.tombstoneUnseen(at)) {
+          book.addChange(def.table, key, 'remove', at);
+          removed++;
+        }
+      }
+    }
+    if (f.verdict.kind !== 'no-seen-set') book.clearSeen(def.table);
+    if (f.checkpoint) book.putCheckpoint(f.checkpoint, at);
+    else book.deleteCheckpoint(f.resource);
+    book.progress(f.runId, withTally(f.counts, { removed }));
+    return { removed, refusal };
+  });
+  const endCustody = sqlite.transaction((runId: number, kind: string, id: string, counts: RunCounts) => {
+    const at = now();
+    book.endCustodyId(kind, id, at);
+    const ended = table.endCustody(id, at);
+    if (ended) book.addChange(def.table, id, 'remove', at);
+    book.progress(runId, withTally(counts, { removed: ended ? 1 : 0 }));
+    return ended;
+  });
+  return {
+    async startScan(plan, at) {
+      const hasLive = plan.trackSeen === null ? table.hasLive() : false;
+      // A fresh scan decides its seen set now: whatever an earlier, unfinished one left is stale.
+      if (plan.trackSeen === null) book.clearSeen(def.table);
+      return {
+        now: at,
+        hasLive,
+        overlapRows: plan.window ? table.overlapRows(plan.window.start, plan.window.known) : [],
+        logStartKey: plan.window ? (table.overlapRows(0, 1)[0]?.key ?? null) : null,
+      };
+    },
+    async commitBatch(batch) {
+      return commit(batch);
+    },
+    async putCheckpoint(checkpoint) {
+      book.putCheckpoint(checkpoint, now());
+    },
+    async finishScan(f) {
+      return finish(f);
+    },
+    async endCustody(runId, kind, id, counts) {
+      return endCustody(runId, kind, id, counts);
+    },
+  };
+}
+
+/** Applies a batch's records (inside the caller's transaction) and tallies what they did. */
+function writeRecords(table: MirrorTable, book: Bookkeeping, batch: BatchWrite, at: string): BatchResult {
+  const writer = new RecordWriter(table, book, batch.runId, batch.trackSeen);
+  const tally = { ...NO_TALLY };
+  const quarantined: BatchResult['quarantined'] = [];
+  for (const record of batch.records) {
+    const outcome = writer.apply(record, at);
+    switch (outcome.kind) {
+      case 'repeat':
+        break;
+      case 'quarantined':
+        tally.quarantined++;
+        quarantined.push({ key: outcome.key, reason: outcome.reason });
+        break;
+      default:
+        tally[outcome.kind]++;
+    }
+  }
+  return { tally, quarantined };
+}

@@ -1,0 +1,32 @@
+import type { outbox, outboxAttempts } from '../db/schema/outbox.js';
+import { fromStates, type Guard, type OperationEvent } from './states.js';
+
+/** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
+export type OperationRow = typeof outbox.$inferSelect;
+
+/** One delivery attempt of an operation as stored. */
+export type AttemptRow = typeof outboxAttempts.$inferSelect;
+
+/**
+ * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`
+ * compares instants. Guards read `@now` and `@owner`.
+ */
+const GUARD_SQL: Record<Guard, string> = {
+  due: 'next_attempt_at <= @now',
+  'lease-expired': 'lease_until < @now',
+  'own-lease': 'lease_owner = @owner',
+};
+
+/** A guard as SQL over a row (optionally through a table alias such as `o.`). */
+export function guardSql(guard: Guard, alias = ''): string {
+  return `${alias}${GUARD_SQL[guard]}`;
+}
+
+/** The condition under which `event` applies to a row, derived from the transition table. */
+export function eventAppliesSql(event: OperationEvent, alias = ''): string {
+  const terms = fromStates(event).map(({ from, when }) => {
+    const state = `${alias}state = '${from}'`;
+    return when ? `(${state} AND ${guardSql(when, alias)})` : `(${state})`;
+  });
+  return `(${terms.join(' OR ')})`;
+}

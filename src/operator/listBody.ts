@@ -1,0 +1,131 @@
+import type { Readable } from 'node:stream';
+import { OperatorError } from './errors.js';
+import { NO_LIMITS, overLimits, type RecordLimits, type UnreadableRecord } from './limits.js';
+import { JsonArraySplitter } from './splitJsonArray.js';
+
+/**
+ * A list body: parsed at once when it is small (the fast path for ordinary pages), or streamed
+ * record by record when it grows past the buffer limit (a list that ignores paging and answers with
+ * its whole history), so memory stays flat whatever the size. A record past the limits (size, depth)
+ * is an {@link UnreadableRecord} among the others, for the writer to quarantine.
+ */
+export type ListBody =
+  | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
+  | { readonly kind: 'stream'; readonly records: AsyncIterable<unknown> };
+
+function notAnArray(what: string): OperatorError {
+  return new OperatorError('invalid-response', `operator answered ${what} where a JSON array was expected`);
+}
+
+function parseArray(text: string): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    const head = text.trimStart().slice(0, 15).toLowerCase();
+    throw notAnArray(head.startsWith('<') ? 'an HTML page' : 'a body that is not valid JSON');
+  }
+  if (!Array.isArray(parsed)) throw notAnArray(`a JSON ${parsed === null ? 'null' : typeof parsed}`);
+  return parsed;
+}
+
+function parseElement(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw notAnArray('a body that is not a valid JSON array');
+  }
+}
+
+const parseOrKeep = (text: string | UnreadableRecord): unknown =>
+  typeof text === 'string' ? parseElement(text) : text;
+
+async function* streamRecords(
+  buffered: Buffer[],
+  rest: AsyncIterator<Buffer>,
+  limits: RecordLimits,
+): AsyncGenerator<unknown> {
+  const splitter = new JsonArraySplitter(limits);
+  const split = (chunk: Buffer) => {
+    try {
+      return splitter.push(chunk);
+    } catch (err) {
+      throw notAnArray(`a body that is not a valid JSON array (${(err as Error).message})`);
+    }
+  };
+  // Shift, so each buffered chunk can be collected as soon as it is split.
+  for (let chunk = buffered.shift(); chunk; chunk = buffered.shift()) {
+    for (const text of split(chunk)) yield parseOrKeep(text);
+  }
+  for (;;) {
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await rest.next();
+    } catch (err) {
+      throw new OperatorError(
+        'transient',
+        `operator body broke off while streaming: ${(err as Error).message}`,
+      );
+    }
+    if (next.done) break;
+    for (const text of split(next.value)) yield parseOrKeep(text);
+  }
+  try {
+    splitter.end();
+  } catch (err) {
+    throw notAnArray(`a body that is not a valid JSON array (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Reads a list body from `stream`: up to `bufferLimit` bytes are buffered and parsed in one go;
+ * past that the rest is parsed as a stream. A buffered body holding a record past the limits (found
+ * by a byte scan, never by parsing) is split like a streamed one, so that record alone is set aside.
+ */
+export async function readListBody(
+  stream: Readable,
+  bufferLimit: number,
+  limits: RecordLimits = NO_LIMITS,
+): Promise<ListBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const iterator = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  try {
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      chunks.push(next.value);
+      bytes += next.value.length;
+      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator, limits) };
+    }
+  } catch (err) {
+    throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);
+  }
+  const body = Buffer.concat(chunks, bytes);
+  if (overLimits(body, 1, limits) !== null)
+    return { kind: 'stream', records: streamRecords([body], iterator, limits) };
+  return { kind: 'array', records: parseArray(body.toString('utf8')), bytes };
+}
+
+/** A body read up to a limit: the bytes, and whether the operator sent more than that. */
+export interface BoundedBody {
+  readonly bytes: Buffer;
+  readonly truncated: boolean;
+}
+
+/**
+ * Reads at most `limit` bytes of `stream` (decompressed: got inflates before the stream), then
+ * stops reading and destroys it, so an answer of any size costs at most `limit` bytes of memory.
+ */
+export async function readBounded(stream: Readable, limit: number): Promise<BoundedBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    if (bytes + chunk.length > limit) {
+      chunks.push(chunk.subarray(0, limit - bytes));
+      stream.destroy();
+      return { bytes: Buffer.concat(chunks, limit), truncated: true };
+    }
+    chunks.push(chunk);
+    bytes += chunk.length;
+  }
+  return { bytes: Buffer.concat(chunks, bytes), truncated: false };
+}
