@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
+import { enqueueDeliveries } from '../subscribers/enqueue.js';
 import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
 import { fromStates, type OperationState } from './states.js';
 
@@ -25,10 +26,11 @@ export interface StateChange {
 /**
  * The one place every state change of an operation passes, inside the transaction that makes it.
  * What must commit with a state change goes here (and only here): the change feed's
- * `resource = 'operations'` rows and the subscribers' durable deliveries. Nothing yet.
+ * `resource = 'operations'` rows and the subscribers' durable deliveries.
  */
-function stateChanged(_sqlite: Sqlite, _changes: readonly StateChange[]): void {
+function stateChanged(sqlite: Sqlite, changes: readonly StateChange[]): void {
   // Hook point: `recordChanges(sqlite, ...)` (db/changes.ts) for every change whose from !== to.
+  enqueueDeliveries(sqlite, changes);
 }
 
 /** Back to the queue as it was before the claim: the attempt that never got an answer does not count. */

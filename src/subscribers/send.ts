@@ -1,0 +1,95 @@
+import http from 'node:http';
+import https from 'node:https';
+import { type Got, got } from 'got';
+import { Webhook } from 'standardwebhooks';
+import { parseRetryAfter } from '../operator/errors.js';
+import { scrubText } from '../redact.js';
+import type { DeliveryOutcome } from './nextStep.js';
+import type { Subscriber } from './subscribers.js';
+
+/** Timeouts of a subscriber request, ms. */
+export interface SendTimeouts {
+  timeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+/**
+ * POSTs signed events to subscribers. Every got timeout is set and got never retries (the
+ * dispatcher owns retries); the answer's body is drained, not kept.
+ */
+export class SubscriberSender {
+  private readonly got: Got;
+  private readonly agents = {
+    http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  };
+  private readonly signers = new Map<string, Webhook>();
+
+  constructor(t: SendTimeouts) {
+    this.got = got.extend({
+      agent: this.agents,
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      followRedirect: false,
+      timeout: {
+        lookup: t.connectTimeoutMs,
+        connect: t.connectTimeoutMs,
+        secureConnect: t.connectTimeoutMs,
+        socket: t.timeoutMs,
+        send: t.timeoutMs,
+        response: t.timeoutMs,
+        request: t.timeoutMs,
+      },
+      headers: { 'user-agent': 'vcu-sync', 'content-type': 'application/json' },
+    });
+  }
+
+  /** The Standard Webhooks headers for one body at `nowMs`. */
+  headers(sub: Subscriber, webhookId: string, body: string, nowMs: number): Record<string, string> {
+    let signer = this.signers.get(sub.key);
+    if (!signer) {
+      signer = new Webhook(sub.secret);
+      this.signers.set(sub.key, signer);
+    }
+    const at = new Date(nowMs);
+    return {
+      'webhook-id': webhookId,
+      'webhook-timestamp': String(Math.floor(nowMs / 1000)),
+      'webhook-signature': signer.sign(webhookId, at, body),
+    };
+  }
+
+  /** One attempt; never throws. */
+  async send(
+    sub: Subscriber,
+    delivery: { webhookId: string; body: string },
+    nowMs: number,
+    signal: AbortSignal,
+  ): Promise<DeliveryOutcome> {
+    try {
+      const response = await this.got.post(sub.url, {
+        body: delivery.body,
+        headers: this.headers(sub, delivery.webhookId, delivery.body, nowMs),
+        signal,
+        responseType: 'buffer',
+      });
+      const retryAfter = response.headers['retry-after'];
+      return {
+        kind: 'answered',
+        status: response.statusCode,
+        retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, nowMs),
+      };
+    } catch (err) {
+      const e = err as { code?: string; name?: string; message?: string };
+      const what =
+        e.name === 'TimeoutError' || e.code === 'ETIMEDOUT' ? 'timed out' : (e.code ?? e.name ?? 'failed');
+      // Only the error's kind: a message may quote the URL, which may carry a token.
+      return { kind: 'error', error: scrubText(`request ${what}`) };
+    }
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}
