@@ -29,6 +29,8 @@ export interface Received {
 export class TestSubscriber {
   readonly received: Received[] = [];
   status = 200;
+  /** How long the subscriber takes to answer, ms (a slow receiver; default: at once). */
+  answerDelayMs = 0;
   private server: http.Server | undefined;
   port = 0;
 
@@ -59,7 +61,9 @@ export class TestSubscriber {
           verified = undefined;
         }
         this.received.push({ id: headers['webhook-id'] ?? '', body, verified });
-        res.writeHead(verified === undefined ? 401 : this.status).end();
+        const answer = () => res.writeHead(verified === undefined ? 401 : this.status).end();
+        if (this.answerDelayMs > 0) setTimeout(answer, this.answerDelayMs);
+        else answer();
       });
     });
     await new Promise<void>((resolve, reject) => {
