@@ -166,10 +166,16 @@ class Lane {
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - this.s.clock.now())) : poll;
   }
 
-  /** Sends claimed rows in order; on a failure to retry, the rest go back unsent, behind it. */
+  /**
+   * Sends claimed rows in order; on a failure to retry, the rest go back unsent, behind it. The
+   * outcomes are recorded together in one write when the run ends (one commit per run rather than
+   * one fsync per event): a kill before it sends those rows again, with the same webhook-id.
+   */
   private async sendInOrder(rows: readonly DeliveryRow[]): Promise<void> {
-    for (const [i, row] of rows.entries()) {
-      if (this.stopping) return this.releaseFrom(rows, i);
+    const settled: Array<{ id: number; now: string; step: DeliveryStep }> = [];
+    let sent = 0;
+    for (const row of rows) {
+      if (this.stopping) break;
       // Signed with the wall clock: the receiver checks webhook-timestamp against its own.
       const outcome = await this.s.sender.send(
         this.sub,
@@ -177,7 +183,7 @@ class Lane {
         Date.now(),
         this.cancel.signal,
       );
-      if (this.cancel.signal.aborted) return this.releaseFrom(rows, i);
+      if (this.cancel.signal.aborted) break;
       const now = this.s.clock.now();
       const step = decideDelivery(
         outcome,
@@ -187,24 +193,17 @@ class Lane {
         this.s.random,
       );
       this.record(row, step);
-      this.write(() =>
-        settleDelivery(
-          this.s.ctx.database.sqlite,
-          { id: row.id, owner: this.s.owner, now: isoAt(now) },
-          step,
-        ),
-      );
-      if (step.to === 'pending') return this.releaseFrom(rows, i + 1);
+      settled.push({ id: row.id, now: isoAt(now), step });
+      sent += 1;
+      if (step.to === 'pending') break;
     }
-  }
-
-  private releaseFrom(rows: readonly DeliveryRow[], from: number): void {
-    const later = rows.slice(from);
-    if (later.length === 0) return;
+    const unsent = rows.slice(sent);
+    const { sqlite } = this.s.ctx.database;
+    const owner = this.s.owner;
     this.write(() => {
+      for (const d of settled) settleDelivery(sqlite, { id: d.id, owner, now: d.now }, d.step);
       const now = isoAt(this.s.clock.now());
-      for (const row of later)
-        releaseDelivery(this.s.ctx.database.sqlite, { id: row.id, owner: this.s.owner, now });
+      for (const row of unsent) releaseDelivery(sqlite, { id: row.id, owner, now });
     });
   }
 

@@ -14,6 +14,7 @@ import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { startupScenario } from './startup.js';
+import { subscribersScenario } from './subscribers.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
 import { webhooksScenario } from './webhooks.js';
 
@@ -25,6 +26,7 @@ const SCENARIOS: Record<string, Scenario> = {
   enqueue: enqueueLatencyScenario,
   webhooks: webhooksScenario,
   startup: startupScenario,
+  subscribers: subscribersScenario,
 };
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
