@@ -310,8 +310,8 @@ const subscriberSchema = z
   });
 
 const subscriberDeliverySchema = z.strictObject({
-  /** Attempts before a delivery is dead-lettered (default: 20). */
-  max_attempts: positiveInt.default(20),
+  /** Attempts before a delivery is dead-lettered; with the default backoff 100 span about 6 hours, so an outage of an hour loses nothing (default: 100). */
+  max_attempts: positiveInt.default(100),
   /** Age after which an undelivered delivery is dead-lettered, in hours (default: 72). */
   max_age_hours: z.number().positive().default(72),
   /** First retry delay in milliseconds, doubled each attempt, with jitter (default: 1000). */

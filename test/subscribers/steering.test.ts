@@ -10,6 +10,7 @@ import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { cancelOperation } from '../../src/outbox/manage.js';
 import { getHealth } from '../../src/status.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
+import { decideDelivery } from '../../src/subscribers/nextStep.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { PERSONAL, transfer } from '../outbox/fixtures.js';
@@ -198,5 +199,41 @@ describe('status, API and config', () => {
       `[[subscribers]]\nurl = "http://127.0.0.1:9/x"\nsecret = "${SUB_SECRET}"\nevents = ["operation.queued"]\n`,
     );
     expect(() => loadConfig({ file, env: {} })).toThrow(/subscribers\[0\]\.events\[0\]/);
+  });
+});
+
+describe('the dead-letter limits', () => {
+  it('with the default settings, a subscriber down for an hour (shortest jitter every time) loses nothing; past max_attempts it is dead', () => {
+    const c = loadConfig({ env: {} }).subscriber_delivery;
+    const policy = {
+      baseMs: c.backoff_base_ms,
+      capMs: c.backoff_cap_ms,
+      maxAttempts: c.max_attempts,
+      maxAgeMs: c.max_age_hours * 3_600_000,
+    };
+    const start = Date.parse('2026-03-01T00:00:00Z');
+    let now = start;
+    let attempts = 0;
+    const refused = { kind: 'error' as const, error: 'request ECONNREFUSED' };
+    while (now - start < 3_600_000) {
+      attempts += 1;
+      const step = decideDelivery(refused, { attempts, ageFromMs: start }, policy, now, () => 0);
+      expect(step.to, `attempt ${attempts} after ${(now - start) / 1000} s`).toBe('pending');
+      if (step.to !== 'pending') return;
+      now = Date.parse(step.nextAttemptAt);
+    }
+    const last = decideDelivery(refused, { attempts: c.max_attempts, ageFromMs: now }, policy, now, () => 0);
+    expect(last).toMatchObject({
+      to: 'dead',
+      error: expect.stringContaining(`after ${c.max_attempts} attempts`),
+    });
+    const answered = decideDelivery(
+      { kind: 'answered', status: 204, retryAfterMs: undefined },
+      { attempts: c.max_attempts, ageFromMs: start },
+      policy,
+      start + 100 * 3_600_000,
+      () => 0,
+    );
+    expect(answered).toEqual({ to: 'delivered', status: 204 });
   });
 });
