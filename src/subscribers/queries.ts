@@ -63,8 +63,10 @@ const prepareAll = (sqlite: Sqlite) => {
         dead_at = NULL, updated_at = @now
       WHERE state = 'dead' AND dead_at >= @since AND (@subscriber IS NULL OR subscriber = @subscriber)
       RETURNING id`),
+    // The head decides: rows behind it are due but wait for it, so their times do not count.
     nextDue: p<string | null>(`
-      SELECT MIN(next_attempt_at) FROM deliveries WHERE subscriber = @subscriber AND state = 'pending'`).pluck(),
+      SELECT CASE WHEN state = 'pending' THEN next_attempt_at ELSE lease_until END FROM deliveries
+      WHERE subscriber = @subscriber AND state IN ('pending', 'sending') ORDER BY id LIMIT 1`).pluck(),
   };
 };
 
@@ -83,7 +85,8 @@ export interface DeliveryClaim {
 /**
  * Claims the subscriber's oldest unsettled rows, in id order, as long as each may be sent now
  * (pending and due, or sending under a lease that ran out); stops at the first that may not, so
- * nothing overtakes an older row. Compare-and-swap per row.
+ * nothing overtakes an older row, and after a row being retried (one probe at a time to a failing
+ * subscriber). Compare-and-swap per row.
  */
 export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[] {
   const st = statements(sqlite);
@@ -97,6 +100,8 @@ export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[]
     const row = st.claimOne.get({ id: head.id, owner: c.owner, leaseUntil: c.leaseUntil, now: c.now });
     if (!row) break;
     rows.push(row);
+    // A row tried before is a probe of a failing subscriber: alone, the rest wait untouched behind it.
+    if (row.attempts > 1) break;
   }
   return rows;
 }
@@ -152,7 +157,10 @@ export function redriveDeliveries(
     .sort((a, b) => a - b);
 }
 
-/** When the subscriber's next pending row is due (ISO), or null. */
+/**
+ * When the subscriber's head row (its oldest unsettled one) may be sent (ISO): its next attempt
+ * time, or when its lease runs out; null when nothing waits.
+ */
 export function nextDeliveryDue(sqlite: Sqlite, subscriber: string): string | null {
   return statements(sqlite).nextDue.get({ subscriber }) ?? null;
 }

@@ -167,8 +167,10 @@ describe('subscriber webhooks', () => {
       'head row retried',
       () => clock.advance(60_000),
     );
-    const waiting = deliveryRows(ctx).filter((r) => r.subscriber === 'down');
-    expect(waiting.map((r) => r.state)).toEqual(['pending', 'pending', 'pending']);
+    // Time stands still now: the head waits out its backoff, nothing is in flight.
+    const downRows = () => deliveryRows(ctx).filter((r) => r.subscriber === 'down');
+    await until(() => downRows().every((r) => r.state === 'pending'), 'the lane idle');
+    const waiting = downRows();
     expect(waiting.slice(1).map((r) => r.attempts)).toEqual([0, 0]);
     expect(waiting[0]!.last_error).toMatch(/ECONNREFUSED/);
 

@@ -11,6 +11,7 @@ import { cancelOperation } from '../../src/outbox/manage.js';
 import { getHealth } from '../../src/status.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
+import { nextDeliveryDue } from '../../src/subscribers/queries.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { PERSONAL, transfer } from '../outbox/fixtures.js';
@@ -235,5 +236,20 @@ describe('the dead-letter limits', () => {
       () => 0,
     );
     expect(answered).toEqual({ to: 'delivered', status: 204 });
+  });
+});
+
+describe('the idle wait', () => {
+  it('is the head row’s next attempt, not the due rows waiting behind it (no busy loop while a subscriber is down)', () => {
+    const ctx = context([{ name: 'wait', url: 'http://127.0.0.1:9/x', secret: SUB_SECRET }]);
+    for (const ref of ['wait-1', 'wait-2']) {
+      expect(enqueueOperation(ctx, transfer(ref)).status).toBe(201);
+      cancelOperation(ctx, ref);
+    }
+    const later = isoAt(Date.now() + 60_000);
+    const [head] = deliveryRows(ctx).map((r) => Number(r.id));
+    ctx.database.sqlite.prepare('UPDATE deliveries SET next_attempt_at = ? WHERE id = ?').run(later, head);
+    expect(nextDeliveryDue(ctx.database.sqlite, 'wait')).toBe(later);
+    expect(nextDeliveryDue(ctx.database.sqlite, 'nobody')).toBeNull();
   });
 });
