@@ -12,9 +12,10 @@ import { getHealth } from '../../src/status.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
 import { nextDeliveryDue } from '../../src/subscribers/queries.js';
+import { responseSchema, schemaProblems } from '../api/schemaCheck.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
-import { PERSONAL, transfer } from '../outbox/fixtures.js';
+import { capturingLogger, PERSONAL, transfer } from '../outbox/fixtures.js';
 import { deliveryRows, SUB_SECRET, subscriberContext, TestSubscriber, until } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -98,10 +99,15 @@ describe('deliveries are written with the state change', () => {
     ctx.database.sqlite
       .prepare('UPDATE deliveries SET created_at = ?')
       .run(isoAt(clock.now() - 73 * 3_600_000));
+    const { log, lines } = capturingLogger();
+    ctx.log = log;
     const component = createSubscriberComponent(ctx);
     await component.start();
     cleanups.push(() => component.stop());
     await until(() => deliveryRows(ctx)[0]?.state === 'dead', 'dead letter by age');
+    await until(() => lines.some((l) => l.includes('"subscribers.dead"')), 'the dead letter logged');
+    const logged = lines.join('\n');
+    for (const secret of [SUB_SECRET, ...Object.values(PERSONAL)]) expect(logged).not.toContain(secret);
     expect(deliveryRows(ctx)[0]).toMatchObject({ attempts: 1, last_status: 503 });
     expect(String(deliveryRows(ctx)[0]!.last_error)).toContain('older than the maximum age');
 
@@ -145,6 +151,11 @@ describe('status, API and config', () => {
 
     const dead = await call('GET', '/v1/deliveries?state=dead');
     expect(dead.status).toBe(200);
+    // Every answer is what /openapi.json says it is.
+    const doc = (await call('GET', '/openapi.json')).json as Record<string, unknown>;
+    const conforms = (json: unknown, method: string, docPath: string, status: number) =>
+      expect(schemaProblems(json, responseSchema(doc, method, docPath, status), doc)).toEqual([]);
+    conforms(dead.json, 'get', '/v1/deliveries', 200);
     expect((dead.json as { items: Array<{ id: number; type: string }> }).items.map((i) => i.id)).toEqual([
       first,
       second,
@@ -155,12 +166,14 @@ describe('status, API and config', () => {
     const retried = await call('POST', `/v1/deliveries/${first}/retry`);
     expect(retried.status).toBe(200);
     expect(retried.json).toMatchObject({ id: first, state: 'pending', attempts: 0 });
+    conforms(retried.json, 'post', '/v1/deliveries/{id}/retry', 200);
     expect((await call('POST', `/v1/deliveries/${third}/retry`)).status).toBe(409);
     expect((await call('POST', '/v1/deliveries/99999/retry')).status).toBe(404);
     expect((await call('POST', '/v1/deliveries/redrive', { since: 'yesterday' })).status).toBe(400);
     const redriven = await call('POST', '/v1/deliveries/redrive', { since: '1h', subscriber: 'api' });
     expect(redriven.status).toBe(200);
     expect(redriven.json).toMatchObject({ redriven: 1, ids: [second] });
+    conforms(redriven.json, 'post', '/v1/deliveries/redrive', 200);
     expect(deliveryRows(ctx).map((r) => r.state)).toEqual(['pending', 'pending', 'delivered']);
   });
 
