@@ -16,6 +16,7 @@ const ROWS = [
   'enqueue at 500 req/s, dispatcher draining',
   'verified webhooks',
   'start-up with a',
+  'subscriber deliveries,',
 ];
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
