@@ -1,7 +1,7 @@
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { type Got, got } from 'got';
-import { Webhook } from 'standardwebhooks';
 import { parseRetryAfter } from '../operator/errors.js';
 import { scrubText } from '../redact.js';
 import type { DeliveryOutcome } from './nextStep.js';
@@ -23,7 +23,7 @@ export class SubscriberSender {
     http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
     https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
   };
-  private readonly signers = new Map<string, Webhook>();
+  private readonly keys = new Map<string, KeyObject>();
 
   constructor(t: SendTimeouts) {
     this.got = got.extend({
@@ -44,18 +44,25 @@ export class SubscriberSender {
     });
   }
 
-  /** The Standard Webhooks headers for one body at `nowMs`. */
+  /**
+   * The Standard Webhooks headers for one body at `nowMs`: `v1,` and the base64 HMAC-SHA256 of
+   * "id.timestamp.body" under the secret's base64 key, exactly what the `standardwebhooks`
+   * library's `sign` gives (a test holds the two together), with node's native HMAC: the library's
+   * pure-JS one cost a fifth of the delivery rate.
+   */
   headers(sub: Subscriber, webhookId: string, body: string, nowMs: number): Record<string, string> {
-    let signer = this.signers.get(sub.key);
-    if (!signer) {
-      signer = new Webhook(sub.secret);
-      this.signers.set(sub.key, signer);
+    let key = this.keys.get(sub.key);
+    if (!key) {
+      // A KeyObject made once: HMAC from a raw Buffer key costs five times as much per call.
+      key = createSecretKey(Buffer.from(sub.secret.replace(/^whsec_/, ''), 'base64'));
+      this.keys.set(sub.key, key);
     }
-    const at = new Date(nowMs);
+    const timestamp = String(Math.floor(nowMs / 1000));
+    const signature = createHmac('sha256', key).update(`${webhookId}.${timestamp}.${body}`).digest('base64');
     return {
       'webhook-id': webhookId,
-      'webhook-timestamp': String(Math.floor(nowMs / 1000)),
-      'webhook-signature': signer.sign(webhookId, at, body),
+      'webhook-timestamp': timestamp,
+      'webhook-signature': `v1,${signature}`,
     };
   }
 

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApiComponent } from '../../src/api/server.js';
 import { isoAt, ManualClock } from '../../src/clock.js';
@@ -12,6 +13,7 @@ import { getHealth } from '../../src/status.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
 import { nextDeliveryDue } from '../../src/subscribers/queries.js';
+import { SubscriberSender } from '../../src/subscribers/send.js';
 import { responseSchema, schemaProblems } from '../api/schemaCheck.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
@@ -264,5 +266,20 @@ describe('the idle wait', () => {
     ctx.database.sqlite.prepare('UPDATE deliveries SET next_attempt_at = ? WHERE id = ?').run(later, head);
     expect(nextDeliveryDue(ctx.database.sqlite, 'wait')).toBe(later);
     expect(nextDeliveryDue(ctx.database.sqlite, 'nobody')).toBeNull();
+  });
+});
+
+describe('signatures', () => {
+  it('are exactly what the standardwebhooks library signs, and it verifies them', () => {
+    const sender = new SubscriberSender({ timeoutMs: 1_000, connectTimeoutMs: 1_000 });
+    cleanups.push(() => sender.close());
+    const sub = { key: 'sig', url: 'http://127.0.0.1:9/x', secret: SUB_SECRET, events: [] };
+    const body = JSON.stringify({ type: 'operation.approved', data: { note: 'ünïcode ✓' } });
+    const nowMs = Date.now();
+    const headers = sender.headers(sub, 'msg_abc', body, nowMs);
+    const library = new Webhook(SUB_SECRET);
+    expect(headers['webhook-signature']).toBe(library.sign('msg_abc', new Date(nowMs), body));
+    expect(library.verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => library.verify(`${body} `, headers)).toThrow();
   });
 });
