@@ -102,6 +102,31 @@ export function buildProgram(): Command {
     );
 
   program
+    .command('deliveries')
+    .description('subscriber deliveries: list | retry ID | redrive --since ISO|DURATION')
+    .addArgument(
+      program.createArgument('<action>', 'list, retry or redrive').choices(['list', 'retry', 'redrive']),
+    )
+    .argument('[id]', 'delivery id (retry)')
+    .option('--json', 'machine-readable output')
+    .addOption(new Option('--state <state>', 'list: only rows in this state'))
+    .addOption(new Option('--subscriber <name>', 'list, redrive: only this subscriber'))
+    .addOption(new Option('--since <when>', 'redrive: dead since this ISO time or duration (30m, 2h, 3d)'))
+    .action(
+      wrap(
+        async (
+          action: string,
+          id: string | undefined,
+          opts: { json?: boolean; state?: string; subscriber?: string; since?: string },
+          cmd: Command,
+        ) => {
+          const { runDeliveriesCli } = await import('./commands/deliveries.js');
+          return runDeliveriesCli(configOf(cmd), action, id, { ...opts, json: opts.json ?? false });
+        },
+      ),
+    );
+
+  program
     .command('simulator')
     .description('run the operator simulator (see --help of the simulator for its flags)')
     .allowUnknownOption()

@@ -128,12 +128,46 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string[] {
   });
 }
 
+/** Whether a secret is `whsec_` followed by base64 of at least 16 bytes (Standard Webhooks). */
+function isWhsec(secret: string, prefixOptional: boolean): boolean {
+  if (!prefixOptional && !secret.startsWith('whsec_')) return false;
+  const body = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(body) && Buffer.from(body, 'base64').length >= 16;
+}
+
+/**
+ * Reads each subscriber's `secret_file` into `secret`, then checks every secret and that names
+ * (given or derived from the URL) are unique; one line per problem, naming the key.
+ */
+function resolveSubscribers(config: Config): string[] {
+  const problems: string[] = [];
+  for (const [i, sub] of config.subscribers.entries()) {
+    if (sub.secret_file !== undefined)
+      sub.secret = readSecretFile(`subscribers[${i}].secret_file`, sub.secret_file);
+    if (!isWhsec(sub.secret ?? '', false)) {
+      const key = sub.secret_file === undefined ? 'secret' : 'secret_file';
+      problems.push(`subscribers[${i}].${key}: expected whsec_ followed by base64 of at least 16 bytes`);
+    }
+  }
+  const urls = new Set<string>();
+  const names = new Set<string>();
+  for (const [i, sub] of config.subscribers.entries()) {
+    if (sub.name !== undefined && names.has(sub.name))
+      problems.push(`subscribers[${i}].name: "${sub.name}" is used by another subscriber`);
+    if (sub.name === undefined && urls.has(sub.url))
+      problems.push(`subscribers[${i}].url: the same URL twice needs a distinct name for each`);
+    if (sub.name !== undefined) names.add(sub.name);
+    urls.add(sub.url);
+  }
+  return problems;
+}
+
 function validateWebhookSecrets(config: Config): string[] {
   if (config.webhook.scheme !== 'standard-webhooks') return [];
   return config.webhook.secrets.flatMap((secret, i) => {
-    const body = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
-    const ok = /^[A-Za-z0-9+/]+={0,2}$/.test(body) && Buffer.from(body, 'base64').length >= 16;
-    return ok ? [] : [`webhook.secrets[${i}]: expected whsec_ followed by base64 of at least 16 bytes`];
+    return isWhsec(secret, true)
+      ? []
+      : [`webhook.secrets[${i}]: expected whsec_ followed by base64 of at least 16 bytes`];
   });
 }
 
@@ -163,7 +197,11 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   const config = parsed.data as Config;
   config.database.path ??= path.join(env.STATE_DIRECTORY || '.', 'vcu-sync.db');
 
-  const problems = [...validateWebhookSecrets(config), ...timingProblems(config)];
+  const problems = [
+    ...validateWebhookSecrets(config),
+    ...resolveSubscribers(config),
+    ...timingProblems(config),
+  ];
   if (problems.length > 0) throw new ConfigError(problems);
 
   const databaseSecrets = config.database.url ? databaseUrlSecrets(config.database.url) : [];
@@ -171,6 +209,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     config.operator.api_key,
     config.api.token,
     ...config.webhook.secrets,
+    ...config.subscribers.map((s) => s.secret),
     ...databaseSecrets,
   ]) {
     if (secret) registerSecret(secret);
@@ -220,6 +259,7 @@ export function maskedConfig(config: Config): Config {
   copy.operator.api_key = mask(copy.operator.api_key);
   copy.api.token = mask(copy.api.token);
   copy.webhook.secrets = copy.webhook.secrets.map(() => '********');
+  for (const sub of copy.subscribers) sub.secret = mask(sub.secret);
   if (copy.database.url) copy.database.url = maskDatabaseUrl(copy.database.url);
   return copy;
 }

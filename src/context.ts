@@ -5,6 +5,7 @@ import { refuseUntilPostgresStore } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
+import { subscribersFromConfig, useSubscribers } from './subscribers/subscribers.js';
 
 /** The context every loop is built from: what it holds, and how it is made and closed. */
 
@@ -75,6 +76,8 @@ export function createAppContext(
     synchronous: config.database.synchronous,
     busyTimeoutMs: config.database.busy_timeout_ms,
   });
+  // Every state change committed through this handle writes the subscribers' deliveries.
+  useSubscribers(database.sqlite, subscribersFromConfig(config));
   const metrics = createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;

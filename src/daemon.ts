@@ -9,10 +9,11 @@ import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
 import { releaseDeadClaims } from './outbox/startup.js';
+import { releaseDeadDeliveries } from './subscribers/dispatcher.js';
 
 /** Options of {@link startDaemon}. */
 export interface DaemonOptions {
-  /** The parts to run, in start order (default: API, webhook listener, dispatcher, mirror scheduler). */
+  /** The parts to run, in start order (default: API, webhook listener, dispatcher, subscriber dispatcher, mirror scheduler). */
   components?: Component[];
   /**
    * Longest the whole graceful stop may take before the process gives up on stragglers, ms; below
@@ -64,6 +65,7 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
     if (!databaseFaultsFor(ctx.database.sqlite).facts().corruption) {
       try {
         releaseDeadClaims(ctx);
+        releaseDeadDeliveries(ctx);
       } catch (err) {
         // A file that takes no writes (read-only, full) must not stop the daemon from starting and
         // saying so in status; the dead claims then go back when their leases run out.
@@ -94,17 +96,20 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     { createWebhookComponent },
     { createDispatcherComponent },
     { createMirrorComponent },
+    { createSubscriberComponent },
   ] = await Promise.all([
     import('./api/server.js'),
     import('./inbox/listener.js'),
     import('./outbox/dispatcher.js'),
     import('./mirror/scheduler.js'),
+    import('./subscribers/dispatcher.js'),
   ]);
   const dispatcher = createDispatcherComponent(ctx);
   return [
     createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),
     dispatcher,
+    createSubscriberComponent(ctx),
     createMirrorComponent(ctx),
   ];
 }

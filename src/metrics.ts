@@ -132,6 +132,19 @@ export function createMetrics() {
       labelNames: ['resource'] as const,
       registers,
     }),
+    subscriberDeliveries: new Counter({
+      name: 'vcu_sync_subscriber_deliveries_total',
+      help: 'Subscriber delivery attempts by subscriber and outcome (delivered, retry, dead).',
+      labelNames: ['subscriber', 'outcome'] as const,
+      registers,
+    }),
+    /** Set by the API at scrape time from the health module. */
+    subscriberBacklog: new Gauge({
+      name: 'vcu_sync_subscriber_deliveries',
+      help: 'Subscriber deliveries by subscriber and state (pending includes sending; dead is the dead letter).',
+      labelNames: ['subscriber', 'state'] as const,
+      registers,
+    }),
   };
 }
 

@@ -100,6 +100,7 @@ export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt
     stalePeriods: config.status.stale_periods,
     decisionWarnHours: config.status.decision_warn_hours,
     decisionWarnCount: config.status.decision_warn_count,
+    subscriberFailingMinutes: config.subscriber_delivery.failing_warn_minutes,
   });
   return {
     status,

@@ -17,6 +17,7 @@ const ROWS = [
   'verified webhooks',
   'start-up with a',
   'long-poll wake-up, 200 waiting clients',
+  'subscriber deliveries,',
 ];
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -9,6 +9,7 @@ import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/manage.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
+import { DELIVERIES_ROUTE_SPECS, registerDeliveriesRoutes } from './deliveriesRoutes.js';
 import { FEED_ROUTE_SPECS, registerFeedRoutes } from './feedRoutes.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
@@ -25,7 +26,13 @@ export type RouteRegistrar = (app: Hono, ctx: AppContext, closing: AbortSignal) 
 
 /** Every route the internal API serves, as declared for /openapi.json. */
 export function routeSpecs(config: Config): RouteSpec[] {
-  return [...STATUS_ROUTE_SPECS, ...MIRROR_ROUTE_SPECS, ...FEED_ROUTE_SPECS, ...operationsRouteSpecs(config)];
+  return [
+    ...STATUS_ROUTE_SPECS,
+    ...MIRROR_ROUTE_SPECS,
+    ...FEED_ROUTE_SPECS,
+    ...operationsRouteSpecs(config),
+    ...DELIVERIES_ROUTE_SPECS,
+  ];
 }
 
 /** /openapi.json of this configuration (built once: the configuration does not change while running). */
@@ -44,6 +51,7 @@ export function routeRegistrars(wakeDispatcher?: () => void): RouteRegistrar[] {
     registerMirrorRoutes,
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
+    registerDeliveriesRoutes,
   ];
 }
 

@@ -112,6 +112,11 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   // Only the problems present now: a resolved one's series goes stale and its alert resolves.
   metrics.problem.reset();
   for (const p of health.problems) metrics.problem.set({ code: p.code, severity: p.severity }, 1);
+  metrics.subscriberBacklog.reset();
+  for (const b of s.subscribers ?? []) {
+    metrics.subscriberBacklog.set({ subscriber: b.subscriber, state: 'pending' }, b.pending);
+    metrics.subscriberBacklog.set({ subscriber: b.subscriber, state: 'dead' }, b.dead);
+  }
   metrics.decisionsAwaiting.set(s.outbox.byState.accepted ?? 0);
   metrics.decisionOldestAge.set(
     s.outbox.oldestAcceptedAt ? Math.max(0, (now - Date.parse(s.outbox.oldestAcceptedAt)) / 1000) : 0,

@@ -121,6 +121,17 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
     action: 'find the holder (fuser -v or lsof on the database file) and end its transaction',
     for: '2m',
   },
+  'subscriber-dead-letter': {
+    summary: 'subscriber deliveries ran out of attempts or age and sit in the dead letter',
+    action:
+      'vcu-sync deliveries list --state dead; fix the subscriber, then vcu-sync deliveries redrive --since 3d',
+    for: '0m',
+  },
+  'subscriber-failing': {
+    summary: "a subscriber's oldest undelivered event is older than subscriber_delivery.failing_warn_minutes",
+    action: 'check the subscriber answers 2xx to a signed POST; vcu-sync deliveries list --subscriber NAME',
+    for: '15m',
+  },
   'records-quarantined': {
     summary: 'records the operator sent could not be read',
     action:

@@ -34,6 +34,8 @@ export const PROBLEM_SEVERITIES = {
   'database-write-failed': ['critical'],
   'database-unreadable': ['critical'],
   'database-locked': ['warning'],
+  'subscriber-dead-letter': ['warning'],
+  'subscriber-failing': ['warning'],
 } as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
 export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
 export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
@@ -59,6 +61,8 @@ export interface RuleInputs {
   decisionWarnHours: number;
   /** More accepted operations than this waiting for a decision is flagged. */
   decisionWarnCount: number;
+  /** A subscriber whose oldest undelivered event is older than this is flagged, minutes (default: 15). */
+  subscriberFailingMinutes?: number;
 }
 
 /** Queued work older than this is a warning, then critical (ms). */
@@ -291,6 +295,34 @@ function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem
   return problems;
 }
 
+function subscriberProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
+  const problems: Problem[] = [];
+  const backlogs = snapshot.subscribers ?? [];
+  const dead = backlogs.filter((b) => b.dead > 0);
+  if (dead.length > 0) {
+    problems.push({
+      severity: 'warning',
+      code: 'subscriber-dead-letter',
+      message: `subscriber deliveries in the dead letter: ${dead.map((b) => `${b.subscriber} ${b.dead}`).join(', ')}`,
+      action:
+        'vcu-sync deliveries list --state dead shows why; once the subscriber takes events again, vcu-sync deliveries redrive --since 3d sends them',
+    });
+  }
+  const limitMs = (inputs.subscriberFailingMinutes ?? 15) * 60_000;
+  for (const b of backlogs) {
+    const age = ageMs(b.oldestPendingAt, inputs.now);
+    if (age === null || age < limitMs) continue;
+    problems.push({
+      severity: 'warning',
+      code: 'subscriber-failing',
+      message: `subscriber ${b.subscriber}: ${b.pending} event(s) waiting, the oldest for ${formatDuration(age)}${b.lastError ? ` (last error: ${b.lastError})` : ''}`,
+      action:
+        'check that the subscriber is up and answers 2xx to a signed POST (vcu-sync deliveries list --subscriber NAME); events wait in order and go out when it answers',
+    });
+  }
+  return problems;
+}
+
 const RANK: Record<Severity, number> = { ok: 0, warning: 1, critical: 2 };
 
 /** All problems, the worst first, and the overall severity. */
@@ -303,6 +335,7 @@ export function judge(
     ...syncProblems(snapshot, inputs),
     ...outboxProblems(snapshot, inputs),
     ...inboxProblems(snapshot),
+    ...subscriberProblems(snapshot, inputs),
   ];
   problems.sort((a, b) => RANK[b.severity] - RANK[a.severity]);
   const status = problems.reduce<Severity>(

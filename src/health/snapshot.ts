@@ -3,6 +3,7 @@ import type { Sqlite } from '../db/open.js';
 import { decisionConflicts } from '../inbox/eventStore.js';
 import { awaitingDecision } from '../operations/reads.js';
 import { readPause } from '../outbox/pause.js';
+import { type SubscriberBacklog, subscriberBacklogs } from '../subscribers/reads.js';
 
 /**
  * Every fact health is judged on, read from the database in one short read transaction, so the
@@ -70,6 +71,8 @@ export interface HealthSnapshot {
   };
   /** What this process saw of the database's own health (write failures, locks, corruption). */
   database: DatabaseFacts;
+  /** Deliveries to `[[subscribers]]`, per subscriber (absent when unread). */
+  subscribers?: SubscriberBacklog[];
 }
 
 /** The snapshot when the database cannot be read: no figures, only why. */
@@ -246,6 +249,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
       quarantine,
       webhooks: { ...webhooks, lastUndecided, conflicts: decisionConflicts(sqlite).length },
       database: databaseFaultsFor(sqlite).facts(),
+      subscribers: subscriberBacklogs(sqlite),
     };
   });
   return read();

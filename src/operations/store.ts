@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import { type ChangeRow, recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
+import { enqueueDeliveries } from '../subscribers/enqueue.js';
 import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
 import { fromStates, type OperationState } from './states.js';
 
@@ -30,6 +31,7 @@ export interface StateChange {
  */
 function stateChanged(sqlite: Sqlite, changes: readonly StateChange[]): void {
   recordChanges(sqlite, feedRows(changes));
+  enqueueDeliveries(sqlite, changes);
 }
 
 /**

@@ -16,6 +16,7 @@ import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { scalingScenario } from './scaling.js';
 import { startupScenario } from './startup.js';
+import { subscribersScenario } from './subscribers.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
 import { webhooksScenario } from './webhooks.js';
 
@@ -29,6 +30,7 @@ const SCENARIOS: Record<string, Scenario> = {
   startup: startupScenario,
   scaling: scalingScenario,
   longpoll: longPollScenario,
+  subscribers: subscribersScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */

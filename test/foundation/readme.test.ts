@@ -173,6 +173,7 @@ describe('README exit codes are what the commands return', () => {
         'config check',
         'db backup',
         'db migrate',
+        'deliveries',
         'demo',
         'enqueue',
         'outbox',

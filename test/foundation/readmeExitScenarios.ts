@@ -191,6 +191,17 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       vcu(['outbox', 'show', 'no-such-ref'], migrated().env),
     ),
   },
+  deliveries: {
+    0: scenario('deliveries list on a migrated database', async () =>
+      vcu(['deliveries', 'list'], migrated().env),
+    ),
+    1: scenario('deliveries list without a database', () =>
+      vcu(['deliveries', 'list'], { VCU_SYNC_DB: path.join(root, 'none.db') }),
+    ),
+    3: scenario('deliveries retry an unknown id', async () =>
+      vcu(['deliveries', 'retry', '4242'], migrated().env),
+    ),
+  },
   simulator: {
     64: scenario('simulator with a bad flag', () => vcu(['simulator', '--units', 'many'], noOperator)),
   },

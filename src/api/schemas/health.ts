@@ -98,6 +98,19 @@ const snapshot = z.object({
       .nullable(),
     readError: z.string().nullable(),
   }),
+  subscribers: z
+    .array(
+      z.object({
+        subscriber: z.string(),
+        pending: count,
+        dead: count,
+        delivered: count,
+        oldestPendingAt: when,
+        lastError: z.string().nullable(),
+      }),
+    )
+    .optional()
+    .describe('deliveries to [[subscribers]], per subscriber'),
 });
 
 /** GET /status: ok or warning (200), critical (503, same body). */

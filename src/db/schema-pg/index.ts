@@ -4,6 +4,7 @@
  * jsonb, times as timestamptz, keys as text. Migrations: `npx drizzle-kit generate --config
  * drizzle.pg.config.ts` into drizzle/pg/.
  */
+export * from './deliveries.js';
 export * from './inbox.js';
 export * from './mirror.js';
 export * from './outbox.js';

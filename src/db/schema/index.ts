@@ -1,3 +1,4 @@
+export * from './deliveries.js';
 export * from './inbox.js';
 export * from './mirror.js';
 export * from './outbox.js';

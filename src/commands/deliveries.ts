@@ -1,0 +1,105 @@
+import type { Config } from '../config.js';
+import type { AppContext } from '../context.js';
+import { SteerError } from '../outbox/manage.js';
+import {
+  type DeliveryEntry,
+  listDeliveryEntries,
+  redriveSince,
+  retryDeliveryById,
+} from '../subscribers/manage.js';
+import { withContext } from './withContext.js';
+
+/** Options of `vcu-sync deliveries`. */
+export interface DeliveriesCommandOptions {
+  json?: boolean;
+  state?: string | undefined;
+  subscriber?: string | undefined;
+  since?: string | undefined;
+  stdout?: NodeJS.WritableStream;
+  stderr?: NodeJS.WritableStream;
+}
+
+const COLUMNS = [
+  'id',
+  'subscriber',
+  'type',
+  'marketplaceTransactionRef',
+  'state',
+  'attempts',
+  'nextAttemptAt',
+  'lastError',
+] as const;
+
+function table(items: readonly DeliveryEntry[]): string {
+  const all = [
+    COLUMNS.map(String),
+    ...items.map((e) =>
+      COLUMNS.map((c) =>
+        String(e[c] ?? '')
+          .replace(/\s+/g, ' ')
+          .slice(0, 80),
+      ),
+    ),
+  ];
+  const widths = COLUMNS.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  return all
+    .map((r) =>
+      r
+        .map((v, i) => v.padEnd(widths[i]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/**
+ * `vcu-sync deliveries list|retry ID|redrive --since ISO|DURATION [--subscriber NAME]`.
+ * Exit 0 done, 1 refused (retry of a delivered row), 3 no such delivery, 64 usage error.
+ */
+export async function runDeliveriesCommand(
+  ctx: AppContext,
+  action: string,
+  id: string | undefined,
+  opts: DeliveriesCommandOptions = {},
+): Promise<number> {
+  const stdout = opts.stdout ?? process.stdout;
+  const stderr = opts.stderr ?? process.stderr;
+  const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  try {
+    if (action === 'list') {
+      const page = listDeliveryEntries(ctx, { state: opts.state, subscriber: opts.subscriber, limit: 1000 });
+      if (opts.json) print(page);
+      else stdout.write(`${table(page.items)}\n`);
+      return 0;
+    }
+    if (action === 'retry') {
+      if (!id || !/^\d+$/.test(id))
+        throw new SteerError('invalid', 'deliveries retry: a delivery id is required');
+      print(await retryDeliveryById(ctx, Number(id)));
+      return 0;
+    }
+    if (action === 'redrive') {
+      if (!opts.since)
+        throw new SteerError('invalid', 'deliveries redrive: --since ISO|DURATION is required');
+      print(await redriveSince(ctx, opts.since, opts.subscriber));
+      return 0;
+    }
+    throw new SteerError('invalid', `deliveries: unknown action ${action}; expected list, retry or redrive`);
+  } catch (err) {
+    if (err instanceof SteerError) {
+      stderr.write(`vcu-sync: ${err.message}\n`);
+      return err.code === 'invalid' ? 64 : err.exitCode;
+    }
+    throw err;
+  }
+}
+
+/** The CLI's entry: the database must exist already. */
+export function runDeliveriesCli(
+  config: Config,
+  action: string,
+  id: string | undefined,
+  options: DeliveriesCommandOptions,
+): Promise<number> {
+  return withContext(config, (ctx) => runDeliveriesCommand(ctx, action, id, options));
+}

@@ -1,0 +1,29 @@
+import type { SubscriberEvent } from './subscribers.js';
+
+/**
+ * The body a subscriber receives. Built from allow-listed fields only, so nothing personal (user
+ * names, emails, document ids) can reach it whatever the operation held. Pure.
+ */
+
+/** What a delivery says about the operation. */
+export interface DeliveryFacts {
+  ref: string;
+  operationType: string;
+  state: string;
+  /** A rejection's or failure's reason, already masked; omitted when there is none. */
+  reason: string | null;
+  /** When the operation changed (ISO). */
+  at: string;
+}
+
+/** The JSON text of one event: `{ type, timestamp, data: { marketplaceTransactionRef, operationType, state, reason?, at } }`. */
+export function deliveryBody(type: SubscriberEvent, facts: DeliveryFacts, timestamp: string): string {
+  const data: Record<string, string> = {
+    marketplaceTransactionRef: facts.ref,
+    operationType: facts.operationType,
+    state: facts.state,
+  };
+  if (facts.reason !== null && facts.reason !== '') data.reason = facts.reason;
+  data.at = facts.at;
+  return JSON.stringify({ type, timestamp, data });
+}

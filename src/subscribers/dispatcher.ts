@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type Clock, isoAt } from '../clock.js';
+import type { AppContext, Component } from '../context.js';
+import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
+import { errorMessage } from '../errors.js';
+import { WakeableSleep } from '../outbox/wakeableSleep.js';
+import { onDeliveriesEnqueued } from './enqueue.js';
+import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
+import {
+  claimDeliveries,
+  type DeliveryRow,
+  type DeliveryStep,
+  nextDeliveryDue,
+  releaseAllDeliveries,
+  releaseDelivery,
+  settleDelivery,
+} from './queries.js';
+import { SubscriberSender } from './send.js';
+import { type Subscriber, subscribersFromConfig } from './subscribers.js';
+
+/** What the subscriber dispatcher needs from the daemon. */
+export type SubscriberDispatcherContext = Pick<
+  AppContext,
+  'config' | 'database' | 'clock' | 'log' | 'metrics'
+>;
+
+/** Options; everything else comes from `config.subscriber_delivery`. */
+export interface SubscriberDispatcherOptions {
+  clock?: Clock;
+  random?: () => number;
+  owner?: string;
+  /** Rows claimed at once per subscriber, sent one after another (default: 64). */
+  batch?: number;
+}
+
+/**
+ * Pushes deliveries to subscribers: one lane per subscriber, each sending its rows strictly in id
+ * order, one at a time, so a subscriber that is down or slow holds up only itself. A lane claims a
+ * run of rows in one commit (leased), sends them in turn, and submits each settle to the group
+ * commit without waiting for it (the next claim queues behind the settles), so a fast subscriber
+ * costs about one commit per batch, not two per event. At-least-once: a crash before a settle
+ * commits sends the row again, with the same webhook-id.
+ */
+export class SubscriberDispatcher {
+  private readonly lanes: Lane[];
+  private readonly sender: SubscriberSender;
+
+  constructor(ctx: SubscriberDispatcherContext, options: SubscriberDispatcherOptions = {}) {
+    const c = ctx.config.subscriber_delivery;
+    this.sender = new SubscriberSender({ timeoutMs: c.timeout_ms, connectTimeoutMs: c.connect_timeout_ms });
+    const shared: LaneShared = {
+      ctx,
+      clock: options.clock ?? ctx.clock,
+      random: options.random ?? Math.random,
+      owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      batch: options.batch ?? 64,
+      commits: commitQueueFor(ctx.database.sqlite),
+      sender: this.sender,
+      policy: {
+        baseMs: c.backoff_base_ms,
+        capMs: c.backoff_cap_ms,
+        maxAttempts: c.max_attempts,
+        maxAgeMs: c.max_age_hours * 3_600_000,
+      },
+    };
+    this.lanes = subscribersFromConfig(ctx.config).map((sub) => new Lane(shared, sub));
+    this.ctx = ctx;
+  }
+
+  private readonly ctx: SubscriberDispatcherContext;
+
+  start(): void {
+    onDeliveriesEnqueued(this.ctx.database.sqlite, () => this.wake());
+    for (const lane of this.lanes) lane.start();
+  }
+
+  /** Stops every lane: the request in flight is cancelled, unsent claimed rows go back to pending. */
+  async stop(): Promise<void> {
+    onDeliveriesEnqueued(this.ctx.database.sqlite, undefined);
+    await Promise.all(this.lanes.map((lane) => lane.stop()));
+    this.sender.close();
+  }
+
+  /** Looks for new deliveries now. */
+  wake(): void {
+    for (const lane of this.lanes) lane.wake();
+  }
+}
+
+interface LaneShared {
+  ctx: SubscriberDispatcherContext;
+  clock: Clock;
+  random: () => number;
+  owner: string;
+  batch: number;
+  commits: CommitQueue;
+  sender: SubscriberSender;
+  policy: DeliveryPolicy;
+}
+
+class Lane {
+  private stopping = false;
+  private running: Promise<void> | undefined;
+  private readonly idle = new WakeableSleep();
+  private cancel = new AbortController();
+  private readonly writes = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly s: LaneShared,
+    private readonly sub: Subscriber,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.stopping = false;
+    this.cancel = new AbortController();
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.cancel.abort();
+    this.idle.wake();
+    await this.running;
+    this.running = undefined;
+  }
+
+  wake(): void {
+    this.idle.wake();
+  }
+
+  private async loop(): Promise<void> {
+    const { ctx } = this.s;
+    while (!this.stopping) {
+      let delay = ctx.config.subscriber_delivery.poll_ms;
+      try {
+        const rows = await this.s.commits.submit(() => {
+          const now = this.s.clock.now();
+          return claimDeliveries(ctx.database.sqlite, {
+            subscriber: this.sub.key,
+            owner: this.s.owner,
+            now: isoAt(now),
+            leaseUntil: isoAt(now + ctx.config.subscriber_delivery.lease_seconds * 1000),
+            limit: this.s.batch,
+          });
+        });
+        if (rows.length > 0) {
+          await this.sendInOrder(rows);
+          continue;
+        }
+        delay = this.idleDelay(delay);
+      } catch (err) {
+        ctx.log.error(
+          { event: 'subscribers.loop.error', subscriber: this.sub.key, err },
+          `subscriber ${this.sub.key}: ${errorMessage(err)}`,
+        );
+      }
+      await this.idle.sleep(delay, this.stopping);
+    }
+    await Promise.allSettled([...this.writes]);
+  }
+
+  private idleDelay(poll: number): number {
+    const due = nextDeliveryDue(this.s.ctx.database.sqlite, this.sub.key);
+    return due ? Math.max(0, Math.min(poll, Date.parse(due) - this.s.clock.now())) : poll;
+  }
+
+  /**
+   * Sends claimed rows in order; on a failure to retry, the rest go back unsent, behind it. The
+   * outcomes are recorded together in one write when the run ends (one commit per run rather than
+   * one fsync per event): a kill before it sends those rows again, with the same webhook-id.
+   */
+  private async sendInOrder(rows: readonly DeliveryRow[]): Promise<void> {
+    const settled: Array<{ id: number; now: string; step: DeliveryStep }> = [];
+    let sent = 0;
+    for (const row of rows) {
+      if (this.stopping) break;
+      // Signed with the wall clock: the receiver checks webhook-timestamp against its own.
+      const outcome = await this.s.sender.send(
+        this.sub,
+        { webhookId: row.webhook_id, body: row.body },
+        Date.now(),
+        this.cancel.signal,
+      );
+      if (this.cancel.signal.aborted) break;
+      const now = this.s.clock.now();
+      const step = decideDelivery(
+        outcome,
+        { attempts: row.attempts, ageFromMs: Date.parse(row.redriven_at ?? row.created_at) },
+        this.s.policy,
+        now,
+        this.s.random,
+      );
+      this.record(row, step);
+      settled.push({ id: row.id, now: isoAt(now), step });
+      sent += 1;
+      if (step.to === 'pending') break;
+    }
+    const unsent = rows.slice(sent);
+    const { sqlite } = this.s.ctx.database;
+    const owner = this.s.owner;
+    this.write(() => {
+      for (const d of settled) settleDelivery(sqlite, { id: d.id, owner, now: d.now }, d.step);
+      const now = isoAt(this.s.clock.now());
+      for (const row of unsent) releaseDelivery(sqlite, { id: row.id, owner, now });
+    });
+  }
+
+  /** Submits a write to the group commit without waiting; a failed one leaves the lease to run out (sent again). */
+  private write(task: () => unknown): void {
+    const done = this.s.commits.submit(task).catch((err: unknown) => {
+      this.s.ctx.log.error(
+        { event: 'subscribers.settle.error', subscriber: this.sub.key, err },
+        `subscriber ${this.sub.key}: could not record a delivery: ${errorMessage(err)}`,
+      );
+    });
+    this.writes.add(done);
+    void done.finally(() => this.writes.delete(done));
+  }
+
+  private record(row: DeliveryRow, step: DeliveryStep): void {
+    const { ctx } = this.s;
+    const outcome = step.to === 'delivered' ? 'delivered' : step.to === 'dead' ? 'dead' : 'retry';
+    ctx.metrics.subscriberDeliveries.inc({ subscriber: this.sub.key, outcome });
+    if (step.to === 'delivered') return;
+    const fields = {
+      subscriber: this.sub.key,
+      id: row.id,
+      type: row.event_type,
+      attempts: row.attempts,
+      status: step.status,
+      error: step.error,
+    };
+    if (step.to === 'dead')
+      ctx.log.error(
+        { event: 'subscribers.dead', ...fields },
+        `delivery ${row.id} to ${this.sub.key} is dead: ${step.error}`,
+      );
+    else
+      ctx.log.warn(
+        { event: 'subscribers.retry', ...fields, next: step.nextAttemptAt },
+        `delivery ${row.id} to ${this.sub.key} failed (${step.error}); next attempt at ${step.nextAttemptAt}`,
+      );
+  }
+}
+
+/**
+ * Hands every `sending` delivery back to pending at start-up (attempt not counted): only for the
+ * daemon that owns the SQLite file, which knows every claimant it finds is dead.
+ */
+export function releaseDeadDeliveries(ctx: Pick<AppContext, 'database' | 'clock' | 'log'>): number {
+  const released = releaseAllDeliveries(ctx.database.sqlite, isoAt(ctx.clock.now()));
+  if (released > 0)
+    ctx.log.warn(
+      { event: 'subscribers.released_at_start', rows: released },
+      `handed ${released} subscriber deliveries claimed by a process that died back to pending`,
+    );
+  return released;
+}
+
+/** The subscriber dispatcher as a daemon component (no lanes, nothing to do, without subscribers). */
+export function createSubscriberComponent(
+  ctx: SubscriberDispatcherContext,
+  options: SubscriberDispatcherOptions = {},
+): Component & { dispatcher: SubscriberDispatcher } {
+  const dispatcher = new SubscriberDispatcher(ctx, options);
+  return {
+    name: 'subscribers',
+    dispatcher,
+    async start() {
+      dispatcher.start();
+    },
+    async stop() {
+      await dispatcher.stop();
+    },
+  };
+}

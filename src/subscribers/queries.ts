@@ -1,0 +1,166 @@
+import type { Statement } from 'better-sqlite3';
+import type { Sqlite } from '../db/open.js';
+import { perHandle } from '../db/perHandle.js';
+import type { deliveries } from '../db/schema/deliveries.js';
+
+/**
+ * Every statement that changes a `deliveries` row (enqueue.ts inserts them). Synchronous: run
+ * them in the commit queue or a transaction. A delivery's life:
+ *
+ * ```
+ * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered
+ *    ▲  ▲                                               │ failure: retry ──▶ pending (backoff)
+ *    │  └──────────── release (stop, start-up) ─────────┤ failure past max attempts / age
+ *    └──── retry / redrive (a person) ◀── dead ◀────────┘
+ * ```
+ */
+
+/** A delivery exactly as stored. */
+export type DeliveryRow = typeof deliveries.$inferSelect;
+
+export const DELIVERY_STATES = ['pending', 'sending', 'delivered', 'dead'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+const prepareAll = (sqlite: Sqlite) => {
+  const p = <T = unknown>(sql: string) => sqlite.prepare(sql) as Statement<unknown[], T>;
+  return {
+    // The subscriber's unsettled rows from the oldest: the claim takes the prefix it may send.
+    head: p<Pick<DeliveryRow, 'id' | 'state' | 'next_attempt_at' | 'lease_until'>>(`
+      SELECT id, state, next_attempt_at, lease_until FROM deliveries
+      WHERE subscriber = @subscriber AND state IN ('pending', 'sending') ORDER BY id LIMIT @limit`),
+    claimOne: p<DeliveryRow>(`
+      UPDATE deliveries SET state = 'sending', attempts = attempts + 1, lease_owner = @owner,
+        lease_until = @leaseUntil, updated_at = @now
+      WHERE id = @id AND ((state = 'pending' AND next_attempt_at <= @now) OR (state = 'sending' AND lease_until < @now))
+      RETURNING *`),
+    delivered: p(`
+      UPDATE deliveries SET state = 'delivered', last_status = @status, last_error = NULL, delivered_at = @now,
+        updated_at = @now, lease_owner = NULL, lease_until = NULL
+      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+    requeue: p(`
+      UPDATE deliveries SET state = 'pending', next_attempt_at = @next, last_status = @status, last_error = @error,
+        updated_at = @now, lease_owner = NULL, lease_until = NULL
+      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+    dead: p(`
+      UPDATE deliveries SET state = 'dead', last_status = @status, last_error = @error, dead_at = @now,
+        updated_at = @now, lease_owner = NULL, lease_until = NULL
+      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+    release: p(`
+      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
+        lease_owner = NULL, lease_until = NULL
+      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+    releaseAll: p(`
+      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
+        lease_owner = NULL, lease_until = NULL
+      WHERE state = 'sending'`),
+    retryOne: p<DeliveryRow>(`
+      UPDATE deliveries SET state = 'pending', attempts = CASE WHEN state = 'dead' THEN 0 ELSE attempts END,
+        next_attempt_at = @now, redriven_at = CASE WHEN state = 'dead' THEN @now ELSE redriven_at END,
+        dead_at = NULL, updated_at = @now
+      WHERE id = @id AND state IN ('dead', 'pending') RETURNING *`),
+    redrive: p<{ id: number }>(`
+      UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = @now, redriven_at = @now,
+        dead_at = NULL, updated_at = @now
+      WHERE state = 'dead' AND dead_at >= @since AND (@subscriber IS NULL OR subscriber = @subscriber)
+      RETURNING id`),
+    // The head decides: rows behind it are due but wait for it, so their times do not count.
+    nextDue: p<string | null>(`
+      SELECT CASE WHEN state = 'pending' THEN next_attempt_at ELSE lease_until END FROM deliveries
+      WHERE subscriber = @subscriber AND state IN ('pending', 'sending') ORDER BY id LIMIT 1`).pluck(),
+  };
+};
+
+const statements = perHandle(prepareAll);
+
+/** What a claim needs. */
+export interface DeliveryClaim {
+  subscriber: string;
+  owner: string;
+  now: string;
+  leaseUntil: string;
+  /** Most rows claimed at once (they are sent one after another, in order). */
+  limit: number;
+}
+
+/**
+ * Claims the subscriber's oldest unsettled rows, in id order, as long as each may be sent now
+ * (pending and due, or sending under a lease that ran out); stops at the first that may not, so
+ * nothing overtakes an older row, and after a row being retried (one probe at a time to a failing
+ * subscriber). Compare-and-swap per row.
+ */
+export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[] {
+  const st = statements(sqlite);
+  const rows: DeliveryRow[] = [];
+  for (const head of st.head.all({ subscriber: c.subscriber, limit: c.limit })) {
+    const sendable =
+      head.state === 'pending'
+        ? head.next_attempt_at <= c.now
+        : head.lease_until !== null && head.lease_until < c.now;
+    if (!sendable) break;
+    const row = st.claimOne.get({ id: head.id, owner: c.owner, leaseUntil: c.leaseUntil, now: c.now });
+    if (!row) break;
+    rows.push(row);
+    // A row tried before is a probe of a failing subscriber: alone, the rest wait untouched behind it.
+    if (row.attempts > 1) break;
+  }
+  return rows;
+}
+
+/** What an attempt's answer moves a claimed row to (see nextStep.ts). */
+export type DeliveryStep =
+  | { to: 'delivered'; status: number }
+  | { to: 'pending'; nextAttemptAt: string; status: number | null; error: string }
+  | { to: 'dead'; status: number | null; error: string };
+
+/** Settles a claimed row; false when `owner` no longer holds it (another claimant settles it). */
+export function settleDelivery(
+  sqlite: Sqlite,
+  d: { id: number; owner: string; now: string },
+  step: DeliveryStep,
+): boolean {
+  const st = statements(sqlite);
+  const result =
+    step.to === 'delivered'
+      ? st.delivered.run({ ...d, status: step.status })
+      : step.to === 'dead'
+        ? st.dead.run({ ...d, status: step.status, error: step.error })
+        : st.requeue.run({ ...d, next: step.nextAttemptAt, status: step.status, error: step.error });
+  return result.changes > 0;
+}
+
+/** Hands a claimed row back unsent (attempt not counted). */
+export function releaseDelivery(sqlite: Sqlite, d: { id: number; owner: string; now: string }): boolean {
+  return statements(sqlite).release.run(d).changes > 0;
+}
+
+/**
+ * Hands back every claimed row, whoever claimed it: only for the daemon that owns the SQLite file,
+ * at start-up (every claimant it finds is dead). Returns how many went back.
+ */
+export function releaseAllDeliveries(sqlite: Sqlite, nowIso: string): number {
+  return statements(sqlite).releaseAll.run({ now: nowIso }).changes;
+}
+
+/** A dead row back to pending (attempts reset), or a pending one made due now; undefined otherwise. */
+export function retryDelivery(sqlite: Sqlite, id: number, nowIso: string): DeliveryRow | undefined {
+  return statements(sqlite).retryOne.get({ id, now: nowIso });
+}
+
+/** Every dead row that died at or after `since` (of one subscriber, if named) back to pending; their ids. */
+export function redriveDeliveries(
+  sqlite: Sqlite,
+  p: { since: string; subscriber: string | null; now: string },
+): number[] {
+  return statements(sqlite)
+    .redrive.all(p)
+    .map((r) => r.id)
+    .sort((a, b) => a - b);
+}
+
+/**
+ * When the subscriber's head row (its oldest unsettled one) may be sent (ISO): its next attempt
+ * time, or when its lease runs out; null when nothing waits.
+ */
+export function nextDeliveryDue(sqlite: Sqlite, subscriber: string): string | null {
+  return statements(sqlite).nextDue.get({ subscriber }) ?? null;
+}
