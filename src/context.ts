@@ -59,6 +59,29 @@ export interface CreateContextOptions {
   migrate?: boolean;
 }
 
+/** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */
+export function operatorClientFor(config: Config, clock: Clock, metrics: Metrics): OperatorClient {
+  const { url } = requireOperator(config);
+  return new OperatorClient({
+    baseUrl: url,
+    apiKey: config.operator.api_key,
+    auth: config.operator.auth,
+    authOnNotify: config.operator.auth_on_notify,
+    timeoutMs: config.operator.timeout_ms,
+    connectTimeoutMs: config.operator.connect_timeout_ms,
+    ratePerSecond: config.operator.rate_per_second,
+    bufferLimitBytes: config.operator.max_body_bytes,
+    maxRecordBytes: config.operator.max_record_bytes,
+    maxDepth: config.operator.max_depth,
+    maxResponseBytes: config.operator.max_response_bytes,
+    clock,
+    onResponse: ({ operation, status, durationMs }) => {
+      metrics.operatorRequests.inc({ operation, code: String(status) });
+      metrics.operatorLatency.observe({ operation }, durationMs / 1000);
+    },
+  });
+}
+
 /** Opens the database and builds the shared context; the operator client is made on first use. */
 export function createAppContext(
   config: Config,
@@ -84,27 +107,7 @@ export function createAppContext(
     startedAt: new Date(clock.now()).toISOString(),
     listeners: new Map(),
     operator() {
-      if (!client) {
-        const { url } = requireOperator(config);
-        client = new OperatorClient({
-          baseUrl: url,
-          apiKey: config.operator.api_key,
-          auth: config.operator.auth,
-          authOnNotify: config.operator.auth_on_notify,
-          timeoutMs: config.operator.timeout_ms,
-          connectTimeoutMs: config.operator.connect_timeout_ms,
-          ratePerSecond: config.operator.rate_per_second,
-          bufferLimitBytes: config.operator.max_body_bytes,
-          maxRecordBytes: config.operator.max_record_bytes,
-          maxDepth: config.operator.max_depth,
-          maxResponseBytes: config.operator.max_response_bytes,
-          clock,
-          onResponse: ({ operation, status, durationMs }) => {
-            metrics.operatorRequests.inc({ operation, code: String(status) });
-            metrics.operatorLatency.observe({ operation }, durationMs / 1000);
-          },
-        });
-      }
+      client ??= operatorClientFor(config, clock, metrics);
       return client;
     },
   };

@@ -1,3 +1,4 @@
+import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
 import { databaseFaultsFor } from './db/faults.js';
@@ -93,14 +94,21 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     { createApiComponent, routeRegistrars },
     { createWebhookComponent },
     { createDispatcherComponent },
+    { createDispatcherThreadComponent },
     { createMirrorComponent },
   ] = await Promise.all([
     import('./api/server.js'),
     import('./inbox/listener.js'),
     import('./outbox/dispatcher.js'),
+    import('./outbox/dispatcherThread.js'),
     import('./mirror/scheduler.js'),
   ]);
-  const dispatcher = createDispatcherComponent(ctx);
+  // In its own thread the dispatcher's sends and commits never hold the API's loop. A context
+  // with an injected clock (tests) keeps it here: a worker can only read the system clock.
+  const dispatcher =
+    ctx.config.outbox.dispatcher_thread && ctx.clock === systemClock
+      ? createDispatcherThreadComponent(ctx)
+      : createDispatcherComponent(ctx);
   return [
     createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),

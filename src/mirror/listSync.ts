@@ -150,7 +150,7 @@ async function scan(
       fresh.push(record);
     }
     if (plan.window && fresh.length === 0) return;
-    commitBatch(fresh, nextOffset);
+    commitBatch.immediate(fresh, nextOffset);
     options.onProgress?.(options.counts);
   };
 

@@ -44,7 +44,11 @@ interface Latencies {
   p99: number;
   max: number;
   achievedRate: number;
+  /** The daemon's main-thread event-loop delay over its life (perf_hooks), when measured. */
+  loopDelay?: string;
 }
+
+const LOOP_DELAY_PRELOAD = path.join(import.meta.dirname, 'lib/loopDelay.mjs');
 
 /** Open-loop paced POSTs of distinct notifications at RATE/s; every answer must be 201. */
 async function pacedLoad(port: number, seconds: number, tag: string): Promise<Latencies> {
@@ -93,21 +97,26 @@ async function daemonLoad(
   tag: string,
   seconds: number,
   synchronous: string,
+  dispatcherThread: boolean,
 ): Promise<Latencies> {
   const cli = await cliRunner(options.quick, options.say);
   const [apiPort, webhookPort] = [await freePort(), await freePort()];
   const config = writeConfig(
     options.dir,
     tag,
-    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\n[database]\nsynchronous = "${synchronous}"\n`,
+    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n`,
   );
   const daemon = spawnNode(
-    cli.args(['run', '--config', config]),
+    cli.args(['run', '--config', config], [LOOP_DELAY_PRELOAD]),
     daemonEnv({ db: path.join(options.dir, `${tag}.db`), operatorUrl: sim.url, apiPort, webhookPort }),
   );
   try {
     await waitForHealthz(daemon, apiPort);
-    return await pacedLoad(apiPort, seconds, tag);
+    const measured = await pacedLoad(apiPort, seconds, tag);
+    await daemon.stop(10_000);
+    const loopDelay = daemon.stderr().match(/BENCH_LOOP_DELAY (.*)/)?.[1];
+    if (loopDelay) options.say(`${tag}: daemon event-loop delay ${loopDelay} ms`);
+    return { ...measured, ...(loopDelay ? { loopDelay } : {}) };
   } finally {
     await daemon.stop(10_000);
   }
@@ -128,7 +137,7 @@ function row(
     ratio: l.p99 / baseline.p99,
     target: target ?? '(reported)',
     met: target ? l.p99 < 5 : true,
-    notes: `${notes}; p50 ${l.p50.toFixed(2)} ms (bare ${baseline.p50.toFixed(2)}), max ${l.max.toFixed(1)} ms`,
+    notes: `${notes}; p50 ${l.p50.toFixed(2)} ms (bare ${baseline.p50.toFixed(2)}), max ${l.max.toFixed(1)} ms${l.loopDelay ? `; daemon loop delay ${l.loopDelay} ms` : ''}`,
     extra: { ...l, baselineP50: baseline.p50, baselineMax: baseline.max },
   };
 }
@@ -143,6 +152,8 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   const seconds = options.quick ? 2 : 10;
   // BENCH_SYNCHRONOUS=normal measures without the fsync per commit (not used by `npm run bench`).
   const synchronous = process.env.BENCH_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
+  // BENCH_DISPATCHER_THREAD=1 runs the daemon's dispatcher in its worker thread (outbox.dispatcher_thread).
+  const dispatcherThread = process.env.BENCH_DISPATCHER_THREAD === '1';
 
   options.say(`enqueue latency: bare Hono baseline, ${RATE}/s for ${seconds} s`);
   const bare = spawnNode(tsx('test/bench/children/bareHono.ts'));
@@ -162,11 +173,11 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
       count: 1_000_000,
       pathPrefix: '/integration/v1/notify',
     });
-    const paused = await daemonLoad(options, sim, 'enqueue-paused', seconds, synchronous);
+    const paused = await daemonLoad(options, sim, 'enqueue-paused', seconds, synchronous, dispatcherThread);
     await sim.admin('DELETE', '/_sim/faults');
     options.say(`enqueue latency: vcu-sync run, dispatcher draining, ${RATE}/s for ${seconds} s`);
-    const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous);
-    const how = `child \`vcu-sync run\`, synchronous=${synchronous}; baseline: bare Hono handler, same client`;
+    const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous, dispatcherThread);
+    const how = `child \`vcu-sync run\`, synchronous=${synchronous}, dispatcher_thread=${dispatcherThread}; baseline: bare Hono handler, same client`;
     return [
       row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how),
       row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'),
