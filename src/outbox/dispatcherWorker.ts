@@ -79,6 +79,19 @@ const component = createDispatcherComponent(ctx, {
   onCommitted: () => post({ type: 'committed' }),
 });
 
+/**
+ * The WAL is checkpointed here, off the API's loop (the main connection's automatic checkpoints are
+ * off while this thread runs). PASSIVE: never waits for, nor blocks, a writer.
+ */
+const CHECKPOINT_EVERY_MS = 1_000;
+const checkpoints = setInterval(() => {
+  try {
+    database.sqlite.pragma('wal_checkpoint(PASSIVE)');
+  } catch (err) {
+    log.warn({ event: 'database.checkpoint_failed', error: errorMessage(err) }, errorMessage(err));
+  }
+}, CHECKPOINT_EVERY_MS);
+
 port.on('message', (message: MainMessage) => {
   if (message.type === 'wake') component.wake();
   else if (message.type === 'stop') void stop();
@@ -88,6 +101,7 @@ let stopping: Promise<void> | undefined;
 function stop(): Promise<void> {
   stopping ??= (async () => {
     try {
+      clearInterval(checkpoints);
       await component.stop();
     } catch (err) {
       log.error({ event: 'outbox.worker.stop_failed', error: errorMessage(err) }, errorMessage(err));
