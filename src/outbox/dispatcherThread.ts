@@ -66,6 +66,17 @@ export function createDispatcherThreadComponent(
   let restartTimer: NodeJS.Timeout | undefined;
   const destination = destinationOf(ctx.log);
   const send = (message: MainMessage) => worker?.postMessage(message);
+  // One wake-up per turn of the loop however many enqueues asked: a postMessage per request was
+  // ~4 % of the API thread's time at 500 enqueues/s.
+  let wakePosted = false;
+  const wake = () => {
+    if (wakePosted) return;
+    wakePosted = true;
+    setImmediate(() => {
+      wakePosted = false;
+      send({ type: 'wake' });
+    });
+  };
 
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
@@ -129,7 +140,7 @@ export function createDispatcherThreadComponent(
 
   return {
     name: 'dispatcher',
-    wake: () => send({ type: 'wake' }),
+    wake,
     async start() {
       stopping = false;
       await spawn();
