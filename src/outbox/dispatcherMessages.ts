@@ -7,10 +7,18 @@ export interface WorkerSettings {
   config: Config;
   /** The main logger's level, so the worker logs exactly what the main thread would. */
   logLevel: string;
+  /** What the main thread's integrity check found damaged, if anything: the worker writes nothing then. */
+  corruption: string | null;
+  /** The secrets the main thread masks: this thread's redaction must know them too. */
+  secrets: string[];
 }
 
 /** Main thread → worker. */
-export type MainMessage = { type: 'wake' } | { type: 'stop' };
+export type MainMessage =
+  | { type: 'wake' }
+  | { type: 'stop' }
+  /** The main thread found the file damaged (a background check): refuse every write from now on. */
+  | { type: 'corrupt'; detail: string };
 
 /** Worker → main thread. */
 export type WorkerMessage =

@@ -12,7 +12,9 @@
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { AppContext, Component } from '../context.js';
+import { databaseFaultsFor } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
+import { registeredSecrets } from '../redact.js';
 import type { MainMessage, WorkerMessage, WorkerSettings } from './dispatcherMessages.js';
 
 /** Options of {@link createDispatcherThreadComponent}. */
@@ -32,6 +34,9 @@ function workerEntry(): { url: URL; execArgv: string[] } {
   const execArgv = fromSource && !process.execArgv.some((a) => a.includes('tsx')) ? ['--import', loader] : [];
   return { url, execArgv: [...process.execArgv, ...execArgv] };
 }
+
+/** How often the main connection's fault state is looked at for damage the thread must know of, ms. */
+const CORRUPTION_WATCH_MS = 250;
 
 type Writable = { write(line: string): unknown };
 
@@ -64,6 +69,10 @@ export function createDispatcherThreadComponent(
   let worker: Worker | undefined;
   let stopping = false;
   let restartTimer: NodeJS.Timeout | undefined;
+  let corruptionWatch: NodeJS.Timeout | undefined;
+  const faults = databaseFaultsFor(ctx.database.sqlite);
+  const corruption = () => faults.facts().corruption?.detail ?? null;
+  let corruptionTold = false;
   const destination = destinationOf(ctx.log);
   const send = (message: MainMessage) => worker?.postMessage(message);
   // One wake-up per turn of the loop however many enqueues asked: a postMessage per request was
@@ -81,7 +90,12 @@ export function createDispatcherThreadComponent(
   const spawn = (): Promise<void> =>
     new Promise<void>((resolve, reject) => {
       const { url, execArgv } = workerEntry();
-      const settings: WorkerSettings = { config: ctx.config, logLevel: ctx.log.level };
+      const settings: WorkerSettings = {
+        config: ctx.config,
+        logLevel: ctx.log.level,
+        corruption: corruption(),
+        secrets: registeredSecrets(),
+      };
       const w = new Worker(url, { workerData: settings, execArgv });
       worker = w;
       let started = false;
@@ -144,10 +158,19 @@ export function createDispatcherThreadComponent(
     async start() {
       stopping = false;
       await spawn();
+      // A large file's integrity check ends in the background: damage found then reaches the thread.
+      corruptionWatch = setInterval(() => {
+        const detail = corruption();
+        if (detail === null || corruptionTold) return;
+        corruptionTold = true;
+        send({ type: 'corrupt', detail });
+      }, CORRUPTION_WATCH_MS);
+      corruptionWatch.unref();
     },
     async stop() {
       stopping = true;
       clearTimeout(restartTimer);
+      clearInterval(corruptionWatch);
       const w = worker;
       if (!w) return;
       // The worker stops its dispatcher (in-flight sends finish or are handed back within its

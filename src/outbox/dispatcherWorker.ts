@@ -10,11 +10,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type AppContext, operatorClientFor } from '../context.js';
+import { databaseFaultsFor } from '../db/faults.js';
 import { openDatabase } from '../db/open.js';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import type { OperatorClient } from '../operator/client.js';
+import { registerSecret } from '../redact.js';
 import { createDispatcherComponent } from './dispatcher.js';
 import type { MainMessage, WorkerMessage, WorkerSettings } from './dispatcherMessages.js';
 
@@ -23,6 +25,8 @@ if (!port) throw new Error('dispatcherWorker.ts runs only as a worker thread');
 const post = (message: WorkerMessage) => port.postMessage(message);
 const settings = workerData as WorkerSettings;
 const config: Config = settings.config;
+// Before anything can log or store an error: the secrets masked in every text, as in the main thread.
+for (const secret of settings.secrets) registerSecret(secret);
 
 /**
  * Metrics whose every update is posted to the main thread, which applies it to the registry that
@@ -58,6 +62,9 @@ const database = openDatabase(config.database.path, {
   // Waiting for the API's commit blocks only this thread: wait as long as the configured timeout.
   busyTimeoutMs: config.database.busy_timeout_ms,
 });
+// A damaged file takes no writes from either connection (query_only), as the main thread decided.
+const faults = databaseFaultsFor(database.sqlite);
+if (settings.corruption) faults.markCorrupt(settings.corruption, 'integrity-check');
 let client: OperatorClient | undefined;
 const ctx: AppContext = {
   config,
@@ -85,6 +92,7 @@ const component = createDispatcherComponent(ctx, {
  */
 const CHECKPOINT_EVERY_MS = 1_000;
 const checkpoints = setInterval(() => {
+  if (faults.facts().corruption) return;
   try {
     database.sqlite.pragma('wal_checkpoint(PASSIVE)');
   } catch (err) {
@@ -94,6 +102,7 @@ const checkpoints = setInterval(() => {
 
 port.on('message', (message: MainMessage) => {
   if (message.type === 'wake') component.wake();
+  else if (message.type === 'corrupt') faults.markCorrupt(message.detail, 'integrity-check');
   else if (message.type === 'stop') void stop();
 });
 

@@ -169,8 +169,8 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   const seconds = options.quick ? 2 : 10;
   // BENCH_SYNCHRONOUS=normal measures without the fsync per commit (not used by `npm run bench`).
   const synchronous = process.env.BENCH_SYNCHRONOUS === 'normal' ? 'normal' : 'full';
-  // BENCH_DISPATCHER_THREAD=1 runs the daemon's dispatcher in its worker thread (outbox.dispatcher_thread).
-  const dispatcherThread = process.env.BENCH_DISPATCHER_THREAD === '1';
+  // BENCH_DISPATCHER_THREAD=0 runs the dispatcher on the API's loop (outbox.dispatcher_thread = false).
+  const dispatcherThread = process.env.BENCH_DISPATCHER_THREAD !== '0';
 
   options.say(`enqueue latency: bare Hono baseline, ${RATE}/s for ${seconds} s`);
   const bare = spawnNode(tsx('test/bench/children/bareHono.ts'));
