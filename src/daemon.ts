@@ -103,8 +103,8 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./outbox/dispatcherThread.js'),
     import('./mirror/scheduler.js'),
   ]);
-  // In its own thread the dispatcher's sends and commits never hold the API's loop. A context
-  // with an injected clock (tests) keeps it here: a worker can only read the system clock.
+  // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold the
+  // API's loop. A context with an injected clock (tests) keeps it here: a worker reads the system clock.
   const dispatcher =
     ctx.config.outbox.dispatcher_thread && ctx.clock === systemClock
       ? createDispatcherThreadComponent(ctx)
