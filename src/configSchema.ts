@@ -275,8 +275,8 @@ const outboxSchema = z.strictObject({
   poll_ms: positiveInt.default(500),
   /**
    * Run the dispatcher in its own worker thread with its own database connection, so its sends and
-   * commits never hold the event loop that answers the API and webhooks; off until the lock
-   * waits measured with it on are explained (README, Benchmarks) (default: false).
+   * commits never hold the event loop that answers the API and webhooks; off until a quiet machine
+   * shows its gain (README, Benchmarks) (default: false).
    */
   dispatcher_thread: z.boolean().default(false),
   /** The operationType spelling sent to the operator, per kind. */
