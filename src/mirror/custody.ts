@@ -45,18 +45,18 @@ export function idsFromTokenization(body: string): { units?: string; issuances?:
 export function collectCustodyIds(ctx: AppContext): void {
   const sync = syncQueries(ctx.database.sqlite);
   const at = isoAt(ctx.clock.now());
-  ctx.database.sqlite
-    .transaction(() => {
-      for (const kind of ['projects', 'issuances', 'units'] as const) {
-        for (const id of ctx.config.custody[kind]) sync.addCustodyId(kind, id, 'config', at);
-      }
-      for (const body of sync.tokenizationBodies(ctx.config.outbox.wire_spelling.tokenization)) {
-        const ids = idsFromTokenization(body);
-        if (ids.units) sync.addCustodyId('units', ids.units, 'outbox', at);
-        if (ids.issuances) sync.addCustodyId('issuances', ids.issuances, 'outbox', at);
-      }
-    })
-    .immediate();
+  const writeTx = ctx.database.sqlite.transaction(() => {
+    for (const kind of ['projects', 'issuances', 'units'] as const) {
+      for (const id of ctx.config.custody[kind]) sync.addCustodyId(kind, id, 'config', at);
+    }
+    for (const body of sync.tokenizationBodies(ctx.config.outbox.wire_spelling.tokenization)) {
+      const ids = idsFromTokenization(body);
+      if (ids.units) sync.addCustodyId('units', ids.units, 'outbox', at);
+      if (ids.issuances) sync.addCustodyId('issuances', ids.issuances, 'outbox', at);
+    }
+  });
+  // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
+  writeTx.immediate();
 }
 
 /**
@@ -105,28 +105,28 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
         },
       );
       options.counts.pages++;
-      sqlite
-        .transaction(() => {
-          const at = isoAt(ctx.clock.now());
-          if (value === null) {
-            sync.endCustodyId(resource.kind, id, at);
-            if (table.endCustody(id, at)) {
-              sync.addChange(resource.table, id, 'remove', at);
-              options.counts.removed++;
-            }
-            ctx.log.info(
-              { event: 'sync.custody.ended', resource: resource.table, id },
-              'no longer in custody (404)',
-            );
-          } else {
-            options.counts.fetched++;
-            // Too large or too deep to read: quarantined under the id it was read by.
-            const record = value instanceof UnreadableRecord ? value.withKey(id) : value;
-            writer.apply({ value: record, position: null }, at);
+      const writeTx = sqlite.transaction(() => {
+        const at = isoAt(ctx.clock.now());
+        if (value === null) {
+          sync.endCustodyId(resource.kind, id, at);
+          if (table.endCustody(id, at)) {
+            sync.addChange(resource.table, id, 'remove', at);
+            options.counts.removed++;
           }
-          sync.progress(options.runId, options.counts);
-        })
-        .immediate();
+          ctx.log.info(
+            { event: 'sync.custody.ended', resource: resource.table, id },
+            'no longer in custody (404)',
+          );
+        } else {
+          options.counts.fetched++;
+          // Too large or too deep to read: quarantined under the id it was read by.
+          const record = value instanceof UnreadableRecord ? value.withKey(id) : value;
+          writer.apply({ value: record, position: null }, at);
+        }
+        sync.progress(options.runId, options.counts);
+      });
+      // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
+      writeTx.immediate();
       options.onProgress?.(options.counts);
     }
   }
