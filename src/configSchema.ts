@@ -277,6 +277,12 @@ const outboxSchema = z.strictObject({
   scrub_after_days: z.number().min(0).default(30),
   /** How often the dispatcher looks for due rows when idle, in milliseconds (default: 500). */
   poll_ms: positiveInt.default(500),
+  /**
+   * Run the dispatcher in its own worker thread with its own database connection, so its sends and
+   * commits never hold the event loop that answers the API and webhooks; off until a quiet machine
+   * shows its gain (README, Benchmarks) (default: false).
+   */
+  dispatcher_thread: z.boolean().default(false),
   /** The operationType spelling sent to the operator, per kind. */
   wire_spelling: wireSpellingSchema.default(wireSpellingSchema.parse({})),
 });

@@ -64,6 +64,53 @@ export interface CreateContextOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */
+export function operatorClientFor(
+  config: Config,
+  clock: Clock,
+  metrics: Metrics,
+  extra: { log?: Logger; sleep?: ((ms: number) => Promise<void>) | undefined } = {},
+): OperatorClient {
+  const { url } = requireOperator(config);
+  const { log, sleep } = extra;
+  const client = new OperatorClient({
+    baseUrl: url,
+    apiKey: config.operator.api_key,
+    auth: config.operator.auth,
+    authOnNotify: config.operator.auth_on_notify,
+    timeoutMs: config.operator.timeout_ms,
+    connectTimeoutMs: config.operator.connect_timeout_ms,
+    ratePerSecond: config.operator.rate_per_second,
+    minRatePerSecond: config.operator.min_rate_per_second,
+    rateIncreasePerSecond: config.operator.rate_increase_per_second,
+    onRate: (rate, event) => {
+      metrics.operatorRate.set(rate);
+      if (event.kind === 'limited')
+        log?.warn(
+          { event: 'operator.rate.decreased', ratePerSecond: rate, retryAfterMs: event.retryAfterMs },
+          'operator answered 429: request rate halved',
+        );
+      else if (rate === config.operator.rate_per_second)
+        log?.info(
+          { event: 'operator.rate.recovered', ratePerSecond: rate },
+          'request rate back at its ceiling',
+        );
+    },
+    bufferLimitBytes: config.operator.max_body_bytes,
+    maxRecordBytes: config.operator.max_record_bytes,
+    maxDepth: config.operator.max_depth,
+    maxResponseBytes: config.operator.max_response_bytes,
+    clock,
+    ...(sleep ? { sleep } : {}),
+    onResponse: ({ operation, status, durationMs }) => {
+      metrics.operatorRequests.inc({ operation, code: String(status) });
+      metrics.operatorLatency.observe({ operation }, durationMs / 1000);
+    },
+  });
+  metrics.operatorRate.set(client.rate.current);
+  return client;
+}
+
 /** Opens the database and builds the shared context; the operator client is made on first use. */
 export function createAppContext(
   config: Config,
@@ -92,42 +139,7 @@ export function createAppContext(
     listeners: new Map(),
     operator() {
       if (!client) {
-        const { url } = requireOperator(config);
-        client = new OperatorClient({
-          baseUrl: url,
-          apiKey: config.operator.api_key,
-          auth: config.operator.auth,
-          authOnNotify: config.operator.auth_on_notify,
-          timeoutMs: config.operator.timeout_ms,
-          connectTimeoutMs: config.operator.connect_timeout_ms,
-          ratePerSecond: config.operator.rate_per_second,
-          minRatePerSecond: config.operator.min_rate_per_second,
-          rateIncreasePerSecond: config.operator.rate_increase_per_second,
-          onRate: (rate, event) => {
-            metrics.operatorRate.set(rate);
-            if (event.kind === 'limited')
-              ctx.log.warn(
-                { event: 'operator.rate.decreased', ratePerSecond: rate, retryAfterMs: event.retryAfterMs },
-                'operator answered 429: request rate halved',
-              );
-            else if (rate === config.operator.rate_per_second)
-              ctx.log.info(
-                { event: 'operator.rate.recovered', ratePerSecond: rate },
-                'request rate back at its ceiling',
-              );
-          },
-          bufferLimitBytes: config.operator.max_body_bytes,
-          maxRecordBytes: config.operator.max_record_bytes,
-          maxDepth: config.operator.max_depth,
-          maxResponseBytes: config.operator.max_response_bytes,
-          clock,
-          ...(options.sleep ? { sleep: options.sleep } : {}),
-          onResponse: ({ operation, status, durationMs }) => {
-            metrics.operatorRequests.inc({ operation, code: String(status) });
-            metrics.operatorLatency.observe({ operation }, durationMs / 1000);
-          },
-        });
-        metrics.operatorRate.set(client.rate.current);
+        client = operatorClientFor(config, clock, metrics, { log: ctx.log, sleep: options.sleep });
       }
       return client;
     },

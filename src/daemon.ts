@@ -1,10 +1,13 @@
+import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
+import { changeSignalFor } from './db/changeSignal.js';
 import { databaseFaultsFor } from './db/faults.js';
 import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
 import { refuseUntilPostgresStore } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
+import { feedHead } from './feed/queries.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
@@ -95,16 +98,26 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     { createApiComponent, routeRegistrars },
     { createWebhookComponent },
     { createDispatcherComponent },
+    { createDispatcherThreadComponent },
     { createMirrorComponent },
     { createSubscriberComponent },
   ] = await Promise.all([
     import('./api/server.js'),
     import('./inbox/listener.js'),
     import('./outbox/dispatcher.js'),
+    import('./outbox/dispatcherThread.js'),
     import('./mirror/scheduler.js'),
     import('./subscribers/dispatcher.js'),
   ]);
-  const dispatcher = createDispatcherComponent(ctx);
+  // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold the
+  // API's loop. A context with an injected clock (tests) keeps it here: a worker reads the system clock.
+  const dispatcher =
+    ctx.config.outbox.dispatcher_thread && ctx.clock === systemClock
+      ? createDispatcherThreadComponent(ctx, {
+          // The worker's commits (decisions, failures) land in the feed: wake the waiting readers.
+          onCommitted: () => changeSignalFor(ctx.database.sqlite).announce(feedHead(ctx.database.sqlite)),
+        })
+      : createDispatcherComponent(ctx);
   return [
     createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
     createWebhookComponent(ctx),

@@ -70,6 +70,11 @@ export function registerSecret(value: string): void {
   secretMask = undefined;
 }
 
+/** Every secret registered in this thread, to register in a worker thread too (modules are per thread). */
+export function registeredSecrets(): string[] {
+  return [...secrets];
+}
+
 function buildSecretMask(): (text: string) => string {
   const anyCase: string[] = [];
   const exact: string[] = [];

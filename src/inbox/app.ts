@@ -146,7 +146,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     // Personal data the operator quoted is masked before anything is stored, logged or applied.
     const { body: storedBody, meaning } = maskIncoming(
       sqlite,
-      parsed.text,
+      parsed.value,
       interpretPayload(parsed.value, fields, vocabulary),
     );
     let result: RecordResult;

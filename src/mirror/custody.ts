@@ -44,7 +44,7 @@ export function idsFromTokenization(body: string): { units?: string; issuances?:
 export function collectCustodyIds(ctx: AppContext): void {
   const book = bookkeeping(ctx.database.sqlite);
   const at = isoAt(ctx.clock.now());
-  ctx.database.sqlite.transaction(() => {
+  const writeTx = ctx.database.sqlite.transaction(() => {
     for (const kind of ['projects', 'issuances', 'units'] as const) {
       for (const id of ctx.config.custody[kind]) book.addCustodyId(kind, id, 'config', at);
     }
@@ -53,7 +53,9 @@ export function collectCustodyIds(ctx: AppContext): void {
       if (ids.units) book.addCustodyId('units', ids.units, 'outbox', at);
       if (ids.issuances) book.addCustodyId('issuances', ids.issuances, 'outbox', at);
     }
-  })();
+  });
+  // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
+  writeTx.immediate();
 }
 
 /**

@@ -94,6 +94,8 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
     book.progress(runId, withTally(counts, { removed: ended ? 1 : 0 }));
     return ended;
   });
+  // Every write takes the lock first (IMMEDIATE): a deferred read-then-write fails at once when
+  // another connection (the dispatcher's thread) holds it, instead of waiting its busy timeout.
   return {
     async startScan(plan, at) {
       const hasLive = plan.trackSeen === null ? table.hasLive() : false;
@@ -107,16 +109,16 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
       };
     },
     async commitBatch(batch) {
-      return commit(batch);
+      return commit.immediate(batch);
     },
     async putCheckpoint(checkpoint) {
       book.putCheckpoint(checkpoint, now());
     },
     async finishScan(f) {
-      return finish(f);
+      return finish.immediate(f);
     },
     async endCustody(runId, kind, id, counts) {
-      return endCustody(runId, kind, id, counts);
+      return endCustody.immediate(runId, kind, id, counts);
     },
   };
 }

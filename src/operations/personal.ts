@@ -61,6 +61,11 @@ export function maskReceived(text: string, mask: Masker): string {
     return mask(text);
   }
   if (parsed === null || typeof parsed !== 'object') return mask(text);
+  return maskReceivedJson(parsed, mask);
+}
+
+/** {@link maskReceived} of a JSON object or array already parsed from the text received. */
+export function maskReceivedJson(parsed: object, mask: Masker): string {
   // The serialized result goes through `mask` too: keys may quote a value as well.
   return mask(JSON.stringify(maskDeep(parsed, { key: isSensitiveKey, text: mask })));
 }

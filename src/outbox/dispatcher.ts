@@ -38,6 +38,8 @@ export interface DispatcherOptions {
    * rows handed back to the queue, ms (default: 10000).
    */
   stopGraceMs?: number;
+  /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
+  onCommitted?: () => void;
 }
 
 /**
@@ -178,6 +180,7 @@ export class Dispatcher {
     const rows = await this.commits.submit(() =>
       claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), limit)),
     );
+    if (rows.length > 0) this.options.onCommitted?.();
     return rows.sort((a, b) => a.id - b.id);
   }
 
@@ -321,6 +324,7 @@ export class Dispatcher {
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
     const { settled, effects } = await settling;
+    this.options.onCommitted?.();
     if (!settled) {
       this.ctx.log.warn(
         { event: 'outbox.lease.lost', ref, id: row.id },

@@ -65,7 +65,7 @@ export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: numb
   });
   let total = 0;
   for (;;) {
-    const n = batch();
+    const n = batch.immediate();
     total += n;
     if (n < BATCH) return total;
   }
