@@ -57,6 +57,8 @@ export interface CreateContextOptions {
   clock?: Clock;
   /** Apply migrations when opening the database (default: true). */
   migrate?: boolean;
+  /** The metrics to count into (default: a fresh prom-client set; one-shot commands pass {@link noopMetrics}). */
+  metrics?: Metrics;
 }
 
 /** Opens the database and builds the shared context; the operator client is made on first use. */
@@ -71,7 +73,7 @@ export function createAppContext(
     synchronous: config.database.synchronous,
     busyTimeoutMs: config.database.busy_timeout_ms,
   });
-  const metrics = createMetrics();
+  const metrics = options.metrics ?? createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;
   return {
