@@ -62,6 +62,8 @@ export interface CreateContextOptions {
   migrate?: boolean;
   /** How the operator client's rate limit waits; tests pass one that moves their clock (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
+  /** The metrics to count into (default: a fresh prom-client set; one-shot commands pass {@link noopMetrics}). */
+  metrics?: Metrics;
 }
 
 /** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */
@@ -125,7 +127,7 @@ export function createAppContext(
   });
   // Every state change committed through this handle writes the subscribers' deliveries.
   useSubscribers(database.sqlite, subscribersFromConfig(config));
-  const metrics = createMetrics();
+  const metrics = options.metrics ?? createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;
   const ctx: AppContext = {

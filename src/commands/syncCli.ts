@@ -1,14 +1,18 @@
 import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
+import { noopMetrics } from '../metrics.js';
 import { runSyncCommand } from './sync.js';
 import { withContext } from './withContext.js';
 
-/** `vcu-sync sync [resources...] [--full]`: one sync, then exit; 0 only if every resource succeeded. */
+/**
+ * `vcu-sync sync [resources...] [--full]`: one sync, then exit; 0 only if every resource succeeded.
+ * It serves no /metrics, so it counts into no-op metrics (prom-client is never loaded).
+ */
 export function runSyncCli(config: Config, resources: string[], full: boolean): Promise<number> {
   requireSettings(config, 'sync');
   return withContext(
     config,
     (ctx) => runSyncCommand(ctx, { targets: resources, full, tty: process.stderr.isTTY === true }),
-    { create: true },
+    { create: true, metrics: noopMetrics() },
   );
 }

@@ -4,6 +4,7 @@ import { type AppContext, closeAppContext, createAppContext } from '../context.j
 import { refuseUntilPostgresStore } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 
 /** What `vcu-sync status`, `outbox` and `db backup` say when the database is not there. */
 export function missingDatabaseMessage(file: string): string {
@@ -26,6 +27,8 @@ export function requireDatabase(config: Config): void {
 export interface WithContextOptions {
   /** Create (and migrate) the database when it does not exist (default: false: it must exist). */
   create?: boolean;
+  /** The metrics to count into (default: a prom-client set, as the daemon has). */
+  metrics?: Metrics;
 }
 
 /**
@@ -40,7 +43,7 @@ export async function withContext<T>(
   refuseUntilPostgresStore(config);
   if (!options.create) requireDatabase(config);
   const log = createLogger({ level: config.log.level, fd: 2 });
-  const ctx = createAppContext(config, log);
+  const ctx = createAppContext(config, log, { metrics: options.metrics });
   try {
     return await fn(ctx);
   } finally {

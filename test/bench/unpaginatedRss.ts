@@ -47,8 +47,8 @@ export async function unpaginatedRssScenario(options: BenchOptions): Promise<Sce
         value,
         baseline,
         ratio: value / baseline,
-        target: '< 150 MB',
-        met: value < 150,
+        target: '< 120 MB',
+        met: value < 120,
         notes: `child process \`vcu-sync sync units\` (${cli.kind}); maxRSS at exit; baseline \`node -e ''\``,
       },
     ];

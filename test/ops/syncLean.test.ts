@@ -1,0 +1,75 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noopMetrics } from '../../src/metrics.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/context.js';
+import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
+
+/**
+ * `vcu-sync sync` loads what a sync uses and nothing the daemon's other parts need: no
+ * prom-client (its metrics are no-ops), no HTTP server, no webhook verification. The packages a
+ * real child process loaded are read from a preload hook, and the mirror must still equal upstream.
+ */
+const PRELOAD = pathToFileURL(path.join(import.meta.dirname, 'loadedPackages.mjs')).href;
+const { dir, cleanup } = tempDir('vcu-sync-lean-');
+let sim: Simulator;
+
+beforeAll(async () => {
+  sim = await startSimulator({ projects: 30, issuances: 90, units: 400, webhook: { policy: 'none' } });
+});
+afterAll(async () => {
+  await sim.close();
+  cleanup();
+});
+
+describe('vcu-sync sync loads per command what it uses', () => {
+  it('syncs every list without loading prom-client, hono or the webhook code', async () => {
+    const env = daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false, pageSize: 50 })), {
+      NODE_OPTIONS: `--import=${PRELOAD}`,
+    });
+    const sync = spawnCli(['sync', 'projects', 'issuances', 'units'], env);
+    const code = await sync.exited;
+    expect(code, sync.output().slice(-2000)).toBe(0);
+
+    const loaded =
+      sync
+        .output()
+        .match(/LOADED_PACKAGES=(\S*)/)?.[1]
+        ?.split(',') ?? [];
+    expect(loaded).toContain('better-sqlite3');
+    expect(loaded).toContain('got');
+    for (const unused of ['prom-client', 'hono', '@hono/node-server', 'standardwebhooks', 'pg']) {
+      expect(loaded).not.toContain(unused);
+    }
+
+    const db = new Database(path.join(dir, 'vcu.db'), { readonly: true });
+    try {
+      const count = (table: string) =>
+        (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE _removed_at IS NULL`).get() as { n: number }).n;
+      expect({
+        projects: count('projects'),
+        issuances: count('issuances'),
+        units: count('unit_operations'),
+      }).toEqual({
+        projects: sim.registry.count('projects'),
+        issuances: sim.registry.count('issuances'),
+        units: sim.registry.count('units'),
+      });
+    } finally {
+      db.close();
+    }
+  });
+
+  it('no-op metrics take every call the daemon makes and record nothing', async () => {
+    const m = noopMetrics();
+    m.syncRuns.inc({ resource: 'units', status: 'succeeded' });
+    m.syncDuration.observe({ resource: 'units' }, 1.5);
+    m.operatorRequests.inc({ operation: 'getUnitList', code: '200' });
+    m.lastSyncSuccess.set({ resource: 'units' }, 1);
+    m.problem.reset();
+    expect(m.syncRuns.labels('units', 'succeeded')).toBeUndefined();
+    await expect(m.registry.metrics()).resolves.toBe('');
+  });
+});
