@@ -16,15 +16,6 @@ export const SYNC_TARGETS: readonly SyncTarget[] = ['projects', 'issuances', 'un
 /** What started a sync run. */
 export type SyncTrigger = 'startup' | 'schedule' | 'manual' | 'api' | 'webhook';
 
-/**
- * Calls between loops that must not import each other (the inbox and the API ask the mirror for a
- * sync), set by the loop that owns them. The dispatcher's wake is wired in daemon.ts instead.
- */
-export interface AppHooks {
-  /** Starts a sync of the targets in the background; resolves once it is scheduled. */
-  requestSync?: (targets: readonly SyncTarget[], trigger: SyncTrigger) => Promise<void>;
-}
-
 /** What every loop is built from. */
 export interface AppContext {
   config: Config;
@@ -35,7 +26,6 @@ export interface AppContext {
   operator(): OperatorClient;
   /** The operator client's adaptive rate and its ceiling (requests/s); null before the client is made. */
   operatorRate(): { current: number; ceiling: number } | null;
-  hooks: AppHooks;
   metrics: Metrics;
   /** When this process's context was made (ISO): the daemon's start, for uptime. */
   startedAt: string;
@@ -136,7 +126,6 @@ export function createAppContext(
     log,
     clock,
     metrics,
-    hooks: {},
     startedAt: new Date(clock.now()).toISOString(),
     listeners: new Map(),
     operator() {

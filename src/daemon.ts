@@ -13,6 +13,7 @@ import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
 import { releaseDeadClaims } from './outbox/startup.js';
 import { releaseDeadDeliveries } from './subscribers/dispatcher.js';
+import { SyncRequests } from './syncRequests.js';
 
 /** Options of {@link startDaemon}. */
 export interface DaemonOptions {
@@ -109,6 +110,10 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./mirror/scheduler.js'),
     import('./subscribers/dispatcher.js'),
   ]);
+  // The loops are linked here, where one can see it: the mirror serves sync requests; the API, the
+  // webhook listener and the dispatcher ask; the API wakes the dispatcher.
+  const syncs = new SyncRequests();
+  const requestSync = syncs.request;
   // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold the
   // API's loop. A context with an injected clock (tests) keeps it here: a worker reads the system clock.
   const dispatcher =
@@ -116,14 +121,15 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
       ? createDispatcherThreadComponent(ctx, {
           // The worker's commits (decisions, failures) land in the feed: wake the waiting readers.
           onCommitted: () => changeSignalFor(ctx.database.sqlite).announce(feedHead(ctx.database.sqlite)),
+          requestSync,
         })
-      : createDispatcherComponent(ctx);
+      : createDispatcherComponent(ctx, { requestSync });
   return [
-    createApiComponent(ctx, routeRegistrars(dispatcher.wake)),
-    createWebhookComponent(ctx),
+    createApiComponent(ctx, routeRegistrars({ wakeDispatcher: dispatcher.wake, requestSync })),
+    createWebhookComponent(ctx, { requestSync }),
     dispatcher,
     createSubscriberComponent(ctx),
-    createMirrorComponent(ctx),
+    createMirrorComponent(ctx, { syncRequests: syncs }),
   ];
 }
 

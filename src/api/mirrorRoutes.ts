@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
+import type { RequestSync } from '../syncRequests.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, getRecord, inDateOrder, listRecords } from './mirrorQueries.js';
 import {
@@ -163,7 +164,7 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
+export function registerMirrorRoutes(app: Hono, ctx: AppContext, requestSync?: RequestSync): void {
   const sqlite = ctx.database.sqlite;
   for (const list of LISTS) {
     const schema = listQuerySchema(list.filters);
@@ -207,9 +208,9 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext): void {
     if (!(SYNC_TARGETS as readonly string[]).includes(resource)) {
       return c.json({ error: `resource: expected one of ${SYNC_TARGETS.join(', ')}` }, 400);
     }
-    if (!ctx.hooks.requestSync) return c.json({ error: 'this process does not run the sync scheduler' }, 503);
     const targets: readonly SyncTarget[] = resource === 'all' ? ALL_TARGETS : [resource as SyncTarget];
-    await ctx.hooks.requestSync(targets, 'api');
+    if (!(await requestSync?.(targets, 'api')))
+      return c.json({ error: 'this process does not run the sync scheduler' }, 503);
     return c.json({ scheduled: targets }, 202);
   });
 }

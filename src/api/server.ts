@@ -7,6 +7,7 @@ import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/manage.js';
+import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { DELIVERIES_ROUTE_SPECS, registerDeliveriesRoutes } from './deliveriesRoutes.js';
@@ -41,14 +42,19 @@ function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
   return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
 }
 
-/**
- * The areas served by the internal API, one route file each; `wakeDispatcher` is the dispatcher's
- * wake when it runs in the same process (daemon.ts wires it).
- */
-export function routeRegistrars(wakeDispatcher?: () => void): RouteRegistrar[] {
+/** What the API calls in other loops of the same process (daemon.ts wires them). */
+export interface ApiLinks {
+  /** The dispatcher's wake, after an enqueue or a retry (default: none; it polls). */
+  wakeDispatcher?: (() => void) | undefined;
+  /** The mirror scheduler's sync requests, for `POST /v1/sync` (default: none; 503). */
+  requestSync?: RequestSync | undefined;
+}
+
+/** The areas served by the internal API, one route file each, linked to the loops they call. */
+export function routeRegistrars({ wakeDispatcher, requestSync }: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
-    registerMirrorRoutes,
+    (app, ctx) => registerMirrorRoutes(app, ctx, requestSync),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
     registerDeliveriesRoutes,

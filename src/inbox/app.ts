@@ -11,6 +11,7 @@ import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { DatabaseUnavailable } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
 import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
+import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
 import { recordRejection } from './eventStore.js';
 import { interpretPayload } from './interpret.js';
@@ -28,6 +29,8 @@ export interface WebhookAppOptions {
   idHeader?: string;
   /** Refusals stored in webhook_rejections per minute; beyond it they are only counted, so a flood cannot fill the disk (default: 60). */
   rejectionRowsPerMinute?: number;
+  /** Asks the mirror for a custody sync after a deposit (default: none; daemon.ts wires the scheduler's). */
+  requestSync?: RequestSync | undefined;
 }
 
 /** The Hono app plus what the component needs from it. */
@@ -176,7 +179,10 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
       });
     }
     ctx.metrics.webhookEvents.inc({ outcome: result.replay ? 'replay' : result.outcome });
-    reportDecisionEffects(ctx, result.effects);
+    reportDecisionEffects(
+      { log: ctx.log, metrics: ctx.metrics, requestSync: options.requestSync },
+      result.effects,
+    );
     if (ctx.log.isLevelEnabled('debug')) {
       ctx.log.debug(
         {

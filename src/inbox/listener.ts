@@ -36,7 +36,7 @@ export function createWebhookComponent(
 
   const maintain = () => {
     try {
-      runInboxMaintenance(ctx);
+      runInboxMaintenance({ ...ctx, requestSync: options.requestSync });
     } catch (err) {
       ctx.log.warn(
         { event: 'webhook.maintenance_failed', error: errorMessage(err) },
@@ -68,7 +68,7 @@ export function createWebhookComponent(
       bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
       ctx.listeners.set('webhook-listener', bound.url);
       try {
-        rereadAtStart(ctx);
+        rereadAtStart({ ...ctx, requestSync: options.requestSync });
       } catch (err) {
         ctx.log.warn(
           { event: 'webhook.reread_failed', error: errorMessage(err) },

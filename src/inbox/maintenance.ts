@@ -4,6 +4,7 @@
  */
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import type { RequestSync } from '../syncRequests.js';
 import { sweepPendingDecisions } from './correlate.js';
 import { pruneRejections } from './eventStore.js';
 import { reportDecisionEffects } from './report.js';
@@ -15,7 +16,7 @@ export const REJECTION_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 /** Applies ready pending decisions and prunes old refusals; returns what it did. */
 export function runInboxMaintenance(
-  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'hooks'>,
+  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics'> & { requestSync?: RequestSync | undefined },
 ): {
   applied: number;
   pruned: number;
@@ -37,7 +38,9 @@ export function runInboxMaintenance(
 
 /** Reads undecided events again with the configured vocabulary (at start-up); returns how many now decide. */
 export function rereadAtStart(
-  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'hooks' | 'config'>,
+  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'config'> & {
+    requestSync?: RequestSync | undefined;
+  },
 ): number {
   const { sqlite } = ctx.database;
   const cfg = ctx.config.webhook;

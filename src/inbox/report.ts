@@ -3,12 +3,17 @@
  * the marketplace already did), conflicts are critical, deposits start a custody sync.
  * Only refs, ids and the operator's reason are logged: never a payload, never personal data.
  */
+
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
+import type { RequestSync } from '../syncRequests.js';
 import type { DecisionEffect } from './correlate.js';
 
 /** The parts of the context reporting needs. */
-export type ReportContext = Pick<AppContext, 'log' | 'metrics' | 'hooks'>;
+export type ReportContext = Pick<AppContext, 'log' | 'metrics'> & {
+  /** Asks the mirror for a custody sync after a deposit (default: none, nothing is asked). */
+  requestSync?: RequestSync | undefined;
+};
 
 /** Logs, counts and triggers what committed decisions call for. Never throws. */
 export function reportDecisionEffects(ctx: ReportContext, effects: readonly DecisionEffect[]): void {
@@ -90,7 +95,7 @@ export function reportDecisionEffects(ctx: ReportContext, effects: readonly Deci
 }
 
 function requestCustodySync(ctx: ReportContext): void {
-  const request = ctx.hooks.requestSync;
+  const request = ctx.requestSync;
   if (!request) return;
   try {
     request(['custody'], 'webhook').catch((err: unknown) => {

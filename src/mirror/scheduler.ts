@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
+import type { SyncRequests } from '../syncRequests.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
 import { cancellableSleep, realSleep } from './retry.js';
@@ -12,6 +13,8 @@ export interface MirrorComponentOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Source of jitter in [0, 1) (default: Math.random). */
   random?: () => number;
+  /** Served while the scheduler runs: how the API, webhooks and dispatcher ask for syncs (default: none). */
+  syncRequests?: SyncRequests;
 }
 
 /** The jitter before a scheduled run, ms (pure). */
@@ -22,7 +25,7 @@ export function jitterMs(jitterSeconds: number, random: number): number {
 /**
  * The mirror in the daemon: marks runs that died as interrupted, schedules one cron task per
  * resource (`sync.schedule`, "off" disables), syncs everything at start-up when asked, and
- * answers `ctx.hooks.requestSync` (API, webhooks). Stopping ends schedules and waits for runs,
+ * serves `options.syncRequests` (API, webhooks, accepted Tokenizations). Stopping ends schedules and waits for runs,
  * which stop between pages with their checkpoints kept.
  */
 export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions = {}): Component {
@@ -31,6 +34,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   const coordinator = new SyncCoordinator(ctx, { sleep });
   const tasks: ScheduledTask[] = [];
   let stopping = false;
+  let unserve: (() => void) | undefined;
   const stopped = new AbortController();
   // Every scheduled resource waits on this one signal (jitter, retries, requests): more than the
   // default ten listeners is normal here, not a leak.
@@ -53,9 +57,9 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
     name: 'mirror',
     async start() {
       markInterruptedRuns(ctx);
-      ctx.hooks.requestSync = async (targets, trigger) => {
+      unserve = options.syncRequests?.serve((targets, trigger) => {
         if (!stopping) requestAll(targets, trigger);
-      };
+      });
       for (const target of SYNC_TARGETS) {
         const expr = ctx.config.sync.schedule[target];
         if (expr === 'off') continue;
@@ -82,7 +86,8 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
       stopped.abort();
       for (const task of tasks) await task.stop();
       tasks.length = 0;
-      ctx.hooks.requestSync = undefined;
+      unserve?.();
+      unserve = undefined;
       await coordinator.stop();
     },
   };

@@ -10,6 +10,7 @@ import { nextDueAt } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
 import { claimOperations, releaseClaim } from '../operations/store.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
+import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
@@ -20,11 +21,13 @@ import { WakeableSleep } from './wakeableSleep.js';
 /** What the dispatcher needs from the daemon. */
 export type DispatcherContext = Pick<
   AppContext,
-  'config' | 'database' | 'clock' | 'log' | 'metrics' | 'operator' | 'hooks'
+  'config' | 'database' | 'clock' | 'log' | 'metrics' | 'operator'
 >;
 
 /** Options of the dispatcher; everything else comes from `config.outbox`. */
 export interface DispatcherOptions {
+  /** Asks the mirror for a custody sync when a decision calls for one (default: none). */
+  requestSync?: RequestSync | undefined;
   /** Where time comes from (default: ctx.clock). */
   clock?: Clock;
   /** Random source for backoff jitter (default: Math.random). */
@@ -333,7 +336,11 @@ export class Dispatcher {
     }
     // A refusal is reported by the pause, not as the row's step.
     if (this.pause.apply(next, outcome, now)) logStep(this.ctx.log, row, next);
-    if (effects.length > 0) reportDecisionEffects(this.ctx, effects);
+    if (effects.length > 0)
+      reportDecisionEffects(
+        { log: this.ctx.log, metrics: this.ctx.metrics, requestSync: this.options.requestSync },
+        effects,
+      );
     if (refilled) this.startRefilled(await refilled);
   }
 }

@@ -15,10 +15,13 @@ import type { AppContext, Component } from '../context.js';
 import { databaseFaultsFor } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
 import { registeredSecrets } from '../redact.js';
+import type { RequestSync } from '../syncRequests.js';
 import type { MainMessage, WorkerMessage, WorkerSettings } from './dispatcherMessages.js';
 
 /** Options of {@link createDispatcherThreadComponent}. */
 export interface DispatcherThreadOptions {
+  /** Serves the worker's requests for a custody sync (default: none). */
+  requestSync?: RequestSync | undefined;
   /** Called when the worker committed a claim or a settle (default: none). */
   onCommitted?: () => void;
   /** Wait before a worker that died unexpectedly is started again, ms (default: 1000). */
@@ -111,7 +114,7 @@ export function createDispatcherThreadComponent(
             options.onCommitted?.();
             break;
           case 'requestSync':
-            void ctx.hooks.requestSync?.(message.targets, message.trigger).catch(() => undefined);
+            void options.requestSync?.(message.targets, message.trigger).catch(() => false);
             break;
           case 'started':
             started = true;

@@ -75,9 +75,6 @@ const ctx: AppContext = {
   log,
   clock: systemClock,
   metrics,
-  hooks: {
-    requestSync: async (targets, trigger) => post({ type: 'requestSync', targets: [...targets], trigger }),
-  },
   startedAt: new Date().toISOString(),
   listeners: new Map(),
   operator() {
@@ -87,6 +84,11 @@ const ctx: AppContext = {
   operatorRate: () => client?.rate ?? null,
 };
 const component = createDispatcherComponent(ctx, {
+  // The mirror runs on the main thread: a custody sync is asked for there.
+  requestSync: async (targets, trigger) => {
+    post({ type: 'requestSync', targets: [...targets], trigger });
+    return true;
+  },
   onCommitted: () => post({ type: 'committed' }),
 });
 

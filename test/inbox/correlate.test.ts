@@ -22,6 +22,13 @@ const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 let ctx: AppContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
+/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
+let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
+const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
+  await onSync?.(targets, trigger);
+  return onSync !== undefined;
+};
+
 let lines: Array<Record<string, unknown>>;
 
 async function send(payload: unknown, id?: string) {
@@ -52,7 +59,8 @@ beforeEach(() => {
   const capture = captureLogger();
   ctx.log = capture.log;
   lines = capture.lines;
-  app = createWebhookApp(ctx);
+  app = createWebhookApp(ctx, { requestSync });
+  onSync = undefined;
 });
 afterEach(() => ctx.dispose());
 
@@ -181,8 +189,8 @@ describe('decisions that arrive early', () => {
 
 describe('deposits, unknown events, queries', () => {
   it('a deposit inserts custody ids (source webhook) once and requests a custody sync', async () => {
-    const requestSync = vi.fn(async (_t: readonly SyncTarget[], _w: SyncTrigger) => undefined);
-    ctx.hooks.requestSync = requestSync;
+    const asked = vi.fn(async (_t: readonly SyncTarget[], _w: SyncTrigger) => undefined);
+    onSync = asked;
     const payload = {
       type: 'custody.deposit',
       data: { projectID: 12, issuanceId: 'ISS-3', unitIds: ['u1', 2, 'u1'] },
@@ -198,8 +206,8 @@ describe('deposits, unknown events, queries', () => {
       { kind: 'units', id: '2', source: 'webhook' },
       { kind: 'units', id: 'u1', source: 'webhook' },
     ]);
-    expect(requestSync).toHaveBeenCalledTimes(1);
-    expect(requestSync).toHaveBeenCalledWith(['custody'], 'webhook');
+    expect(asked).toHaveBeenCalledTimes(1);
+    expect(asked).toHaveBeenCalledWith(['custody'], 'webhook');
   });
 
   it('unknown event types are stored as ignored and answered 2xx', async () => {

@@ -1,8 +1,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
+import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
 import { applyPendingDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
+
+/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
+let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
+const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
+  await onSync?.(targets, trigger);
+  return onSync !== undefined;
+};
+
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import {
@@ -39,7 +47,8 @@ async function setup(webhook: { policy?: WebhookPolicy; beforeResponse?: boolean
       'outbox.poll_ms': 20,
     },
   });
-  listener = createWebhookComponent(ctx);
+  listener = createWebhookComponent(ctx, { requestSync });
+  onSync = undefined;
   await listener.start();
   stops.push(() => listener!.stop());
   sim.webhooks.configure({ url: listener.address()!.url });
@@ -108,7 +117,7 @@ describe('with the simulator as the operator', () => {
   it('a deposit webhook from the simulator records custody ids and asks for a custody sync', async () => {
     const { sim, ctx } = await setup({});
     const asked: string[] = [];
-    ctx.hooks.requestSync = async (targets, trigger) => {
+    onSync = (targets, trigger) => {
       asked.push(`${targets.join(',')}:${trigger}`);
     };
     const sent = await sim.sendDepositWebhook({ projectID: 5, issuanceId: '9', unitIds: [11, 12] });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
+import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
 import { createWebhookApp, createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { rereadAtStart } from '../../src/inbox/maintenance.js';
 import { getHealth } from '../../src/status.js';
@@ -20,6 +20,13 @@ const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 let ctx: AppContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
+/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
+let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
+const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
+  await onSync?.(targets, trigger);
+  return onSync !== undefined;
+};
+
 let lines: Array<Record<string, unknown>>;
 
 async function send(payload: unknown) {
@@ -43,7 +50,8 @@ beforeEach(() => {
   const capture = captureLogger();
   ctx.log = capture.log;
   lines = capture.lines;
-  app = createWebhookApp(ctx);
+  app = createWebhookApp(ctx, { requestSync });
+  onSync = undefined;
 });
 afterEach(() => ctx.dispose());
 
@@ -128,7 +136,7 @@ describe('a signed webhook whose words are in no list decides nothing', () => {
 
   it('deposit confirmations still add custody ids and request a custody sync', async () => {
     const requested: unknown[] = [];
-    ctx.hooks.requestSync = async (targets) => {
+    onSync = (targets) => {
       requested.push(targets);
     };
     expect(await send({ type: 'custody.deposit', data: { projectID: 7, unitIds: [11, 12] } })).toMatchObject({

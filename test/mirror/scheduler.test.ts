@@ -3,6 +3,7 @@ import { runSyncCommand } from '../../src/commands/sync.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { isDeadRun, markInterruptedRuns } from '../../src/mirror/recovery.js';
 import { createMirrorComponent, jitterMs } from '../../src/mirror/scheduler.js';
+import { SyncRequests } from '../../src/syncRequests.js';
 import { count, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;
@@ -29,13 +30,14 @@ describe('scheduling and runs', () => {
       {},
       { 'sync.schedule': { projects: 'off', issuances: 'off', units: 'off', custody: 'off' } },
     );
-    const component = createMirrorComponent(h.ctx, { sleep: noSleep });
+    const syncs = new SyncRequests();
+    expect(await syncs.request(['custody'], 'webhook')).toBe(false);
+    const component = createMirrorComponent(h.ctx, { sleep: noSleep, syncRequests: syncs });
     await component.start();
-    expect(h.ctx.hooks.requestSync).toBeDefined();
     const done = () => count(h!.ctx, "SELECT count(*) n FROM sync_runs WHERE status = 'succeeded'");
     for (let i = 0; i < 2000 && done() < 4; i++) await new Promise((r) => setTimeout(r, 10));
     expect(done()).toBe(4);
-    await h.ctx.hooks.requestSync!(['custody'], 'webhook');
+    expect(await syncs.request(['custody'], 'webhook')).toBe(true);
     for (let i = 0; i < 2000 && done() < 5; i++) await new Promise((r) => setTimeout(r, 10));
     expect(
       h.ctx.database.sqlite
@@ -43,7 +45,8 @@ describe('scheduling and runs', () => {
         .all(),
     ).toEqual([{ trigger: 'startup' }, { trigger: 'webhook' }]);
     await component.stop();
-    expect(h.ctx.hooks.requestSync).toBeUndefined();
+    // Stopped, it serves no more requests.
+    expect(await syncs.request(['custody'], 'webhook')).toBe(false);
   });
 
   it('marks runs whose process died as interrupted', async () => {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_PATHS } from '../../src/api/auth.js';
-import { createApiApp, createApiComponent } from '../../src/api/server.js';
+import { createApiApp, createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import type { Component } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { transfer } from '../outbox/fixtures.js';
@@ -14,6 +15,8 @@ const TOKEN = 'ops-api-token-0123456789';
 let sim: Simulator;
 let ctx: ReturnType<typeof testContext>;
 let api: ReturnType<typeof createApiComponent>;
+/** How the API asks for syncs: served only while the test's mirror scheduler runs. */
+const syncs = new SyncRequests();
 let base: string;
 let call: ReturnType<typeof apiCaller>;
 
@@ -62,7 +65,7 @@ beforeAll(async () => {
     },
   });
   await syncAll();
-  api = createApiComponent(ctx);
+  api = createApiComponent(ctx, routeRegistrars({ requestSync: syncs.request }));
   await api.start();
   base = `http://127.0.0.1:${api.address()!.port}`;
   call = apiCaller(base, TOKEN);
@@ -337,7 +340,7 @@ describe('POST /v1/sync/:resource', () => {
   it('is 503 without the scheduler, 202 with it (and the run happens), 400 for an unknown resource', async () => {
     expect((await call('POST', '/v1/sync/projects')).status).toBe(503);
     expect((await call('POST', '/v1/sync/planets')).status).toBe(400);
-    const mirror: Component = createMirrorComponent(ctx);
+    const mirror: Component = createMirrorComponent(ctx, { syncRequests: syncs });
     await mirror.start();
     try {
       const res = await call('POST', '/v1/sync/issuances');
