@@ -1,6 +1,10 @@
 import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
+import { apiPath, hostPort, httpUrl, nonNegativeInt, positiveInt } from './configPrimitives.js';
+import { subscriberDeliverySchema, subscriberSchema } from './configSubscribers.js';
 import { canonicalWord } from './words.js';
+
+export { SUBSCRIBER_EVENTS } from './configSubscribers.js';
 
 /**
  * The configuration, as the TOML file spells it (snake_case keys). Every key has a default, and
@@ -8,15 +12,6 @@ import { canonicalWord } from './words.js';
  * Secrets (`operator.api_key`, `api.token`, `webhook.secrets`, `database.url`) are better given through
  * `*_FILE` variables or systemd credentials than written in the file.
  */
-
-const hostPort = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:8787')
-  .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, 'port must be at most 65535');
-
-const httpUrl = z
-  .string()
-  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'expected an http(s) URL');
 
 /** libpq's `sslmode` values; pg alone reads some of them differently, src/db/pgConfig.ts maps them as libpq does. */
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
@@ -34,9 +29,6 @@ const postgresUrl = z.string().superRefine((value, ctx) => {
   }
 });
 
-const apiPath = z.string().regex(/^\//, 'expected a path starting with /');
-const positiveInt = z.number().int().positive();
-const nonNegativeInt = z.number().int().min(0);
 /** A cron expression for node-cron (five or six fields), or "off". */
 const cron = z.string().superRefine((value, ctx) => {
   if (value === 'off') return;
@@ -285,59 +277,6 @@ const outboxSchema = z.strictObject({
   dispatcher_thread: z.boolean().default(false),
   /** The operationType spelling sent to the operator, per kind. */
   wire_spelling: wireSpellingSchema.default(wireSpellingSchema.parse({})),
-});
-
-/** The events a subscriber may ask for (the operation's states that interest internal apps). */
-export const SUBSCRIBER_EVENTS = [
-  'operation.accepted',
-  'operation.approved',
-  'operation.rejected',
-  'operation.failed',
-  'operation.cancelled',
-] as const;
-
-const subscriberSchema = z
-  .strictObject({
-    /** The subscriber's name in deliveries, status and metrics (default: "sub_" and a hash of the URL). */
-    name: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'expected 1 to 64 letters, digits, ".", "_" or "-"')
-      .optional(),
-    /** Where events are POSTed, http(s) (default: none; required). */
-    url: httpUrl,
-    /** Standard Webhooks signing secret, `whsec_<base64>` (default: none; this or secret_file). */
-    secret: z.string().min(1).optional(),
-    /** File holding the signing secret (default: none; this or secret). */
-    secret_file: z.string().min(1).optional(),
-    /** Events sent (default: every operation.* event). */
-    events: z
-      .array(z.enum(SUBSCRIBER_EVENTS))
-      .min(1)
-      .default([...SUBSCRIBER_EVENTS]),
-  })
-  .refine((s) => (s.secret === undefined) !== (s.secret_file === undefined), {
-    message: 'set exactly one of secret and secret_file',
-  });
-
-const subscriberDeliverySchema = z.strictObject({
-  /** Attempts before a delivery is dead-lettered; with the default backoff 100 span about 6 hours, so an outage of an hour loses nothing (default: 100). */
-  max_attempts: positiveInt.default(100),
-  /** Age after which an undelivered delivery is dead-lettered, in hours (default: 72). */
-  max_age_hours: z.number().positive().default(72),
-  /** First retry delay in milliseconds, doubled each attempt, with jitter (default: 1000). */
-  backoff_base_ms: positiveInt.default(1_000),
-  /** Longest retry delay in milliseconds (default: 300000). */
-  backoff_cap_ms: positiveInt.default(300_000),
-  /** Whole-request timeout in milliseconds (default: 10000). */
-  timeout_ms: positiveInt.default(10_000),
-  /** Timeout to connect, in milliseconds (default: 5000). */
-  connect_timeout_ms: positiveInt.default(5_000),
-  /** How long a claimed delivery is held before another claim may take it, in seconds (default: 60). */
-  lease_seconds: positiveInt.default(60),
-  /** How often the subscriber dispatcher looks for due deliveries when idle, in milliseconds (default: 500). */
-  poll_ms: positiveInt.default(500),
-  /** The oldest undelivered delivery of a subscriber older than this is a warning, in minutes (default: 15). */
-  failing_warn_minutes: z.number().positive().default(15),
 });
 
 const statusSchema = z.strictObject({
