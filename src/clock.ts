@@ -24,3 +24,17 @@ export class ManualClock implements Clock {
     this.ms = ms;
   }
 }
+
+/** setTimeout that an abort ends early and clears, so a stopping process is not kept alive by it. */
+export function cancellableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

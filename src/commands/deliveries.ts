@@ -7,6 +7,7 @@ import {
   redriveSince,
   retryDeliveryById,
 } from '../subscribers/manage.js';
+import { textTable } from './textTable.js';
 import { withContext } from './withContext.js';
 
 /** Options of `vcu-sync deliveries`. */
@@ -30,27 +31,7 @@ const COLUMNS = [
   'lastError',
 ] as const;
 
-function table(items: readonly DeliveryEntry[]): string {
-  const all = [
-    COLUMNS.map(String),
-    ...items.map((e) =>
-      COLUMNS.map((c) =>
-        String(e[c] ?? '')
-          .replace(/\s+/g, ' ')
-          .slice(0, 80),
-      ),
-    ),
-  ];
-  const widths = COLUMNS.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  return all
-    .map((r) =>
-      r
-        .map((v, i) => v.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
+const table = (items: readonly DeliveryEntry[]) => textTable(COLUMNS, items);
 
 /**
  * `vcu-sync deliveries list|retry ID|redrive --since ISO|DURATION [--subscriber NAME]`.

@@ -7,6 +7,7 @@ import {
   SteerError,
   showOperation,
 } from '../outbox/manage.js';
+import { textTable } from './textTable.js';
 
 /** Options of `vcu-sync outbox`. */
 export interface OutboxCommandOptions {
@@ -34,25 +35,7 @@ const COLUMNS = [
   'last_error',
 ] as const;
 
-function table(items: readonly OutboxEntry[]): string {
-  const rows = items.map((e) =>
-    COLUMNS.map((c) =>
-      String(e[c] ?? '')
-        .replace(/\s+/g, ' ')
-        .slice(0, 80),
-    ),
-  );
-  const all = [COLUMNS.map(String), ...rows];
-  const widths = COLUMNS.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  return all
-    .map((r) =>
-      r
-        .map((v, i) => v.padEnd(widths[i]!))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
-}
+const table = (items: readonly OutboxEntry[]) => textTable(COLUMNS, items);
 
 /**
  * `vcu-sync outbox list|show REF|retry REF|cancel REF [--json]`. Personal fields are masked.

@@ -1,19 +1,7 @@
+import { cancellableSleep } from '../clock.js';
 import { busyRetryDelay } from './commitQueue.js';
 import { databaseFaultsFor } from './faults.js';
 import type { Sqlite } from './open.js';
-
-/** A wait that an abort ends early and clears, so a stopping process is not kept alive by it. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * Runs a synchronous write outside the group commit, trying again later while another process holds
@@ -30,7 +18,7 @@ export async function whenUnlocked<T>(sqlite: Sqlite, run: () => T, signal?: Abo
       return value;
     } catch (err) {
       if (faults.noteFailure(err) !== 'busy' || signal?.aborted) throw err;
-      await pause(busyRetryDelay(tries), signal);
+      await cancellableSleep(busyRetryDelay(tries), signal);
     }
   }
 }

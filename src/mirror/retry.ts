@@ -1,4 +1,5 @@
 import { retryDelayMs } from '../backoff.js';
+import { cancellableSleep } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { OperatorError } from '../operator/errors.js';
 
@@ -97,19 +98,5 @@ function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promis
     };
     signal.addEventListener('abort', done, { once: true });
     void wait.then(done, done);
-  });
-}
-
-/** setTimeout that an abort ends early and clears. */
-export function cancellableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -1,6 +1,6 @@
+import { cancellableSleep } from '../clock.js';
 import type { Config } from '../config.js';
 import type { RunCounts } from './bookkeeping.js';
-import { cancellableSleep } from './retry.js';
 
 /** A run's bounds: idle time, overall time, records fetched. */
 export interface RunBounds {

@@ -1,11 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
+import { cancellableSleep } from '../clock.js';
 import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
 import type { SyncRequests } from '../syncRequests.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
-import { cancellableSleep, realSleep } from './retry.js';
+import { realSleep } from './retry.js';
 
 /** Options of {@link createMirrorComponent}. */
 export interface MirrorComponentOptions {

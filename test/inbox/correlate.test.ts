@@ -6,6 +6,7 @@ import { decisionConflicts, recordRejection } from '../../src/inbox/eventStore.j
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
+import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {
   captureLogger,
@@ -22,12 +23,8 @@ const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 let ctx: AppContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
-/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
-let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
-const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
-  await onSync?.(targets, trigger);
-  return onSync !== undefined;
-};
+/** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */
+let syncs = new SyncRequests();
 
 let lines: Array<Record<string, unknown>>;
 
@@ -59,8 +56,8 @@ beforeEach(() => {
   const capture = captureLogger();
   ctx.log = capture.log;
   lines = capture.lines;
-  app = createWebhookApp(ctx, { requestSync });
-  onSync = undefined;
+  syncs = new SyncRequests();
+  app = createWebhookApp(ctx, { requestSync: syncs.request });
 });
 afterEach(() => ctx.dispose());
 
@@ -190,7 +187,7 @@ describe('decisions that arrive early', () => {
 describe('deposits, unknown events, queries', () => {
   it('a deposit inserts custody ids (source webhook) once and requests a custody sync', async () => {
     const asked = vi.fn(async (_t: readonly SyncTarget[], _w: SyncTrigger) => undefined);
-    onSync = asked;
+    syncs.serve(asked);
     const payload = {
       type: 'custody.deposit',
       data: { projectID: 12, issuanceId: 'ISS-3', unitIds: ['u1', 2, 'u1'] },

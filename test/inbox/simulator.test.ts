@@ -1,15 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
-import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { applyPendingDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
+import { SyncRequests } from '../../src/syncRequests.js';
 
-/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
-let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
-const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
-  await onSync?.(targets, trigger);
-  return onSync !== undefined;
-};
+/** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */
+let syncs = new SyncRequests();
 
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
@@ -47,8 +44,8 @@ async function setup(webhook: { policy?: WebhookPolicy; beforeResponse?: boolean
       'outbox.poll_ms': 20,
     },
   });
-  listener = createWebhookComponent(ctx, { requestSync });
-  onSync = undefined;
+  syncs = new SyncRequests();
+  listener = createWebhookComponent(ctx, { requestSync: syncs.request });
   await listener.start();
   stops.push(() => listener!.stop());
   sim.webhooks.configure({ url: listener.address()!.url });
@@ -117,9 +114,9 @@ describe('with the simulator as the operator', () => {
   it('a deposit webhook from the simulator records custody ids and asks for a custody sync', async () => {
     const { sim, ctx } = await setup({});
     const asked: string[] = [];
-    onSync = (targets, trigger) => {
+    syncs.serve((targets, trigger) => {
       asked.push(`${targets.join(',')}:${trigger}`);
-    };
+    });
     const sent = await sim.sendDepositWebhook({ projectID: 5, issuanceId: '9', unitIds: [11, 12] });
     expect(sent.delivered).toBe(true);
     const ids = ctx.database.sqlite

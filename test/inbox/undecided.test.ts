@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { rereadAtStart } from '../../src/inbox/maintenance.js';
 import { getHealth } from '../../src/status.js';
+import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {
   captureLogger,
@@ -20,12 +21,8 @@ const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 let ctx: AppContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
-/** What the test's sync requests go to; each test sets it (the app is linked to it once). */
-let onSync: ((targets: readonly SyncTarget[], trigger: SyncTrigger) => unknown) | undefined;
-const requestSync = async (targets: readonly SyncTarget[], trigger: SyncTrigger) => {
-  await onSync?.(targets, trigger);
-  return onSync !== undefined;
-};
+/** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */
+let syncs = new SyncRequests();
 
 let lines: Array<Record<string, unknown>>;
 
@@ -50,8 +47,8 @@ beforeEach(() => {
   const capture = captureLogger();
   ctx.log = capture.log;
   lines = capture.lines;
-  app = createWebhookApp(ctx, { requestSync });
-  onSync = undefined;
+  syncs = new SyncRequests();
+  app = createWebhookApp(ctx, { requestSync: syncs.request });
 });
 afterEach(() => ctx.dispose());
 
@@ -136,9 +133,9 @@ describe('a signed webhook whose words are in no list decides nothing', () => {
 
   it('deposit confirmations still add custody ids and request a custody sync', async () => {
     const requested: unknown[] = [];
-    onSync = (targets) => {
+    syncs.serve((targets) => {
       requested.push(targets);
-    };
+    });
     expect(await send({ type: 'custody.deposit', data: { projectID: 7, unitIds: [11, 12] } })).toMatchObject({
       outcome: 'applied',
     });
