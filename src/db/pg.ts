@@ -149,3 +149,25 @@ export async function openPostgres(url: string, options: PgOpenOptions = {}): Pr
   }
   return { pool, db: drizzle(pool, { schema }), label: connection.label, close };
 }
+
+/**
+ * Runs `work` in one transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when
+ * it throws (the error goes on). The one way this code opens a PostgreSQL transaction.
+ */
+export async function inPgTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
