@@ -1,0 +1,32 @@
+import type pg from 'pg';
+import type { FeedEntry, FeedQuery } from './queries.js';
+
+/**
+ * Reads of the change feed on PostgreSQL, the same answers as ./queries.ts gives on SQLite:
+ * strictly `seq > after`, in seq order. `seq` is bigint (text from pg) and `at` timestamptz: both
+ * are turned back into what the API serves (a number, an ISO string in UTC with milliseconds).
+ */
+
+const COLUMNS = `SELECT seq::float8 AS seq, resource, record_id, kind,
+  to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at FROM changes`;
+
+/** The entries after `q.after`, oldest first. */
+export async function readFeedPg(pool: pg.Pool, q: FeedQuery): Promise<FeedEntry[]> {
+  const result =
+    q.resource === undefined
+      ? await pool.query<FeedEntry>(`${COLUMNS} WHERE seq > $1 ORDER BY seq LIMIT $2`, [q.after, q.limit])
+      : await pool.query<FeedEntry>(`${COLUMNS} WHERE seq > $1 AND resource = $2 ORDER BY seq LIMIT $3`, [
+          q.after,
+          q.resource,
+          q.limit,
+        ]);
+  return result.rows;
+}
+
+/** The newest seq in the feed (0 when empty). */
+export async function feedHeadPg(pool: pg.Pool): Promise<number> {
+  const result = await pool.query<{ head: number }>(
+    'SELECT coalesce(max(seq), 0)::float8 AS head FROM changes',
+  );
+  return result.rows[0]?.head ?? 0;
+}
