@@ -210,3 +210,20 @@ describe.each(['sqlite', 'postgres'] as const)('the mirror on %s', (kind) => {
     expect(await scalar(m, 'SELECT count(*) AS n FROM projects WHERE _removed_at IS NULL')).toBe(40);
   });
 });
+
+describe('the mirror on postgres only', () => {
+  it('a record with U+0000 (which jsonb cannot hold) is quarantined, not a batch failing on every run', async () => {
+    h = await harness({ projects: 30 }, { 'sync.page_size': 50 });
+    const m = await open('postgres', h);
+    const ids = [...h.sim.registry.snapshot('projects').keys()];
+    h.sim.registry.change('projects', ids[3]!, { projectDescription: 'before\u0000after' });
+    // A literal backslash-u text is ordinary data.
+    h.sim.registry.change('projects', ids[4]!, { projectDescription: 'C:\\u0000' });
+    const outcome = await sync(h.ctx, m, 'projects');
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { inserted: 29, quarantined: 1 } });
+    const rows = await m.query('SELECT record_id, reason FROM quarantine');
+    expect(rows).toEqual([{ record_id: ids[3], reason: 'contains U+0000, which PostgreSQL cannot store' }]);
+    // Still upstream: a later complete scan does not tombstone it.
+    expect(await sync(h.ctx, m, 'projects')).toMatchObject({ status: 'succeeded', counts: { removed: 0 } });
+  });
+});

@@ -52,14 +52,28 @@ export interface Prepared {
   rawKey: string | null;
   /** Filled when validation was needed (new or changed content, or no key). */
   normalized?: NormalizeResult;
+  /** Why the store cannot hold it at all (quarantined, as an unreadable record is). */
+  refused?: string;
 }
+
+/** `\u0000` in JSON text, not preceded by an escaped backslash. */
+const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
 /** Raw text, hash and key of each record (unreadable ones are kept as they are). */
 export function prepare(def: TableDef, records: readonly FetchedRecord[]): Prepared[] {
   return records.map((record) => {
     if (record.value instanceof UnreadableRecord) return { record, raw: '', hash: '', rawKey: null };
     const raw = JSON.stringify(record.value) ?? 'null';
-    return { record, raw, hash: contentHash(raw), rawKey: recordKey(record.value, def.key) };
+    const prepared: Prepared = {
+      record,
+      raw,
+      hash: contentHash(raw),
+      rawKey: recordKey(record.value, def.key),
+    };
+    // jsonb and text cannot hold U+0000, which JSON may escape: such a record goes to quarantine
+    // (escaped) rather than failing its whole batch on every run.
+    if (NUL_ESCAPE.test(raw)) prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
+    return prepared;
   });
 }
 
@@ -72,7 +86,7 @@ export function validate(def: TableDef, prepared: Prepared[], stored: Map<string
   const counts = new Map<string, number>();
   for (const p of prepared) if (p.rawKey !== null) counts.set(p.rawKey, (counts.get(p.rawKey) ?? 0) + 1);
   for (const p of prepared) {
-    if (p.record.value instanceof UnreadableRecord) continue;
+    if (p.record.value instanceof UnreadableRecord || p.refused) continue;
     const decision =
       p.rawKey === null ? 'insert' : decideWrite(stored.get(p.rawKey), p.hash, p.record.position);
     // A key twice in one batch may be decided against the batch's own first write: validate it too.
@@ -131,6 +145,10 @@ export function planBatch(
     const { record } = p;
     if (record.value instanceof UnreadableRecord) {
       quarantine(record.value.keyOf(def.key), record.value.reason, record.value.raw);
+      continue;
+    }
+    if (p.refused) {
+      quarantine(p.rawKey, p.refused, p.raw);
       continue;
     }
     let key = p.rawKey;

@@ -30,8 +30,10 @@ function toPg(type: FieldType, value: string | number | null): string | number |
 }
 
 export interface PgMirrorSql {
-  /** [keys]: key, hash, removed, position, custody ended, seen (when $2 names the seen set). */
+  /** [keys, resource]: key, hash, removed, position, custody ended, seen by the scan. */
   lookup: string;
+  /** [keys]: the same without the seen set (a scan that does not track it). */
+  lookupUntracked: string;
   /** The upsert's column list and the parameters for `rows`, starting at `$first`. */
   upsert(first: number, rows: Iterable<RowWrite>, at: string): { sql: string; params: unknown[] };
   /** [keys, positions]. */
@@ -83,12 +85,13 @@ function build(def: TableDef): PgMirrorSql {
     ...extra.map((c) => `${c} = excluded.${c}`),
   ];
   const unseen = `_removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = $1 AND s.record_id = ${t}.${k})`;
-  return {
-    lookup: `SELECT k.key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
+  const lookup = (seen: string) => `SELECT k.key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
         ${def.positioned ? 'm._position' : 'NULL::int8'} AS position,
-        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended,
-        EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = $2 AND s.record_id = k.key) AS seen
-      FROM unnest($1::text[]) AS k(key) LEFT JOIN ${t} m ON m.${k} = k.key`,
+        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, ${seen} AS seen
+      FROM unnest($1::text[]) AS k(key) LEFT JOIN ${t} m ON m.${k} = k.key`;
+  return {
+    lookup: lookup('EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = $2 AND s.record_id = k.key)'),
+    lookupUntracked: lookup('false'),
     upsert(first, rows, at) {
       const columns: unknown[][] = insertCols.map(() => []);
       const n = def.fields.length;

@@ -35,7 +35,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string): Mirror
       position: string | null;
       ended: boolean;
       seen: boolean;
-    }>(sql.lookup, [keys, trackSeen ? name : null]);
+    }>(trackSeen ? sql.lookup : sql.lookupUntracked, trackSeen ? [keys, name] : [keys]);
     for (const r of rows) {
       if (r.seen) seen.add(r.key);
       if (r.hash === null) continue;
