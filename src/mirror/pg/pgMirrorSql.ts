@@ -30,7 +30,7 @@ function toPg(type: FieldType, value: string | number | null): string | number |
 }
 
 export interface PgMirrorSql {
-  /** [keys, resource]: key, hash, removed, position, custody ended, seen by the scan. */
+  /** [keys, resource]: rows (key, hash, removed, position, custody ended) and seen keys (seen). */
   lookup: string;
   /** [keys]: the same without the seen set (a scan that does not track it). */
   lookupUntracked: string;
@@ -85,13 +85,15 @@ function build(def: TableDef): PgMirrorSql {
     ...extra.map((c) => `${c} = excluded.${c}`),
   ];
   const unseen = `_removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = $1 AND s.record_id = ${t}.${k})`;
-  const lookup = (seen: string) => `SELECT k.key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
+  // Only rows that exist come back (a first sync's batch reads none), and the keys the scan saw.
+  const rowsOf = `SELECT m.${k} AS key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
         ${def.positioned ? 'm._position' : 'NULL::int8'} AS position,
-        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, ${seen} AS seen
-      FROM unnest($1::text[]) AS k(key) LEFT JOIN ${t} m ON m.${k} = k.key`;
+        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, false AS seen
+      FROM ${t} m WHERE m.${k} = ANY($1::text[])`;
   return {
-    lookup: lookup('EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = $2 AND s.record_id = k.key)'),
-    lookupUntracked: lookup('false'),
+    lookup: `${rowsOf} UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
+      WHERE resource = $2 AND record_id = ANY($1::text[])`,
+    lookupUntracked: rowsOf,
     upsert(first, rows, at) {
       const columns: unknown[][] = insertCols.map(() => []);
       const n = def.fields.length;
