@@ -1,6 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { sqliteBackend } from '../../src/mirror/backend.js';
+import { emptyCounts } from '../../src/mirror/bookkeeping.js';
+import { custodyResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
@@ -208,6 +211,44 @@ describe.each(['sqlite', 'postgres'] as const)('the mirror on %s', (kind) => {
       'refused to mark 10 of 40 projects removed (more than sync.max_remove_share=0.1); the mirror keeps them',
     );
     expect(await scalar(m, 'SELECT count(*) AS n FROM projects WHERE _removed_at IS NULL')).toBe(40);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('the custody store on %s', (kind) => {
+  it('a record read, its custody ended (once), then back: same tallies and feed', async () => {
+    h = await harness({ projects: 5 });
+    const m = await open(kind, h);
+    const def = custodyResources(h.ctx.config)[0]!;
+    const now = () => new Date().toISOString();
+    const custody = m.backend ? m.backend.store(def, now) : sqliteBackend(h.ctx).store(def, now);
+    const runs = m.backend ?? sqliteBackend(h.ctx);
+    const runId = await runs.startRun('custody', 'full', 'manual', now(), null);
+    const [id, record] = [...h.sim.registry.snapshot('projects')][0]!;
+    const write = () =>
+      custody.commitBatch({
+        runId,
+        records: [{ value: record, position: null }],
+        trackSeen: false,
+        checkpoint: null,
+        counts: emptyCounts(),
+      });
+    expect((await write()).tally).toMatchObject({ inserted: 1 });
+    expect((await write()).tally).toMatchObject({ unchanged: 1, inserted: 0 });
+    expect(await custody.endCustody(runId, 'projects', id, emptyCounts())).toBe(true);
+    expect(await custody.endCustody(runId, 'projects', id, emptyCounts())).toBe(false);
+    expect(
+      await scalar(m, 'SELECT count(*) AS n FROM custody_projects WHERE _custody_ended_at IS NOT NULL'),
+    ).toBe(1);
+    // Back in custody: fed as an insert, the end cleared.
+    expect((await write()).tally).toMatchObject({ inserted: 1 });
+    expect(
+      await scalar(m, 'SELECT count(*) AS n FROM custody_projects WHERE _custody_ended_at IS NULL'),
+    ).toBe(1);
+    expect(await feedAfter(m, 0)).toEqual([
+      `custody_projects ${id} insert`,
+      `custody_projects ${id} remove`,
+      `custody_projects ${id} insert`,
+    ]);
   });
 });
 

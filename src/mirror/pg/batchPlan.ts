@@ -22,6 +22,8 @@ export interface RowWrite {
   raw: string;
   hash: string;
   position: number | null;
+  /** The key had a row before this batch (an update or a return; else a plain insert). */
+  exists: boolean;
 }
 
 /** A quarantine row to insert. */
@@ -173,7 +175,14 @@ export function planBatch(
       case 'insert':
       case 'return':
       case 'update':
-        plan.rows.set(key, { key, values: values!, raw: p.raw, hash: p.hash, position: record.position });
+        plan.rows.set(key, {
+          key,
+          values: values!,
+          raw: p.raw,
+          hash: p.hash,
+          position: record.position,
+          exists: stored.has(key),
+        });
         plan.positions.delete(key);
         state.set(key, { hash: p.hash, removedAt: null, position: record.position, custodyEndedAt: null });
         change(key, decision === 'update' ? 'update' : 'insert');

@@ -34,8 +34,17 @@ export interface PgMirrorSql {
   lookup: string;
   /** [keys]: the same without the seen set (a scan that does not track it). */
   lookupUntracked: string;
-  /** The upsert's column list and the parameters for `rows`, starting at `$first`. */
-  upsert(first: number, rows: Iterable<RowWrite>, at: string): { sql: string; params: unknown[] };
+  /**
+   * Writes `rows`, parameters numbered from `$first`: rows that exist are updated (their first-seen
+   * time kept); new ones are inserted without ON CONFLICT's speculative insertion, since the run's
+   * lock leaves no other writer of the table.
+   */
+  upsert(
+    first: number,
+    rows: readonly RowWrite[],
+    at: string,
+    existing: boolean,
+  ): { sql: string; params: unknown[] };
   /** [keys, positions]. */
   positions: string | null;
   /** [] → n. */
@@ -94,7 +103,7 @@ function build(def: TableDef): PgMirrorSql {
     lookup: `${rowsOf} UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
       WHERE resource = $2 AND record_id = ANY($1::text[])`,
     lookupUntracked: rowsOf,
-    upsert(first, rows, at) {
+    upsert(first, rows, at, existing) {
       const columns: unknown[][] = insertCols.map(() => []);
       const n = def.fields.length;
       for (const row of rows) {
@@ -117,7 +126,7 @@ function build(def: TableDef): PgMirrorSql {
       return {
         sql: `INSERT INTO ${t} (${insertCols.join(', ')})
           SELECT ${select.join(', ')} FROM unnest(${args.join(', ')}) AS u(${names})
-          ON CONFLICT (${k}) DO UPDATE SET ${sets.join(', ')}`,
+          ${existing ? `ON CONFLICT (${k}) DO UPDATE SET ${sets.join(', ')}` : ''}`,
         params: [...arrays, at],
       };
     },

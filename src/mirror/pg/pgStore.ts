@@ -53,8 +53,11 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string): Mirror
   /** One statement for every write of a planned batch but its feed rows. */
   function writes(plan: BatchPlan, batch: BatchWrite, at: string): SqlBuilder {
     const b = new SqlBuilder();
-    if (plan.rows.size > 0) {
-      const upsert = sql.upsert(b.next(), plan.rows.values(), at);
+    const rows = [...plan.rows.values()];
+    for (const existing of [false, true]) {
+      const some = rows.filter((r) => r.exists === existing);
+      if (some.length === 0) continue;
+      const upsert = sql.upsert(b.next(), some, at, existing);
       b.addRaw(upsert.sql, upsert.params);
     }
     if (plan.positions.size > 0 && sql.positions) {
