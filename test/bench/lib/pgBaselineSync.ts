@@ -63,7 +63,9 @@ export async function barePgSync(
         const records = JSON.parse(text) as Record<string, unknown>[];
         const arrays: unknown[][] = cols.map(() => []);
         records.forEach((r, i) => {
-          fields.forEach((f, j) => arrays[j]!.push(column(f.type, r[f.name])));
+          fields.forEach((f, j) => {
+            arrays[j]!.push(column(f.type, r[f.name]));
+          });
           arrays[fields.length]!.push(JSON.stringify(r));
           arrays[fields.length + 1]!.push('');
           if (positioned) arrays[fields.length + 2]!.push(offset + i);
