@@ -14,6 +14,8 @@ import { type MirrorStore, sqliteStore } from './store.js';
 export interface RunLease {
   /** Aborts when the right is lost mid-run (PostgreSQL: the connection holding the lock died). */
   lost?: AbortSignal;
+  /** PostgreSQL: the server process holding the lock, checked by each write (a fence). */
+  holderPid?: number;
   release(): Promise<void>;
 }
 
@@ -28,7 +30,8 @@ export type RunAcquire =
  * ./pg/pgBackend.ts.
  */
 export interface MirrorBackend {
-  store(def: TableDef, now: () => string): MirrorStore;
+  /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
+  store(def: TableDef, now: () => string, lease?: RunLease): MirrorStore;
   /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
   acquireRun(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
   checkpoint(resource: string): Promise<Checkpoint | undefined>;

@@ -140,7 +140,7 @@ async function runHeld(
         plan,
         counts,
         ...bounded,
-        store: backend.store(list, () => isoAt(ctx.clock.now())),
+        store: backend.store(list, () => isoAt(ctx.clock.now()), lease),
         onModeChange: async (next) => {
           mode = next;
           await backend.setRunMode(runId, next);

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
@@ -133,6 +135,21 @@ describe('replicas on one PostgreSQL database', () => {
       'projects: another replica is already syncing it',
     );
     await terminateLockHolder(b);
+    // The fence: had the dead replica a batch still in flight, it would not commit.
+    if (!acquired.ok) throw new Error('unreachable');
+    const projects = listResources(h!.ctx.config).projects;
+    const late = backendA.store(projects, () => new Date().toISOString(), acquired.lease);
+    const [, record] = [...h!.sim.registry.snapshot('projects')][0]!;
+    await expect(
+      late.commitBatch({
+        runId: deadRun,
+        records: [{ value: record, position: null }],
+        trackSeen: false,
+        checkpoint: null,
+        counts: emptyCounts(),
+      }),
+    ).rejects.toThrow('the database connection holding the run lock ended');
+    expect((await a.pool.query('SELECT count(*)::int AS n FROM projects')).rows[0].n).toBe(0);
     const next = await runSync(h!.ctx, 'projects', { backend: backendB, sleep: noSleep });
     expect(next).toMatchObject({ status: 'succeeded', counts: { inserted: 230 } });
     const rows = await runRows(a);
@@ -142,7 +159,7 @@ describe('replicas on one PostgreSQL database', () => {
     ]);
     expect(lines.filter((l) => l.event === 'sync.run.interrupted').map((l) => l.runId)).toEqual([deadRun]);
     await expectMirrorEquals(pgMirror(a), h!, ['projects']);
-    if (acquired.ok) await acquired.lease.release();
+    await acquired.lease.release();
     // The dead replica's lease, released late, does not take the lock from anyone.
     expect(await runSync(h!.ctx, 'projects', { backend: backendA, sleep: noSleep })).toMatchObject({
       status: 'succeeded',

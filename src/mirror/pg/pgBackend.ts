@@ -6,6 +6,7 @@ import { readCheckpointState } from '../scan/checkpoint.js';
 import { pgMirrorSql } from './pgMirrorSql.js';
 import { COUNT_COLUMNS } from './pgRunsSql.js';
 import { pgStore } from './pgStore.js';
+import { RunLockLost } from './runLockLost.js';
 
 /**
  * The mirror's backend on PostgreSQL, shared by any number of replicas. One run of a resource at a
@@ -15,14 +16,6 @@ import { pgStore } from './pgStore.js';
  * marks the dead run's row (still `running`, its lock free) `interrupted`.
  */
 
-/** Why the lost-lock signal aborted. */
-export class RunLockLost extends Error {
-  constructor() {
-    super('the database connection holding the run lock ended; the next run resumes from the checkpoint');
-    this.name = 'RunLockLost';
-  }
-}
-
 /** The advisory lock key of a resource's runs (64-bit, from its name). */
 const LOCK_KEY = "hashtextextended('vcu-sync sync ' || $1, 0)";
 
@@ -31,7 +24,7 @@ const INTERRUPTED = 'the replica running it ended before it finished';
 export function pgBackend(pool: pg.Pool): MirrorBackend {
   return {
     custody: false,
-    store: (def, now) => pgStore(pool, def, now),
+    store: (def, now, lease) => pgStore(pool, def, now, lease?.holderPid),
     acquireRun: (ctx, target) => acquireRun(pool, ctx, target),
     async checkpoint(resource) {
       const { rows } = await pool.query<{
@@ -93,12 +86,14 @@ async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): P
   };
   client.on('error', onError);
   let locked = false;
+  let holderPid = 0;
   try {
-    const { rows } = await client.query<{ locked: boolean }>(
-      `SELECT pg_try_advisory_lock(${LOCK_KEY}) AS locked`,
+    const { rows } = await client.query<{ locked: boolean; pid: number }>(
+      `SELECT pg_try_advisory_lock(${LOCK_KEY}) AS locked, pg_backend_pid() AS pid`,
       [target],
     );
     locked = rows[0]?.locked === true;
+    holderPid = rows[0]?.pid ?? 0;
     if (!locked) {
       return {
         ok: false,
@@ -132,6 +127,7 @@ async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): P
     ok: true,
     lease: {
       lost: lost.signal,
+      holderPid,
       async release() {
         try {
           if (!broken) await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY})`, [target]);

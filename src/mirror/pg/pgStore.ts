@@ -11,6 +11,7 @@ import type { StoredState } from '../writeDecision.js';
 import { type BatchPlan, planBatch, prepare, validate } from './batchPlan.js';
 import { pgMirrorSql } from './pgMirrorSql.js';
 import { checkpointSql, progressSql, SqlBuilder } from './pgRunsSql.js';
+import { RunLockLost } from './runLockLost.js';
 
 /**
  * The mirror's store on PostgreSQL: the same calls and the same effects as SQLite's
@@ -19,9 +20,22 @@ import { checkpointSql, progressSql, SqlBuilder } from './pgRunsSql.js';
  * statement writing the rows, positions, quarantine, seen keys, checkpoint and the run's counts,
  * and the batch's `changes` rows last (`recordChangesPg`).
  */
-export function pgStore(pool: pg.Pool, def: TableDef, now: () => string): MirrorStore {
+export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderPid?: number): MirrorStore {
   const sql = pgMirrorSql(def);
   const name = def.table;
+
+  /**
+   * The fence: a run whose lock connection died (so another replica may hold the lock now) must
+   * not commit a batch or a scan's end. Checked inside the transaction, before its writes.
+   */
+  async function fence(client: pg.ClientBase): Promise<void> {
+    if (holderPid === undefined) return;
+    const { rows } = await client.query<{ held: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1) AS held`,
+      [holderPid],
+    );
+    if (rows[0]?.held !== true) throw new RunLockLost();
+  }
 
   /** The rows (and whether this scan saw them) of `keys`, as the write decision needs them. */
   async function lookup(client: pg.ClientBase, keys: string[], trackSeen: boolean) {
@@ -124,6 +138,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string): Mirror
           for (const k of extra.seen) seen.add(k);
         }
         const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at);
+        await fence(client);
         await writes(plan, batch, at).run(client);
         await recordChangesPg(client, plan.changes);
         return plan.result;
@@ -142,6 +157,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string): Mirror
         let removed = 0;
         let refusal: string | null = null;
         const changes: ChangeRow[] = [];
+        await fence(client);
         if (f.verdict.kind === 'guarded') {
           const unseen = await count(client, sql.unseenCount, [name]);
           const live = unseen > 0 ? await count(client, sql.liveCount, []) : 0;
