@@ -1,11 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { MirrorBackend } from './backend.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';
 
 /** Options of {@link SyncCoordinator}. */
 export interface CoordinatorOptions {
   /** How retries wait (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
+  /** Where runs read and write (default: SQLite's `ctx.database`). */
+  backend?: MirrorBackend;
 }
 
 interface Lane {
@@ -58,6 +61,7 @@ export class SyncCoordinator {
     const run = runSync(this.ctx, target, {
       ...opts,
       sleep: this.options.sleep,
+      backend: this.options.backend,
       signal: this.abort.signal,
     }).finally(() => {
       if (lane.running === run) lane.running = undefined;

@@ -1,15 +1,11 @@
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
-import { classifyDatabaseError } from '../db/faults.js';
-import { refreshPlannerStats } from '../db/plannerStats.js';
-import { whenUnlocked } from '../db/whenUnlocked.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
-import { bookkeeping, emptyCounts, type RunCounts } from './bookkeeping.js';
+import { type MirrorBackend, type RunLease, sqliteBackend } from './backend.js';
+import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
 import { RunAborted } from './errors.js';
-import { mirrorTable } from './mirrorTable.js';
-import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
 import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
@@ -27,6 +23,8 @@ export interface RunSyncOptions {
   signal?: AbortSignal;
   /** Called after each committed batch (default: none). */
   onProgress?: (counts: RunCounts) => void;
+  /** Where the run reads and writes: SQLite's `ctx.database` or PostgreSQL's (default: SQLite). */
+  backend?: MirrorBackend;
 }
 
 /** How a run ended. */
@@ -49,31 +47,66 @@ export async function runSync(
   target: SyncTarget,
   options: RunSyncOptions = {},
 ): Promise<RunOutcome> {
-  const book = bookkeeping(ctx.database.sqlite);
+  const backend = options.backend ?? sqliteBackend(ctx, options.signal);
+  const acquired = await backend.acquireRun(ctx, target);
+  if (!acquired.ok) {
+    ctx.log.warn({ event: 'sync.run.skipped', resource: target, ...acquired.fields }, acquired.error);
+    const counts = emptyCounts();
+    return {
+      target,
+      runId: null,
+      status: 'failed',
+      mode: 'full',
+      counts,
+      error: acquired.error,
+      durationMs: 0,
+    };
+  }
+  let held: { outcome: RunOutcome; locked: boolean };
+  try {
+    held = await runHeld(ctx, target, options, backend, acquired.lease);
+  } finally {
+    await acquired.lease.release();
+  }
+  if (held.locked && !options.signal?.aborted) {
+    // Another process held the lock past the short wait: not the operator's fault nor the data's.
+    // The next run resumes from the checkpoint, once the lock is free (its start waits for it).
+    ctx.log.warn(
+      { event: 'sync.run.lock_retry', resource: target, runId: held.outcome.runId },
+      `sync of ${target} resumes once the database lock is free`,
+    );
+    return runSync(ctx, target, options);
+  }
+  return held.outcome;
+}
+
+/** The run itself, its lease held. */
+async function runHeld(
+  ctx: AppContext,
+  target: SyncTarget,
+  options: RunSyncOptions,
+  backend: MirrorBackend,
+  lease: RunLease,
+): Promise<{ outcome: RunOutcome; locked: boolean }> {
   const started = ctx.clock.now();
   const counts = emptyCounts();
   const trigger = options.trigger ?? 'manual';
-  const { sqlite } = ctx.database;
-  // The run's own bookkeeping waits out another process's lock (without blocking the loop).
-  const { liveElsewhere } = await whenUnlocked(sqlite, () => markInterruptedRuns(ctx), options.signal);
-  const busy = liveElsewhere.find((r) => r.resource === target);
-  if (busy) {
-    const error = `${target}: another process (pid ${busy.pid}) is already syncing it (run ${busy.id})`;
-    ctx.log.warn({ event: 'sync.run.skipped', resource: target, pid: busy.pid }, error);
-    return { target, runId: null, status: 'failed', mode: 'full', counts, error, durationMs: 0 };
-  }
-
+  // The run stops when asked to, and when it loses its right to run (PostgreSQL's lock connection).
+  const stop =
+    lease.lost && options.signal
+      ? AbortSignal.any([options.signal, lease.lost])
+      : (lease.lost ?? options.signal);
   const list = target === 'custody' ? undefined : listResources(ctx.config)[target];
   const plan = list
-    ? planScan(book.checkpoint(list.name), list.log, options.full ?? false, ctx.config.sync.units_overlap)
+    ? planScan(
+        await backend.checkpoint(list.name),
+        list.log,
+        options.full ?? false,
+        ctx.config.sync.units_overlap,
+      )
     : undefined;
   let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
-  const runId = await whenUnlocked(
-    sqlite,
-    () => book.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null),
-    options.signal,
-  );
-  markActive(ctx, runId);
+  const runId = await backend.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
   ctx.log.info(
     {
       event: 'sync.run.started',
@@ -90,8 +123,8 @@ export async function runSync(
   let error: string | null = null;
   let locked = false;
   // Bounds: idle and overall time, and (for lists) records fetched against the mirror's size.
-  const liveRows = list ? mirrorTable(sqlite, list).liveCount() : null;
-  const guard = new RunGuard(runBounds(ctx.config, liveRows), liveRows, options.signal);
+  const liveRows = list ? await backend.liveCount(list) : null;
+  const guard = new RunGuard(runBounds(ctx.config, liveRows), liveRows, stop);
   const bounded = {
     sleep: guard.sleeper(options.sleep),
     signal: guard.signal,
@@ -107,65 +140,43 @@ export async function runSync(
         plan,
         counts,
         ...bounded,
-        onModeChange: (next) => {
+        store: backend.store(list, () => isoAt(ctx.clock.now()), lease),
+        onModeChange: async (next) => {
           mode = next;
-          book.setRunMode(runId, next);
+          await backend.setRunMode(runId, next);
         },
       });
       if (result.refusal) {
         status = 'failed';
         error = result.refusal;
       }
-    } else {
+    } else if (backend.custody) {
       await syncCustody(ctx, { runId, counts, ...bounded });
+    } else {
+      throw new Error('the custody sync does not run on this database yet');
     }
   } catch (err) {
     // A stop also cancels the request in flight, which then fails with a network error; so does a
-    // bound, which fails the run with its own message.
+    // bound, which fails the run with its own message; so does a lost run lock.
     status =
-      guard.failure === null && (err instanceof RunAborted || options.signal?.aborted)
-        ? 'interrupted'
-        : 'failed';
-    error = guard.failure !== null ? `${target}: ${guard.failure}` : describeFailure(target, err);
-    locked = classifyDatabaseError(err) === 'busy';
+      guard.failure === null && (err instanceof RunAborted || stop?.aborted) ? 'interrupted' : 'failed';
+    error =
+      guard.failure !== null
+        ? `${target}: ${guard.failure}`
+        : describeFailure(target, lease.lost?.aborted ? lease.lost.reason : err);
+    locked = backend.lockFailure(err);
   } finally {
     guard.close();
-    markInactive(ctx, runId);
   }
 
   const finished = ctx.clock.now();
-  await whenUnlocked(
-    sqlite,
-    () => book.finishRun(runId, isoAt(finished), status, error, counts),
-    options.signal,
-  );
+  await backend.finishRun(runId, isoAt(finished), status, error, counts);
   record(ctx, target, status, counts, started, finished);
-  if (status === 'succeeded') refreshStats(ctx);
+  if (status === 'succeeded') backend.afterSuccess(ctx);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
-  if (locked && !options.signal?.aborted) {
-    // Another process held the lock past the short wait: not the operator's fault nor the data's.
-    // The next run resumes from the checkpoint, once the lock is free (its start waits for it).
-    ctx.log.warn(
-      { event: 'sync.run.lock_retry', resource: target, runId },
-      `sync of ${target} resumes once the database lock is free`,
-    );
-    return runSync(ctx, target, options);
-  }
-  return { target, runId, status, mode, counts, error, durationMs: finished - started };
-}
-
-/** After a run, planner statistics follow the mirror's size; a failure here only costs speed. */
-function refreshStats(ctx: AppContext): void {
-  try {
-    refreshPlannerStats(ctx.database.sqlite);
-  } catch (err) {
-    ctx.log.warn(
-      { event: 'sync.stats.failed', error: errorMessage(err) },
-      'planner statistics not refreshed',
-    );
-  }
+  return { outcome: { target, runId, status, mode, counts, error, durationMs: finished - started }, locked };
 }
 
 /** One line naming what went wrong; operator errors say what kind, with the operator's words. */

@@ -14,6 +14,7 @@ import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
 import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
+import { pgSyncScenario } from './pgSync.js';
 import { scalingScenario } from './scaling.js';
 import { startupScenario } from './startup.js';
 import { subscribersScenario } from './subscribers.js';
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, Scenario> = {
   scaling: scalingScenario,
   longpoll: longPollScenario,
   subscribers: subscribersScenario,
+  pgsync: pgSyncScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */

@@ -37,7 +37,9 @@ export interface ListSyncOptions {
   /** Called after each committed batch (default: none). */
   onProgress?: (counts: RunCounts) => void;
   /** Called when an incremental run falls back to a full scan (default: none). */
-  onModeChange?: (mode: 'full') => void;
+  onModeChange?: (mode: 'full') => void | Promise<void>;
+  /** Where the batches go (default: SQLite's store on `ctx.database`). */
+  store?: MirrorStore;
 }
 
 /** How a list run ended when it did not throw. */
@@ -59,7 +61,7 @@ export async function syncList(
   options: ListSyncOptions,
 ): Promise<ListSyncResult> {
   const now = () => isoAt(ctx.clock.now());
-  const store = sqliteStore(ctx.database.sqlite, resource, now);
+  const store = options.store ?? sqliteStore(ctx.database.sqlite, resource, now);
   const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
   const first = await open(options.plan);
   try {
@@ -75,7 +77,7 @@ export async function syncList(
       },
       'the units overlap does not match the mirror; falling back to a full scan',
     );
-    options.onModeChange?.('full');
+    await options.onModeChange?.('full');
     // A page size learned before the fallback is not learned twice.
     return await scan(ctx, resource, store, await open(freshFullScan(first.pageSize)), options);
   }

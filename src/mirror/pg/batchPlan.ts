@@ -1,0 +1,205 @@
+import type { ChangeRow } from '../../db/changes.js';
+import { UnreadableRecord } from '../../operator/limits.js';
+import { type NormalizeResult, normalizeRecord, recordKey } from '../../operator/schemas.js';
+import type { WriteTally } from '../bookkeeping.js';
+import type { TableDef } from '../resources.js';
+import type { BatchResult } from '../store.js';
+import { contentHash, decideWrite, type StoredState } from '../writeDecision.js';
+import type { FetchedRecord } from '../writer.js';
+
+/**
+ * A batch's writes decided in memory, for a store that writes a batch in a few multi-row
+ * statements (PostgreSQL) instead of row by row. It walks the records in order exactly as
+ * SQLite's RecordWriter does (writer.ts), with the same pure decisions (`decideWrite`,
+ * `contentHash`, `normalizeRecord`), against the rows the batch's keys had before it plus what
+ * the batch itself wrote so far: the same tallies, the same `changes` kinds per record.
+ */
+
+/** A mirror row to upsert: the last content the batch gave its key. */
+export interface RowWrite {
+  key: string;
+  values: readonly (string | number | null)[];
+  raw: string;
+  hash: string;
+  position: number | null;
+  /** The key had a row before this batch (an update or a return; else a plain insert). */
+  exists: boolean;
+}
+
+/** A quarantine row to insert. */
+export interface QuarantineWrite {
+  key: string | null;
+  reason: string;
+  raw: string;
+}
+
+/** Everything a batch writes, decided. */
+export interface BatchPlan {
+  /** Rows inserted, returned or updated, one per key (the last write wins). */
+  rows: Map<string, RowWrite>;
+  /** Units moved in the log with the same content: position only (keys not in `rows`). */
+  positions: Map<string, number>;
+  quarantine: QuarantineWrite[];
+  /** Keys the scan sees for the first time (to add to `sync_seen`). */
+  seen: string[];
+  changes: ChangeRow[];
+  result: BatchResult;
+}
+
+/** What a batch's records are, before any row is read: raw text, hash, key as sent, validation. */
+export interface Prepared {
+  record: FetchedRecord;
+  raw: string;
+  hash: string;
+  rawKey: string | null;
+  /** Filled when validation was needed (new or changed content, or no key). */
+  normalized?: NormalizeResult;
+  /** Why the store cannot hold it at all (quarantined, as an unreadable record is). */
+  refused?: string;
+}
+
+/** `\u0000` in JSON text, not preceded by an escaped backslash. */
+const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
+
+/** Raw text, hash and key of each record (unreadable ones are kept as they are). */
+export function prepare(def: TableDef, records: readonly FetchedRecord[]): Prepared[] {
+  return records.map((record) => {
+    if (record.value instanceof UnreadableRecord) return { record, raw: '', hash: '', rawKey: null };
+    const raw = JSON.stringify(record.value) ?? 'null';
+    const prepared: Prepared = {
+      record,
+      raw,
+      hash: contentHash(raw),
+      rawKey: recordKey(record.value, def.key),
+    };
+    // jsonb and text cannot hold U+0000, which JSON may escape: such a record goes to quarantine
+    // (escaped) rather than failing its whole batch on every run.
+    if (NUL_ESCAPE.test(raw)) prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
+    return prepared;
+  });
+}
+
+/**
+ * Validates the records whose stored row (by the key as sent) does not settle them, and returns
+ * the keys validation spelled differently (a legacy field name), whose rows must be read too.
+ */
+export function validate(def: TableDef, prepared: Prepared[], stored: Map<string, StoredState>): string[] {
+  const more: string[] = [];
+  const counts = new Map<string, number>();
+  for (const p of prepared) if (p.rawKey !== null) counts.set(p.rawKey, (counts.get(p.rawKey) ?? 0) + 1);
+  for (const p of prepared) {
+    if (p.record.value instanceof UnreadableRecord || p.refused) continue;
+    const decision =
+      p.rawKey === null ? 'insert' : decideWrite(stored.get(p.rawKey), p.hash, p.record.position);
+    // A key twice in one batch may be decided against the batch's own first write: validate it too.
+    const settled =
+      (decision === 'unchanged' || decision === 'position') && (counts.get(p.rawKey ?? '') ?? 0) < 2;
+    if (settled) continue;
+    p.normalized = normalizeRecord(def.table, p.record.value, p.raw);
+    if (p.normalized.ok && p.normalized.record.key !== p.rawKey && !stored.has(p.normalized.record.key))
+      more.push(p.normalized.record.key);
+  }
+  return more;
+}
+
+const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
+
+/**
+ * Decides the batch's writes (pure). `stored` holds the rows of every key the batch names (absent:
+ * no row); `seenBefore` the keys this scan saw in earlier batches; `at` the batch's time.
+ */
+export function planBatch(
+  def: TableDef,
+  prepared: readonly Prepared[],
+  stored: ReadonlyMap<string, StoredState>,
+  seenBefore: ReadonlySet<string>,
+  trackSeen: boolean,
+  at: string,
+): BatchPlan {
+  const state = new Map(stored);
+  const seen = new Set(seenBefore);
+  const plan: BatchPlan = {
+    rows: new Map(),
+    positions: new Map(),
+    quarantine: [],
+    seen: [],
+    changes: [],
+    result: { tally: { ...NO_TALLY }, quarantined: [] },
+  };
+  const { tally, quarantined } = plan.result;
+  const markSeen = (key: string): boolean => {
+    if (seen.has(key)) return false;
+    seen.add(key);
+    plan.seen.push(key);
+    return true;
+  };
+  const quarantine = (key: string | null, reason: string, raw: string) => {
+    plan.quarantine.push({ key, reason, raw });
+    // A quarantined record with a key is still upstream: it must not be tombstoned.
+    if (trackSeen && key !== null) markSeen(key);
+    tally.quarantined++;
+    quarantined.push({ key, reason });
+  };
+  const change = (key: string, kind: 'insert' | 'update') =>
+    plan.changes.push({ resource: def.table, recordId: key, kind, at });
+
+  for (const p of prepared) {
+    const { record } = p;
+    if (record.value instanceof UnreadableRecord) {
+      quarantine(record.value.keyOf(def.key), record.value.reason, record.value.raw);
+      continue;
+    }
+    if (p.refused) {
+      quarantine(p.rawKey, p.refused, p.raw);
+      continue;
+    }
+    let key = p.rawKey;
+    let decision = key === null ? 'insert' : decideWrite(state.get(key), p.hash, record.position);
+    let values: RowWrite['values'] | undefined;
+    if (key === null || (decision !== 'unchanged' && decision !== 'position')) {
+      p.normalized ??= normalizeRecord(def.table, record.value, p.raw);
+      const normalized = p.normalized;
+      if (!normalized.ok) {
+        quarantine(normalized.key, normalized.reason, p.raw);
+        continue;
+      }
+      values = normalized.record.values;
+      if (normalized.record.key !== key) {
+        key = normalized.record.key;
+        decision = decideWrite(state.get(key), p.hash, record.position);
+      }
+    }
+    if (key === null) continue; // unreachable: a valid record has a key
+    if (trackSeen && !markSeen(key)) continue; // a repeat: counted nowhere
+    switch (decision) {
+      case 'insert':
+      case 'return':
+      case 'update':
+        plan.rows.set(key, {
+          key,
+          values: values!,
+          raw: p.raw,
+          hash: p.hash,
+          position: record.position,
+          exists: stored.has(key),
+        });
+        plan.positions.delete(key);
+        state.set(key, { hash: p.hash, removedAt: null, position: record.position, custodyEndedAt: null });
+        change(key, decision === 'update' ? 'update' : 'insert');
+        if (decision === 'update') tally.updated++;
+        else tally.inserted++;
+        break;
+      case 'position': {
+        const row = plan.rows.get(key);
+        if (row) row.position = record.position;
+        else plan.positions.set(key, record.position!);
+        state.set(key, { ...state.get(key)!, position: record.position });
+        tally.unchanged++;
+        break;
+      }
+      default:
+        tally.unchanged++;
+    }
+  }
+  return plan;
+}

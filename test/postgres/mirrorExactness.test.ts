@@ -1,0 +1,270 @@
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { AppContext } from '../../src/context.js';
+import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { sqliteBackend } from '../../src/mirror/backend.js';
+import { emptyCounts } from '../../src/mirror/bookkeeping.js';
+import { custodyResources } from '../../src/mirror/resources.js';
+import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
+import {
+  expectMirrorEquals,
+  feedAfter,
+  type MirrorUnderTest,
+  pgMirror,
+  scalar,
+  sqliteMirror,
+} from './mirrorStores.js';
+
+/**
+ * The mirror's exactness on the operator's worst day, the same cases on both stores: a silent page
+ * cap below `page_size`, a list that ignores paging, removals between runs, an update to one
+ * field, quarantined records, a scan resumed after a failure mid-run. The end state is asserted
+ * (the mirror equals the registry field by field) and so are the tallies and the feed rows, which
+ * are the same on both stores because the assertions are.
+ */
+
+const PROJECTS = '/integration/v1/projects';
+const cluster = inject('postgres');
+
+let h: Harness | undefined;
+let database: TestDatabase | undefined;
+let store: PgDatabase | undefined;
+afterEach(async () => {
+  await store?.close();
+  await database?.drop();
+  await h?.close();
+  h = undefined;
+  store = undefined;
+  database = undefined;
+});
+afterAll(async () => {
+  await h?.close();
+});
+beforeAll(() => {
+  expect(cluster).toBeDefined();
+});
+
+/** The mirror under test on a fresh database of its kind. */
+async function open(kind: 'sqlite' | 'postgres', hh: Harness): Promise<MirrorUnderTest> {
+  if (kind === 'sqlite') return sqliteMirror(hh.ctx);
+  database = await createTestDatabase(cluster);
+  store = await openPostgres(database.url, { max: 4 });
+  return pgMirror(store);
+}
+
+function sync(
+  ctx: AppContext,
+  m: MirrorUnderTest,
+  target: 'projects' | 'issuances' | 'units',
+  options: RunSyncOptions = {},
+) {
+  return runSync(ctx, target, { sleep: noSleep, backend: m.backend, ...options });
+}
+
+async function syncAll(ctx: AppContext, m: MirrorUnderTest): Promise<RunOutcome[]> {
+  const outcomes = [];
+  for (const target of ['projects', 'issuances', 'units'] as const) outcomes.push(await sync(ctx, m, target));
+  return outcomes;
+}
+
+const tallies = (outcomes: RunOutcome[]) =>
+  outcomes.map((o) => [o.status, o.counts.inserted, o.counts.updated, o.counts.unchanged, o.counts.removed]);
+
+const lastSeq = (m: MirrorUnderTest) => scalar(m, 'SELECT coalesce(max(seq), 0) AS n FROM changes');
+
+describe.each(['sqlite', 'postgres'] as const)('the mirror on %s', (kind) => {
+  it('a silent cap below page_size, removals, one changed field and quarantine: equal to upstream, same tallies and feed', async () => {
+    h = await harness(
+      { projects: 230, issuances: 420, units: 1150, maxPageSize: 100 },
+      { 'sync.page_size': 500, 'sync.units_overlap': 10 },
+    );
+    const m = await open(kind, h);
+    const lines = captureLog(h.ctx);
+    const first = await syncAll(h.ctx, m);
+    expect(tallies(first)).toEqual([
+      ['succeeded', 230, 0, 0, 0],
+      ['succeeded', 420, 0, 0, 0],
+      ['succeeded', 1150, 0, 0, 0],
+    ]);
+    await expectMirrorEquals(m, h);
+    const feed1 = await feedAfter(m, 0);
+    expect(feed1).toHaveLength(230 + 420 + 1150);
+    expect(new Set(feed1.map((f) => f.split(' ')[2]))).toEqual(new Set(['insert']));
+    expect(lines.filter((l) => l.event === 'sync.list.page_capped').map((l) => l.pageSize)).toEqual([
+      100, 100, 100,
+    ]);
+
+    // The next day: one field of one project, three issuances gone, 30 new units.
+    const reg = h.sim.registry;
+    const changed = [...reg.snapshot('projects').keys()][150]!;
+    reg.change('projects', changed, { projectStatus: 'Registered' });
+    const gone = [...reg.snapshot('issuances').keys()].slice(300, 303);
+    for (const id of gone) reg.remove('issuances', id);
+    const added = reg.appendUnits(30);
+    const seq = await lastSeq(m);
+    const second = await syncAll(h.ctx, m);
+    expect(second.map((o) => o.mode)).toEqual(['full', 'full', 'incremental']);
+    expect(tallies(second)).toEqual([
+      ['succeeded', 0, 1, 229, 0],
+      ['succeeded', 0, 0, 417, 3],
+      ['succeeded', 30, 0, 0, 0],
+    ]);
+    await expectMirrorEquals(m, h);
+    const feed2 = await feedAfter(m, seq);
+    expect(feed2.slice(0, 4)).toEqual(
+      [`projects ${changed} update`, ...gone.map((id) => `issuances ${id} remove`)].slice(0, 4),
+    );
+    expect(feed2.slice(4)).toHaveLength(30);
+    expect(feed2.at(-1)).toBe(`unit_operations ${added.lastId} insert`);
+    expect(await scalar(m, 'SELECT count(*) AS n FROM issuances WHERE _removed_at IS NOT NULL')).toBe(3);
+
+    // A record the operator sends unreadable is quarantined, counted, kept out of tombstoning.
+    h.sim.faults.next(1, 'invalid-record', {
+      pathPrefix: PROJECTS,
+      corruptField: 'isProjectCoveredByNDC',
+      corruptValue: 'perhaps',
+    });
+    const third = await sync(h.ctx, m, 'projects');
+    expect(third).toMatchObject({
+      status: 'succeeded',
+      counts: { quarantined: 1, unchanged: 229, removed: 0 },
+    });
+    expect(await scalar(m, "SELECT count(*) AS n FROM quarantine WHERE resource = 'projects'")).toBe(1);
+    await expectMirrorEquals(m, h);
+    const runs = await m.query(
+      'SELECT status, inserted, updated, removed, unchanged, quarantined FROM sync_runs ORDER BY id',
+    );
+    expect(
+      runs.map((r) =>
+        Object.values(r).map((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v)),
+      ),
+    ).toEqual([
+      ['succeeded', 230, 0, 0, 0, 0],
+      ['succeeded', 420, 0, 0, 0, 0],
+      ['succeeded', 1150, 0, 0, 0, 0],
+      ['succeeded', 0, 1, 0, 229, 0],
+      ['succeeded', 0, 0, 3, 417, 0],
+      ['succeeded', 30, 0, 0, 0, 0],
+      ['succeeded', 0, 0, 0, 229, 1],
+    ]);
+  });
+
+  it('a list that ignores paging is read as one body; a record gone from it is removed', async () => {
+    h = await harness({ projects: 150, projectsUnpaginated: true }, { 'sync.page_size': 50 });
+    const m = await open(kind, h);
+    expect(await sync(h.ctx, m, 'projects')).toMatchObject({
+      status: 'succeeded',
+      counts: { inserted: 150 },
+    });
+    await expectMirrorEquals(m, h, ['projects']);
+    const id = [...h.sim.registry.snapshot('projects').keys()][7]!;
+    h.sim.registry.remove('projects', id);
+    const seq = await lastSeq(m);
+    expect(await sync(h.ctx, m, 'projects')).toMatchObject({
+      status: 'succeeded',
+      counts: { removed: 1, unchanged: 149 },
+    });
+    await expectMirrorEquals(m, h, ['projects']);
+    expect(await feedAfter(m, seq)).toEqual([`projects ${id} remove`]);
+  });
+
+  it('a run that fails mid-scan resumes from its checkpoint: only the rest is fetched, nothing written twice', async () => {
+    h = await harness({ projects: 230 }, { 'sync.page_size': 50, 'sync.page_attempts': 2 });
+    const m = await open(kind, h);
+    let injected = false;
+    const failed = await sync(h.ctx, m, 'projects', {
+      // After the first page's batch: the second page fails every attempt.
+      onProgress: () => {
+        if (!injected) {
+          injected = true;
+          h!.sim.faults.next(2, '503', { pathPrefix: PROJECTS });
+        }
+      },
+    });
+    expect(failed.status).toBe('failed');
+    expect(failed.counts.inserted).toBe(50);
+    const checkpoint = (
+      await m.query("SELECT next_offset FROM sync_checkpoints WHERE resource = 'projects'")
+    )[0];
+    expect(Number(checkpoint?.next_offset)).toBe(50);
+    const resumed = await sync(h.ctx, m, 'projects');
+    expect(resumed).toMatchObject({ status: 'succeeded', counts: { inserted: 180, fetched: 180 } });
+    await expectMirrorEquals(m, h, ['projects']);
+    expect(await feedAfter(m, 0)).toHaveLength(230);
+    const rows = await m.query("SELECT resumed_from FROM sync_runs WHERE resource = 'projects' ORDER BY id");
+    expect(rows.map((r) => (r.resumed_from === null ? null : Number(r.resumed_from)))).toEqual([
+      null,
+      failed.runId,
+    ]);
+  });
+
+  it('a max_remove_share refusal keeps the mirror and fails the run, with the same words', async () => {
+    h = await harness({ projects: 40 }, { 'sync.page_size': 50, 'sync.max_remove_share': 0.1 });
+    const m = await open(kind, h);
+    await sync(h.ctx, m, 'projects');
+    for (const id of [...h.sim.registry.snapshot('projects').keys()].slice(0, 10))
+      h.sim.registry.remove('projects', id);
+    const outcome = await sync(h.ctx, m, 'projects');
+    expect(outcome).toMatchObject({ status: 'failed', counts: { removed: 0 } });
+    expect(outcome.error).toBe(
+      'refused to mark 10 of 40 projects removed (more than sync.max_remove_share=0.1); the mirror keeps them',
+    );
+    expect(await scalar(m, 'SELECT count(*) AS n FROM projects WHERE _removed_at IS NULL')).toBe(40);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('the custody store on %s', (kind) => {
+  it('a record read, its custody ended (once), then back: same tallies and feed', async () => {
+    h = await harness({ projects: 5 });
+    const m = await open(kind, h);
+    const def = custodyResources(h.ctx.config)[0]!;
+    const now = () => new Date().toISOString();
+    const custody = m.backend ? m.backend.store(def, now) : sqliteBackend(h.ctx).store(def, now);
+    const runs = m.backend ?? sqliteBackend(h.ctx);
+    const runId = await runs.startRun('custody', 'full', 'manual', now(), null);
+    const [id, record] = [...h.sim.registry.snapshot('projects')][0]!;
+    const write = () =>
+      custody.commitBatch({
+        runId,
+        records: [{ value: record, position: null }],
+        trackSeen: false,
+        checkpoint: null,
+        counts: emptyCounts(),
+      });
+    expect((await write()).tally).toMatchObject({ inserted: 1 });
+    expect((await write()).tally).toMatchObject({ unchanged: 1, inserted: 0 });
+    expect(await custody.endCustody(runId, 'projects', id, emptyCounts())).toBe(true);
+    expect(await custody.endCustody(runId, 'projects', id, emptyCounts())).toBe(false);
+    expect(
+      await scalar(m, 'SELECT count(*) AS n FROM custody_projects WHERE _custody_ended_at IS NOT NULL'),
+    ).toBe(1);
+    // Back in custody: fed as an insert, the end cleared.
+    expect((await write()).tally).toMatchObject({ inserted: 1 });
+    expect(
+      await scalar(m, 'SELECT count(*) AS n FROM custody_projects WHERE _custody_ended_at IS NULL'),
+    ).toBe(1);
+    expect(await feedAfter(m, 0)).toEqual([
+      `custody_projects ${id} insert`,
+      `custody_projects ${id} remove`,
+      `custody_projects ${id} insert`,
+    ]);
+  });
+});
+
+describe('the mirror on postgres only', () => {
+  it('a record with U+0000 (which jsonb cannot hold) is quarantined, not a batch failing on every run', async () => {
+    h = await harness({ projects: 30 }, { 'sync.page_size': 50 });
+    const m = await open('postgres', h);
+    const ids = [...h.sim.registry.snapshot('projects').keys()];
+    h.sim.registry.change('projects', ids[3]!, { projectDescription: 'before\u0000after' });
+    // A literal backslash-u text is ordinary data.
+    h.sim.registry.change('projects', ids[4]!, { projectDescription: 'C:\\u0000' });
+    const outcome = await sync(h.ctx, m, 'projects');
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { inserted: 29, quarantined: 1 } });
+    const rows = await m.query('SELECT record_id, reason FROM quarantine');
+    expect(rows).toEqual([{ record_id: ids[3], reason: 'contains U+0000, which PostgreSQL cannot store' }]);
+    // Still upstream: a later complete scan does not tombstone it.
+    expect(await sync(h.ctx, m, 'projects')).toMatchObject({ status: 'succeeded', counts: { removed: 0 } });
+  });
+});

@@ -1,0 +1,98 @@
+import { expect } from 'vitest';
+import type { AppContext } from '../../src/context.js';
+import type { PgDatabase } from '../../src/db/pg.js';
+import type { MirrorBackend } from '../../src/mirror/backend.js';
+import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
+import { expectRowMatches, type Harness } from '../mirror/harness.js';
+
+/**
+ * The mirror as a test reads it, on either store: SQLite's file (`ctx.database`) or a PostgreSQL
+ * database, its rows turned back into SQLite's forms (booleans 0/1, lists as JSON text, bigint as
+ * numbers) so the same field-by-field assertions hold for both.
+ */
+export interface MirrorUnderTest {
+  kind: 'sqlite' | 'postgres';
+  /** What `runSync` gets (undefined: its SQLite default). */
+  backend: MirrorBackend | undefined;
+  query(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
+}
+
+export function sqliteMirror(ctx: AppContext): MirrorUnderTest {
+  return {
+    kind: 'sqlite',
+    backend: undefined,
+    async query(sql, params = []) {
+      // PostgreSQL's $n placeholders, in order, as SQLite's ?.
+      return ctx.database.sqlite.prepare(sql.replace(/\$\d+/g, '?')).all(...params) as Record<
+        string,
+        unknown
+      >[];
+    },
+  };
+}
+
+export function pgMirror(store: PgDatabase): MirrorUnderTest {
+  return {
+    kind: 'postgres',
+    backend: pgBackend(store.pool),
+    async query(sql, params = []) {
+      return (await store.pool.query(sql, params)).rows as Record<string, unknown>[];
+    },
+  };
+}
+
+const SIM_NAME = { projects: 'projects', issuances: 'issuances', unit_operations: 'units' } as const;
+type ListTable = keyof typeof SIM_NAME;
+
+/** A PostgreSQL row in SQLite's forms; `_raw` as JSON text. */
+function sqliteForm(table: ResourceName, row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...row };
+  for (const f of RESOURCE_FIELDS[table].fields) {
+    const v = row[f.name];
+    if (v === null || v === undefined) continue;
+    if (f.type === 'bool') out[f.name] = v === true ? 1 : 0;
+    else if (f.type === 'textList') out[f.name] = JSON.stringify(v);
+    else if (f.type === 'int') out[f.name] = Number(v);
+  }
+  if (typeof row._raw !== 'string') out._raw = JSON.stringify(row._raw);
+  return out;
+}
+
+/** Live rows of a table by key. */
+export async function liveRows(
+  m: MirrorUnderTest,
+  table: ResourceName,
+): Promise<Map<string, Record<string, unknown>>> {
+  const key = RESOURCE_FIELDS[table].key;
+  const rows = await m.query(`SELECT * FROM ${table} WHERE _removed_at IS NULL`);
+  return new Map(rows.map((r) => [String(r[key]), m.kind === 'postgres' ? sqliteForm(table, r) : r]));
+}
+
+/** Asserts the lists in the mirror equal the simulator's registry, field by field. */
+export async function expectMirrorEquals(
+  m: MirrorUnderTest,
+  h: Harness,
+  tables: readonly ListTable[] = ['projects', 'issuances', 'unit_operations'],
+): Promise<void> {
+  for (const table of tables) {
+    const expected = h.sim.registry.snapshot(SIM_NAME[table]);
+    const rows = await liveRows(m, table);
+    expect([...rows.keys()].sort(), `${m.kind} ${table} keys`).toEqual([...expected.keys()].sort());
+    for (const [id, record] of expected) expectRowMatches(table, rows.get(id), record);
+  }
+}
+
+/** A number from either driver (PostgreSQL's count and bigint come as text). */
+export async function scalar(m: MirrorUnderTest, sql: string, params: unknown[] = []): Promise<number> {
+  const row = (await m.query(sql, params))[0];
+  return Number(row ? Object.values(row)[0] : 0);
+}
+
+/** The feed after `seq`, as (resource, record_id, kind). */
+export async function feedAfter(m: MirrorUnderTest, seq: number): Promise<string[]> {
+  const rows = await m.query('SELECT resource, record_id, kind FROM changes WHERE seq > $1 ORDER BY seq', [
+    seq,
+  ]);
+  return rows.map((r) => `${String(r.resource)} ${String(r.record_id)} ${String(r.kind)}`);
+}
