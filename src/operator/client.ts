@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
+import { linkedSignal } from '../linkedSignal.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';
@@ -192,14 +193,19 @@ export class OperatorClient {
   ): Promise<{ stream: Request; response: http.IncomingMessage; started: number }> {
     await this.limiter.acquire(request.signal);
     const started = this.clock.now();
+    const { signal, unlink } = linkedSignal(request.signal);
     const stream = this.got.stream(url, {
       method: init.method ?? 'GET',
       headers: init.headers,
       ...(init.body !== undefined ? { body: init.body } : {}),
       // Single reads and /notify: the whole exchange is bounded; list bodies only by idleness.
       ...(init.whole ? { timeout: { request: this.options.timeoutMs ?? 30_000 } } : {}),
-      ...(request.signal ? { signal: request.signal } : {}),
+      ...(signal ? { signal } : {}),
     });
+    // A body read to its end ends the stream; one cut short is destroyed (close). got never
+    // destroys a stream read to its end, so 'end' is the one that matters.
+    stream.once('end', unlink);
+    stream.once('close', unlink);
     try {
       const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
         stream.once('response', resolve);
@@ -211,6 +217,7 @@ export class OperatorClient {
       stream.on('error', () => {});
       return { stream, response, started };
     } catch (err) {
+      unlink();
       this.report(operation, 'error', started);
       throw errorForNetwork(err);
     }

@@ -2,6 +2,7 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { type Got, got } from 'got';
+import { linkedSignal } from '../linkedSignal.js';
 import { parseRetryAfter } from '../operator/errors.js';
 import { scrubText } from '../redact.js';
 import type { DeliveryOutcome } from './nextStep.js';
@@ -73,11 +74,12 @@ export class SubscriberSender {
     nowMs: number,
     signal: AbortSignal,
   ): Promise<DeliveryOutcome> {
+    const linked = linkedSignal(signal);
     try {
       const response = await this.got.post(sub.url, {
         body: delivery.body,
         headers: this.headers(sub, delivery.webhookId, delivery.body, nowMs),
-        signal,
+        ...(linked.signal ? { signal: linked.signal } : {}),
         responseType: 'buffer',
       });
       const retryAfter = response.headers['retry-after'];
@@ -92,6 +94,8 @@ export class SubscriberSender {
         e.name === 'TimeoutError' || e.code === 'ETIMEDOUT' ? 'timed out' : (e.code ?? e.name ?? 'failed');
       // Only the error's kind: a message may quote the URL, which may carry a token.
       return { kind: 'error', error: scrubText(`request ${what}`) };
+    } finally {
+      linked.unlink();
     }
   }
 

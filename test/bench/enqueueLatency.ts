@@ -115,13 +115,14 @@ async function daemonLoad(
   seconds: number,
   synchronous: string,
   dispatcherThread: boolean,
+  syncOnStart = false,
 ): Promise<Latencies> {
   const cli = await cliRunner(options.quick, options.say);
   const [apiPort, webhookPort] = [await freePort(), await freePort()];
   const config = writeConfig(
     options.dir,
     tag,
-    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n`,
+    `${syncOnStart ? QUIET_DAEMON_TOML.replace('on_startup = false', 'on_startup = true') : QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n`,
   );
   const daemon = spawnNode(
     cli.args(['run', '--config', config], [LOOP_DELAY_PRELOAD]),
@@ -195,11 +196,63 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
     options.say(`enqueue latency: vcu-sync run, dispatcher draining, ${RATE}/s for ${seconds} s`);
     const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous, dispatcherThread);
     const how = `child \`vcu-sync run\`, synchronous=${synchronous}, dispatcher_thread=${dispatcherThread}; baseline: bare Hono handler, same client`;
-    return [
+    const rows = [
       row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how),
       row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'),
     ];
+    rows.push(await whileSyncing(options, seconds, synchronous, dispatcherThread, baseline, how));
+    return rows;
   } finally {
     await sim.close();
+  }
+}
+
+/**
+ * The same load while the daemon's start-up full sync writes pages of a registry large enough to
+ * outlast the load (and its dispatcher drains what the load queues).
+ */
+async function whileSyncing(
+  options: BenchOptions,
+  seconds: number,
+  synchronous: string,
+  dispatcherThread: boolean,
+  baseline: Latencies,
+  how: string,
+): Promise<ScenarioResult> {
+  const units = options.quick ? 20_000 : 600_000;
+  const registry = await startSimChild([
+    '--policy',
+    'none',
+    '--projects',
+    '2000',
+    '--issuances',
+    '20000',
+    '--units',
+    String(units),
+    '--max-page-size',
+    '1000',
+  ]);
+  try {
+    options.say(
+      `enqueue latency: vcu-sync run during a full sync of ${units} units, ${RATE}/s for ${seconds} s`,
+    );
+    const syncing = await daemonLoad(
+      options,
+      registry,
+      'enqueue-sync',
+      seconds,
+      synchronous,
+      dispatcherThread,
+      true,
+    );
+    return row(
+      `enqueue at ${RATE} req/s, full sync writing`,
+      syncing,
+      baseline,
+      `${how}; start-up full sync of ${units} units running`,
+      '< 5 ms',
+    );
+  } finally {
+    await registry.close();
   }
 }
