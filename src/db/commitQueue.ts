@@ -16,6 +16,7 @@
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
+import { WalSync } from './walSync.js';
 
 interface Task {
   run: () => unknown;
@@ -68,8 +69,10 @@ export class CommitQueue {
   private readonly batch: { immediate: (tasks: readonly Task[]) => Settled[] };
   private readonly totalChanges: () => number;
   private readonly busyTimeout: () => number;
-  /** Prepared `PRAGMA busy_timeout = N` by N: a pragma prepared on every flush cost ~2 % of an enqueue. */
-  private readonly setBusy = new Map<number, { run(): unknown }>();
+  /** Prepared `PRAGMA x = N` by assignment: a pragma prepared on every flush cost ~2 % of an enqueue. */
+  private readonly setBusy = new Map<string, { run(): unknown }>();
+  /** With `synchronous = FULL`: the group's fsync, run off the loop (./walSync.ts); null otherwise. */
+  private readonly walSync: WalSync | null;
 
   /**
    * @param sqlite the database handle
@@ -84,6 +87,8 @@ export class CommitQueue {
     this.totalChanges = () => changes.get() as number;
     const busy = sqlite.prepare('PRAGMA busy_timeout').pluck();
     this.busyTimeout = () => busy.get() as number;
+    const full = sqlite.pragma('synchronous', { simple: true }) === 2;
+    this.walSync = WalSync.for(sqlite, full ? 'full' : 'normal');
     // A transaction function called inside another becomes a savepoint.
     this.inSavepoint = sqlite.transaction((run: () => unknown) => run());
     this.batch = sqlite.transaction((tasks: readonly Task[]) =>
@@ -135,11 +140,14 @@ export class CommitQueue {
     // Synchronous from here to the restore: nothing else on this thread sees the zero timeout.
     const busyTimeout = this.busyTimeout();
     this.setBusyTimeout(0);
+    // The group's COMMIT writes the WAL without syncing it; the sync runs off the loop below.
+    if (this.walSync) this.setPragma('synchronous = NORMAL');
     try {
       // IMMEDIATE: take the write lock up front, so reading then writing cannot deadlock with
       // another connection, and so a held lock fails here, before any task has run.
       results = this.batch.immediate(tasks);
     } catch (thrown) {
+      if (this.walSync) this.setPragma('synchronous = FULL');
       this.setBusyTimeout(busyTimeout);
       const error = thrown instanceof TransactionLost ? thrown.error : thrown;
       const kind = this.faults.noteFailure(error);
@@ -152,11 +160,31 @@ export class CommitQueue {
       if (this.tasks.length > 0) this.schedule(0);
       return;
     }
+    if (this.walSync) this.setPragma('synchronous = FULL');
     this.setBusyTimeout(busyTimeout);
     this.busyTries = 0;
     this.faults.noteLockTaken();
     if (this.tasks.length > 0) this.schedule(0);
-    this.report(results, before);
+    const wrote = this.totalChanges() > before;
+    if (!this.walSync || !wrote) {
+      this.answer(tasks, results, wrote);
+      return;
+    }
+    // Answered once the WAL is on disk; the next group is written meanwhile.
+    this.walSync.sync().then(
+      () => this.answer(tasks, results, wrote),
+      (error: unknown) => {
+        this.faults.noteFailure(error);
+        const kind = classifyDatabaseError(error);
+        const refused = kind ? unavailableFor(error, kind) : error;
+        for (const task of tasks) task.reject(refused);
+      },
+    );
+  }
+
+  /** Settles each task's promise with its result, once its work is durable. */
+  private answer(tasks: readonly Task[], results: readonly Settled[], wrote: boolean): void {
+    this.report(results, wrote);
     tasks.forEach((task, i) => {
       const result = results[i]!;
       if (result.ok) task.resolve(result.value);
@@ -165,16 +193,26 @@ export class CommitQueue {
   }
 
   private setBusyTimeout(ms: number): void {
-    let statement = this.setBusy.get(ms);
+    this.setPragma(`busy_timeout = ${Math.trunc(ms)}`);
+  }
+
+  /**
+   * Sets a pragma through a statement prepared once per value. SQLite applies such a pragma when
+   * the statement is prepared, and the statement's first run after that does nothing (seen on
+   * better-sqlite3 13: `prepare(N)`, `prepare(F)`, `run(N)` leaves F); later runs apply it. So a
+   * new statement is prepared and run at once, and every later use is a working run.
+   */
+  private setPragma(assignment: string): void {
+    let statement = this.setBusy.get(assignment);
     if (!statement) {
-      statement = this.sqlite.prepare(`PRAGMA busy_timeout = ${Math.trunc(ms)}`);
-      this.setBusy.set(ms, statement);
+      statement = this.sqlite.prepare(`PRAGMA ${assignment}`);
+      this.setBusy.set(assignment, statement);
     }
     statement.run();
   }
 
   /** Tells the fault tracker what the commit showed: a write that failed, or one that made it to disk. */
-  private report(results: readonly Settled[], before: number): void {
+  private report(results: readonly Settled[], wrote: boolean): void {
     let failed = false;
     for (const result of results) {
       if (!result.ok && classifyDatabaseError(result.error) !== null) {
@@ -183,7 +221,7 @@ export class CommitQueue {
       }
     }
     // A batch that only read (a claim finding nothing) proves nothing about writing.
-    if (!failed && this.totalChanges() > before) this.faults.noteWriteSucceeded();
+    if (!failed && wrote) this.faults.noteWriteSucceeded();
   }
 
   /** Another process holds the write lock: refuse the tasks out of grace, retry the rest later. */

@@ -49,7 +49,9 @@ const received = (ref: string) => sim.notifications.filter((n) => n.ref === ref)
 
 describe('dispatcher delivery', () => {
   it('delivers through 500, 502, 503, 429, resets and timeouts; every row ends accepted', async () => {
-    const h = setup({ 'operator.timeout_ms': 300 });
+    // The clock moves 1 s per 5 ms of real time: a lease of a few minutes would run out (and the row
+    // be claimed again) while the 300 ms timeout is still pending in real time.
+    const h = setup({ 'operator.timeout_ms': 300, 'outbox.lease_seconds': 86_400 });
     const path = { pathPrefix: '/integration/v1/notify' };
     sim.faults.next(1, '500', path);
     sim.faults.next(1, '502', path);
