@@ -3,7 +3,6 @@ import type { AppContext } from '../../context.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { readRetry } from '../retry.js';
 import { type BatchResult, type MirrorStore, sqliteStore } from '../store.js';
 import type { FetchedRecord } from '../writer.js';
 import {
@@ -16,13 +15,16 @@ import {
   markDrift,
   nextRequest,
   type PageEnding,
+  requestAfter,
   type ScanCursor,
   type ScanPlan,
+  sameRequest,
   startCursor,
   tombstoneVerdict,
 } from './cursor.js';
-import type { PageRequest, PageShape } from './pager.js';
-import { pageShape, readPage } from './readPage.js';
+import { PageRead } from './pageRead.js';
+import type { PageShape } from './pager.js';
+import { pageShape } from './readPage.js';
 
 /** What a list run needs besides the context. */
 export interface ListSyncOptions {
@@ -91,19 +93,32 @@ async function scan(
 ): Promise<ListSyncResult> {
   const { config, log } = ctx;
   const { counts, runId } = options;
-  for (;;) {
-    if (options.signal?.aborted) throw new RunAborted();
-    const request = nextRequest(cursor, config.sync.page_size);
-    const page = await fetchAndWrite(ctx, resource, store, cursor, request, options);
-    counts.pages++;
-    const ending = endPage(cursor, page, config.sync.max_pages);
-    logPageEnd(ctx, resource, cursor, page, ending, request.limit);
-    if (ending.end.next === 'done') break;
-    if (ending.end.next === 'max-pages') {
-      throw new Error(
-        `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
-      );
+  // At most one page read ahead of the page being written (see fetchAndWrite).
+  const pipe: Pipe = { ahead: null };
+  try {
+    for (;;) {
+      if (options.signal?.aborted) throw new RunAborted();
+      const request = nextRequest(cursor, config.sync.page_size);
+      const ahead = pipe.ahead;
+      pipe.ahead = null;
+      // The read sent ahead is used only if the written page led to the very request it made.
+      const read =
+        ahead && sameRequest(ahead.request, request) ? ahead : new PageRead(ctx, resource, request, options);
+      if (ahead && ahead !== read) ahead.cancel();
+      const page = await fetchAndWrite(ctx, resource, store, cursor, read, options, pipe);
+      counts.pages++;
+      const ending = endPage(cursor, page, config.sync.max_pages);
+      logPageEnd(ctx, resource, cursor, page, ending, request.limit);
+      if (ending.end.next === 'done') break;
+      if (ending.end.next === 'max-pages') {
+        throw new Error(
+          `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
+        );
+      }
     }
+  } finally {
+    // A failed write, a stop, or a scan that ended otherwise than predicted: the read ahead goes.
+    pipe.ahead?.cancel();
   }
 
   if (cursor.mode === 'incremental') {
@@ -131,9 +146,18 @@ async function scan(
   return { mode: cursor.mode, refusal };
 }
 
+/** The read sent ahead of the page being written, if any. */
+interface Pipe {
+  ahead: PageRead | null;
+}
+
 /**
- * One page: fetched and read with retries, then written batch by batch. A streamed body that breaks
- * part-way is fetched again within the same attempts: the batches it already committed are
+ * One page: read with retries, then written batch by batch. As soon as the page is read (and before
+ * it is written) the request that follows it is known, and sent: the operator prepares the next
+ * page and its bytes arrive while this one commits (pipelining, one page ahead at most, since the
+ * page after that is asked for only once the next one is read). Checkpoints still commit with
+ * their data, in order: only writes commit, and they stay one after another. A streamed body that
+ * breaks part-way is fetched again within the same attempts: the batches it already committed are
  * re-read as held (units) or seen (lists), never written twice.
  */
 async function fetchAndWrite(
@@ -141,30 +165,13 @@ async function fetchAndWrite(
   resource: ListResource,
   store: MirrorStore,
   cursor: ScanCursor,
-  request: PageRequest,
+  read: PageRead,
   options: ListSyncOptions,
+  pipe: Pipe,
 ): Promise<PageShape | 'same-page'> {
-  const retry = readRetry(ctx, options, 'page failed; retrying', {
-    resource: resource.name,
-    offset: cursor.offset,
-  });
-  for (;;) {
-    const page = await retry.run(async () =>
-      readPage(
-        // The stop signal cancels a page in flight too: a GET has no effect to lose, and the
-        // checkpoint of the pages already written is kept.
-        await ctx.operator().list(
-          resource.operation,
-          resource.path,
-          { limit: request.limit, offset: request.offset },
-          {
-            signal: options.signal,
-          },
-        ),
-        request,
-        resource,
-      ),
-    );
+  const { sync } = ctx.config;
+  for (let attempt = read.page; ; attempt = read.again()) {
+    const page = await attempt;
     if (page.kind === 'same-page') return 'same-page';
     if (page.drifted && markDrift(cursor)) {
       ctx.log.warn(
@@ -172,15 +179,22 @@ async function fetchAndWrite(
         'records moved under the pager',
       );
     }
-    let read = 0;
+    const next = requestAfter(cursor, page.shape, sync.page_size, sync.max_pages);
+    if (next) {
+      pipe.ahead = new PageRead(ctx, resource, next, options);
+      await pipe.ahead.sent();
+    }
+    let count = 0;
     try {
       for await (const batch of page.batches) {
-        read += batch.records.length;
+        count += batch.records.length;
         await writeBatch(ctx, resource, store, cursor, batch.records, batch.nextOffset, options);
       }
-      return pageShape(page.shape, read);
+      return pageShape(page.shape, count);
     } catch (err) {
-      await retry.failed(err);
+      pipe.ahead?.cancel();
+      pipe.ahead = null;
+      await read.retry.failed(err);
     }
   }
 }
