@@ -337,30 +337,6 @@ export function requestAfter(
   return endPage(ahead, page, maxPages).end.next === 'page' ? nextRequest(ahead, configuredPageSize) : null;
 }
 
-/** Whether two requests ask the same thing and expect the same of the body (pure). */
-export function sameRequest(a: PageRequest, b: PageRequest): boolean {
-  const p = a.previous;
-  const q = b.previous;
-  const samePrevious =
-    p === q ||
-    (p !== undefined &&
-      q !== undefined &&
-      p.offset === q.offset &&
-      p.limit === q.limit &&
-      p.count === q.count &&
-      p.skipped === q.skipped &&
-      p.whole === q.whole &&
-      p.firstKey === q.firstKey &&
-      p.lastKey === q.lastKey);
-  return (
-    a.offset === b.offset &&
-    a.limit === b.limit &&
-    a.anchor === b.anchor &&
-    a.logStartKey === b.logStartKey &&
-    samePrevious
-  );
-}
-
 /**
  * What a finished incremental run commits: the log checkpoint, only when the run learned a page
  * size (its batches committed the rest). Throws when the overlap was not all read.

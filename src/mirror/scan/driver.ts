@@ -1,13 +1,10 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
-import { type RunCounts, withTally } from '../bookkeeping.js';
+import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { type BatchResult, type MirrorStore, sqliteStore } from '../store.js';
-import type { FetchedRecord } from '../writer.js';
+import { type MirrorStore, sqliteStore } from '../store.js';
 import {
-  admitBatch,
-  checkpointAt,
   closeFull,
   closeIncremental,
   endPage,
@@ -18,12 +15,12 @@ import {
   requestAfter,
   type ScanCursor,
   type ScanPlan,
-  sameRequest,
   startCursor,
   tombstoneVerdict,
 } from './cursor.js';
+import { HeldWrites } from './heldWrites.js';
 import { PageRead } from './pageRead.js';
-import type { PageShape } from './pager.js';
+import { type PageShape, sameRequest } from './pager.js';
 import { pageShape } from './readPage.js';
 
 /** What a list run needs besides the context. */
@@ -95,6 +92,7 @@ async function scan(
   const { counts, runId } = options;
   // At most one page read ahead of the page being written (see fetchAndWrite).
   const pipe: Pipe = { ahead: null };
+  const writes = new HeldWrites(ctx, resource, store, cursor, options);
   try {
     for (;;) {
       if (options.signal?.aborted) throw new RunAborted();
@@ -105,17 +103,24 @@ async function scan(
       const read =
         ahead && sameRequest(ahead.request, request) ? ahead : new PageRead(ctx, resource, request, options);
       if (ahead && ahead !== read) ahead.cancel();
-      const page = await fetchAndWrite(ctx, resource, store, cursor, read, options, pipe);
+      const page = await fetchAndWrite(ctx, resource, cursor, read, writes, options, pipe);
       counts.pages++;
       const ending = endPage(cursor, page, config.sync.max_pages);
       logPageEnd(ctx, resource, cursor, page, ending, request.limit);
       if (ending.end.next === 'done') break;
       if (ending.end.next === 'max-pages') {
+        await writes.flush();
         throw new Error(
           `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
         );
       }
     }
+    await writes.flush();
+    // A stop asked for while the last pages committed still leaves the scan unfinished.
+    if (options.signal?.aborted) throw new RunAborted();
+  } catch (err) {
+    await writes.settle();
+    throw err;
   } finally {
     // A failed write, a stop, or a scan that ended otherwise than predicted: the read ahead goes.
     pipe.ahead?.cancel();
@@ -163,9 +168,9 @@ interface Pipe {
 async function fetchAndWrite(
   ctx: AppContext,
   resource: ListResource,
-  store: MirrorStore,
   cursor: ScanCursor,
   read: PageRead,
+  writes: HeldWrites,
   options: ListSyncOptions,
   pipe: Pipe,
 ): Promise<PageShape | 'same-page'> {
@@ -184,11 +189,15 @@ async function fetchAndWrite(
       pipe.ahead = new PageRead(ctx, resource, next, options);
       await pipe.ahead.sent();
     }
+    // A page read whole is in memory already: it may wait for the next ones to commit with them.
+    // A streamed body commits batch by batch (what it holds is what one batch holds).
+    const hold = !page.shape.whole;
+    if (!hold) await writes.flush();
     let count = 0;
     try {
       for await (const batch of page.batches) {
         count += batch.records.length;
-        await writeBatch(ctx, resource, store, cursor, batch.records, batch.nextOffset, options);
+        await writes.add(batch.records, batch.nextOffset, hold);
       }
       return pageShape(page.shape, count);
     } catch (err) {
@@ -196,39 +205,6 @@ async function fetchAndWrite(
       pipe.ahead = null;
       await read.retry.failed(err);
     }
-  }
-}
-
-/** Writes one batch with its checkpoint (one store call) and keeps the counts. */
-async function writeBatch(
-  ctx: AppContext,
-  resource: ListResource,
-  store: MirrorStore,
-  cursor: ScanCursor,
-  records: readonly FetchedRecord[],
-  nextOffset: number,
-  options: ListSyncOptions,
-): Promise<void> {
-  const { counts, runId } = options;
-  counts.fetched += records.length;
-  const fresh = admitBatch(cursor, records);
-  if (fresh === null) return;
-  const result = await store.commitBatch({
-    runId,
-    records: fresh,
-    trackSeen: cursor.trackSeen,
-    checkpoint: checkpointAt(cursor, runId, nextOffset),
-    counts,
-  });
-  Object.assign(counts, withTally(counts, result.tally));
-  logQuarantined(ctx, resource.name, resource.table, result);
-  options.onProgress?.(counts);
-}
-
-/** One line per quarantined record. */
-export function logQuarantined(ctx: AppContext, resource: string, table: string, result: BatchResult): void {
-  for (const { key, reason } of result.quarantined) {
-    ctx.log.warn({ event: 'sync.record.quarantined', resource, table, key, reason }, 'record quarantined');
   }
 }
 
