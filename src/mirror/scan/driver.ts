@@ -189,15 +189,18 @@ async function fetchAndWrite(
       pipe.ahead = new PageRead(ctx, resource, next, options);
       await pipe.ahead.sent();
     }
-    // A page read whole is in memory already: it may wait for the next ones to commit with them.
-    // A streamed body commits batch by batch (what it holds is what one batch holds).
-    const hold = !page.shape.whole;
-    if (!hold) await writes.flush();
+    // A page read whole and parsed at once is in memory already: it may wait for the next ones to
+    // commit with them. A streamed body commits batch by batch (it holds what one batch holds).
+    const held = page.shape.whole ? null : page.bytes;
+    if (held === null) await writes.flush();
     let count = 0;
+    // The body's bytes count once, with its first batch.
+    let bytes = held;
     try {
       for await (const batch of page.batches) {
+        await writes.add(batch.records, batch.nextOffset, bytes);
+        if (bytes !== null) bytes = 0;
         count += batch.records.length;
-        await writes.add(batch.records, batch.nextOffset, hold);
       }
       return pageShape(page.shape, count);
     } catch (err) {

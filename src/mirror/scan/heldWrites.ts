@@ -17,6 +17,12 @@ import { admitBatch, checkpointAt, type ScanCursor } from './cursor.js';
 export const HELD_RECORDS = 10_000;
 
 /**
+ * And at most this many bytes of page bodies are held (records of a few KiB each would otherwise
+ * hold far more memory than 10,000 ordinary ones); a streamed body is never held.
+ */
+export const HELD_BYTES = 8 * 1024 * 1024;
+
+/**
  * Held records commit once this long has passed since the last commit, so a slow operator
  * (small pages, long answers) still commits page by page: progress shows, the run's idle bound
  * (`sync.idle_timeout_seconds`, reset by each commit) never sees held work as idleness, and a
@@ -41,6 +47,8 @@ export class HeldWrites {
   private records: FetchedRecord[] = [];
   private checkpoint: Checkpoint | null = null;
   private pending = false;
+  /** Bytes of the page bodies held. */
+  private bytes = 0;
   /** When the scan started or last committed (clock ms). */
   private lastCommit: number;
 
@@ -55,10 +63,12 @@ export class HeldWrites {
   }
 
   /**
-   * Admits a batch that ends at `nextOffset`; commits it now unless `hold` (its page is in memory
-   * already), in which case it waits for {@link HELD_RECORDS} records in all or {@link HELD_MS} since the last commit.
+   * Admits a batch that ends at `nextOffset`; commits it now unless its page is in memory already
+   * (`heldBytes`: the size of its body, counted with its first batch; null: commit now), in which
+   * case it waits for {@link HELD_RECORDS} records, {@link HELD_BYTES} or {@link HELD_MS} since the
+   * last commit.
    */
-  async add(records: readonly FetchedRecord[], nextOffset: number, hold: boolean): Promise<void> {
+  async add(records: readonly FetchedRecord[], nextOffset: number, heldBytes: number | null): Promise<void> {
     this.run.counts.fetched += records.length;
     const fresh = admitBatch(this.cursor, records);
     if (fresh !== null) {
@@ -66,8 +76,12 @@ export class HeldWrites {
       this.checkpoint = checkpointAt(this.cursor, this.run.runId, nextOffset);
       this.pending = true;
     }
-    const due = this.records.length >= HELD_RECORDS || this.ctx.clock.now() - this.lastCommit >= HELD_MS;
-    if (!hold || due) await this.flush();
+    this.bytes += heldBytes ?? 0;
+    const due =
+      this.records.length >= HELD_RECORDS ||
+      this.bytes >= HELD_BYTES ||
+      this.ctx.clock.now() - this.lastCommit >= HELD_MS;
+    if (heldBytes === null || due) await this.flush();
   }
 
   /** Commits what is held, if anything, with its checkpoint. */
@@ -78,6 +92,7 @@ export class HeldWrites {
     this.records = [];
     this.checkpoint = null;
     this.pending = false;
+    this.bytes = 0;
     const { counts, runId } = this.run;
     const result = await this.store.commitBatch({
       runId,
