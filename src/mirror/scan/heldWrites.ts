@@ -49,7 +49,7 @@ export class HeldWrites {
   private pending = false;
   /** Bytes of the page bodies held. */
   private bytes = 0;
-  /** When the scan started or last committed (clock ms). */
+  /** When the scan last committed (clock ms). */
   private lastCommit: number;
 
   constructor(
@@ -59,7 +59,9 @@ export class HeldWrites {
     private readonly cursor: ScanCursor,
     private readonly run: WriteRun,
   ) {
-    this.lastCommit = ctx.clock.now();
+    // The scan's first batch commits at once: every run has a checkpoint (and shows progress) early,
+    // and a write path that fails (a lock, a full disk) fails on one page, not ten.
+    this.lastCommit = Number.NEGATIVE_INFINITY;
   }
 
   /**
