@@ -8,6 +8,7 @@ import { tempDir } from './helpers/context.js';
 /** Every scenario of issue 7 has a row starting with one of these. */
 const ROWS = [
   'full sync (',
+  'full sync against max(fetch-only, write-only)',
   're-sync, nothing changed',
   'incremental units after +1%',
   'unit operations served unpaginated',

@@ -5,7 +5,7 @@ import { bookkeeping, type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources } from './resources.js';
 import { readRetry } from './retry.js';
-import { logQuarantined } from './scan/driver.js';
+import { logQuarantined } from './scan/heldWrites.js';
 import { sqliteStore } from './store.js';
 
 /** What a custody run needs besides the context. */

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { testContext } from '../helpers/context.js';
@@ -115,6 +116,15 @@ export async function unitsApiP99(
     for (const q of mix.slice(0, 30)) await q.http(base, API_TOKEN);
     const viaApi: number[] = [];
     const byShape = new Map<string, { api: number[]; direct: number[] }>();
+    // Where a slow request's time goes besides the query: garbage collection pauses and event-loop
+    // delay while the API pass runs (client and server share this process and its loop).
+    const gc: number[] = [];
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) gc.push(entry.duration);
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    const loop = monitorEventLoopDelay({ resolution: 1 });
+    loop.enable();
     for (const q of mix) {
       const times = await q.http(base, API_TOKEN);
       viaApi.push(...times);
@@ -122,6 +132,17 @@ export async function unitsApiP99(
       entry.api.push(...times);
       byShape.set(q.shape, entry);
     }
+    loop.disable();
+    observer.disconnect();
+    // The same pages turned into the API's JSON body, without HTTP.
+    const serialized: number[] = [];
+    for (const q of mix) serialized.push(...q.direct(true));
+    // Any filter whose plan sorts (a temporary B-tree) or scans the table reads more than its page.
+    const plans = new Map<string, string[]>();
+    for (const q of mix) if (!plans.has(q.shape)) plans.set(q.shape, q.plan());
+    const badPlans = [...plans].filter(([, p]) =>
+      p.some((d) => /TEMP B-TREE|^SCAN unit_operations$/.test(d)),
+    );
     const direct: number[] = [];
     for (const q of mix) {
       const times = q.direct();
@@ -153,6 +174,15 @@ export async function unitsApiP99(
         baselineP50: quantile(direct, 0.5),
         max: Math.max(...viaApi),
         baselineMax: Math.max(...direct),
+        directWithJsonP99: quantile(serialized, 0.99),
+        directWithJsonP50: quantile(serialized, 0.5),
+        gcPauses: gc.length,
+        gcTotalMs: gc.reduce((a, b) => a + b, 0),
+        gcMaxMs: gc.length ? Math.max(...gc) : 0,
+        loopDelayP99Ms: loop.percentile(99) / 1e6,
+        loopDelayMaxMs: loop.max / 1e6,
+        plansThatSortOrScan: badPlans.map(([shape, p]) => `${shape}: ${p.join('; ')}`).join(' | ') || 'none',
+        ...Object.fromEntries([...plans].map(([shape, p]) => [`plan ${shape}`, p.join('; ')])),
         ...shapes,
       },
     };

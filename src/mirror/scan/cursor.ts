@@ -320,6 +320,24 @@ export function endPage(cursor: ScanCursor, page: PageShape | 'same-page', maxPa
 }
 
 /**
+ * The request that will follow a page, known once the page is read and before it is written, so
+ * the driver can send it while the page commits. Pure: the cursor is not changed (endPage runs on a
+ * copy, as the written page will leave it). Null when the page ends the scan, is the whole list or
+ * the same page again. The driver checks the prediction against {@link nextRequest} after the write.
+ */
+export function requestAfter(
+  cursor: ScanCursor,
+  page: PageShape,
+  configuredPageSize: number,
+  maxPages: number,
+): PageRequest | null {
+  if (page.whole) return null;
+  // What admitBatch leaves: the key of the page's last record, when one follows the anchor.
+  const ahead: ScanCursor = { ...cursor, lastKey: page.count > page.skipped ? page.lastKey : cursor.lastKey };
+  return endPage(ahead, page, maxPages).end.next === 'page' ? nextRequest(ahead, configuredPageSize) : null;
+}
+
+/**
  * What a finished incremental run commits: the log checkpoint, only when the run learned a page
  * size (its batches committed the rest). Throws when the overlap was not all read.
  */

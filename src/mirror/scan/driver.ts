@@ -1,14 +1,10 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
-import { type RunCounts, withTally } from '../bookkeeping.js';
+import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { readRetry } from '../retry.js';
-import { type BatchResult, type MirrorStore, sqliteStore } from '../store.js';
-import type { FetchedRecord } from '../writer.js';
+import { type MirrorStore, sqliteStore } from '../store.js';
 import {
-  admitBatch,
-  checkpointAt,
   closeFull,
   closeIncremental,
   endPage,
@@ -16,13 +12,16 @@ import {
   markDrift,
   nextRequest,
   type PageEnding,
+  requestAfter,
   type ScanCursor,
   type ScanPlan,
   startCursor,
   tombstoneVerdict,
 } from './cursor.js';
-import type { PageRequest, PageShape } from './pager.js';
-import { pageShape, readPage } from './readPage.js';
+import { HeldWrites } from './heldWrites.js';
+import { PageRead } from './pageRead.js';
+import { type PageShape, sameRequest } from './pager.js';
+import { pageShape } from './readPage.js';
 
 /** What a list run needs besides the context. */
 export interface ListSyncOptions {
@@ -93,19 +92,40 @@ async function scan(
 ): Promise<ListSyncResult> {
   const { config, log } = ctx;
   const { counts, runId } = options;
-  for (;;) {
-    if (options.signal?.aborted) throw new RunAborted();
-    const request = nextRequest(cursor, config.sync.page_size);
-    const page = await fetchAndWrite(ctx, resource, store, cursor, request, options);
-    counts.pages++;
-    const ending = endPage(cursor, page, config.sync.max_pages);
-    logPageEnd(ctx, resource, cursor, page, ending, request.limit);
-    if (ending.end.next === 'done') break;
-    if (ending.end.next === 'max-pages') {
-      throw new Error(
-        `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
-      );
+  // At most one page read ahead of the page being written (see fetchAndWrite).
+  const pipe: Pipe = { ahead: null };
+  const writes = new HeldWrites(ctx, resource, store, cursor, options);
+  try {
+    for (;;) {
+      if (options.signal?.aborted) throw new RunAborted();
+      const request = nextRequest(cursor, config.sync.page_size);
+      const ahead = pipe.ahead;
+      pipe.ahead = null;
+      // The read sent ahead is used only if the written page led to the very request it made.
+      const read =
+        ahead && sameRequest(ahead.request, request) ? ahead : new PageRead(ctx, resource, request, options);
+      if (ahead && ahead !== read) ahead.cancel();
+      const page = await fetchAndWrite(ctx, resource, cursor, read, writes, options, pipe);
+      counts.pages++;
+      const ending = endPage(cursor, page, config.sync.max_pages);
+      logPageEnd(ctx, resource, cursor, page, ending, request.limit);
+      if (ending.end.next === 'done') break;
+      if (ending.end.next === 'max-pages') {
+        await writes.flush();
+        throw new Error(
+          `${resource.name}: stopped after sync.max_pages=${config.sync.max_pages} pages; the next run resumes`,
+        );
+      }
     }
+    await writes.flush();
+    // A stop asked for while the last pages committed still leaves the scan unfinished.
+    if (options.signal?.aborted) throw new RunAborted();
+  } catch (err) {
+    await writes.settle();
+    throw err;
+  } finally {
+    // A failed write, a stop, or a scan that ended otherwise than predicted: the read ahead goes.
+    pipe.ahead?.cancel();
   }
 
   if (cursor.mode === 'incremental') {
@@ -133,40 +153,32 @@ async function scan(
   return { mode: cursor.mode, refusal };
 }
 
+/** The read sent ahead of the page being written, if any. */
+interface Pipe {
+  ahead: PageRead | null;
+}
+
 /**
- * One page: fetched and read with retries, then written batch by batch. A streamed body that breaks
- * part-way is fetched again within the same attempts: the batches it already committed are
+ * One page: read with retries, then written batch by batch. As soon as the page is read (and before
+ * it is written) the request that follows it is known, and sent: the operator prepares the next
+ * page and its bytes arrive while this one commits (pipelining, one page ahead at most, since the
+ * page after that is asked for only once the next one is read). Checkpoints still commit with
+ * their data, in order: only writes commit, and they stay one after another. A streamed body that
+ * breaks part-way is fetched again within the same attempts: the batches it already committed are
  * re-read as held (units) or seen (lists), never written twice.
  */
 async function fetchAndWrite(
   ctx: AppContext,
   resource: ListResource,
-  store: MirrorStore,
   cursor: ScanCursor,
-  request: PageRequest,
+  read: PageRead,
+  writes: HeldWrites,
   options: ListSyncOptions,
+  pipe: Pipe,
 ): Promise<PageShape | 'same-page'> {
-  const retry = readRetry(ctx, options, 'page failed; retrying', {
-    resource: resource.name,
-    offset: cursor.offset,
-  });
-  for (;;) {
-    const page = await retry.run(async () =>
-      readPage(
-        // The stop signal cancels a page in flight too: a GET has no effect to lose, and the
-        // checkpoint of the pages already written is kept.
-        await ctx.operator().list(
-          resource.operation,
-          resource.path,
-          { limit: request.limit, offset: request.offset },
-          {
-            signal: options.signal,
-          },
-        ),
-        request,
-        resource,
-      ),
-    );
+  const { sync } = ctx.config;
+  for (let attempt = read.page; ; attempt = read.again()) {
+    const page = await attempt;
     if (page.kind === 'same-page') return 'same-page';
     if (page.drifted && markDrift(cursor)) {
       ctx.log.warn(
@@ -174,49 +186,30 @@ async function fetchAndWrite(
         'records moved under the pager',
       );
     }
-    let read = 0;
+    const next = requestAfter(cursor, page.shape, sync.page_size, sync.max_pages);
+    if (next) {
+      pipe.ahead = new PageRead(ctx, resource, next, options);
+      await pipe.ahead.sent();
+    }
+    // A page read whole and parsed at once is in memory already: it may wait for the next ones to
+    // commit with them. A streamed body commits batch by batch (it holds what one batch holds).
+    const held = page.shape.whole ? null : page.bytes;
+    if (held === null) await writes.flush();
+    let count = 0;
+    // The body's bytes count once, with its first batch.
+    let bytes = held;
     try {
       for await (const batch of page.batches) {
-        read += batch.records.length;
-        await writeBatch(ctx, resource, store, cursor, batch.records, batch.nextOffset, options);
+        await writes.add(batch.records, batch.nextOffset, bytes);
+        if (bytes !== null) bytes = 0;
+        count += batch.records.length;
       }
-      return pageShape(page.shape, read);
+      return pageShape(page.shape, count);
     } catch (err) {
-      await retry.failed(err);
+      pipe.ahead?.cancel();
+      pipe.ahead = null;
+      await read.retry.failed(err);
     }
-  }
-}
-
-/** Writes one batch with its checkpoint (one store call) and keeps the counts. */
-async function writeBatch(
-  ctx: AppContext,
-  resource: ListResource,
-  store: MirrorStore,
-  cursor: ScanCursor,
-  records: readonly FetchedRecord[],
-  nextOffset: number,
-  options: ListSyncOptions,
-): Promise<void> {
-  const { counts, runId } = options;
-  counts.fetched += records.length;
-  const fresh = admitBatch(cursor, records);
-  if (fresh === null) return;
-  const result = await store.commitBatch({
-    runId,
-    records: fresh,
-    trackSeen: cursor.trackSeen,
-    checkpoint: checkpointAt(cursor, runId, nextOffset),
-    counts,
-  });
-  Object.assign(counts, withTally(counts, result.tally));
-  logQuarantined(ctx, resource.name, resource.table, result);
-  options.onProgress?.(counts);
-}
-
-/** One line per quarantined record. */
-export function logQuarantined(ctx: AppContext, resource: string, table: string, result: BatchResult): void {
-  for (const { key, reason } of result.quarantined) {
-    ctx.log.warn({ event: 'sync.record.quarantined', resource, table, key, reason }, 'record quarantined');
   }
 }
 

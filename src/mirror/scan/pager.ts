@@ -149,3 +149,27 @@ export function provenCap(previous: PageShape | undefined, page: PageShape): num
 export function effectivePageSize(configured: number, learned: number | null | undefined): number {
   return learned ? Math.min(configured, learned) : configured;
 }
+
+/** Whether two requests ask the same thing and expect the same of the body (pure). */
+export function sameRequest(a: PageRequest, b: PageRequest): boolean {
+  const p = a.previous;
+  const q = b.previous;
+  const samePrevious =
+    p === q ||
+    (p !== undefined &&
+      q !== undefined &&
+      p.offset === q.offset &&
+      p.limit === q.limit &&
+      p.count === q.count &&
+      p.skipped === q.skipped &&
+      p.whole === q.whole &&
+      p.firstKey === q.firstKey &&
+      p.lastKey === q.lastKey);
+  return (
+    a.offset === b.offset &&
+    a.limit === b.limit &&
+    a.anchor === b.anchor &&
+    a.logStartKey === b.logStartKey &&
+    samePrevious
+  );
+}

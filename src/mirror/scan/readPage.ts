@@ -22,6 +22,8 @@ export type Page =
       shape: PageShape;
       /** The records, positioned, in batches; read once. The last batch may be empty. */
       batches: AsyncIterable<Batch>;
+      /** The body's size when it was read whole into memory and parsed at once (null: streamed). */
+      bytes: number | null;
     };
 
 /**
@@ -66,6 +68,7 @@ export async function readPage(body: ListBody, request: PageRequest, resource: L
     drifted: body_.anchor === 'drifted',
     shape,
     batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize),
+    bytes: body.kind === 'array' ? body.bytes : null,
   };
 }
 

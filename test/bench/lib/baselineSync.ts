@@ -1,6 +1,7 @@
 import http from 'node:http';
-import got from 'got';
-import { openDatabase } from '../../../src/db/open.js';
+import { performance } from 'node:perf_hooks';
+import got, { type Got } from 'got';
+import { type OpenDatabase, openDatabase } from '../../../src/db/open.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../../src/operator/fields.js';
 
 /** One list the baseline reads: its table and path. */
@@ -9,12 +10,78 @@ export interface BaselineList {
   path: string;
 }
 
+/** How the baselines reach the simulator and write their database. */
+export interface BaselineOptions {
+  pageSize: number;
+  synchronous: 'full' | 'normal';
+  apiKey: string;
+}
+
 /** The column value of a raw field, without any validation (what a bare loop would do). */
 function column(value: unknown): string | number | null {
   if (value === undefined || value === null) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;
   if (typeof value === 'object') return JSON.stringify(value);
   return value as string | number;
+}
+
+/** A got client like the bare loop's: keep-alive, no retries, a timeout. */
+function bareClient(apiKey: string): { client: Got; agent: http.Agent } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const client = got.extend({
+    agent: { http: agent },
+    retry: { limit: 0 },
+    timeout: { request: 60_000 },
+    headers: { apikey: apiKey },
+  });
+  return { client, agent };
+}
+
+/** The pages of one list, fetched one after another and parsed, until a short page. */
+async function* pagesOf(
+  client: Got,
+  url: string,
+  list: BaselineList,
+  pageSize: number,
+): AsyncGenerator<{ records: Record<string, unknown>[]; offset: number; text: string }> {
+  for (let offset = 0; ; offset += pageSize) {
+    const text = await client.get(`${url}${list.path}?limit=${pageSize}&offset=${offset}`).text();
+    const records = JSON.parse(text) as Record<string, unknown>[];
+    yield { records, offset, text };
+    if (records.length < pageSize) return;
+  }
+}
+
+/** A prepared upsert of one list's columns, one transaction per page. */
+function pageWriter(
+  database: OpenDatabase,
+  list: BaselineList,
+): (records: Record<string, unknown>[], offset: number) => void {
+  const { fields, key } = RESOURCE_FIELDS[list.table];
+  const positioned = list.table === 'unit_operations';
+  const cols = [
+    ...fields.map((f) => f.name),
+    '_raw',
+    '_hash',
+    '_first_seen_at',
+    '_last_seen_at',
+    ...(positioned ? ['_position'] : []),
+  ];
+  const quoted = cols.map((c) => `"${c}"`);
+  const updates = quoted.filter((c) => c !== `"${key}"` && c !== '"_first_seen_at"');
+  const upsert = database.sqlite.prepare(
+    `INSERT INTO ${list.table} (${quoted.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
+     ON CONFLICT("${key}") DO UPDATE SET ${updates.map((c) => `${c} = excluded.${c}`).join(', ')}`,
+  );
+  return database.sqlite.transaction((records: Record<string, unknown>[], offset: number) => {
+    const at = new Date().toISOString();
+    records.forEach((r, i) => {
+      const params: (string | number | null)[] = fields.map((f) => column(r[f.name]));
+      params.push(JSON.stringify(r), '', at, at);
+      if (positioned) params.push(offset + i);
+      upsert.run(params);
+    });
+  });
 }
 
 /**
@@ -26,50 +93,17 @@ export async function bareSync(
   url: string,
   file: string,
   lists: readonly BaselineList[],
-  options: { pageSize: number; synchronous: 'full' | 'normal'; apiKey: string },
+  options: BaselineOptions,
 ): Promise<number> {
   const database = openDatabase(file, { synchronous: options.synchronous });
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  const client = got.extend({
-    agent: { http: agent },
-    retry: { limit: 0 },
-    timeout: { request: 60_000 },
-    headers: { apikey: options.apiKey },
-  });
+  const { client, agent } = bareClient(options.apiKey);
   let total = 0;
   try {
     for (const list of lists) {
-      const { fields, key } = RESOURCE_FIELDS[list.table];
-      const positioned = list.table === 'unit_operations';
-      const cols = [
-        ...fields.map((f) => f.name),
-        '_raw',
-        '_hash',
-        '_first_seen_at',
-        '_last_seen_at',
-        ...(positioned ? ['_position'] : []),
-      ];
-      const quoted = cols.map((c) => `"${c}"`);
-      const updates = quoted.filter((c) => c !== `"${key}"` && c !== '"_first_seen_at"');
-      const upsert = database.sqlite.prepare(
-        `INSERT INTO ${list.table} (${quoted.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})
-         ON CONFLICT("${key}") DO UPDATE SET ${updates.map((c) => `${c} = excluded.${c}`).join(', ')}`,
-      );
-      const writePage = database.sqlite.transaction((records: Record<string, unknown>[], offset: number) => {
-        const at = new Date().toISOString();
-        records.forEach((r, i) => {
-          const params: (string | number | null)[] = fields.map((f) => column(r[f.name]));
-          params.push(JSON.stringify(r), '', at, at);
-          if (positioned) params.push(offset + i);
-          upsert.run(params);
-        });
-      });
-      for (let offset = 0; ; offset += options.pageSize) {
-        const text = await client.get(`${url}${list.path}?limit=${options.pageSize}&offset=${offset}`).text();
-        const records = JSON.parse(text) as Record<string, unknown>[];
-        writePage(records, offset);
-        total += records.length;
-        if (records.length < options.pageSize) break;
+      const writePage = pageWriter(database, list);
+      for await (const page of pagesOf(client, url, list, options.pageSize)) {
+        writePage(page.records, page.offset);
+        total += page.records.length;
       }
     }
   } finally {
@@ -77,4 +111,65 @@ export async function bareSync(
     database.close();
   }
   return total;
+}
+
+/** The pages' bodies as text, per list, as the fetch-only baseline received them. */
+export type FetchedBodies = Map<BaselineList, string[]>;
+
+/**
+ * The fetch side alone: the same GET loop and JSON.parse as {@link bareSync}, nothing written.
+ * Returns the records read and, when `keep`, each page's text for {@link writeOnly}.
+ */
+export async function fetchOnly(
+  url: string,
+  lists: readonly BaselineList[],
+  options: BaselineOptions,
+  keep: boolean,
+): Promise<{ records: number; bodies: FetchedBodies }> {
+  const { client, agent } = bareClient(options.apiKey);
+  const bodies: FetchedBodies = new Map();
+  let records = 0;
+  try {
+    for (const list of lists) {
+      const texts: string[] = [];
+      bodies.set(list, texts);
+      for await (const page of pagesOf(client, url, list, options.pageSize)) {
+        records += page.records.length;
+        if (keep) texts.push(page.text);
+      }
+    }
+  } finally {
+    agent.destroy();
+  }
+  return { records, bodies };
+}
+
+/**
+ * The write side alone: the same pages upserted as {@link bareSync} does, from bodies held in
+ * memory. Each page is parsed outside the measured time (parsing is the fetch side's), so the
+ * seconds returned are the transactions' alone.
+ */
+export function writeOnly(
+  file: string,
+  bodies: FetchedBodies,
+  options: BaselineOptions,
+): { records: number; seconds: number } {
+  const database = openDatabase(file, { synchronous: options.synchronous });
+  let records = 0;
+  let ms = 0;
+  try {
+    for (const [list, texts] of bodies) {
+      const writePage = pageWriter(database, list);
+      texts.forEach((text, i) => {
+        const page = JSON.parse(text) as Record<string, unknown>[];
+        const t0 = performance.now();
+        writePage(page, i * options.pageSize);
+        ms += performance.now() - t0;
+        records += page.length;
+      });
+    }
+  } finally {
+    database.close();
+  }
+  return { records, seconds: ms / 1000 };
 }

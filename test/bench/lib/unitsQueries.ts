@@ -23,8 +23,13 @@ export interface UnitsQuery {
   pages: number;
   /** Runs the walk through the API; the milliseconds of each page (one request each). */
   http(base: string, token: string): Promise<number[]>;
-  /** Runs the same SQL directly (the API's listRecords); the milliseconds of each page. */
-  direct(): number[];
+  /**
+   * Runs the same SQL directly (the API's listRecords); the milliseconds of each page. With
+   * `serialize`, each page is also turned into the API's JSON body, as the handler does.
+   */
+  direct(serialize?: boolean): number[];
+  /** The query plan of the walk's first page (EXPLAIN QUERY PLAN of the SQL listRecords runs). */
+  plan(): string[];
 }
 
 function addDays(day: string, days: number): string {
@@ -121,13 +126,13 @@ function walk(sqlite: Sqlite, shape: string, params: Record<string, string>, pag
       }
       return times;
     },
-    direct() {
+    direct(serialize = false) {
       const times: number[] = [];
       let after: string | undefined;
       let afterDate: string | undefined;
       for (let page = 0; page < pages; page++) {
         const t0 = performance.now();
-        const { lastKey, lastDate } = listRecords(sqlite, {
+        const { rows, lastKey, lastDate } = listRecords(sqlite, {
           resource: 'unit_operations',
           filters,
           removed: 'false',
@@ -136,12 +141,38 @@ function walk(sqlite: Sqlite, shape: string, params: Record<string, string>, pag
           limit: LIMIT,
           dateOrder: 'unitsDate',
         });
+        if (serialize) JSON.stringify({ items: rows, next: lastKey });
         times.push(performance.now() - t0);
         if (lastKey === null) break;
         after = lastKey;
         afterDate = lastDate;
       }
       return times;
+    },
+    plan() {
+      // The SQL listRecords prepares, caught on its way to prepare(), then explained.
+      const prepare = sqlite.prepare;
+      let sql = '';
+      sqlite.prepare = ((text: string) => {
+        sql = text;
+        return prepare.call(sqlite, text);
+      }) as typeof sqlite.prepare;
+      try {
+        listRecords(sqlite, {
+          resource: 'unit_operations',
+          filters,
+          removed: 'false',
+          after: undefined,
+          limit: LIMIT,
+          dateOrder: 'unitsDate',
+        });
+      } finally {
+        sqlite.prepare = prepare;
+      }
+      const params = filters.map((f) => f.value);
+      return (
+        sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params, LIMIT + 1) as { detail: string }[]
+      ).map((r) => r.detail);
     },
   };
 }

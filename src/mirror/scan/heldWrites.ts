@@ -1,0 +1,134 @@
+import type { AppContext } from '../../context.js';
+import { type RunCounts, withTally } from '../bookkeeping.js';
+import type { ListResource } from '../resources.js';
+import type { BatchResult, MirrorStore } from '../store.js';
+import type { FetchedRecord } from '../writer.js';
+import type { Checkpoint } from './checkpoint.js';
+import { admitBatch, checkpointAt, type ScanCursor } from './cursor.js';
+
+/**
+ * Records held before they commit: a page read whole into memory is admitted at once but committed
+ * together with the pages after it, up to this many records, in one transaction with the checkpoint
+ * of the last of them. On a 1,000,000-record units sync a commit of each 1000-record page cost more
+ * than the rows themselves (its fsync, and the WAL checkpoint rewriting the same index pages page
+ * after page); ten pages a commit halved the write time. Memory stays bounded: at most this many
+ * parsed records are held.
+ */
+export const HELD_RECORDS = 10_000;
+
+/**
+ * And at most this many bytes of page bodies are held (records of a few KiB each would otherwise
+ * hold far more memory than 10,000 ordinary ones); a streamed body is never held.
+ */
+export const HELD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Held records commit once this long has passed since the last commit, so a slow operator
+ * (small pages, long answers) still commits page by page: progress shows, the run's idle bound
+ * (`sync.idle_timeout_seconds`, reset by each commit) never sees held work as idleness, and a
+ * crash loses little.
+ */
+export const HELD_MS = 1_000;
+
+/** The run a scan's writes belong to, and who hears of them. */
+export interface WriteRun {
+  runId: number;
+  counts: RunCounts;
+  onProgress?: ((counts: RunCounts) => void) | undefined;
+}
+
+/**
+ * The scan's writes, in order: each batch is admitted by the cursor when it is read, and committed
+ * with the checkpoint it leads to. Held batches commit when enough are held, before a batch that is
+ * not held (a streamed body), and when the scan ends or stops ({@link flush}); a checkpoint never
+ * commits without the data before it, and what a failure drops was never checkpointed.
+ */
+export class HeldWrites {
+  private records: FetchedRecord[] = [];
+  private checkpoint: Checkpoint | null = null;
+  private pending = false;
+  /** Bytes of the page bodies held. */
+  private bytes = 0;
+  /** When the scan last committed (clock ms). */
+  private lastCommit: number;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly resource: ListResource,
+    private readonly store: MirrorStore,
+    private readonly cursor: ScanCursor,
+    private readonly run: WriteRun,
+  ) {
+    // The scan's first batch commits at once: every run has a checkpoint (and shows progress) early,
+    // and a write path that fails (a lock, a full disk) fails on one page, not ten.
+    this.lastCommit = Number.NEGATIVE_INFINITY;
+  }
+
+  /**
+   * Admits a batch that ends at `nextOffset`; commits it now unless its page is in memory already
+   * (`heldBytes`: the size of its body, counted with its first batch; null: commit now), in which
+   * case it waits for {@link HELD_RECORDS} records, {@link HELD_BYTES} or {@link HELD_MS} since the
+   * last commit.
+   */
+  async add(records: readonly FetchedRecord[], nextOffset: number, heldBytes: number | null): Promise<void> {
+    this.run.counts.fetched += records.length;
+    const fresh = admitBatch(this.cursor, records);
+    if (fresh !== null) {
+      for (const record of fresh) this.records.push(record);
+      this.checkpoint = checkpointAt(this.cursor, this.run.runId, nextOffset);
+      this.pending = true;
+    }
+    this.bytes += heldBytes ?? 0;
+    const due =
+      this.records.length >= HELD_RECORDS ||
+      this.bytes >= HELD_BYTES ||
+      this.ctx.clock.now() - this.lastCommit >= HELD_MS;
+    if (heldBytes === null || due) await this.flush();
+  }
+
+  /** Commits what is held, if anything, with its checkpoint. */
+  async flush(): Promise<void> {
+    if (!this.pending) return;
+    const { records, checkpoint } = this;
+    // Taken before the commit: a commit that fails drops them (its transaction rolled back).
+    this.records = [];
+    this.checkpoint = null;
+    this.pending = false;
+    this.bytes = 0;
+    const { counts, runId } = this.run;
+    const result = await this.store.commitBatch({
+      runId,
+      records,
+      trackSeen: this.cursor.trackSeen,
+      checkpoint,
+      counts,
+    });
+    this.lastCommit = this.ctx.clock.now();
+    Object.assign(counts, withTally(counts, result.tally));
+    logQuarantined(this.ctx, this.resource.name, this.resource.table, result);
+    this.run.onProgress?.(counts);
+  }
+
+  /**
+   * Commits what is held when the scan stops on an error that is not a commit's: the pages before
+   * it were read whole and admitted, so the next run resumes after them. A failure of this commit
+   * is left to the next run; the error the scan stopped on is the one reported.
+   */
+  async settle(): Promise<void> {
+    try {
+      await this.flush();
+    } catch (err) {
+      this.ctx.log.warn(
+        { event: 'sync.held.dropped', resource: this.resource.name, error: (err as Error).message },
+        'records held for the next commit were dropped; the next run reads them again',
+      );
+    }
+  }
+}
+
+/** One line per quarantined record. */
+export function logQuarantined(ctx: AppContext, resource: string, table: string, result: BatchResult): void {
+  for (const { key, reason } of result.quarantined) {
+    ctx.log.warn({ event: 'sync.record.quarantined', resource, table, key, reason }, 'record quarantined');
+  }
+}
