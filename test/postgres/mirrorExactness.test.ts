@@ -172,16 +172,17 @@ describe.each(['sqlite', 'postgres'] as const)('the mirror on %s', (kind) => {
   it('a run that fails mid-scan resumes from its checkpoint: only the rest is fetched, nothing written twice', async () => {
     h = await harness({ projects: 230 }, { 'sync.page_size': 50, 'sync.page_attempts': 2 });
     const m = await open(kind, h);
-    let injected = false;
-    const failed = await sync(h.ctx, m, 'projects', {
-      // After the first page's batch: the second page fails every attempt.
-      onProgress: () => {
-        if (!injected) {
-          injected = true;
-          h!.sim.faults.next(2, '503', { pathPrefix: PROJECTS });
-        }
-      },
-    });
+    // The second page fails every attempt. Injected as its request leaves (the scan asks for a page
+    // before the one before it commits, so waiting for the first commit would be too late).
+    const client = h.ctx.operator();
+    const list = client.list.bind(client);
+    let sent = 0;
+    client.list = (operation, path, query, request) => {
+      if (path === PROJECTS && ++sent === 2) h!.sim.faults.next(2, '503', { pathPrefix: PROJECTS });
+      return list(operation, path, query, request);
+    };
+    const failed = await sync(h.ctx, m, 'projects');
+    client.list = list;
     expect(failed.status).toBe('failed');
     expect(failed.counts.inserted).toBe(50);
     const checkpoint = (
