@@ -16,8 +16,7 @@ import { feedRows, type StateChange } from './store.js';
 export const PG_GUARD: GuardParams = { now: '$1::timestamptz', owner: '$2' };
 
 /** A timestamptz as SQLite stores it: `Date#toISOString()` (ms, `Z`). */
-export const iso = (col: string) =>
-  `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+export const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 const TIMES = [
   'next_attempt_at',

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
-import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
 import { releaseDeadPg } from './pgLiveness.js';
+import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
 import { eventAppliesSql, type OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
 import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
@@ -14,17 +14,18 @@ import type { OperationsStore } from './storeSeam.js';
  * same transition table. Every statement binds $1 = now and $2 = owner (see PG_GUARD).
  *
  * Order per order key across replicas: a row is claimable only when no older row of its key is
- * queued or sending (NOT EXISTS), which only holds if every claimer sees the others' claims. Two
- * claims running at once under READ COMMITTED could each see the other's row still queued, so
- * claims take one transaction advisory lock (CLAIM_LOCK_KEY): they run one after the other, each
- * statement's snapshot taken after the previous claim committed. A claim is one short statement,
- * so the lock is held for a round trip or two; sends and settles run outside it. Enqueues take a
- * transaction lock per order key so ids of one key are handed out in commit order (else a claimer
- * could see id 6 of a key committed while id 5 is still in flight, and send 6 first).
+ * queued or sending (NOT EXISTS), and the claim is ONE statement (candidates FOR UPDATE SKIP
+ * LOCKED, then the guarded UPDATE), so no claim lock is needed. Why concurrent claimers cannot take
+ * two rows of one key: the statement's snapshot may be stale, but a stale older row can only look
+ * MORE blocking than it is (queued or sending, not yet settled), so at most the oldest unsettled
+ * row of a key is ever a candidate; two claimers racing for that row meet on its row lock (SKIP
+ * LOCKED, and the re-check of the guard on the newest version drops a row another claim took).
+ * The one move that unsettles an older row again, a person's retry of a failed row, lets it go
+ * beside a newer one in flight on SQLite too. What the snapshot must not miss is an OLDER row not
+ * committed yet: enqueues take a transaction lock per order key, so ids of one key are handed
+ * out in commit order (else a claimer could see id 6 of a key committed while id 5 is in flight).
+ * test/postgres/pgOperationsClaims.test.ts runs 8 claimers and checks no key is ever out twice.
  */
-
-/** Transaction advisory lock key of claims: "vcuclaim" in ASCII. */
-export const CLAIM_LOCK_KEY = '8530790947330582893';
 
 const where = (event: Parameters<typeof eventAppliesSql>[0]) =>
   `WHERE id = $3 AND ${eventAppliesSql(event, '', PG_GUARD)}`;
@@ -125,7 +126,6 @@ export class PgOperationsStore implements OperationsStore {
 
   claim(params: ClaimParams): Promise<OperationRow[]> {
     return this.tx(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [CLAIM_LOCK_KEY]);
       const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
         params.now,
         params.owner,
@@ -148,7 +148,14 @@ export class PgOperationsStore implements OperationsStore {
 
   settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
     const text = step.to === 'accepted' ? step.response : step.error;
-    const values: unknown[] = [claim.now, claim.owner, claim.id, ...attemptValues(attempt), text, step.status];
+    const values: unknown[] = [
+      claim.now,
+      claim.owner,
+      claim.id,
+      ...attemptValues(attempt),
+      text,
+      step.status,
+    ];
     if (step.to === 'queued') values.push(step.nextAttemptAt, step.refund ? 1 : 0);
     return this.tx(async (client) => {
       // The attempt is logged whether or not the lease still holds, as on SQLite.

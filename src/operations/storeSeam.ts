@@ -1,6 +1,6 @@
-import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
 import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
+import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
 
 /**
  * The operations store at batch granularity, the same on both dialects: each call is one

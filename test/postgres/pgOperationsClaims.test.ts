@@ -48,6 +48,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
 
     const sentOrder: Array<{ id: number; key: string; seq: number }> = [];
     let seq = 0;
+    // Keys with a row out for sending right now: two rows of one key must never be out at once.
+    const inFlight = new Set<string>();
+    const overlaps: string[] = [];
     const claimers = Array.from({ length: 8 }, (_, w) => {
       const owner = `replica-${w}`;
       const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
@@ -64,7 +67,14 @@ describe('PostgreSQL outbox shared by replicas', () => {
           }
           idle = 0;
           for (const row of rows) {
+            const key = row.order_key ?? '';
+            if (inFlight.has(key)) overlaps.push(key);
+            inFlight.add(key);
+          }
+          for (const row of rows) {
             sentOrder.push({ id: row.id, key: row.order_key ?? '', seq: seq++ });
+            // Out of the set before the settle commits: after it, the key's next row may be claimed.
+            inFlight.delete(row.order_key ?? '');
             const ok = await store.settle(
               { id: row.id, ref: row.marketplaceTransactionRef, owner, now },
               { startedAt: now, durationMs: 1, statusCode: 200, error: null },
@@ -79,6 +89,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     });
     const settled = await Promise.all(claimers);
 
+    expect(overlaps).toEqual([]);
     expect(settled.reduce((a, b) => a + b, 0)).toBe(2000);
     // Exactly once: every id sent once, every row accepted after one attempt.
     expect(new Set(sentOrder.map((s) => s.id)).size).toBe(2000);
@@ -86,7 +97,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
       'SELECT state, attempts, count(*) AS n FROM outbox GROUP BY state, attempts',
     );
     expect(states).toEqual([{ state: 'accepted', attempts: 1, n: '2000' }]);
-    const { rows: attempts } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox_attempts');
+    const { rows: attempts } = await db.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM outbox_attempts',
+    );
     expect(attempts[0]?.n).toBe('2000');
     // In order per key: the sends of one key come in id order (a row is sent only once the older is settled).
     const byKey = new Map<string, number[]>();
@@ -121,7 +134,17 @@ describe('PostgreSQL outbox shared by replicas', () => {
       );
 
       // A's connection dies (as when its process is SIGKILLed): its lock goes with it.
-      await withAdmin(cluster, (admin) => admin.query('SELECT pg_terminate_backend($1)', [liveA.pid]));
+      await withAdmin(cluster, async (admin) => {
+        await admin.query('SELECT pg_terminate_backend($1)', [liveA.pid]);
+        // Termination is a signal: wait for the backend to be gone (a condition, not a time).
+        for (let i = 0; i < 10_000; i++) {
+          const { rowCount } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [
+            liveA.pid,
+          ]);
+          if (!rowCount) return;
+        }
+        throw new Error('the terminated backend never went away');
+      });
       const released = await b.releaseDead(at(30));
       expect(released.map((r) => r.id)).toEqual([1, 2, 3]);
 
