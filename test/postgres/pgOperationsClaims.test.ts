@@ -116,6 +116,98 @@ describe('PostgreSQL outbox shared by replicas', () => {
     ]);
   });
 
+  it('rows enqueued while others claim are still sent in id order per key', async () => {
+    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    const enqueuers = 4;
+    const batches = 30;
+    let enqueuing = enqueuers;
+    const sent = new Map<string, number[]>();
+    const enqueue = Array.from({ length: enqueuers }, async (_, e) => {
+      const store = new PgOperationsStore(db.pool, { leaseOwner: `enqueuer-${e}` });
+      for (let b = 0; b < batches; b++) {
+        await store.insert(
+          Array.from({ length: 5 }, (_, i) => ({
+            ref: `e${e}-b${b}-${i}`,
+            operationType: 'Transfer',
+            orderKey: `key-${(b + i) % 3}`,
+            body: '{}',
+            hash: 'h',
+          })),
+          at(0),
+        );
+      }
+      enqueuing -= 1;
+    });
+    const claim = Array.from({ length: 4 }, async (_, w) => {
+      const owner = `claimer-${w}`;
+      const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
+      let idle = 0;
+      for (let round = 0; round < 20_000 && (enqueuing > 0 || idle < 3); round++) {
+        const now = at(1000 + round);
+        const rows = await store.claim({ owner, now, leaseUntil: LEASE_UNTIL, limit: 5 });
+        idle = rows.length === 0 ? idle + 1 : 0;
+        for (const row of rows) {
+          const key = row.order_key ?? '';
+          sent.set(key, [...(sent.get(key) ?? []), row.id]);
+          await store.settle(
+            { id: row.id, ref: row.marketplaceTransactionRef, owner, now },
+            { startedAt: now, durationMs: 1, statusCode: 200, error: null },
+            { to: 'accepted', response: '{}', status: 200 },
+          );
+        }
+      }
+    });
+    await Promise.all([...enqueue, ...claim]);
+    const total = [...sent.values()].reduce((n, ids) => n + ids.length, 0);
+    expect(total).toBe(enqueuers * batches * 5);
+    for (const ids of sent.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  });
+
+  it('an enqueue of a key waits for an earlier enqueue of that key still in flight', async () => {
+    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    const store = new PgOperationsStore(db.pool, { leaseOwner: 'replica-x' });
+    // Another replica's enqueue of key K, holding the key's lock with its row not committed yet.
+    const other = await db.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', ['K']);
+      await other.query(
+        `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state,
+           attempts, next_attempt_at, created_at, updated_at)
+         VALUES ('first', 'Transfer', 'K', '{}', 'h', 'queued', 0, $1, $1, $1)`,
+        [at(0)],
+      );
+      let done = false;
+      const second = store
+        .insert([{ ref: 'second', operationType: 'Transfer', orderKey: 'K', body: '{}', hash: 'h' }], at(0))
+        .then((rows) => {
+          done = true;
+          return rows;
+        });
+      // Wait until the second enqueue is queued behind the lock (a condition, not a time).
+      for (let i = 0; i < 10_000; i++) {
+        const { rowCount } = await db.pool.query(
+          `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        );
+        if (rowCount) break;
+      }
+      expect(done).toBe(false);
+      await other.query('COMMIT');
+      const [row] = await second;
+      expect(row?.id).toBeGreaterThan(1);
+      const claimed = await store.claim({
+        owner: 'replica-x',
+        now: at(1),
+        leaseUntil: LEASE_UNTIL,
+        limit: 10,
+      });
+      expect(claimed.map((r) => r.marketplaceTransactionRef)).toEqual(['first']);
+    } finally {
+      other.release();
+    }
+  });
+
   it('a replica whose liveness session is terminated has its claims handed back by another at once', async () => {
     await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
     const a = new PgOperationsStore(db.pool, { leaseOwner: 'replica-a' });
