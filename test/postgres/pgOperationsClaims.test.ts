@@ -16,6 +16,8 @@ const at = (ms: number) => new Date(T0 + ms).toISOString();
 /** A lease far beyond every `now` in these tests: only liveness can hand rows back. */
 const LEASE_UNTIL = at(24 * 3600_000);
 
+const replica = (owner: string) => ({ owner, name: 'vcu-sync', holds: 'outbox', now: at(0) });
+
 function ops(count: number, keys: number, prefix = 'op'): NewOperation[] {
   return Array.from({ length: count }, (_, i) => ({
     ref: `${prefix}-${i}`,
@@ -41,7 +43,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
   });
 
   it('8 concurrent claimers settle 2,000 operations on 50 keys exactly once, in order per key', async () => {
-    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    await db.pool.query(
+      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+    );
     const seed = new PgOperationsStore(db.pool, { leaseOwner: 'seed' });
     const all = ops(2000, 50);
     for (let i = 0; i < all.length; i += 250) await seed.insert(all.slice(i, i + 250), at(0));
@@ -117,7 +121,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
   });
 
   it('rows enqueued while others claim are still sent in id order per key', async () => {
-    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    await db.pool.query(
+      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+    );
     const enqueuers = 4;
     const batches = 30;
     let enqueuing = enqueuers;
@@ -164,7 +170,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
   });
 
   it('an enqueue of a key waits for an earlier enqueue of that key still in flight', async () => {
-    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    await db.pool.query(
+      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+    );
     const store = new PgOperationsStore(db.pool, { leaseOwner: 'replica-x' });
     // Another replica's enqueue of key K, holding the key's lock with its row not committed yet.
     const other = await db.pool.connect();
@@ -209,12 +217,26 @@ describe('PostgreSQL outbox shared by replicas', () => {
   });
 
   it('a replica whose liveness session is terminated has its claims handed back by another at once', async () => {
-    await db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    await db.pool.query(
+      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+    );
     const a = new PgOperationsStore(db.pool, { leaseOwner: 'replica-a' });
     const b = new PgOperationsStore(db.pool, { leaseOwner: 'replica-b' });
-    const liveA = await holdLiveness(db.pool, 'replica-a');
-    const liveB = await holdLiveness(db.pool, 'replica-b');
+    const liveA = await holdLiveness(db.pool, replica('replica-a'));
+    const liveB = await holdLiveness(db.pool, replica('replica-b'));
     try {
+      await liveA.heartbeat(at(5));
+      const replicas = async () =>
+        (
+          await db.pool.query<{ lease_owner: string; beat: string }>(
+            `SELECT lease_owner, to_char(last_heartbeat_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS beat
+             FROM replicas ORDER BY lease_owner`,
+          )
+        ).rows;
+      expect(await replicas()).toEqual([
+        { lease_owner: 'replica-a', beat: at(5) },
+        { lease_owner: 'replica-b', beat: at(0) },
+      ]);
       await a.insert(ops(6, 3, 'live'), at(0));
       const claimed = await a.claim({ owner: 'replica-a', now: at(10), leaseUntil: LEASE_UNTIL, limit: 10 });
       expect(claimed.map((r) => r.id)).toEqual([1, 2, 3]);
@@ -239,6 +261,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
       });
       const released = await b.releaseDead(at(30));
       expect(released.map((r) => r.id)).toEqual([1, 2, 3]);
+      // The dead replica's row goes with it; the live one stays.
+      expect((await replicas()).map((r) => r.lease_owner)).toEqual(['replica-b']);
+      await expect(liveA.heartbeat(at(35))).rejects.toThrow();
 
       // Back in the queue, attempt not counted, and B sends them first, in order per key.
       const { rows } = await db.pool.query<{ state: string; attempts: number; lease_owner: string | null }>(
@@ -263,9 +288,9 @@ describe('PostgreSQL outbox shared by replicas', () => {
   });
 
   it('two replicas cannot hold the same lease owner', async () => {
-    const first = await holdLiveness(db.pool, 'replica-same');
+    const first = await holdLiveness(db.pool, replica('replica-same'));
     try {
-      await expect(holdLiveness(db.pool, 'replica-same')).rejects.toThrow(/another live replica/);
+      await expect(holdLiveness(db.pool, replica('replica-same'))).rejects.toThrow(/another live replica/);
     } finally {
       await first.close();
     }
