@@ -1,8 +1,12 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { holdLiveness } from '../../src/operations/pgLiveness.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/store.js';
+import { ROOT, tsNodeArgs } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
 
 /**
@@ -283,6 +287,44 @@ describe('PostgreSQL outbox shared by replicas', () => {
       expect(stale).toBe(false);
     } finally {
       await liveA.close().catch(() => {});
+      await liveB.close();
+    }
+  });
+
+  it('a replica process killed with SIGKILL while holding claims has them handed back at once', async () => {
+    await db.pool.query(
+      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+    );
+    const b = new PgOperationsStore(db.pool, { leaseOwner: 'replica-b' });
+    const liveB = await holdLiveness(db.pool, replica('replica-b'));
+    try {
+      await b.insert(ops(4, 2, 'kill'), at(0));
+      const child = spawn(
+        process.execPath,
+        tsNodeArgs('test/postgres/replicaChild.ts', [database.url, 'replica-child', at(10), LEASE_UNTIL]),
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
+      const said = JSON.parse(line) as { claimed: number[]; pid: number };
+      expect(said.claimed).toEqual([1, 2]);
+      expect(await b.releaseDead(at(20))).toEqual([]);
+
+      child.kill('SIGKILL');
+      await exited;
+      // The server notices the dead client when its socket closes: wait for its backend to go (a condition).
+      for (let i = 0; i < 10_000; i++) {
+        const { rowCount } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [said.pid]);
+        if (!rowCount) break;
+      }
+      const released = await b.releaseDead(at(30));
+      expect(released.map((r) => r.id)).toEqual([1, 2]);
+      const retaken = await b.claim({ owner: 'replica-b', now: at(40), leaseUntil: LEASE_UNTIL, limit: 10 });
+      expect(retaken.map((r) => [r.id, r.attempts])).toEqual([
+        [1, 1],
+        [2, 1],
+      ]);
+    } finally {
       await liveB.close();
     }
   });
