@@ -11,22 +11,37 @@ export type AttemptRow = typeof outboxAttempts.$inferSelect;
  * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`
  * compares instants. Guards read `@now` and `@owner`.
  */
-const GUARD_SQL: Record<Guard, string> = {
-  due: 'next_attempt_at <= @now',
-  'lease-expired': 'lease_until < @now',
-  'own-lease': 'lease_owner = @owner',
+const GUARD_SQL: Record<Guard, (p: GuardParams) => string> = {
+  due: (p) => `next_attempt_at <= ${p.now}`,
+  'lease-expired': (p) => `lease_until < ${p.now}`,
+  'own-lease': (p) => `lease_owner = ${p.owner}`,
 };
 
+/**
+ * How the guards name their parameters: better-sqlite3's `@now`/`@owner` by default; the
+ * PostgreSQL store passes `$n::timestamptz` / `$n` (same conditions, other dialect).
+ */
+export interface GuardParams {
+  now: string;
+  owner: string;
+}
+
+const SQLITE_PARAMS: GuardParams = { now: '@now', owner: '@owner' };
+
 /** A guard as SQL over a row (optionally through a table alias such as `o.`). */
-export function guardSql(guard: Guard, alias = ''): string {
-  return `${alias}${GUARD_SQL[guard]}`;
+export function guardSql(guard: Guard, alias = '', params: GuardParams = SQLITE_PARAMS): string {
+  return `${alias}${GUARD_SQL[guard](params)}`;
 }
 
 /** The condition under which `event` applies to a row, derived from the transition table. */
-export function eventAppliesSql(event: OperationEvent, alias = ''): string {
+export function eventAppliesSql(
+  event: OperationEvent,
+  alias = '',
+  params: GuardParams = SQLITE_PARAMS,
+): string {
   const terms = fromStates(event).map(({ from, when }) => {
     const state = `${alias}state = '${from}'`;
-    return when ? `(${state} AND ${guardSql(when, alias)})` : `(${state})`;
+    return when ? `(${state} AND ${guardSql(when, alias, params)})` : `(${state})`;
   });
   return `(${terms.join(' OR ')})`;
 }

@@ -5,7 +5,7 @@ import { perHandle } from '../db/perHandle.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
 import { deliveryBody } from './body.js';
-import { eventFor, subscribersOf } from './subscribers.js';
+import { eventFor, type Subscriber, subscribersOf } from './subscribers.js';
 
 /**
  * Writes the deliveries a state change owes the subscribers, in the transaction that makes the
@@ -24,11 +24,22 @@ export interface Transition {
 /** Longest reason sent; the rest is cut (an operator's error page is no use to a subscriber). */
 const MAX_REASON_CHARS = 500;
 
-interface OperationFacts {
+/** What a delivery body needs from the operation row (one SELECT per ref on SQLite, one per batch on PostgreSQL). */
+export interface OperationFacts {
   operationType: string;
   body: string;
   decision_reason: string | null;
   last_error: string | null;
+}
+
+/** One delivery row to insert (both dialects). */
+export interface DeliveryRow {
+  subscriber: string;
+  type: string;
+  ref: string;
+  webhookId: string;
+  body: string;
+  at: string;
 }
 
 const statements = perHandle((sqlite: Sqlite) => ({
@@ -49,19 +60,32 @@ function reasonOf(to: OperationState, facts: OperationFacts): string | null {
   return masked.length > MAX_REASON_CHARS ? `${masked.slice(0, MAX_REASON_CHARS)}…` : masked;
 }
 
-/** Queues one delivery per subscriber whose `events` match, for each change that raises an event. */
-export function enqueueDeliveries(sqlite: Sqlite, changes: readonly Transition[]): number {
-  const subscribers = subscribersOf(sqlite);
-  if (subscribers.length === 0) return 0;
-  const st = statements(sqlite);
-  let queued = 0;
-  for (const change of changes) {
-    if (change.from === change.to) continue;
+/** The changes that raise an event some subscriber wants (pure): whose facts the caller must read. */
+export function changesOwingDeliveries(
+  subscribers: readonly Subscriber[],
+  changes: readonly Transition[],
+): Transition[] {
+  return changes.filter((change) => {
+    if (change.from === change.to) return false;
+    const type = eventFor(change.to);
+    return type !== undefined && subscribers.some((s) => s.events.includes(type));
+  });
+}
+
+/**
+ * The deliveries owed for these changes (pure but for the random webhook id): one per subscriber
+ * whose `events` match, for each change that raises an event and whose row's facts are known.
+ */
+export function deliveryRows(
+  subscribers: readonly Subscriber[],
+  changes: readonly Transition[],
+  factsOf: (ref: string) => OperationFacts | undefined,
+): DeliveryRow[] {
+  const rows: DeliveryRow[] = [];
+  for (const change of changesOwingDeliveries(subscribers, changes)) {
     const type = eventFor(change.to);
     if (!type) continue;
-    const wanting = subscribers.filter((s) => s.events.includes(type));
-    if (wanting.length === 0) continue;
-    const facts = st.facts.get(change.ref);
+    const facts = factsOf(change.ref);
     if (!facts) continue;
     const body = deliveryBody(
       type,
@@ -74,8 +98,9 @@ export function enqueueDeliveries(sqlite: Sqlite, changes: readonly Transition[]
       },
       change.at,
     );
-    for (const sub of wanting) {
-      st.insert.run({
+    for (const sub of subscribers) {
+      if (!sub.events.includes(type)) continue;
+      rows.push({
         subscriber: sub.key,
         type,
         ref: change.ref,
@@ -83,11 +108,20 @@ export function enqueueDeliveries(sqlite: Sqlite, changes: readonly Transition[]
         body,
         at: change.at,
       });
-      queued += 1;
     }
   }
-  if (queued > 0) notifyEnqueued(sqlite);
-  return queued;
+  return rows;
+}
+
+/** Queues one delivery per subscriber whose `events` match, for each change that raises an event. */
+export function enqueueDeliveries(sqlite: Sqlite, changes: readonly Transition[]): number {
+  const subscribers = subscribersOf(sqlite);
+  if (subscribers.length === 0) return 0;
+  const st = statements(sqlite);
+  const rows = deliveryRows(subscribers, changes, (ref) => st.facts.get(ref));
+  for (const row of rows) st.insert.run(row);
+  if (rows.length > 0) notifyEnqueued(sqlite);
+  return rows.length;
 }
 
 const listeners = new WeakMap<Sqlite, () => void>();

@@ -1,0 +1,273 @@
+import type pg from 'pg';
+import { inPgTransaction } from '../db/pg.js';
+import type { Subscriber } from '../subscribers/subscribers.js';
+import { releaseDeadPg } from './pgLiveness.js';
+import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
+import { eventAppliesSql, type OperationRow } from './rows.js';
+import type { OperationState } from './states.js';
+import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
+import type { OperationsStore } from './storeSeam.js';
+
+/**
+ * The operations store on PostgreSQL, shared by several replicas: the same statements as
+ * store.ts, each call one transaction of few round trips (multi-row `unnest`), the guards from the
+ * same transition table. Every statement binds $1 = now and $2 = owner (see PG_GUARD).
+ *
+ * Order per order key across replicas: a row is claimable only when no older row of its key is
+ * queued or sending (NOT EXISTS), and the claim is ONE statement (candidates FOR UPDATE SKIP
+ * LOCKED, then the guarded UPDATE), so no claim lock is needed. Why concurrent claimers cannot take
+ * two rows of one key: the statement's snapshot may be stale, but a stale older row can only look
+ * MORE blocking than it is (queued or sending, not yet settled), so at most the oldest unsettled
+ * row of a key is ever a candidate; two claimers racing for that row meet on its row lock (SKIP
+ * LOCKED, and the re-check of the guard on the newest version drops a row another claim took).
+ * The one move that unsettles an older row again, a person's retry of a failed row, lets it go
+ * beside a newer one in flight on SQLite too. What the snapshot must not miss is an OLDER row not
+ * committed yet: enqueues take a transaction lock per order key, so ids of one key are handed
+ * out in commit order (else a claimer could see id 6 of a key committed while id 5 is in flight).
+ * test/postgres/pgOperationsClaims.test.ts runs 8 claimers and checks no key is ever out twice.
+ */
+
+const where = (event: Parameters<typeof eventAppliesSql>[0]) =>
+  `WHERE id = $3 AND ${eventAppliesSql(event, '', PG_GUARD)}`;
+
+const CLEAR_LEASE = 'lease_owner = NULL, lease_until = NULL';
+
+const STEP_SQL: Record<SettleStep['to'], string> = {
+  accepted: `UPDATE outbox SET state = 'accepted', response = $8, last_status = $9, last_error = NULL,
+    accepted_at = $1, updated_at = $1, ${CLEAR_LEASE} ${where('accept')} RETURNING id`,
+  failed: `UPDATE outbox SET state = 'failed', last_error = $8, last_status = $9, finished_at = $1,
+    updated_at = $1, ${CLEAR_LEASE} ${where('fail')} RETURNING id`,
+  queued: `UPDATE outbox SET state = 'queued', next_attempt_at = $10, last_error = $8, last_status = $9,
+    attempts = GREATEST(0, attempts - $11), updated_at = $1, ${CLEAR_LEASE} ${where('requeue')} RETURNING id`,
+};
+
+const CLAIM_SQL = `
+  WITH candidates AS (
+    SELECT o.id, o.state AS from_state FROM outbox o
+    WHERE ${eventAppliesSql('claim', 'o.', PG_GUARD)}
+      AND (o.order_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM outbox p
+        WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')))
+    ORDER BY o.id LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  )
+  UPDATE outbox SET state = 'sending', lease_owner = $2, lease_until = $3::timestamptz,
+    attempts = outbox.attempts + 1, updated_at = $1
+  FROM candidates c
+  WHERE outbox.id = c.id AND ${eventAppliesSql('claim', 'outbox.', PG_GUARD)}
+  RETURNING ${operationColumns('outbox.')}, c.from_state`;
+
+/** Options of {@link PgOperationsStore}. */
+export interface PgOperationsStoreOptions {
+  /** Who gets deliveries for each state change (default: nobody). */
+  subscribers?: readonly Subscriber[];
+  /** This replica's lease owner: `releaseDead` never hands back its own claims. */
+  leaseOwner: string;
+}
+
+export class PgOperationsStore implements OperationsStore {
+  private readonly subscribers: readonly Subscriber[];
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: PgOperationsStoreOptions,
+  ) {
+    this.subscribers = options.subscribers ?? [];
+  }
+
+  private tx<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inPgTransaction(this.pool, work);
+  }
+
+  /** One guarded UPDATE of one row; its state change commits with it, or nothing when refused. */
+  private moveOne(sql: string, values: unknown[], change: StateChange | null): Promise<boolean> {
+    return this.tx(async (client) => {
+      const { rowCount } = await client.query(sql, values);
+      if (!rowCount) return false;
+      if (change) await stateChangedPg(client, this.subscribers, [change]);
+      return true;
+    });
+  }
+
+  insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]> {
+    if (ops.length === 0) return Promise.resolve([]);
+    return this.tx(async (client) => {
+      await client.query(
+        `SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+         FROM (SELECT DISTINCT k FROM unnest($1::text[]) AS k WHERE k IS NOT NULL ORDER BY k) AS keys`,
+        [ops.map((o) => o.orderKey)],
+      );
+      const { rows } = await client.query<OperationRow>(
+        `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state,
+                             attempts, next_attempt_at, created_at, updated_at)
+         SELECT r, t, k, b, h, 'queued', 0, $1::timestamptz, $1::timestamptz, $1::timestamptz
+         FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS n(r, t, k, b, h, i)
+         ORDER BY i
+         ON CONFLICT ("marketplaceTransactionRef") DO NOTHING
+         RETURNING ${operationColumns()}`,
+        [
+          nowIso,
+          ops.map((o) => o.ref),
+          ops.map((o) => o.operationType),
+          ops.map((o) => o.orderKey),
+          ops.map((o) => o.body),
+          ops.map((o) => o.hash),
+        ],
+      );
+      rows.sort((a, b) => a.id - b.id);
+      await stateChangedPg(
+        client,
+        this.subscribers,
+        rows.map((r) => ({ ref: r.marketplaceTransactionRef, from: null, to: 'queued', at: nowIso })),
+      );
+      return rows;
+    });
+  }
+
+  claim(params: ClaimParams): Promise<OperationRow[]> {
+    return this.tx(async (client) => {
+      const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
+        params.now,
+        params.owner,
+        params.leaseUntil,
+        params.limit,
+      ]);
+      rows.sort((a, b) => a.id - b.id);
+      const changes = rows.map(
+        (r): StateChange => ({
+          ref: r.marketplaceTransactionRef,
+          from: r.from_state,
+          to: 'sending',
+          at: params.now,
+        }),
+      );
+      await stateChangedPg(client, this.subscribers, changes);
+      return rows.map(({ from_state: _, ...row }) => row);
+    });
+  }
+
+  settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
+    const text = step.to === 'accepted' ? step.response : step.error;
+    const values: unknown[] = [
+      claim.now,
+      claim.owner,
+      claim.id,
+      ...attemptValues(attempt),
+      text,
+      step.status,
+    ];
+    if (step.to === 'queued') values.push(step.nextAttemptAt, step.refund ? 1 : 0);
+    return this.tx(async (client) => {
+      // The attempt is logged whether or not the lease still holds, as on SQLite.
+      const { rowCount } = await client.query(
+        `WITH attempt AS (
+           INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
+           VALUES ($3, $4::timestamptz, $5, $6, $7))
+         ${STEP_SQL[step.to]}`,
+        values,
+      );
+      if (!rowCount) return false;
+      await stateChangedPg(client, this.subscribers, [
+        { ref: claim.ref, from: 'sending', to: step.to, at: claim.now },
+      ]);
+      return true;
+    });
+  }
+
+  release(claim: Claim): Promise<boolean> {
+    return this.moveOne(
+      `UPDATE outbox SET state = 'queued', attempts = GREATEST(0, attempts - 1), updated_at = $1, ${CLEAR_LEASE}
+       ${where('release')}`,
+      [claim.now, claim.owner, claim.id],
+      { ref: claim.ref, from: 'sending', to: 'queued', at: claim.now },
+    );
+  }
+
+  releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+    return this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, null));
+  }
+
+  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+    return releaseDeadPg(this.pool, this.options.leaseOwner, (owner) =>
+      this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, owner)),
+    );
+  }
+
+  recordDecision(d: {
+    id: number;
+    ref: string;
+    decision: 'approved' | 'rejected';
+    reason: string | null;
+    now: string;
+  }): Promise<boolean> {
+    return this.moveOne(
+      `UPDATE outbox SET state = $4, decision_reason = $5, decided_at = $1, finished_at = $1, updated_at = $1
+       ${where('approve')} AND $2::text IS NULL`,
+      [d.now, null, d.id, d.decision, d.reason],
+      { ref: d.ref, from: 'accepted', to: d.decision, at: d.now },
+    );
+  }
+
+  retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean> {
+    return this.moveOne(
+      `UPDATE outbox SET state = 'queued', attempts = 0, next_attempt_at = $1, retried_at = $1, finished_at = NULL,
+         updated_at = $1 ${where('retry')} AND $2::text IS NULL`,
+      [nowIso, null, op.id],
+      { ref: op.ref, from: 'failed', to: 'queued', at: nowIso },
+    );
+  }
+
+  expedite(id: number, nowIso: string): Promise<boolean> {
+    return this.moveOne(
+      `UPDATE outbox SET next_attempt_at = $1, updated_at = $1 ${where('expedite')} AND $2::text IS NULL`,
+      [nowIso, null, id],
+      null,
+    );
+  }
+
+  cancel(op: { id: number; ref: string; from: OperationState }, nowIso: string): Promise<boolean> {
+    return this.moveOne(
+      `UPDATE outbox SET state = 'cancelled', finished_at = $1, updated_at = $1, ${CLEAR_LEASE}
+       ${where('cancel')} AND $2::text IS NULL`,
+      [nowIso, null, op.id],
+      { ref: op.ref, from: op.from, to: 'cancelled', at: nowIso },
+    );
+  }
+
+  async nextDueAt(): Promise<string | null> {
+    const { rows } = await this.pool.query<{ at: string | null }>(
+      `SELECT to_char(MIN(next_attempt_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
+       FROM outbox WHERE state = 'queued'`,
+    );
+    return rows[0]?.at ?? null;
+  }
+}
+
+function attemptValues(a: AttemptRecord): unknown[] {
+  return [a.startedAt, a.durationMs, a.statusCode, a.error];
+}
+
+/**
+ * Back to the queue, attempt not counted, lease cleared: every claim (owner null) or one owner's.
+ * Run inside a transaction.
+ */
+async function releaseOwnedBy(
+  client: pg.ClientBase,
+  subscribers: readonly Subscriber[],
+  nowIso: string,
+  owner: string | null,
+): Promise<Array<{ id: number; ref: string }>> {
+  const { rows } = await client.query<{ id: number; ref: string }>(
+    `UPDATE outbox SET state = 'queued', attempts = GREATEST(0, attempts - 1), updated_at = $1, ${CLEAR_LEASE}
+     WHERE state = 'sending' AND ($2::text IS NULL OR lease_owner = $2)
+     RETURNING id::float8 AS id, "marketplaceTransactionRef" AS ref`,
+    [nowIso, owner],
+  );
+  rows.sort((a, b) => a.id - b.id);
+  await stateChangedPg(
+    client,
+    subscribers,
+    rows.map((r) => ({ ref: r.ref, from: 'sending', to: 'queued', at: nowIso })),
+  );
+  return rows;
+}

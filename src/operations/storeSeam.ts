@@ -1,0 +1,39 @@
+import type { OperationRow } from './rows.js';
+import type { OperationState } from './states.js';
+import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
+
+/**
+ * The operations store at batch granularity, the same on both dialects: each call is one
+ * transaction (on SQLite, one job of the connection's group commit; on PostgreSQL, one
+ * `inPgTransaction`). Every state change commits with its feed rows and subscribers' deliveries,
+ * and the compare-and-swap guards come from the one transition table (states.ts via rows.ts).
+ */
+export interface OperationsStore {
+  /** Queues new operations; a ref already queued is left as it is and not returned. */
+  insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]>;
+  /** Claims up to `limit` claimable rows, oldest first, never ahead of an older unsettled row of the same order key. */
+  claim(params: ClaimParams): Promise<OperationRow[]>;
+  /** Logs the attempt and moves its row to `step` if the claim still holds; false when it does not. */
+  settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean>;
+  /** Hands one claimed row back unsent (attempt not counted). */
+  release(claim: Claim): Promise<boolean>;
+  /** Hands back every claimed row whoever holds it (only when every claimant is known dead). */
+  releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
+  /**
+   * Hands back the rows of claimants known dead: on SQLite (one daemon per file) every claim
+   * found at start-up; on PostgreSQL those whose owner's liveness lock is free.
+   */
+  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
+  recordDecision(d: {
+    id: number;
+    ref: string;
+    decision: 'approved' | 'rejected';
+    reason: string | null;
+    now: string;
+  }): Promise<boolean>;
+  retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean>;
+  expedite(id: number, nowIso: string): Promise<boolean>;
+  cancel(op: { id: number; ref: string; from: OperationState }, nowIso: string): Promise<boolean>;
+  /** The earliest time a queued row becomes due (ISO), or null. */
+  nextDueAt(): Promise<string | null>;
+}

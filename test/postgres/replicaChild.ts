@@ -1,0 +1,17 @@
+import { openPostgres } from '../../src/db/pg.js';
+import { holdLiveness } from '../../src/operations/pgLiveness.js';
+import { PgOperationsStore } from '../../src/operations/pgStore.js';
+
+/**
+ * A replica in a child process: holds its liveness lock, claims what it can (lease far in the
+ * future), says what it claimed on stdout as one JSON line, then waits to be killed.
+ * Arguments: database URL, lease owner, now (ISO), lease end (ISO).
+ */
+const [url, owner, now, leaseUntil] = process.argv.slice(2) as [string, string, string, string];
+const db = await openPostgres(url, { migrate: false, max: 2 });
+const live = await holdLiveness(db.pool, { owner, name: 'vcu-sync', holds: 'outbox', now });
+const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
+const rows = await store.claim({ owner, now, leaseUntil, limit: 10 });
+process.stdout.write(`${JSON.stringify({ claimed: rows.map((r) => r.id), pid: live.pid })}\n`);
+// Hold the claims until SIGKILL.
+setInterval(() => {}, 1 << 30);
