@@ -1,6 +1,6 @@
 /**
- * Baselines on a bare Hono app on @hono/node-server, nothing else: for webhooks a handler that reads
- * the body and answers 200; for enqueue one that parses the JSON body and answers 201 with it (no
+ * Baselines on a bare Hono app on @hono/node-server, nothing else: for webhooks a handler that parses
+ * the same body (as the issue defines the baseline) and answers 200; for enqueue one that parses the JSON body and answers 201 with it (no
  * validation, no database). Prints "listening PORT".
  */
 import type { AddressInfo } from 'node:net';
@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 
 const app = new Hono();
 app.post('/webhooks/operator', async (c) => {
-  await c.req.text();
+  await c.req.json();
   return c.json({ received: true }, 200);
 });
 app.post('/v1/operations', async (c) => c.json(await c.req.json(), 201));
