@@ -68,6 +68,14 @@ export class ChangeSignal {
 /** The signal of a database handle: what the one `changes` writer announces on. */
 export const changeSignalFor = perHandle((_sqlite: Sqlite) => new ChangeSignal());
 
+/**
+ * Per handle: the fsync the group commit runs off the loop (./walSync.ts) for what it just
+ * committed. Readers are woken only once it is done, so no app learns of a row that a power loss
+ * could still take back (and a long-poll answers after the writer's own 201, not before). A failed
+ * fsync wakes them too: a spurious wake costs a query.
+ */
+export const durability = perHandle((_sqlite: Sqlite) => ({ pending: null as Promise<void> | null }));
+
 /** Per handle: the highest seq written since the last announcement, or null when none is pending. */
 const pending = perHandle((_sqlite: Sqlite) => ({ seq: null as number | null }));
 
@@ -90,7 +98,9 @@ export function announceAfterCommit(sqlite: Sqlite, seq: number): void {
     }
     const upTo = slot.seq ?? seq;
     slot.seq = null;
-    changeSignalFor(sqlite).announce(upTo);
+    const durable = durability(sqlite).pending;
+    if (durable) void durable.then(() => changeSignalFor(sqlite).announce(upTo));
+    else changeSignalFor(sqlite).announce(upTo);
   };
   queueMicrotask(flush);
 }

@@ -13,6 +13,7 @@
  * up after its grace and is refused (the API answers 503 with Retry-After). Failed writes and
  * corruption are reported to the connection's fault tracker; a corrupt file refuses every task.
  */
+import { durability } from './changeSignal.js';
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
@@ -170,8 +171,11 @@ export class CommitQueue {
       this.answer(tasks, results, wrote);
       return;
     }
-    // Answered once the WAL is on disk; the next group is written meanwhile.
-    this.walSync.sync().then(
+    // Answered once the WAL is on disk; the next group is written meanwhile. Feed readers are woken
+    // after it too (changeSignal.ts reads this before it announces, on a later microtask).
+    const synced = this.walSync.sync();
+    durability(this.sqlite).pending = synced.catch(() => {});
+    synced.then(
       () => this.answer(tasks, results, wrote),
       (error: unknown) => {
         this.faults.noteFailure(error);

@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { changeSignalFor } from '../../src/db/changeSignal.js';
+import { recordChanges } from '../../src/db/changes.js';
 import { CommitQueue } from '../../src/db/commitQueue.js';
 import { type OpenDatabase, openDatabase } from '../../src/db/open.js';
 import { WalSync } from '../../src/db/walSync.js';
@@ -67,5 +69,24 @@ describe('WalSync and the group commit', () => {
     await expect(queue.submit(() => insert.run(2))).rejects.toThrow(/EBADF|bad file/i);
     sync.fd = good;
     await expect(queue.submit(() => insert.run(3))).resolves.toBeDefined();
+  });
+
+  it('wakes feed readers only once the group is durable, after its writer is answered', async () => {
+    dir = tempDir();
+    db = openDatabase(path.join(dir.dir, 'f.db'), { synchronous: 'full' });
+    const sqlite = db.sqlite;
+    const queue = new CommitQueue(sqlite);
+    const signal = changeSignalFor(sqlite);
+    const order: string[] = [];
+    const woken = signal
+      .whenChanged(signal.version, new AbortController().signal)
+      .then(() => order.push('reader woken'));
+    const written = queue
+      .submit(() =>
+        recordChanges(sqlite, [{ resource: 'operations', recordId: 'r1', kind: 'queued', at: 'now' }]),
+      )
+      .then(() => order.push('writer answered'));
+    await Promise.all([woken, written]);
+    expect(order).toEqual(['writer answered', 'reader woken']);
   });
 });
