@@ -6,7 +6,7 @@ import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
 import { eventAppliesSql, type OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
 import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
-import type { OperationsStore } from './storeSeam.js';
+import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 
 /**
  * The operations store on PostgreSQL, shared by several replicas: the same statements as
@@ -193,13 +193,7 @@ export class PgOperationsStore implements OperationsStore {
     );
   }
 
-  recordDecision(d: {
-    id: number;
-    ref: string;
-    decision: 'approved' | 'rejected';
-    reason: string | null;
-    now: string;
-  }): Promise<boolean> {
+  recordDecision(d: DecisionRecord): Promise<boolean> {
     return this.moveOne(
       `UPDATE outbox SET state = $4, decision_reason = $5, decided_at = $1, finished_at = $1, updated_at = $1
        ${where('approve')} AND $2::text IS NULL`,

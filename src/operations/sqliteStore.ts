@@ -19,7 +19,7 @@ import {
   type SettleStep,
   settleAttempt,
 } from './store.js';
-import type { OperationsStore } from './storeSeam.js';
+import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 
 /**
  * The operations store seam on SQLite: the synchronous functions of store.ts, unchanged, each call
@@ -63,13 +63,7 @@ export class SqliteOperationsStore implements OperationsStore {
     return this.releaseAll(nowIso);
   }
 
-  recordDecision(d: {
-    id: number;
-    ref: string;
-    decision: 'approved' | 'rejected';
-    reason: string | null;
-    now: string;
-  }): Promise<boolean> {
+  recordDecision(d: DecisionRecord): Promise<boolean> {
     return this.submit(() => recordDecision(this.sqlite, d));
   }
 

@@ -2,6 +2,15 @@ import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
 import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
 
+/** An operator decision to record on an operation. */
+export interface DecisionRecord {
+  id: number;
+  ref: string;
+  decision: 'approved' | 'rejected';
+  reason: string | null;
+  now: string;
+}
+
 /**
  * The operations store at batch granularity, the same on both dialects: each call is one
  * transaction (on SQLite, one job of the connection's group commit; on PostgreSQL, one
@@ -24,13 +33,7 @@ export interface OperationsStore {
    * found at start-up; on PostgreSQL those whose owner's liveness lock is free.
    */
   releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
-  recordDecision(d: {
-    id: number;
-    ref: string;
-    decision: 'approved' | 'rejected';
-    reason: string | null;
-    now: string;
-  }): Promise<boolean>;
+  recordDecision(d: DecisionRecord): Promise<boolean>;
   retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean>;
   expedite(id: number, nowIso: string): Promise<boolean>;
   cancel(op: { id: number; ref: string; from: OperationState }, nowIso: string): Promise<boolean>;

@@ -12,7 +12,7 @@ import type { RowWrite } from './batchPlan.js';
 export const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** The array type a field's column is sent as. */
-const ARRAY_TYPE: Record<FieldType, string> = {
+export const ARRAY_TYPE: Record<FieldType, string> = {
   id: 'text[]',
   text: 'text[]',
   date: 'text[]',
