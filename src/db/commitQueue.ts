@@ -88,8 +88,7 @@ export class CommitQueue {
     this.totalChanges = () => changes.get() as number;
     const busy = sqlite.prepare('PRAGMA busy_timeout').pluck();
     this.busyTimeout = () => busy.get() as number;
-    const full = sqlite.pragma('synchronous', { simple: true }) === 2;
-    this.walSync = WalSync.for(sqlite, full ? 'full' : 'normal');
+    this.walSync = WalSync.for(sqlite);
     // A transaction function called inside another becomes a savepoint.
     this.inSavepoint = sqlite.transaction((run: () => unknown) => run());
     this.batch = sqlite.transaction((tasks: readonly Task[]) =>

@@ -28,9 +28,14 @@ export class WalSync {
 
   private constructor(private readonly walPath: string) {}
 
-  /** The off-loop sync for this connection, or null when its commits must sync themselves. */
-  static for(sqlite: Sqlite, synchronous: string): WalSync | null {
-    if (synchronous.toLowerCase() !== 'full' || sqlite.memory || sqlite.readonly) return null;
+  /**
+   * The off-loop sync for this connection, or null when its commits need none (`synchronous` below
+   * FULL) or must sync themselves (not a WAL file).
+   */
+  static for(sqlite: Sqlite): WalSync | null {
+    if (sqlite.memory || sqlite.readonly) return null;
+    // 2 is FULL: NORMAL (1) and OFF (0) promise no fsync per commit, so there is none to move.
+    if (sqlite.pragma('synchronous', { simple: true }) !== 2) return null;
     const mode = String(sqlite.pragma('journal_mode', { simple: true })).toLowerCase();
     if (mode !== 'wal') return null;
     return new WalSync(`${sqlite.name}-wal`);

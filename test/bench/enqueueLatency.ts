@@ -7,7 +7,7 @@ import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './li
 import { cliRunner } from './lib/build.js';
 import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
-import { type SimChild, startSimChild } from './lib/simulator.js';
+import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.js';
 import { quantile } from './lib/timing.js';
 
 const RATE = 500;
@@ -220,18 +220,7 @@ async function whileSyncing(
   how: string,
 ): Promise<ScenarioResult> {
   const units = options.quick ? 20_000 : 600_000;
-  const registry = await startSimChild([
-    '--policy',
-    'none',
-    '--projects',
-    '2000',
-    '--issuances',
-    '20000',
-    '--units',
-    String(units),
-    '--max-page-size',
-    '1000',
-  ]);
+  const registry = await startRegistrySim({ projects: 2_000, issuances: 20_000, units }, 1_000);
   try {
     options.say(
       `enqueue latency: vcu-sync run during a full sync of ${units} units, ${RATE}/s for ${seconds} s`,

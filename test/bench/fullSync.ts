@@ -4,7 +4,7 @@ import { runSync } from '../../src/mirror/syncRun.js';
 import { testContext } from '../helpers/context.js';
 import { type BaselineList, bareSync, fetchOnly, writeOnly } from './lib/baselineSync.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
-import { startSimChild } from './lib/simulator.js';
+import { fullSyncSize, startRegistrySim, syncOverrides } from './lib/simulator.js';
 import { timed } from './lib/timing.js';
 
 /** Both sides use the production default, so the figure is what a deployment sees. */
@@ -16,30 +16,11 @@ const PAGE_SIZE = 1000;
  * runSync in this process against a simulator child, versus a bare got + better-sqlite3 loop.
  */
 export async function fullSyncScenarios(options: BenchOptions): Promise<ScenarioResult[]> {
-  const size = options.quick
-    ? { projects: 200, issuances: 2_000, units: 20_000 }
-    : { projects: 5_000, issuances: 50_000, units: 1_000_000 };
+  const size = fullSyncSize(options.quick);
   const total = size.projects + size.issuances + size.units;
-  const sim = await startSimChild([
-    '--projects',
-    String(size.projects),
-    '--issuances',
-    String(size.issuances),
-    '--units',
-    String(size.units),
-    '--max-page-size',
-    String(PAGE_SIZE),
-    '--policy',
-    'none',
-  ]);
+  const sim = await startRegistrySim(size, PAGE_SIZE);
   const ctx = testContext({
-    overrides: {
-      'operator.url': sim.url,
-      'operator.api_key': 'sim-api-key',
-      'operator.rate_per_second': 100_000,
-      'sync.page_size': PAGE_SIZE,
-      'database.synchronous': SYNCHRONOUS,
-    },
+    overrides: { ...syncOverrides(sim, PAGE_SIZE), 'database.synchronous': SYNCHRONOUS },
   });
   try {
     const syncAll = async (targets: readonly SyncTarget[], full: boolean) => {

@@ -6,7 +6,7 @@ import { testContext } from '../helpers/context.js';
 import { type Cluster, createTestDatabase, postgresBinDir, startCluster } from '../helpers/postgres.js';
 import { barePgSync } from './lib/pgBaselineSync.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
-import { startSimChild } from './lib/simulator.js';
+import { fullSyncSize, startRegistrySim, syncOverrides } from './lib/simulator.js';
 import { timed } from './lib/timing.js';
 
 const PAGE_SIZE = 1000;
@@ -25,29 +25,11 @@ export async function pgSyncScenario(options: BenchOptions): Promise<ScenarioRes
     options.say(`pgsync skipped: ${(err as Error).message}`);
     return [];
   }
-  const size = options.quick
-    ? { projects: 200, issuances: 2_000, units: 20_000 }
-    : { projects: 5_000, issuances: 50_000, units: 1_000_000 };
+  const size = fullSyncSize(options.quick);
   const total = size.projects + size.issuances + size.units;
-  const sim = await startSimChild([
-    '--projects',
-    String(size.projects),
-    '--issuances',
-    String(size.issuances),
-    '--units',
-    String(size.units),
-    '--max-page-size',
-    String(PAGE_SIZE),
-    '--policy',
-    'none',
-  ]);
+  const sim = await startRegistrySim(size, PAGE_SIZE);
   const ctx = testContext({
-    overrides: {
-      'operator.url': sim.url,
-      'operator.api_key': 'sim-api-key',
-      'operator.rate_per_second': 100_000,
-      'sync.page_size': PAGE_SIZE,
-    },
+    overrides: syncOverrides(sim, PAGE_SIZE),
   });
   const opened: PgDatabase[] = [];
   const clusters: Cluster[] = [];

@@ -3,7 +3,7 @@ import { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { testContext } from '../helpers/context.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
-import { startSimChild } from './lib/simulator.js';
+import { startRegistrySim, syncOverrides } from './lib/simulator.js';
 import { quantile, timed } from './lib/timing.js';
 import { unitsQueryMix } from './lib/unitsQueries.js';
 
@@ -26,24 +26,10 @@ export async function scalingScenario(options: BenchOptions): Promise<ScenarioRe
   let largest: ReturnType<typeof testContext> | undefined;
   try {
     for (const size of sizes) {
-      const sim = await startSimChild([
-        '--projects',
-        '200',
-        '--issuances',
-        String(ISSUANCES),
-        '--units',
-        String(size),
-        '--max-page-size',
-        String(PAGE_SIZE),
-        '--policy',
-        'none',
-      ]);
+      const sim = await startRegistrySim({ projects: 200, issuances: ISSUANCES, units: size }, PAGE_SIZE);
       const ctx = testContext({
         overrides: {
-          'operator.url': sim.url,
-          'operator.api_key': 'sim-api-key',
-          'operator.rate_per_second': 100_000,
-          'sync.page_size': PAGE_SIZE,
+          ...syncOverrides(sim, PAGE_SIZE),
           'database.synchronous': SYNCHRONOUS,
           'api.listen': '127.0.0.1:0',
           'api.token': API_TOKEN,

@@ -28,10 +28,10 @@ describe('WalSync and the group commit', () => {
   };
 
   it('is used only where commits would sync themselves (FULL, WAL, a file)', () => {
-    expect(WalSync.for(open('full'), 'full')).not.toBeNull();
+    expect(WalSync.for(open('full'))).not.toBeNull();
     db?.close();
     dir.cleanup();
-    expect(WalSync.for(open('normal'), 'normal')).toBeNull();
+    expect(WalSync.for(open('normal'))).toBeNull();
   });
 
   it('commits the group with NORMAL, leaves the connection FULL, answers every caller in order', async () => {

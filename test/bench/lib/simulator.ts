@@ -30,3 +30,40 @@ export async function startSimChild(args: string[]): Promise<SimChild> {
     close: () => child.stop(),
   };
 }
+
+/** How many records of each list a registry simulator serves. */
+export interface RegistrySize {
+  projects: number;
+  issuances: number;
+  units: number;
+}
+
+/** The registry the full-sync scenarios (SQLite and PostgreSQL) read. */
+export const fullSyncSize = (quick: boolean): RegistrySize =>
+  quick
+    ? { projects: 200, issuances: 2_000, units: 20_000 }
+    : { projects: 5_000, issuances: 50_000, units: 1_000_000 };
+
+/** A simulator serving a generated registry of `size`, pages capped at `pageSize`, no faults. */
+export function startRegistrySim(size: RegistrySize, pageSize: number): Promise<SimChild> {
+  return startSimChild([
+    '--projects',
+    String(size.projects),
+    '--issuances',
+    String(size.issuances),
+    '--units',
+    String(size.units),
+    '--max-page-size',
+    String(pageSize),
+    '--policy',
+    'none',
+  ]);
+}
+
+/** Config overrides for a sync against `sim` at full speed with `pageSize` pages. */
+export const syncOverrides = (sim: SimChild, pageSize: number): Record<string, unknown> => ({
+  'operator.url': sim.url,
+  'operator.api_key': 'sim-api-key',
+  'operator.rate_per_second': 100_000,
+  'sync.page_size': pageSize,
+});
