@@ -228,6 +228,12 @@ const syncSchema = z.strictObject({
   max_records_factor: z.number().positive().default(10),
   /** A list run fails once it fetched more records than this, whatever the mirror holds (default: 10000000). */
   max_records: positiveInt.default(10_000_000),
+  /**
+   * Run the daemon's syncs in their own worker thread with their own database connection, so a
+   * page's parsing and writes never hold the event loop that answers the API and webhooks, and
+   * bulk writes give way to the API's commits (default: true).
+   */
+  thread: z.boolean().default(true),
   /** Cron schedules per resource. */
   schedule: scheduleSchema.default(scheduleSchema.parse({})),
 });

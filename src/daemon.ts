@@ -102,6 +102,7 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     { createDispatcherThreadComponent },
     { createMirrorComponent },
     { createSubscriberComponent },
+    { createSyncThread },
   ] = await Promise.all([
     import('./api/server.js'),
     import('./inbox/listener.js'),
@@ -109,6 +110,7 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
     import('./outbox/dispatcherThread.js'),
     import('./mirror/scheduler.js'),
     import('./subscribers/dispatcher.js'),
+    import('./mirror/syncThread.js'),
   ]);
   // The loops are linked here, where one can see it: the mirror serves sync requests; the API, the
   // webhook listener and the dispatcher ask; the API wakes the dispatcher.
@@ -124,12 +126,23 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
           requestSync,
         })
       : createDispatcherComponent(ctx, { requestSync });
+  // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk writes
+  // give way to the API's commits. An injected clock (tests) keeps it here, as for the dispatcher.
+  const syncThread = ctx.config.sync.thread && ctx.clock === systemClock ? createSyncThread(ctx) : undefined;
+  if (syncThread) {
+    // /status shows the rate of the client the syncs use, which is the thread's.
+    const own = ctx.operatorRate;
+    ctx.operatorRate = () => {
+      const current = syncThread.operatorRate();
+      return current === null ? own() : { current, ceiling: ctx.config.operator.rate_per_second };
+    };
+  }
   return [
     createApiComponent(ctx, routeRegistrars({ wakeDispatcher: dispatcher.wake, requestSync })),
     createWebhookComponent(ctx, { requestSync }),
     dispatcher,
     createSubscriberComponent(ctx),
-    createMirrorComponent(ctx, { syncRequests: syncs }),
+    createMirrorComponent(ctx, { syncRequests: syncs, ...(syncThread ? { runner: syncThread } : {}) }),
   ];
 }
 

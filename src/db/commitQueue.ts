@@ -18,6 +18,7 @@ import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavaila
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 import { WalSync } from './walSync.js';
+import * as writerGate from './writerGate.js';
 
 interface Task {
   run: () => unknown;
@@ -42,15 +43,20 @@ export interface SubmitOptions {
 export const REQUEST_BUSY_GRACE_MS = 1_000;
 
 /**
- * Waits between tries while the lock is held: doubling from the first to the last, ms. The first
- * is short: the dispatcher thread's commits hold the lock for a millisecond or so.
+ * Waits between tries while the lock is held, ms: every millisecond for the first
+ * {@link BUSY_RETRY_PROMPT_TRIES} tries (the dispatcher thread's commits hold the lock for a
+ * millisecond or so, and a bulk writer in the sync thread commits and gives way within one or two
+ * once it sees the wait: writerGate.ts), then doubling up to the cap for a lock held by another
+ * process.
  */
 const BUSY_RETRY_FIRST_MS = 1;
+const BUSY_RETRY_PROMPT_TRIES = 16;
 const BUSY_RETRY_CAP_MS = 500;
 
 /** The wait before the next try of a batch that found the lock held `tries` times in a row (pure). */
 export function busyRetryDelay(tries: number): number {
-  return Math.min(BUSY_RETRY_CAP_MS, BUSY_RETRY_FIRST_MS * 2 ** Math.max(0, tries - 1));
+  if (tries <= BUSY_RETRY_PROMPT_TRIES) return BUSY_RETRY_FIRST_MS;
+  return Math.min(BUSY_RETRY_CAP_MS, BUSY_RETRY_FIRST_MS * 2 ** (tries - BUSY_RETRY_PROMPT_TRIES));
 }
 
 /** A task failed in a way SQLite answers by rolling back the whole transaction, not just the savepoint. */
@@ -65,6 +71,8 @@ export class CommitQueue {
   private tasks: Task[] = [];
   private scheduled = false;
   private busyTries = 0;
+  /** Whether this queue told the writer gate it waits for the lock (writerGate.ts). */
+  private waitingAtGate = false;
   private readonly faults: DatabaseFaults;
   private readonly inSavepoint: (run: () => unknown) => unknown;
   private readonly batch: { immediate: (tasks: readonly Task[]) => Settled[] };
@@ -130,6 +138,7 @@ export class CommitQueue {
     this.scheduled = false;
     const refusal = this.faults.refusal();
     if (refusal) {
+      this.leaveGate();
       for (const task of this.tasks.splice(0)) task.reject(refusal);
       return;
     }
@@ -155,6 +164,7 @@ export class CommitQueue {
         this.waitForLock(tasks, error);
         return;
       }
+      this.leaveGate();
       const refused = kind ? unavailableFor(error, kind) : error;
       for (const task of tasks) task.reject(refused);
       if (this.tasks.length > 0) this.schedule(0);
@@ -163,6 +173,7 @@ export class CommitQueue {
     if (this.walSync) this.setPragma('synchronous = FULL');
     this.setBusyTimeout(busyTimeout);
     this.busyTries = 0;
+    this.leaveGate();
     this.faults.noteLockTaken();
     if (this.tasks.length > 0) this.schedule(0);
     const wrote = this.totalChanges() > before;
@@ -227,6 +238,12 @@ export class CommitQueue {
     if (!failed && wrote) this.faults.noteWriteSucceeded();
   }
 
+  private leaveGate(): void {
+    if (!this.waitingAtGate) return;
+    this.waitingAtGate = false;
+    writerGate.leave();
+  }
+
   /** Another process holds the write lock: refuse the tasks out of grace, retry the rest later. */
   private waitForLock(tasks: readonly Task[], error: unknown): void {
     const now = Date.now();
@@ -235,7 +252,15 @@ export class CommitQueue {
     for (const task of tasks) if (task.busyDeadline <= now) task.reject(refused);
     // Back at the front, in their order: a retried claim still follows the enqueue before it.
     this.tasks.unshift(...waiting);
-    if (this.tasks.length === 0) return;
+    if (this.tasks.length === 0) {
+      this.leaveGate();
+      return;
+    }
+    if (!this.waitingAtGate) {
+      // A bulk writer in another thread commits what it has and gives way (writerGate.ts).
+      this.waitingAtGate = true;
+      writerGate.arrive();
+    }
     this.busyTries++;
     this.schedule(busyRetryDelay(this.busyTries));
   }

@@ -42,7 +42,7 @@ export class SyncCoordinator {
       lane = { running: undefined, queued: undefined, queuedFull: false };
       this.lanes.set(target, lane);
     }
-    if (!lane.running) return this.start(lane, target, { trigger, full });
+    if (!lane.running) return this.startRun(lane, target, { trigger, full });
     lane.queuedFull ||= full;
     if (!lane.queued) {
       const current = lane.running;
@@ -51,13 +51,13 @@ export class SyncCoordinator {
         l.queued = undefined;
         const wantFull = l.queuedFull;
         l.queuedFull = false;
-        return this.start(l, target, { trigger, full: wantFull });
+        return this.startRun(l, target, { trigger, full: wantFull });
       });
     }
     return lane.queued;
   }
 
-  private start(lane: Lane, target: SyncTarget, opts: RunSyncOptions): Promise<RunOutcome> {
+  private startRun(lane: Lane, target: SyncTarget, opts: RunSyncOptions): Promise<RunOutcome> {
     const run = runSync(this.ctx, target, {
       ...opts,
       sleep: this.options.sleep,

@@ -7,6 +7,7 @@ import type { SyncRequests } from '../syncRequests.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
 import { realSleep } from './retry.js';
+import type { SyncRunner } from './syncThread.js';
 
 /** Options of {@link createMirrorComponent}. */
 export interface MirrorComponentOptions {
@@ -16,6 +17,8 @@ export interface MirrorComponentOptions {
   random?: () => number;
   /** Served while the scheduler runs: how the API, webhooks and dispatcher ask for syncs (default: none). */
   syncRequests?: SyncRequests;
+  /** Where runs happen: a worker thread (syncThread.ts) or this thread (default: a SyncCoordinator here). */
+  runner?: SyncRunner;
 }
 
 /** The jitter before a scheduled run, ms (pure). */
@@ -32,7 +35,7 @@ export function jitterMs(jitterSeconds: number, random: number): number {
 export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions = {}): Component {
   const sleep = options.sleep ?? realSleep;
   const random = options.random ?? Math.random;
-  const coordinator = new SyncCoordinator(ctx, { sleep });
+  const coordinator: SyncRunner = options.runner ?? new SyncCoordinator(ctx, { sleep });
   const tasks: ScheduledTask[] = [];
   let stopping = false;
   let unserve: (() => void) | undefined;
@@ -58,6 +61,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
     name: 'mirror',
     async start() {
       markInterruptedRuns(ctx);
+      await coordinator.start?.();
       unserve = options.syncRequests?.serve((targets, trigger) => {
         if (!stopping) requestAll(targets, trigger);
       });

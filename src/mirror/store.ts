@@ -1,4 +1,5 @@
 import type { Sqlite } from '../db/open.js';
+import * as writerGate from '../db/writerGate.js';
 import { type Bookkeeping, bookkeeping, type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import { type MirrorTable, mirrorTable } from './mirrorTable.js';
 import type { TableDef } from './resources.js';
@@ -59,12 +60,16 @@ const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantine
 export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): MirrorStore {
   const table = mirrorTable(sqlite, def);
   const book = bookkeeping(sqlite);
-  const commit = sqlite.transaction((batch: BatchWrite): BatchResult => {
+  // Writes the batch's records from `from` on; ends early (returning where it stopped) when another
+  // writer of this process waits for the lock, so the batch's checkpoint and progress commit only
+  // with its last records.
+  const commit = sqlite.transaction((batch: BatchWrite, from: number, sum: BatchResult): number => {
     const at = now();
-    const result = writeRecords(table, book, batch, at);
+    const next = writeRecords(table, book, batch, from, at, sum);
+    if (next < batch.records.length) return next;
     if (batch.checkpoint) book.putCheckpoint(batch.checkpoint, at);
-    book.progress(batch.runId, withTally(batch.counts, result.tally));
-    return result;
+    book.progress(batch.runId, withTally(batch.counts, sum.tally));
+    return next;
   });
   const finish = sqlite.transaction((f: ScanFinish) => {
     const at = now();
@@ -109,7 +114,13 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
       };
     },
     async commitBatch(batch) {
-      return commit.immediate(batch);
+      const sum: BatchResult = { tally: { ...NO_TALLY }, quarantined: [] };
+      for (let from = 0; ; ) {
+        from = commit.immediate(batch, from, sum);
+        if (from >= batch.records.length) return sum;
+        // Committed part of the batch for a waiting writer (the API's enqueue): let it take the lock.
+        writerGate.waitTurn(YIELD_WAIT_MAX_MS);
+      }
     },
     async putCheckpoint(checkpoint) {
       book.putCheckpoint(checkpoint, now());
@@ -123,13 +134,33 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
   };
 }
 
-/** Applies a batch's records (inside the caller's transaction) and tallies what they did. */
-function writeRecords(table: MirrorTable, book: Bookkeeping, batch: BatchWrite, at: string): BatchResult {
+/**
+ * Records written between looks at the writer gate: ~1 ms of unit operations under their indexes,
+ * so a waiting enqueue gets the lock within about that.
+ */
+const YIELD_EVERY = 32;
+/** Longest a bulk writer stands aside for a waiting one, ms (it goes on after that regardless). */
+const YIELD_WAIT_MAX_MS = 20;
+
+/**
+ * Applies a batch's records from `from` on (inside the caller's transaction), adding what they did
+ * to `sum`; returns the index after the last record written: short of the end when another writer
+ * waits for the lock (writerGate.ts) and at least {@link YIELD_EVERY} records were written.
+ */
+function writeRecords(
+  table: MirrorTable,
+  book: Bookkeeping,
+  batch: BatchWrite,
+  from: number,
+  at: string,
+  sum: BatchResult,
+): number {
   const writer = new RecordWriter(table, book, batch.runId, batch.trackSeen);
-  const tally = { ...NO_TALLY };
-  const quarantined: BatchResult['quarantined'] = [];
-  for (const record of batch.records) {
-    const outcome = writer.apply(record, at);
+  const { tally, quarantined } = sum;
+  const { records } = batch;
+  for (let i = from; i < records.length; i++) {
+    if ((i - from) % YIELD_EVERY === YIELD_EVERY - 1 && writerGate.yieldRequested()) return i;
+    const outcome = writer.apply(records[i]!, at);
     switch (outcome.kind) {
       case 'repeat':
         break;
@@ -141,5 +172,5 @@ function writeRecords(table: MirrorTable, book: Bookkeeping, batch: BatchWrite, 
         tally[outcome.kind]++;
     }
   }
-  return { tally, quarantined };
+  return records.length;
 }

@@ -38,6 +38,15 @@ export interface RunOutcome {
   durationMs: number;
 }
 
+/** The outcome of a request that never became a run (refused, or lost with its thread) (pure). */
+export function outcomeWithoutRun(
+  target: SyncTarget,
+  status: 'failed' | 'interrupted',
+  error: string,
+): RunOutcome {
+  return { target, runId: null, status, mode: 'full', counts: emptyCounts(), error, durationMs: 0 };
+}
+
 /**
  * One sync run of one target, recorded in `sync_runs` from start to end. Never throws for what the
  * operator or the data did: the outcome says it (failed with the error, interrupted when stopped).
@@ -51,16 +60,7 @@ export async function runSync(
   const acquired = await backend.acquireRun(ctx, target);
   if (!acquired.ok) {
     ctx.log.warn({ event: 'sync.run.skipped', resource: target, ...acquired.fields }, acquired.error);
-    const counts = emptyCounts();
-    return {
-      target,
-      runId: null,
-      status: 'failed',
-      mode: 'full',
-      counts,
-      error: acquired.error,
-      durationMs: 0,
-    };
+    return outcomeWithoutRun(target, 'failed', acquired.error);
   }
   let held: { outcome: RunOutcome; locked: boolean };
   try {

@@ -33,9 +33,10 @@ describe('database faults: what an error means', () => {
     expect(classifyDatabaseError(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBeNull();
   });
 
-  it('retries a held lock with growing waits, never more than half a second', () => {
-    const waits = Array.from({ length: 12 }, (_, i) => busyRetryDelay(i + 1));
-    expect(waits[0]).toBeGreaterThan(0);
+  it('retries a held lock every millisecond at first, then with growing waits, never more than half a second', () => {
+    const waits = Array.from({ length: 30 }, (_, i) => busyRetryDelay(i + 1));
+    expect(waits.slice(0, 16)).toEqual(Array(16).fill(1));
+    expect(waits[16]).toBeGreaterThan(1);
     for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(waits[i - 1]!);
     expect(Math.max(...waits)).toBe(500);
   });

@@ -1,0 +1,43 @@
+/**
+ * The mirror's worker thread (see syncThread.ts): sync runs fetch, parse, validate, hash and write
+ * here, on their own event loop and database connection, so a page's work never holds the loop that
+ * answers the API and the webhooks. Its bulk writes give way to the API's commits at the writer gate
+ * (db/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
+ */
+import type { Component } from '../context.js';
+import { changeSignalFor } from '../db/changeSignal.js';
+import { errorMessage } from '../errors.js';
+import { forwardFeed } from '../feed/bridge.js';
+import { workerSide } from '../thread/workerSide.js';
+import { SyncCoordinator } from './coordinator.js';
+import type { SyncIn, SyncOut } from './syncMessages.js';
+import { outcomeWithoutRun } from './syncRun.js';
+
+const side = workerSide<SyncOut>('sync.worker');
+const coordinator = new SyncCoordinator(side.ctx);
+// Readers of the feed wait in the main thread: each commit here wakes them there.
+const unforward = forwardFeed(changeSignalFor(side.ctx.database.sqlite), { postMessage: side.post });
+const component: Component = {
+  name: 'mirror',
+  async start() {},
+  async stop() {
+    // Runs stop between pages with their checkpoints kept, and end as interrupted.
+    await coordinator.stop();
+    unforward();
+  },
+};
+await side.run<SyncIn>(component, (message) => {
+  // The coordinator never rejects for what the operator or the data did; a crash of its own is
+  // reported as the run's failure.
+  void coordinator.request(message.target, message.trigger, message.full).then(
+    (outcome) => side.post({ type: 'outcome', id: message.id, outcome }),
+    (err: unknown) => {
+      side.ctx.log.error({ event: 'sync.run.crashed', resource: message.target, err }, 'sync run crashed');
+      side.post({
+        type: 'outcome',
+        id: message.id,
+        outcome: outcomeWithoutRun(message.target, 'failed', errorMessage(err)),
+      });
+    },
+  );
+});
