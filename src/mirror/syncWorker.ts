@@ -26,18 +26,28 @@ const component: Component = {
     unforward();
   },
 };
-await side.run<SyncIn>(component, (message) => {
-  // The coordinator never rejects for what the operator or the data did; a crash of its own is
-  // reported as the run's failure.
-  void coordinator.request(message.target, message.trigger, message.full).then(
-    (outcome) => side.post({ type: 'outcome', id: message.id, outcome }),
-    (err: unknown) => {
-      side.ctx.log.error({ event: 'sync.run.crashed', resource: message.target, err }, 'sync run crashed');
-      side.post({
-        type: 'outcome',
-        id: message.id,
-        outcome: outcomeWithoutRun(message.target, 'failed', errorMessage(err)),
-      });
-    },
-  );
-});
+/**
+ * Below the main thread's CPU priority (thread/priority.ts): when the cores are contended, the
+ * loop answering the API and webhooks runs first and a sync waits; on an idle host nothing changes.
+ */
+const SYNC_THREAD_NICE = 10;
+
+await side.run<SyncIn>(
+  component,
+  (message) => {
+    // The coordinator never rejects for what the operator or the data did; a crash of its own is
+    // reported as the run's failure.
+    void coordinator.request(message.target, message.trigger, message.full).then(
+      (outcome) => side.post({ type: 'outcome', id: message.id, outcome }),
+      (err: unknown) => {
+        side.ctx.log.error({ event: 'sync.run.crashed', resource: message.target, err }, 'sync run crashed');
+        side.post({
+          type: 'outcome',
+          id: message.id,
+          outcome: outcomeWithoutRun(message.target, 'failed', errorMessage(err)),
+        });
+      },
+    );
+  },
+  { nice: SYNC_THREAD_NICE },
+);

@@ -140,7 +140,11 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
             started = true;
             workerStarted(ctx);
             ctx.log.info(
-              { event: `${spec.events}.thread.started`, threadId: w.threadId },
+              {
+                event: `${spec.events}.thread.started`,
+                threadId: w.threadId,
+                ...(m.priority !== undefined ? { priority: m.priority ?? 'unchanged' } : {}),
+              },
               `${spec.label} started`,
             );
             resolve();

@@ -22,7 +22,8 @@ export type HostMessage =
 
 /** Worker → main thread, for every worker; each worker adds its own. */
 export type ThreadMessage =
-  | { type: 'started' }
+  /** `priority`: the thread's kernel id and niceness when it lowered its CPU priority (priority.ts). */
+  | { type: 'started'; priority?: { tid: number; nice: number } | null }
   | { type: 'stopped' }
   /** A finished, redacted JSON line for the main logger's destination. */
   | { type: 'log'; line: string }

@@ -17,6 +17,7 @@ import type { OperatorClient } from '../operator/client.js';
 import { registerSecret } from '../redact.js';
 import { subscribersFromConfig, useSubscribers } from '../subscribers/subscribers.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
+import { lowerThreadPriority } from './priority.js';
 
 /**
  * Metrics whose every update is posted to the main thread, which applies it to the registry that
@@ -47,6 +48,12 @@ function forwardedMetrics(post: (message: ThreadMessage) => void): Metrics {
  */
 const CHECKPOINT_EVERY_MS = 1_000;
 
+/** Options of {@link WorkerSide.run}. */
+export interface RunOptions {
+  /** Lower this thread's CPU priority to this niceness, for bulk work (default: keep it). */
+  nice?: number;
+}
+
 /** A worker's context and its link to the main thread. */
 export interface WorkerSide<Out> {
   ctx: AppContext;
@@ -55,7 +62,7 @@ export interface WorkerSide<Out> {
    * Starts `component` in this thread: its own messages go to `onMessage`; stop and damage are
    * handled here. Resolves once it started (the main thread hears 'started').
    */
-  run<In>(component: Component, onMessage: (message: In) => void): Promise<void>;
+  run<In>(component: Component, onMessage: (message: In) => void, options?: RunOptions): Promise<void>;
 }
 
 /** Builds this worker's context from the settings the main thread started it with. */
@@ -104,7 +111,8 @@ export function workerSide<Out>(name: string): WorkerSide<Out> {
   return {
     ctx,
     post,
-    async run<In>(component: Component, onMessage: (message: In) => void) {
+    async run<In>(component: Component, onMessage: (message: In) => void, options: RunOptions = {}) {
+      const priority = options.nice === undefined ? undefined : lowerThreadPriority(options.nice);
       const checkpoints = setInterval(() => {
         if (faults.facts().corruption) return;
         try {
@@ -135,7 +143,7 @@ export function workerSide<Out>(name: string): WorkerSide<Out> {
         else onMessage(message as In);
       });
       await component.start();
-      post({ type: 'started' });
+      post({ type: 'started', ...(priority === undefined ? {} : { priority }) });
     },
   };
 }

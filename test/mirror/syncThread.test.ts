@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SYNC_TARGETS } from '../../src/context.js';
 import { changeSignalFor } from '../../src/db/changeSignal.js';
@@ -65,7 +66,13 @@ describe('sync thread', () => {
       expect(runner.operatorRate()).toBe(100_000);
       // Its log lines reach the main logger, with the API key nowhere in them.
       const events = lines.map((l) => l.event);
-      expect(events).toContain('sync.thread.started');
+      // The sync thread runs below the main thread's CPU priority, as the kernel itself reports.
+      const started = lines.find((l) => l.event === 'sync.thread.started');
+      expect(started?.priority).toMatchObject({ nice: 10 });
+      const { tid } = started!.priority as { tid: number };
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      expect(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])).toBe(10);
+      expect(Number(readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ')[16])).toBe(0);
       expect(events.filter((e) => e === 'sync.run.finished')).toHaveLength(SYNC_TARGETS.length);
       const texts = lines.map((l) => JSON.stringify(l));
       expect(texts.filter((t) => t.includes('sim-api-key'))).toEqual([]);
