@@ -13,7 +13,12 @@ import { quantile } from './lib/timing.js';
 const RATE = 500;
 
 /** One POST on a keep-alive agent; resolves with status and client-side milliseconds. */
-function post(agent: http.Agent, port: number, body: string): Promise<{ status: number; ms: number }> {
+function post(
+  agent: http.Agent,
+  port: number,
+  body: string,
+  path = '/v1/operations',
+): Promise<{ status: number; ms: number }> {
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request(
@@ -22,7 +27,7 @@ function post(agent: http.Agent, port: number, body: string): Promise<{ status: 
         host: '127.0.0.1',
         port,
         method: 'POST',
-        path: '/v1/operations',
+        path,
         headers: {
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
@@ -53,12 +58,18 @@ interface Latencies {
 const LOOP_DELAY_PRELOAD = path.join(import.meta.dirname, 'lib/loopDelay.mjs');
 
 /** Open-loop paced POSTs of distinct notifications at RATE/s; every answer must be 201. */
-async function pacedLoad(port: number, seconds: number, tag: string): Promise<Latencies> {
+async function pacedLoad(
+  port: number,
+  seconds: number,
+  tag: string,
+  path = '/v1/operations',
+): Promise<Latencies> {
   const total = RATE * seconds;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   try {
     // Warm-up: the first requests pay for JIT and statement preparation.
-    for (let i = 0; i < 50; i++) await post(agent, port, JSON.stringify(tokenization(`${tag}-warm-${i}`)));
+    for (let i = 0; i < 50; i++)
+      await post(agent, port, JSON.stringify(tokenization(`${tag}-warm-${i}`)), path);
     const bodies = Array.from({ length: total }, (_, i) =>
       JSON.stringify(tokenization(`${tag}-${i}`, { unitId: 300_000 + i, issuanceId: 400_000 + i })),
     );
@@ -72,12 +83,12 @@ async function pacedLoad(port: number, seconds: number, tag: string): Promise<La
       if (wait > 1) await new Promise((r) => setTimeout(r, wait));
       const t0 = performance.now();
       pending.push(
-        post(agent, port, bodies[i]!)
+        post(agent, port, bodies[i]!, path)
           // A reset keep-alive socket (the server closed it as the request left) is the client's
           // race, not an answer: sent again once on a new socket, counted, timed from the first try.
           .catch(() => {
             resets++;
-            return post(agent, port, bodies[i]!);
+            return post(agent, port, bodies[i]!, path);
           })
           .then(
             ({ status }) => {
@@ -174,11 +185,14 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   const dispatcherThread = process.env.BENCH_DISPATCHER_THREAD !== '0';
 
   options.say(`enqueue latency: bare Hono baseline, ${RATE}/s for ${seconds} s`);
-  const bare = spawnNode(tsx('test/bench/children/bareHono.ts'));
+  const bare = spawnNode(tsx('test/bench/children/bareHono.ts', [path.join(options.dir, 'bare-durable.db')]));
   let baseline: Latencies;
+  let durable: Latencies;
   try {
     const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
     baseline = await pacedLoad(Number(port), seconds, 'bench-bare');
+    options.say(`enqueue latency: bare Hono + durable SQLite insert (the disk's floor), ${RATE}/s for ${seconds} s`);
+    durable = await pacedLoad(Number(port), seconds, 'bench-durable', '/durable/v1/operations');
   } finally {
     await bare.stop();
   }
@@ -197,6 +211,12 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
     const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous, dispatcherThread);
     const how = `child \`vcu-sync run\`, synchronous=${synchronous}, dispatcher_thread=${dispatcherThread}; baseline: bare Hono handler, same client`;
     const rows = [
+      row(
+        `enqueue at ${RATE} req/s, bare handler + durable insert`,
+        durable,
+        baseline,
+        'the floor of a 201 that means on disk: bare Hono, one INSERT with synchronous=FULL per request; baseline: bare Hono handler',
+      ),
       row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how),
       row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'),
     ];
