@@ -22,6 +22,8 @@ import * as writerGate from './writerGate.js';
 
 interface Task {
   run: () => unknown;
+  /** Answered once committed, before the fsync (SubmitOptions.durable false). */
+  early: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
   /** While the lock is held past this time (Date.now ms), the task is refused instead of retried. */
@@ -37,6 +39,13 @@ export interface SubmitOptions {
    * DatabaseUnavailable error, ms (default: no limit, for background work that must not be lost).
    */
   busyGraceMs?: number;
+  /**
+   * Whether the promise waits for the commit's fsync. False answers once the transaction has
+   * committed, before its fsync: only for work that a power loss may take back harmlessly because
+   * it is done again (a dispatcher's claim or settle: the row is sent again, at-least-once), never
+   * for anything a client is told is stored (default: true).
+   */
+  durable?: boolean;
 }
 
 /** How long a request's write waits for another process's lock before the request is refused, ms. */
@@ -119,6 +128,7 @@ export class CommitQueue {
       const grace = options.busyGraceMs ?? Number.POSITIVE_INFINITY;
       this.tasks.push({
         run,
+        early: options.durable === false,
         resolve: resolve as (value: unknown) => void,
         reject,
         busyDeadline: Date.now() + grace,
@@ -182,11 +192,14 @@ export class CommitQueue {
       return;
     }
     // Answered once the WAL is on disk; the next group is written meanwhile. Feed readers are woken
-    // after it too (changeSignal.ts reads this before it announces, on a later microtask).
+    // after it too (changeSignal.ts reads this before it announces, on a later microtask). Tasks
+    // that asked not to wait for it are answered now.
     const synced = this.walSync.sync();
     durability(this.sqlite).pending = synced.catch(() => {});
+    const early = tasks.some((t) => t.early);
+    if (early) this.settleTasks(tasks, results, (t) => t.early);
     synced.then(
-      () => this.answer(tasks, results, wrote),
+      () => (early ? this.answerLate(tasks, results) : this.answer(tasks, results, wrote)),
       (error: unknown) => {
         this.faults.noteFailure(error);
         const kind = classifyDatabaseError(error);
@@ -199,7 +212,22 @@ export class CommitQueue {
   /** Settles each task's promise with its result, once its work is durable. */
   private answer(tasks: readonly Task[], results: readonly Settled[], wrote: boolean): void {
     this.report(results, wrote);
+    this.settleTasks(tasks, results, () => true);
+  }
+
+  /** After the fsync of a group some of whose tasks were answered at its commit: the rest. */
+  private answerLate(tasks: readonly Task[], results: readonly Settled[]): void {
+    this.report(results, true);
+    this.settleTasks(tasks, results, (t) => !t.early);
+  }
+
+  private settleTasks(
+    tasks: readonly Task[],
+    results: readonly Settled[],
+    which: (t: Task) => boolean,
+  ): void {
     tasks.forEach((task, i) => {
+      if (!which(task)) return;
       const result = results[i]!;
       if (result.ok) task.resolve(result.value);
       else task.reject(result.error);

@@ -180,8 +180,9 @@ export class Dispatcher {
       limit = 1;
     }
     // Parameters taken when the claim runs: it may wait for another process's lock.
-    const rows = await this.commits.submit(() =>
-      claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), limit)),
+    const rows = await this.commits.submit(
+      () => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), limit)),
+      CLAIM_OR_SETTLE,
     );
     if (rows.length > 0) this.options.onCommitted?.();
     return rows.sort((a, b) => a.id - b.id);
@@ -202,7 +203,10 @@ export class Dispatcher {
    */
   private refill(): Promise<OperationRow[]> {
     return this.commits
-      .submit(() => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), 1)))
+      .submit(
+        () => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), 1)),
+        CLAIM_OR_SETTLE,
+      )
       .catch((err: unknown) => {
         // The loop claims at its next wake-up instead.
         this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);
@@ -322,7 +326,10 @@ export class Dispatcher {
     );
     const ref = row.marketplaceTransactionRef;
     const attempt = { row, outcome, next, owner: this.owner, nowIso: isoAt(now), startedMs, durationMs };
-    const settling = this.commits.submit(() => settleAttempt(this.ctx.database.sqlite, attempt));
+    const settling = this.commits.submit(
+      () => settleAttempt(this.ctx.database.sqlite, attempt),
+      CLAIM_OR_SETTLE,
+    );
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
@@ -344,6 +351,15 @@ export class Dispatcher {
     if (refilled) this.startRefilled(await refilled);
   }
 }
+
+/**
+ * Claims and settles go on once committed, without waiting for the commit's fsync: a power loss
+ * that takes one back only sends its row again (at-least-once, as after any crash). A send slot
+ * waiting for an fsync after each answer halved the drain rate against a bare POST loop (an fsync
+ * here costs as much as the operator's answer). What others learn of a settle still waits for it:
+ * feed readers are woken only once it is durable (db/changeSignal.ts).
+ */
+const CLAIM_OR_SETTLE = { durable: false } as const;
 
 /** The dispatcher as a daemon component; `wake` is what enqueue and retry call (see daemon.ts). */
 export function createDispatcherComponent(

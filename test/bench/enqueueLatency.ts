@@ -191,7 +191,9 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   try {
     const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
     baseline = await pacedLoad(Number(port), seconds, 'bench-bare');
-    options.say(`enqueue latency: bare Hono + durable SQLite insert (the disk's floor), ${RATE}/s for ${seconds} s`);
+    options.say(
+      `enqueue latency: bare Hono + durable SQLite insert (the disk's floor), ${RATE}/s for ${seconds} s`,
+    );
     durable = await pacedLoad(Number(port), seconds, 'bench-durable', '/durable/v1/operations');
   } finally {
     await bare.stop();

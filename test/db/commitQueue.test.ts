@@ -142,3 +142,32 @@ describe('group commit under database faults', () => {
     expect(names(daemon)).toEqual([]);
   });
 });
+
+describe('group commit: what waits for the fsync', () => {
+  it('a task that need not be durable is answered at its commit, before the fsync its durable neighbours wait for', async () => {
+    const { daemon, dispose } = twoConnections();
+    try {
+      daemon.sqlite.pragma('synchronous = FULL');
+      const queue = new CommitQueue(daemon.sqlite);
+      const order: string[] = [];
+      const durable = queue.submit(insert(daemon, 'enqueue')).then(() => order.push('enqueue'));
+      const early = queue.submit(insert(daemon, 'claim'), { durable: false }).then(() => order.push('claim'));
+      await Promise.all([durable, early]);
+      // One group, one commit: the claim heard of it first; the enqueue only after its fsync.
+      expect(order).toEqual(['claim', 'enqueue']);
+      expect(names(daemon)).toEqual(['enqueue', 'claim']);
+
+      // Without an fsync to wait for (synchronous = NORMAL), every task is answered at the commit, in order.
+      daemon.sqlite.pragma('synchronous = NORMAL');
+      const plain = new CommitQueue(daemon.sqlite);
+      const again: string[] = [];
+      await Promise.all([
+        plain.submit(insert(daemon, 'a')).then(() => again.push('a')),
+        plain.submit(insert(daemon, 'b'), { durable: false }).then(() => again.push('b')),
+      ]);
+      expect(again).toEqual(['a', 'b']);
+    } finally {
+      dispose();
+    }
+  });
+});
