@@ -42,8 +42,8 @@ export class SqliteOperationsStore implements OperationsStore {
     );
   }
 
-  claim(params: ClaimParams): Promise<OperationRow[]> {
-    return this.submit(() => claimOperations(this.sqlite, params));
+  claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
+    return this.submit(() => claimOperations(this.sqlite, typeof params === 'function' ? params() : params));
   }
 
   settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
