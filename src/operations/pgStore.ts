@@ -124,8 +124,9 @@ export class PgOperationsStore implements OperationsStore {
     });
   }
 
-  claim(params: ClaimParams): Promise<OperationRow[]> {
+  claim(given: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
     return this.tx(async (client) => {
+      const params = typeof given === 'function' ? given() : given;
       const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
         params.now,
         params.owner,

@@ -20,8 +20,13 @@ export interface DecisionRecord {
 export interface OperationsStore {
   /** Queues new operations; a ref already queued is left as it is and not returned. */
   insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]>;
-  /** Claims up to `limit` claimable rows, oldest first, never ahead of an older unsettled row of the same order key. */
-  claim(params: ClaimParams): Promise<OperationRow[]>;
+  /**
+   * Claims up to `limit` claimable rows, oldest first, never ahead of an older unsettled row of the
+   * same order key. Given a function, the parameters are taken when the claim runs (inside its
+   * transaction): it may first wait for a lock or a connection, and `now` and the lease's end must
+   * not be older than the claim itself.
+   */
+  claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]>;
   /** Logs the attempt and moves its row to `step` if the claim still holds; false when it does not. */
   settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean>;
   /** Hands one claimed row back unsent (attempt not counted). */

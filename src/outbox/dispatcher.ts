@@ -2,20 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
-import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
 import { errorMessage } from '../errors.js';
+import type { DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import { maskReceived } from '../operations/personal.js';
-import { nextDueAt } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
-import { claimOperations, releaseClaim } from '../operations/store.js';
+import { SqliteOperationsStore } from '../operations/sqliteStore.js';
+import type { ClaimParams } from '../operations/store.js';
+import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
-import { scrubFinishedRows } from './scrub.js';
-import { logStep, maskerFor, settleAttempt, withMessage } from './settle.js';
+import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
+import { type OutboxSqliteHooks, sqliteOutboxHooks } from './sqliteHooks.js';
 import { WakeableSleep } from './wakeableSleep.js';
 
 /** What the dispatcher needs from the daemon. */
@@ -43,6 +44,17 @@ export interface DispatcherOptions {
   stopGraceMs?: number;
   /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
   onCommitted?: () => void;
+  /**
+   * Where rows are claimed, settled and released (default: the SQLite store over ctx.database,
+   * whose calls join the connection's group commit).
+   */
+  store?: OperationsStore;
+  /**
+   * The inbox side of an accepted row and the scrub of finished rows, which only SQLite has so far;
+   * null runs without them (default: the SQLite hooks over ctx.database when `store` is not given,
+   * else null).
+   */
+  sqliteHooks?: OutboxSqliteHooks | null;
 }
 
 /**
@@ -56,10 +68,12 @@ export class Dispatcher {
   private readonly owner: string;
   private readonly policy: RetryPolicy;
   /**
-   * Claims and settles join the connection's group commit (shared with API enqueues and webhooks):
-   * with synchronous=full each commit is an fsync on the loop, so one per turn rather than one per write.
+   * On SQLite, claims and settles join the connection's group commit (shared with API enqueues and
+   * webhooks): with synchronous=full each commit is an fsync, so one per turn rather than one per
+   * write. A settle, its inbox effects and its refill claim are submitted in one turn to share it.
    */
-  private readonly commits: CommitQueue;
+  private readonly store: OperationsStore;
+  private readonly hooks: OutboxSqliteHooks | null;
   private readonly inflight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
   private stopping = false;
@@ -82,7 +96,13 @@ export class Dispatcher {
       maxAttempts: c.max_attempts,
       maxAgeMs: c.max_age_hours * 3_600_000,
     };
-    this.commits = commitQueueFor(ctx.database.sqlite);
+    this.store = options.store ?? new SqliteOperationsStore(ctx.database.sqlite);
+    this.hooks =
+      options.sqliteHooks !== undefined
+        ? options.sqliteHooks
+        : options.store
+          ? null
+          : sqliteOutboxHooks(ctx.database.sqlite);
     this.pause = new AuthPause(ctx, this.policy, this.random);
   }
 
@@ -141,7 +161,7 @@ export class Dispatcher {
         const claimed = await this.claim();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.
-          for (const row of claimed) this.release(row);
+          await Promise.all(claimed.map((row) => this.release(row)));
           break;
         }
         for (const row of claimed) this.track(this.send(row));
@@ -151,7 +171,7 @@ export class Dispatcher {
           !this.pause.state
         )
           continue;
-        delay = this.idleDelay();
+        delay = await this.idleDelay();
       } catch (err) {
         // A locked or busy database: log and try again at the next poll rather than die.
         this.ctx.log.error({ event: 'outbox.loop.error', err }, `dispatcher: ${errorMessage(err)}`);
@@ -180,15 +200,12 @@ export class Dispatcher {
       limit = 1;
     }
     // Parameters taken when the claim runs: it may wait for another process's lock.
-    const rows = await this.commits.submit(
-      () => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), limit)),
-      CLAIM_OR_SETTLE,
-    );
+    const rows = await this.store.claim(() => this.claimParams(this.clock.now(), limit));
     if (rows.length > 0) this.options.onCommitted?.();
     return rows.sort((a, b) => a.id - b.id);
   }
 
-  private claimParams(now: number, limit: number) {
+  private claimParams(now: number, limit: number): ClaimParams {
     return {
       owner: this.owner,
       now: isoAt(now),
@@ -202,11 +219,8 @@ export class Dispatcher {
    * (one fsync for both instead of a settle commit, a wake-up and a claim commit).
    */
   private refill(): Promise<OperationRow[]> {
-    return this.commits
-      .submit(
-        () => claimOperations(this.ctx.database.sqlite, this.claimParams(this.clock.now(), 1)),
-        CLAIM_OR_SETTLE,
-      )
+    return this.store
+      .claim(() => this.claimParams(this.clock.now(), 1))
       .catch((err: unknown) => {
         // The loop claims at its next wake-up instead.
         this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);
@@ -214,31 +228,31 @@ export class Dispatcher {
       });
   }
 
-  private startRefilled(rows: readonly OperationRow[]): void {
+  /** Sends the refilled rows, or hands them back when a stop came meanwhile; resolves once those are back. */
+  private async startRefilled(rows: readonly OperationRow[]): Promise<void> {
+    const released: Promise<void>[] = [];
     for (const row of rows) {
-      if (this.stopping) this.release(row);
+      if (this.stopping) released.push(this.release(row));
       else this.track(this.send(row));
     }
+    await Promise.all(released);
   }
 
   /** How long to sleep when nothing more can be claimed: until the next due row, at most a poll. */
-  private idleDelay(): number {
+  private async idleDelay(): Promise<number> {
     const poll = this.ctx.config.outbox.poll_ms;
     const now = this.clock.now();
     if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
-    const due = nextDueAt(this.ctx.database.sqlite);
+    const due = await this.store.nextDueAt();
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
   }
 
   private maybeScrub(): void {
+    if (!this.hooks) return;
     const now = this.clock.now();
     if (now - this.lastScrubMs < (this.options.scrubEveryMs ?? 3_600_000)) return;
     this.lastScrubMs = now;
-    const scrubbed = scrubFinishedRows(
-      this.ctx.database.sqlite,
-      now,
-      this.ctx.config.outbox.scrub_after_days,
-    );
+    const scrubbed = this.hooks.scrubFinished(now, this.ctx.config.outbox.scrub_after_days);
     if (scrubbed > 0)
       this.ctx.log.info(
         { event: 'outbox.scrubbed', rows: scrubbed },
@@ -261,7 +275,7 @@ export class Dispatcher {
       outcome = { kind: 'answered', status: result.status, body: result.body };
     } catch (err) {
       if (this.cancel.signal.aborted) {
-        this.release(row);
+        await this.release(row);
         return;
       }
       outcome = { kind: 'error', error: err instanceof OperatorError ? err : errorForNetwork(err) };
@@ -284,10 +298,10 @@ export class Dispatcher {
    * Hands a row whose request a stop cancelled back to the queue. The operator may have received
    * it: delivery is at-least-once and the ref is the same on the next attempt.
    */
-  private release(row: OperationRow): void {
+  private async release(row: OperationRow): Promise<void> {
     const ref = row.marketplaceTransactionRef;
     try {
-      const released = releaseClaim(this.ctx.database.sqlite, {
+      const released = await this.store.release({
         id: row.id,
         ref,
         owner: this.owner,
@@ -304,6 +318,20 @@ export class Dispatcher {
         `could not release ${ref}: ${errorMessage(err)}`,
       );
     }
+  }
+
+  /**
+   * The hooks' inbox side of an accepted row; a failure is logged, not thrown: the row is settled
+   * all the same, and the inbox's periodic sweep applies its early decisions later.
+   */
+  private inboxEffects(row: OperationRow, nowIso: string): Promise<DecisionEffect[]> | undefined {
+    return this.hooks?.afterAccepted(row, nowIso).catch((err: unknown) => {
+      this.ctx.log.error(
+        { event: 'outbox.inbox.error', ref: row.marketplaceTransactionRef, id: row.id, err },
+        `could not apply the early decisions of ${row.marketplaceTransactionRef}: ${errorMessage(err)}`,
+      );
+      return [];
+    });
   }
 
   private async settle(
@@ -325,15 +353,16 @@ export class Dispatcher {
       this.random,
     );
     const ref = row.marketplaceTransactionRef;
-    const attempt = { row, outcome, next, owner: this.owner, nowIso: isoAt(now), startedMs, durationMs };
-    const settling = this.commits.submit(
-      () => settleAttempt(this.ctx.database.sqlite, attempt),
-      CLAIM_OR_SETTLE,
-    );
+    const nowIso = isoAt(now);
+    const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
+    // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
+    const settling = this.store.settle(request.claim, request.attempt, request.step);
+    const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
-    const { settled, effects } = await settling;
+    const settled = await settling;
+    const effects = inbox ? await inbox : [];
     this.options.onCommitted?.();
     if (!settled) {
       this.ctx.log.warn(
@@ -348,18 +377,9 @@ export class Dispatcher {
         { log: this.ctx.log, metrics: this.ctx.metrics, requestSync: this.options.requestSync },
         effects,
       );
-    if (refilled) this.startRefilled(await refilled);
+    if (refilled) await this.startRefilled(await refilled);
   }
 }
-
-/**
- * Claims and settles go on once committed, without waiting for the commit's fsync: a power loss
- * that takes one back only sends its row again (at-least-once, as after any crash). A send slot
- * waiting for an fsync after each answer halved the drain rate against a bare POST loop (an fsync
- * here costs as much as the operator's answer). What others learn of a settle still waits for it:
- * feed readers are woken only once it is durable (db/changeSignal.ts).
- */
-const CLAIM_OR_SETTLE = { durable: false } as const;
 
 /** The dispatcher as a daemon component; `wake` is what enqueue and retry call (see daemon.ts). */
 export function createDispatcherComponent(

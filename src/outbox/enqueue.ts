@@ -43,15 +43,18 @@ export function notificationHash(notification: Record<string, unknown>): string 
 }
 
 /** A validated notification, ready for its INSERT. */
-interface PreparedInsert {
+export interface PreparedInsert {
   ref: string;
   hash: string;
   params: NewOperation;
 }
 
-/** Validation, hash and wire body: all the work that needs no database, done outside any transaction. */
-function prepare(
-  ctx: EnqueueContext,
+/**
+ * Validation, hash and wire body: all the work that needs no database, done outside any
+ * transaction (and the same whichever store the row goes to).
+ */
+export function prepareInsert(
+  ctx: Pick<AppContext, 'config'>,
   input: unknown,
 ): PreparedInsert | { status: 422; errors: FieldError[] } {
   const validation = validateNotification(input, { marketplaceId: ctx.config.operator.marketplace_id });
@@ -85,7 +88,7 @@ function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
  * another body, 422 with every field error. Calls `wake` on 201.
  */
 export function enqueueOperation(ctx: EnqueueContext, input: unknown, wake?: WakeDispatcher): EnqueueResult {
-  const prepared = prepare(ctx, input);
+  const prepared = prepareInsert(ctx, input);
   if ('errors' in prepared) return prepared;
   const result = store(ctx, prepared);
   if (result.status === 201) wake?.();
@@ -103,7 +106,7 @@ export async function enqueueOperationGrouped(
   input: unknown,
   wake?: WakeDispatcher,
 ): Promise<EnqueueResult> {
-  const prepared = prepare(ctx, input);
+  const prepared = prepareInsert(ctx, input);
   if ('errors' in prepared) return prepared;
   // A request waits a moment for another process's lock, then is refused (503 + Retry-After).
   const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, prepared), {

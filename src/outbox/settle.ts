@@ -4,8 +4,9 @@ import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.j
 import { maskEventsOf } from '../inbox/mask.js';
 import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
+import { stateById } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
-import { type SettleStep, settleAttempt as storeAttempt } from '../operations/store.js';
+import type { AttemptRecord, Claim, SettleStep } from '../operations/store.js';
 import { OperatorError } from '../operator/errors.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
@@ -21,12 +22,6 @@ export interface SettledAttempt {
   nowIso: string;
   startedMs: number;
   durationMs: number;
-}
-
-/** What a settle came to: whether this owner still held the lease, and the decisions it applied. */
-export interface SettleResult {
-  settled: boolean;
-  effects: DecisionEffect[];
 }
 
 /**
@@ -68,30 +63,34 @@ function stepOf(row: OperationRow, next: NextStep): SettleStep {
   };
 }
 
-/**
- * Records the attempt and moves the row to its next step. Synchronous: it runs inside the group
- * commit. An accepted row also applies the operator's decisions that arrived before it.
- */
-export function settleAttempt(sqlite: Sqlite, a: SettledAttempt): SettleResult {
+/** The store's settle call for an attempt (see OperationsStore.settle): pure, dialect-neutral. */
+export function settleRequest(a: SettledAttempt): { claim: Claim; attempt: AttemptRecord; step: SettleStep } {
   const { row, outcome, next } = a;
-  const ref = row.marketplaceTransactionRef;
-  const settled = storeAttempt(
-    sqlite,
-    { id: row.id, ref, owner: a.owner, now: a.nowIso },
-    {
+  return {
+    claim: { id: row.id, ref: row.marketplaceTransactionRef, owner: a.owner, now: a.nowIso },
+    attempt: {
       startedAt: isoAt(a.startedMs),
       durationMs: a.durationMs,
       statusCode: outcome.kind === 'answered' ? outcome.status : (outcome.error.status ?? null),
       // The dispatcher masked the message already (before any cut, so no value is left half-masked).
       error: outcome.kind === 'error' ? outcome.error.message.slice(0, EXCERPT) : null,
     },
-    stepOf(row, next),
-  );
-  if (!settled || next.state !== 'accepted') return { settled, effects: [] };
-  // Decisions that came before the row was known were stored with their keys masked only: now
-  // that the row is accepted its values are masked there too, before a reason is copied over.
+    step: stepOf(row, next),
+  };
+}
+
+/**
+ * SQLite only (the webhook inbox lives there): what an accepted row brings about in the inbox.
+ * Decisions that came before the row was known were stored with their keys masked only: now that
+ * the row is accepted its values are masked there too, before a reason is copied over; then the
+ * decisions that arrived early are applied. Synchronous, for the group commit that settles the
+ * row; does nothing unless the row is accepted (so also when this owner's lease was lost).
+ */
+export function acceptedInboxEffects(sqlite: Sqlite, row: OperationRow, nowIso: string): DecisionEffect[] {
+  if (stateById(sqlite, row.id)?.state !== 'accepted') return [];
+  const ref = row.marketplaceTransactionRef;
   maskEventsOf(sqlite, ref, maskerFor(row));
-  return { settled, effects: applyPendingDecisions(sqlite, row.id, ref, a.nowIso) };
+  return applyPendingDecisions(sqlite, row.id, ref, nowIso);
 }
 
 /** Logs the step an attempt moved its row to. */

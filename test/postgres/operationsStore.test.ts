@@ -185,6 +185,18 @@ describe.each(['sqlite', 'postgres'] as const)('operations store seam on %s', (d
     ]);
   });
 
+  it('a claim given a function takes its parameters when it runs, not when it is called', async () => {
+    await h.store.insert([op('later', null)], T2);
+    let now = T1;
+    const claiming = h.store.claim(() => ({ owner: ME, now, leaseUntil: LEASE, limit: 10 }));
+    // Still before the claim's transaction: with T1 the row (due at T2) would not be claimable.
+    now = T2;
+    const claimed = await claiming;
+    expect(claimed.map((r) => [r.marketplaceTransactionRef, r.state, r.updated_at])).toEqual([
+      ['later', 'sending', T2],
+    ]);
+  });
+
   it('settles accepted, requeued (refunded) and failed, each with its feed row and delivery', async () => {
     await h.store.insert([op('ok', null), op('again', null), op('bad', null)], T0);
     const [ok, again, bad] = await claimAll();

@@ -1,0 +1,162 @@
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { PgOperationsStore } from '../../src/operations/pgStore.js';
+import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
+import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { testContext } from '../helpers/context.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { tokenization } from '../outbox/fixtures.js';
+
+/**
+ * The real Dispatcher on the PostgreSQL operations store, sending to the simulator over loopback:
+ * its claims, settles, refills, releases and idle waits all go through the store seam, and the
+ * SQLite file of its context gets none of them.
+ */
+
+const OWNER = 'pg-dispatcher-1';
+
+const cluster = inject('postgres');
+let database: TestDatabase;
+let pgDb: PgDatabase;
+let sim: Simulator;
+beforeAll(async () => {
+  database = await createTestDatabase(cluster);
+  pgDb = await openPostgres(database.url);
+  sim = await startSimulator({ webhook: { policy: 'none' } });
+});
+afterEach(async () => {
+  sim.faults.clear();
+  await pgDb.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+});
+afterAll(async () => {
+  await sim?.close();
+  await pgDb?.close();
+  await database?.drop();
+});
+
+/** A dispatcher on the PostgreSQL store, its context on a throwaway SQLite file and a manual clock. */
+function pgDispatcher(options: DispatcherOptions = {}) {
+  const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
+  const ctx = testContext({
+    clock,
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.rate_per_second': 100_000,
+      'operator.timeout_ms': 10_000,
+      'outbox.poll_ms': 5,
+      'outbox.concurrency': 8,
+    },
+  });
+  const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
+  const component = createDispatcherComponent(ctx, { store, owner: OWNER, ...options });
+  /** Queues tokenizations through the same validation as the API, each on its unit. */
+  const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number }>) =>
+    store.insert(
+      ops.map(({ ref, unit }) => {
+        const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit }));
+        if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
+        return prepared.params;
+      }),
+      new Date(clock.now()).toISOString(),
+    );
+  return { ctx, component, enqueue };
+}
+
+/** Row counts by state, plus rows still holding a lease. */
+async function outboxState(): Promise<{ byState: Record<string, number>; leased: number }> {
+  const { rows } = await pgDb.pool.query<{ state: string; n: string }>(
+    'SELECT state, count(*) AS n FROM outbox GROUP BY state',
+  );
+  const leased = await pgDb.pool.query<{ n: string }>(
+    'SELECT count(*) AS n FROM outbox WHERE lease_owner IS NOT NULL OR lease_until IS NOT NULL',
+  );
+  return {
+    byState: Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])),
+    leased: Number(leased.rows[0]?.n),
+  };
+}
+
+/** Polls the database until `check` holds; real time bounds it only as a safety net. */
+async function waitFor(what: string, check: (s: Awaited<ReturnType<typeof outboxState>>) => boolean) {
+  const deadline = Date.now() + 45_000;
+  for (;;) {
+    const state = await outboxState();
+    if (check(state)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('Dispatcher on the PostgreSQL store', () => {
+  it('delivers 200 operations exactly once each, in order per unit, leaving no claim', async () => {
+    const total = 200;
+    const units = 10;
+    let commits = 0;
+    const { ctx, component, enqueue } = pgDispatcher({ onCommitted: () => commits++ });
+    const queued = Array.from({ length: total }, (_, index) => ({
+      ref: `pg-disp-${index}`,
+      unit: index % units,
+      index,
+    }));
+    expect(await enqueue(queued)).toHaveLength(total);
+    try {
+      await component.start();
+      // Every row is due at the clock's time: no time has to pass, only the sends.
+      await waitFor('all accepted', (s) => s.byState.accepted === total);
+      const sqliteAttempts = ctx.database.sqlite.prepare('SELECT count(*) FROM outbox_attempts').pluck();
+      expect(sqliteAttempts.get()).toBe(0);
+    } finally {
+      await component.stop();
+      ctx.operator().close();
+      ctx.dispose();
+    }
+
+    const byRef = new Map(queued.map((q) => [q.ref, q]));
+    const received = sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+    // Exactly once by ref, every one answered 202.
+    expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
+    expect(received.every((n) => n.status === 202)).toBe(true);
+    for (let unit = 0; unit < units; unit++) {
+      const arrivals = received
+        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
+        .sort((a, b) => a.seq - b.seq)
+        .map((n) => byRef.get(n.ref as string)?.index);
+      expect(arrivals).toEqual(queued.filter((q) => q.unit === unit).map((q) => q.index));
+    }
+    // Nothing left claimed, one attempt logged per row, and the settles were reported.
+    expect(await outboxState()).toEqual({ byState: { accepted: total }, leased: 0 });
+    const attempts = await pgDb.pool.query<{ n: string; rows: string }>(
+      'SELECT count(*) AS n, count(DISTINCT outbox_id) AS rows FROM outbox_attempts',
+    );
+    expect(attempts.rows[0]).toEqual({ n: String(total), rows: String(total) });
+    expect(commits).toBeGreaterThanOrEqual(total);
+  });
+
+  it('a stop past its grace cancels the requests in flight and hands their rows back through the store', async () => {
+    const { ctx, component, enqueue } = pgDispatcher({ stopGraceMs: 50 });
+    await enqueue([
+      { ref: 'pg-slow-1', unit: 1 },
+      { ref: 'pg-slow-2', unit: 2 },
+    ]);
+    sim.faults.next(2, 'latency', { latencyMs: 8_000, pathPrefix: '/integration/v1/notify' });
+    try {
+      await component.start();
+      await waitFor('both rows claimed', (s) => s.byState.sending === 2);
+      await component.stop();
+      // Back in the queue once stop resolves, the unanswered attempt not counted.
+      const { rows } = await pgDb.pool.query(
+        `SELECT "marketplaceTransactionRef" AS ref, state, lease_owner, attempts FROM outbox ORDER BY id`,
+      );
+      expect(rows).toEqual([
+        { ref: 'pg-slow-1', state: 'queued', lease_owner: null, attempts: 0 },
+        { ref: 'pg-slow-2', state: 'queued', lease_owner: null, attempts: 0 },
+      ]);
+    } finally {
+      ctx.operator().close();
+      ctx.dispose();
+    }
+  });
+});
