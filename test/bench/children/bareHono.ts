@@ -1,7 +1,7 @@
 /**
  * Baselines on a bare Hono app on @hono/node-server, nothing else: for webhooks a handler that parses
  * the same body (as the issue defines the baseline) and answers 200; for enqueue one that parses the JSON body and answers 201 with it (no
- * validation, no database), and, when a database path is given as the first argument, the floor of
+ * validation, no database), and, for both, when a database path is given as the first argument, the floor of
  * a durable 201 on this disk: one that parses the body, inserts it into a WAL-mode SQLite file with
  * `synchronous = FULL` (an fsync per commit, as vcu-sync's), the requests of one loop turn in one
  * commit, and answers 201. Prints "listening PORT".
@@ -36,12 +36,18 @@ if (dbPath) {
     commit(batch.map((g) => g.text));
     for (const g of batch) g.done();
   };
-  app.post('/durable/v1/operations', async (c) => {
-    const body = await c.req.json();
-    await new Promise<void>((done) => {
+  const store = (body: unknown) =>
+    new Promise<void>((done) => {
       if (group.push({ text: JSON.stringify(body), done }) === 1) setImmediate(flush);
     });
+  app.post('/durable/v1/operations', async (c) => {
+    const body = await c.req.json();
+    await store(body);
     return c.json(body, 201);
+  });
+  app.post('/durable/webhooks/operator', async (c) => {
+    await store(await c.req.json());
+    return c.json({ received: true }, 200);
   });
 }
 const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
