@@ -12,7 +12,9 @@
  */
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { changeSignalFor } from '../db/changeSignal.js';
+import { errorMessage } from '../errors.js';
 import { hostThread } from '../thread/host.js';
+import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
 import type { SyncIn, SyncOut } from './syncMessages.js';
 import { outcomeWithoutRun, type RunOutcome } from './syncRun.js';
@@ -24,13 +26,39 @@ export interface SyncRunner {
   stop(): Promise<void>;
 }
 
-/** The runner in a worker thread; `operatorRate` is the worker's operator client's, once it made one. */
-export function createSyncThread(ctx: AppContext): SyncRunner & { operatorRate(): number | null } {
-  const pending = new Map<number, { target: SyncTarget; resolve: (outcome: RunOutcome) => void }>();
+/** Options of {@link createSyncThread}. */
+export interface SyncThreadOptions {
+  /** The worker module beside this file (default: "syncWorker"; tests name a missing one). */
+  workerModule?: string;
+}
+
+/**
+ * The runner in a worker thread; `operatorRate` is the worker's operator client's, once it made one.
+ * Its start does not wait for the worker to load (requests queue at the worker meanwhile), so the
+ * daemon is ready as soon as its listeners are; should the worker fail to start, syncs run in this
+ * thread instead, and the log says so.
+ */
+export function createSyncThread(
+  ctx: AppContext,
+  options: SyncThreadOptions = {},
+): SyncRunner & { operatorRate(): number | null } {
+  type Pending = {
+    target: SyncTarget;
+    trigger: SyncTrigger;
+    full: boolean;
+    resolve: (o: RunOutcome) => void;
+  };
+  const pending = new Map<number, Pending>();
   let nextId = 1;
   let rate: number | null = null;
+  let here: SyncCoordinator | undefined;
+  const runHere = (p: Pending) => {
+    void here!
+      .request(p.target, p.trigger, p.full)
+      .then(p.resolve, (err: unknown) => p.resolve(outcomeWithoutRun(p.target, 'failed', errorMessage(err))));
+  };
   const host = hostThread<SyncIn, SyncOut>(ctx, {
-    module: 'syncWorker',
+    module: options.workerModule ?? 'syncWorker',
     from: import.meta.url,
     events: 'sync',
     label: 'sync thread',
@@ -47,11 +75,13 @@ export function createSyncThread(ctx: AppContext): SyncRunner & { operatorRate()
       if (name === 'operatorRate' && method === 'set' && typeof args[0] === 'number') rate = args[0];
     },
     onExit(stopping) {
-      // Requests in flight end with the thread: their callers hear it, and its unfinished runs are
-      // recorded as interrupted (the next run resumes from their checkpoints).
+      // Requests in flight end with the thread: their callers hear it (or, when the thread never
+      // started, they run here), and its unfinished runs are recorded as interrupted (the next run
+      // resumes from their checkpoints).
       for (const [id, request] of pending) {
         pending.delete(id);
-        request.resolve(outcomeWithoutRun(request.target, 'interrupted', 'the sync thread ended'));
+        if (here) runHere(request);
+        else request.resolve(outcomeWithoutRun(request.target, 'interrupted', 'the sync thread ended'));
       }
       if (stopping) return;
       try {
@@ -62,13 +92,26 @@ export function createSyncThread(ctx: AppContext): SyncRunner & { operatorRate()
     },
   });
   return {
-    start: host.start,
-    stop: host.stop,
+    async start() {
+      void host.start().catch((err: unknown) => {
+        here = new SyncCoordinator(ctx);
+        ctx.log.error(
+          { event: 'sync.thread.unavailable', error: errorMessage(err) },
+          `the sync thread did not start (${errorMessage(err)}); syncs run on the main thread`,
+        );
+      });
+    },
+    async stop() {
+      await host.stop();
+      await here?.stop();
+    },
     operatorRate: () => rate,
     request(target, trigger, full = false) {
-      const id = nextId++;
       return new Promise<RunOutcome>((resolve) => {
-        pending.set(id, { target, resolve });
+        const request = { target, trigger, full, resolve };
+        if (here) return runHere(request);
+        const id = nextId++;
+        pending.set(id, request);
         if (host.post({ type: 'request', id, target, trigger, full })) return;
         pending.delete(id);
         resolve(

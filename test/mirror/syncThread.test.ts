@@ -39,8 +39,6 @@ describe('sync thread', () => {
     const woken = signal.whenChanged(signal.version, AbortSignal.timeout(60_000));
     await mirror.start();
     try {
-      // The main connection's checkpoints are the worker's job while it runs.
-      expect(ctx.database.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
       const runs = Promise.all(SYNC_TARGETS.map((target) => runner.request(target, 'manual')));
       // Enqueues commit on the main connection while the worker's bulk writes hold the lock at times.
       const enqueued = [];
@@ -55,6 +53,8 @@ describe('sync thread', () => {
       );
       expect(outcomes.find((o) => o.target === 'units')?.counts.inserted).toBe(4000);
       expectMirrorEqualsRegistry(h);
+      // The main connection's checkpoints are the worker's job while it runs.
+      expect(ctx.database.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
       expect(count(ctx, 'SELECT count(*) AS n FROM outbox')).toBe(300);
 
       // Feed readers waiting in the main thread were woken by the worker's commits, up to its head.
@@ -83,6 +83,21 @@ describe('sync thread', () => {
     expect(count(ctx, "SELECT count(*) AS n FROM sync_runs WHERE status = 'running'")).toBe(0);
     // The main connection checkpoints again once the thread is gone.
     expect(ctx.database.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+  });
+
+  it('a thread that cannot start: the requests already made, and the later ones, run on the main thread', async () => {
+    const lines = captureLog(h.ctx);
+    const runner = createSyncThread(h.ctx, { workerModule: 'noSuchWorker' });
+    await runner.start?.();
+    try {
+      const early = runner.request('projects', 'startup');
+      expect((await early).status).toBe('succeeded');
+      expect((await runner.request('units', 'api')).status).toBe('succeeded');
+      expectMirrorEqualsRegistry(h, ['projects', 'unit_operations']);
+      expect(lines.map((l) => l.event)).toContain('sync.thread.unavailable');
+    } finally {
+      await runner.stop();
+    }
   });
 
   it('a request while the thread is not running is answered at once as failed, never left hanging', async () => {
