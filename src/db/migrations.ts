@@ -7,8 +7,8 @@ import type Database from 'better-sqlite3';
 /**
  * The SQLite schema's migrations: drizzle-kit writes them from src/db/schema into drizzle/, and
  * drizzle's migrator applies them. drizzle-orm is loaded only when one is pending: as ES modules
- * its import alone took `vcu-sync sync` from ~45 to ~130 MB of peak RSS (Node linking its
- * `export *` cycles), and every write the process makes is a raw prepared statement anyway.
+ * its import alone took a one-shot command such as `vcu-sync status` to ~250 MB of peak RSS (Node
+ * linking its `export *` cycles), and every query the process makes is a raw prepared statement.
  */
 
 /** The drizzle migrations folder, found from this file in both src/ and dist/. */
@@ -47,7 +47,7 @@ export function pendingMigrations(sqlite: Database.Database): number {
 
 /**
  * Applies pending migrations with drizzle's migrator. Its CommonJS build, `require()`d: this runs
- * inside the synchronous openDatabase, and it costs a third of the ES build's start-up heap.
+ * inside the synchronous openDatabase, and it peaks at ~63 MB of RSS where the ES build reaches ~270.
  */
 export function applyMigrations(sqlite: Database.Database): void {
   const require = createRequire(import.meta.url);
