@@ -1,20 +1,15 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3';
-import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { UserError } from '../errors.js';
 import { createPrivateFile } from './fileMode.js';
-import * as schema from './schema/index.js';
+import { applyMigrations, pendingMigrations } from './migrations.js';
 
 export type Sqlite = Database.Database;
-export type Db = BetterSQLite3Database<typeof schema>;
 
-/** An open database: the raw handle for hot paths and prepared statements, drizzle for the rest. */
+/** An open database: the raw handle; every query is a prepared statement on it. */
 export interface OpenDatabase {
   sqlite: Sqlite;
-  db: Db;
   path: string;
   close(): void;
 }
@@ -38,9 +33,6 @@ export interface OpenOptions {
  * with no measurable speed-up.
  */
 const PAGE_CACHE_KIB = 4096;
-
-/** The drizzle migrations folder, found from this file in both src/ and dist/. */
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 
 function openProblem(file: string, err: unknown): UserError {
   const code = (err as NodeJS.ErrnoException).code;
@@ -80,10 +72,10 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
   } catch (err) {
     throw openProblem(file, err);
   }
-  const db = drizzle(sqlite, { schema });
   if (options.migrate ?? !options.readonly) {
     try {
-      migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      // Checked first so that a current database never loads drizzle (src/db/migrations.ts).
+      if (pendingMigrations(sqlite) > 0) applyMigrations(sqlite);
     } catch (err) {
       sqlite.close();
       throw new UserError(`database: migration failed on ${file}: ${(err as Error).message}`);
@@ -91,7 +83,6 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
   }
   return {
     sqlite,
-    db,
     path: file,
     close() {
       if (!sqlite.open) return;

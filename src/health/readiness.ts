@@ -1,5 +1,5 @@
-import { readMigrationFiles } from 'drizzle-orm/migrator';
-import { MIGRATIONS_FOLDER, type Sqlite } from '../db/open.js';
+import { pendingMigrations } from '../db/migrations.js';
+import type { Sqlite } from '../db/open.js';
 import { errorMessage } from '../errors.js';
 import { readPause } from '../outbox/pause.js';
 
@@ -38,20 +38,6 @@ export function judgeReadiness(facts: ReadinessFacts): Readiness {
   }
   if (facts.sendingPaused) reasons.push(`sending paused: ${facts.sendingPaused}`);
   return { ready: reasons.length === 0, reasons };
-}
-
-let shippedMigrations: number | undefined;
-
-/** Migrations shipped with this build not yet recorded in the database. */
-export function pendingMigrations(sqlite: Sqlite): number {
-  shippedMigrations ??= readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }).length;
-  let applied = 0;
-  try {
-    applied = sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get() as number;
-  } catch {
-    applied = 0; // no migrations table: nothing applied
-  }
-  return Math.max(0, shippedMigrations - applied);
 }
 
 /**

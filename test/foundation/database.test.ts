@@ -2,6 +2,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backupDatabase } from '../../src/db/backup.js';
+import { pendingMigrations } from '../../src/db/migrations.js';
 import { openDatabase } from '../../src/db/open.js';
 import { UserError } from '../../src/errors.js';
 import { tempDir } from '../helpers/context.js';
@@ -61,6 +62,28 @@ describe('database', () => {
     expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBeGreaterThan(
       0,
     );
+    again.close();
+  });
+
+  it('applies the migration a database is behind on opening, and counts what is pending as drizzle does', () => {
+    const file = path.join(dir(), 'behind.db');
+    const fresh = new Database(file);
+    const shipped = pendingMigrations(fresh);
+    expect(shipped).toBeGreaterThan(0);
+    fresh.close();
+    const database = openDatabase(file);
+    expect(pendingMigrations(database.sqlite)).toBe(0);
+    // Undo the newest migration (0006 creates replicas) as a database from the previous build.
+    database.sqlite.exec('DROP TABLE replicas');
+    database.sqlite.exec(
+      'DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
+    );
+    expect(pendingMigrations(database.sqlite)).toBe(1);
+    database.close();
+    const again = openDatabase(file);
+    expect(pendingMigrations(again.sqlite)).toBe(0);
+    expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBe(shipped);
+    expect(again.sqlite.prepare('SELECT count(*) FROM replicas').pluck().get()).toBe(0);
     again.close();
   });
 

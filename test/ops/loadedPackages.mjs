@@ -3,10 +3,20 @@ import { writeSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
 const packages = new Set();
+const note = (url) => {
+  const m = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)\//);
+  if (m && m[1] !== 'tsx') packages.add(m[1]);
+};
 registerHooks({
+  // Resolution too: under tsx, a require() of a .cjs file is read by tsx's own loader and never
+  // reaches the load hook (drizzle-orm's migrator is require()d so).
+  resolve(specifier, context, next) {
+    const resolved = next(specifier, context);
+    note(resolved.url);
+    return resolved;
+  },
   load(url, context, next) {
-    const m = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)\//);
-    if (m && m[1] !== 'tsx') packages.add(m[1]);
+    note(url);
     return next(url, context);
   },
 });

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pendingMigrations } from '../../src/db/migrations.js';
 import { noopMetrics } from '../../src/metrics.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
@@ -9,8 +10,9 @@ import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
 
 /**
  * `vcu-sync sync` loads what a sync uses and nothing the daemon's other parts need: no
- * prom-client (its metrics are no-ops), no HTTP server, no webhook verification. The packages a
- * real child process loaded are read from a preload hook, and the mirror must still equal upstream.
+ * prom-client (its metrics are no-ops), no HTTP server, no webhook verification, and no drizzle-orm
+ * unless a migration is pending. The packages a real child process loaded are read from a preload
+ * hook, and the mirror must still equal upstream.
  */
 const PRELOAD = pathToFileURL(path.join(import.meta.dirname, 'loadedPackages.mjs')).href;
 const { dir, cleanup } = tempDir('vcu-sync-lean-');
@@ -24,42 +26,71 @@ afterAll(async () => {
   cleanup();
 });
 
-describe('vcu-sync sync loads per command what it uses', () => {
-  it('syncs every list without loading prom-client, hono or the webhook code', async () => {
-    const env = daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false, pageSize: 50 })), {
-      NODE_OPTIONS: `--import=${PRELOAD}`,
-    });
-    const sync = spawnCli(['sync', 'projects', 'issuances', 'units'], env);
-    const code = await sync.exited;
-    expect(code, sync.output().slice(-2000)).toBe(0);
+const env = () =>
+  daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false, pageSize: 50 })), {
+    NODE_OPTIONS: `--import=${PRELOAD}`,
+  });
 
-    const loaded =
-      sync
-        .output()
-        .match(/LOADED_PACKAGES=(\S*)/)?.[1]
-        ?.split(',') ?? [];
-    expect(loaded).toContain('better-sqlite3');
-    expect(loaded).toContain('got');
-    for (const unused of ['prom-client', 'hono', '@hono/node-server', 'standardwebhooks', 'pg']) {
-      expect(loaded).not.toContain(unused);
-    }
+/** Runs `vcu-sync sync ARGS` to its end and returns the npm packages it loaded. */
+async function syncLoading(args: string[]): Promise<string[]> {
+  const sync = spawnCli(['sync', ...args], env());
+  const code = await sync.exited;
+  expect(code, sync.output().slice(-2000)).toBe(0);
+  return (
+    sync
+      .output()
+      .match(/LOADED_PACKAGES=(\S*)/)?.[1]
+      ?.split(',') ?? []
+  );
+}
 
-    const db = new Database(path.join(dir, 'vcu.db'), { readonly: true });
-    try {
-      const count = (table: string) =>
-        (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE _removed_at IS NULL`).get() as { n: number }).n;
-      expect({
-        projects: count('projects'),
-        issuances: count('issuances'),
-        units: count('unit_operations'),
-      }).toEqual({
+/** The mirror's live rows per list, next to the simulator's. */
+function mirrorAndUpstream() {
+  const db = new Database(path.join(dir, 'vcu.db'), { readonly: true });
+  try {
+    const count = (table: string) =>
+      (db.prepare(`SELECT count(*) AS n FROM ${table} WHERE _removed_at IS NULL`).get() as { n: number }).n;
+    return {
+      mirror: { projects: count('projects'), issuances: count('issuances'), units: count('unit_operations') },
+      upstream: {
         projects: sim.registry.count('projects'),
         issuances: sim.registry.count('issuances'),
         units: sim.registry.count('units'),
-      });
+      },
+    };
+  } finally {
+    db.close();
+  }
+}
+
+// The second test syncs the database the first one created and migrated: they run in order.
+describe('vcu-sync sync loads per command what it uses', () => {
+  it('migrates a fresh database and syncs every list without loading prom-client, hono or the webhook code', async () => {
+    const loaded = await syncLoading(['projects', 'issuances', 'units']);
+    expect(loaded).toContain('better-sqlite3');
+    expect(loaded).toContain('got');
+    // A fresh database has every migration pending: drizzle's migrator is loaded to apply them.
+    expect(loaded).toContain('drizzle-orm');
+    for (const unused of ['prom-client', 'hono', '@hono/node-server', 'standardwebhooks', 'pg']) {
+      expect(loaded).not.toContain(unused);
+    }
+    const db = new Database(path.join(dir, 'vcu.db'), { readonly: true });
+    try {
+      expect(pendingMigrations(db)).toBe(0);
     } finally {
       db.close();
     }
+    const { mirror, upstream } = mirrorAndUpstream();
+    expect(mirror).toEqual(upstream);
+  });
+
+  it('does not load drizzle-orm when the database is already migrated', async () => {
+    sim.registry.appendUnits(25);
+    const loaded = await syncLoading(['units']);
+    expect(loaded).toContain('better-sqlite3');
+    expect(loaded).not.toContain('drizzle-orm');
+    const { mirror, upstream } = mirrorAndUpstream();
+    expect(mirror).toEqual(upstream);
   });
 
   it('no-op metrics take every call the daemon makes and record nothing', async () => {
