@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -83,6 +84,7 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
     await waitForHealthz(daemon, apiPort);
     options.say(`webhooks: vcu-sync listener (${cli.kind})`);
     measured = await load(`http://127.0.0.1:${webhookPort}/webhooks/operator`, seconds, 'real');
+    options.say(`webhooks: WAL ${(statSync(`${db}-wal`).size / 1048576).toFixed(1)} MiB after the load`);
   } finally {
     await daemon.stop(10_000);
   }

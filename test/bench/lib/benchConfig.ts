@@ -37,6 +37,7 @@ export function daemonEnv(options: {
 export const QUIET_DAEMON_TOML = `
 [sync]
 on_startup = false
+thread = ${process.env.BENCH_SYNC_THREAD === '0' ? 'false' : 'true'}
 [sync.schedule]
 projects = "off"
 issuances = "off"
