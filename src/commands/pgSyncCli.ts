@@ -8,7 +8,6 @@ import { instanceName } from '../health/identity.js';
 import { createLogger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
 import { pgBackend } from '../mirror/pg/pgBackend.js';
-import { scrubText } from '../redact.js';
 import { parseTargets, runSyncCommand } from './sync.js';
 
 /**
@@ -57,7 +56,7 @@ export async function runPgSyncCli(
     max: 4,
     onIdleError: (err) =>
       log.warn(
-        { event: 'db.connection.lost', error: scrubText(errorMessage(err)) },
+        { event: 'db.connection.lost', error: errorMessage(err) },
         'an idle PostgreSQL connection failed; the next query opens a new one',
       ),
   });
