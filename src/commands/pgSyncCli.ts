@@ -36,6 +36,7 @@ export function pgSyncTargets(names: readonly string[]): { targets: SyncTarget[]
 /** What stdout says of custody left out of `vcu-sync sync` on PostgreSQL. */
 export const CUSTODY_SKIPPED = 'custody: skipped: the custody sync does not run on PostgreSQL yet';
 
+/** `vcu-sync sync` on PostgreSQL at `url`: the exit code as on SQLite (0 only if every run succeeded). */
 export async function runPgSyncCli(
   config: Config,
   url: string,

@@ -157,8 +157,14 @@ describe('vcu-sync sync on PostgreSQL', () => {
       const a = spawnCli(['sync', 'units'], env);
       const b = spawnCli(['sync', 'units'], env);
       // Whichever took the run lock waits on its first page until the other has exited.
-      const first = await Promise.race([a.exited.then(() => a), b.exited.then(() => b)]);
+      // Both fetching units at once (the lock not held) shows as a second request while one is held.
+      const first = await Promise.race([
+        a.exited.then(() => a),
+        b.exited.then(() => b),
+        proxy.secondWhileHeld.then(() => undefined),
+      ]);
       proxy.release();
+      if (!first) throw new Error('both syncs fetched units at once');
       const winner = first === a ? b : a;
       const [skip, run] = [await finished(first), await finished(winner)];
       expect(proxy.held()).toBe(true);
@@ -230,8 +236,18 @@ async function gatedProxy(target: string) {
     release = resolve;
   });
   let held = false;
+  let released = false;
+  let second!: () => void;
+  const secondWhileHeld = new Promise<void>((resolve) => {
+    second = resolve;
+  });
+  void gate.then(() => {
+    released = true;
+  });
   const server = http.createServer((req, res) => {
-    const hold = req.url?.startsWith(UNITS) === true && !held;
+    const units = req.url?.startsWith(UNITS) === true;
+    if (units && held && !released) second();
+    const hold = units && !held;
     if (hold) held = true;
     void (hold ? gate : Promise.resolve()).then(() => {
       const upstream = http.request(
@@ -252,6 +268,8 @@ async function gatedProxy(target: string) {
   return {
     url: `http://127.0.0.1:${port}`,
     held: () => held,
+    /** Settles when a units request arrives while the first is held. */
+    secondWhileHeld,
     release,
     close: () => {
       release();
