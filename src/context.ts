@@ -117,12 +117,43 @@ export function createAppContext(
   });
   // Every state change committed through this handle writes the subscribers' deliveries.
   useSubscribers(database.sqlite, subscribersFromConfig(config));
+  return contextOver(config, log, () => database, options);
+}
+
+/**
+ * The context of a command that runs on PostgreSQL (`database.url`): no SQLite file is opened or
+ * created, and anything that still reaches for `ctx.database` fails loudly instead of quietly
+ * writing to a file at `database.path`. The caller opens (and closes) the PostgreSQL pool.
+ */
+export function createPgAppContext(
+  config: Config,
+  log: Logger,
+  options: Omit<CreateContextOptions, 'migrate'> = {},
+): AppContext {
+  return contextOver(
+    config,
+    log,
+    () => {
+      throw new Error('database.url is set (PostgreSQL): this command has no SQLite database');
+    },
+    options,
+  );
+}
+
+function contextOver(
+  config: Config,
+  log: Logger,
+  database: () => OpenDatabase,
+  options: CreateContextOptions,
+): AppContext {
   const metrics = options.metrics ?? createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;
   const ctx: AppContext = {
     config,
-    database,
+    get database() {
+      return database();
+    },
     log,
     clock,
     metrics,

@@ -1,6 +1,7 @@
 import cliProgress from 'cli-progress';
 import { type AppContext, SYNC_TARGETS, type SyncTarget } from '../context.js';
 import { UserError } from '../errors.js';
+import type { MirrorBackend } from '../mirror/backend.js';
 import type { RunCounts } from '../mirror/bookkeeping.js';
 import { type RunOutcome, runSync } from '../mirror/syncRun.js';
 
@@ -16,6 +17,8 @@ export interface SyncCommandOptions {
   out?: NodeJS.WritableStream;
   /** How retries wait (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
+  /** Where the runs read and write (default: SQLite's `ctx.database`). */
+  backend?: MirrorBackend;
 }
 
 /** The targets named on the command line, checked; all when none (throws UserError naming a bad one). */
@@ -83,6 +86,7 @@ export async function runSyncCommand(ctx: AppContext, options: SyncCommandOption
         full: options.full ?? false,
         sleep: options.sleep,
         onProgress,
+        backend: options.backend,
       });
       bar?.update(outcome.counts.fetched, {
         records: outcome.counts.fetched,

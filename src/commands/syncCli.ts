@@ -6,10 +6,15 @@ import { withContext } from './withContext.js';
 
 /**
  * `vcu-sync sync [resources...] [--full]`: one sync, then exit; 0 only if every resource succeeded.
- * It serves no /metrics, so it counts into no-op metrics (prom-client is never loaded).
+ * It serves no /metrics, so it counts into no-op metrics (prom-client is never loaded). With
+ * `database.url` set it runs on PostgreSQL (./pgSyncCli.ts, loaded only then, and `pg` with it).
  */
-export function runSyncCli(config: Config, resources: string[], full: boolean): Promise<number> {
+export async function runSyncCli(config: Config, resources: string[], full: boolean): Promise<number> {
   requireSettings(config, 'sync');
+  if (config.database.url) {
+    const { runPgSyncCli } = await import('./pgSyncCli.js');
+    return runPgSyncCli(config, config.database.url, resources, full);
+  }
   return withContext(
     config,
     (ctx) => runSyncCommand(ctx, { targets: resources, full, tty: process.stderr.isTTY === true }),

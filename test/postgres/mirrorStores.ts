@@ -72,7 +72,7 @@ export async function liveRows(
 /** Asserts the lists in the mirror equal the simulator's registry, field by field. */
 export async function expectMirrorEquals(
   m: MirrorUnderTest,
-  h: Harness,
+  h: Pick<Harness, 'sim'>,
   tables: readonly ListTable[] = ['projects', 'issuances', 'unit_operations'],
 ): Promise<void> {
   for (const table of tables) {
