@@ -100,6 +100,8 @@ const databaseSchema = z.strictObject({
   daemon_busy_timeout_ms: positiveInt.max(1_000).default(50),
   /** At start-up the daemon runs `PRAGMA quick_check` before serving on a file up to this size; larger files are checked in the background, in MiB (default: 256). */
   startup_check_max_mib: nonNegativeInt.default(256),
+  /** While a worker thread checkpoints the WAL, it checkpoints it in full (holding writers off for a moment) once it passes this size, in MiB (default: 64). */
+  wal_bound_mib: positiveInt.max(4_096).default(64),
 });
 
 const apiSchema = z.strictObject({

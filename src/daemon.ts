@@ -2,6 +2,7 @@ import { systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { type AppContext, type Component, closeAppContext, createAppContext } from './context.js';
 import { changeSignalFor } from './db/changeSignal.js';
+import { observeCommitWaits } from './db/commitQueue.js';
 import { databaseFaultsFor } from './db/faults.js';
 import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
@@ -56,6 +57,7 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
     ownership.release();
     throw err;
   }
+  observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   try {
     // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
     // A small file is checked right here; a large one in a worker while the daemon serves.

@@ -79,6 +79,13 @@ export function createMetrics() {
       help: 'The adaptive request rate to the operator now: operator.rate_per_second until a 429 halves it, climbing back while requests succeed.',
       registers,
     }),
+    databaseWait: new Histogram({
+      name: 'vcu_sync_database_wait_seconds',
+      help: 'How long a group commit waited, by connection (main: the API and webhooks; dispatcher) and phase (lock: for the write lock another connection held; fsync: for the WAL to reach the disk before its callers were answered).',
+      labelNames: ['connection', 'phase'] as const,
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
     /** Set by the API at scrape time from the health module. */
     outboxDepth: new Gauge({
       name: 'vcu_sync_outbox_rows',

@@ -91,6 +91,13 @@ export class CommitQueue {
   private readonly setBusy = new Map<string, { run(): unknown }>();
   /** With `synchronous = FULL`: the group's fsync, run off the loop (./walSync.ts); null otherwise. */
   private readonly walSync: WalSync | null;
+  /** When the batch now waiting for the lock first found it held (performance.now ms), else null. */
+  private lockWaitSince: number | null = null;
+  /**
+   * Told how long each group waited for the lock and for its fsync, seconds (the daemon points it
+   * at the `vcu_sync_database_wait_seconds` histogram: {@link observeCommitWaits}).
+   */
+  onWait: ((phase: 'lock' | 'fsync', seconds: number) => void) | null = null;
 
   /**
    * @param sqlite the database handle
@@ -183,6 +190,10 @@ export class CommitQueue {
     if (this.walSync) this.setPragma('synchronous = FULL');
     this.setBusyTimeout(busyTimeout);
     this.busyTries = 0;
+    if (this.lockWaitSince !== null) {
+      this.onWait?.('lock', (performance.now() - this.lockWaitSince) / 1000);
+      this.lockWaitSince = null;
+    }
     this.leaveGate();
     this.faults.noteLockTaken();
     if (this.tasks.length > 0) this.schedule(0);
@@ -194,7 +205,9 @@ export class CommitQueue {
     // Answered once the WAL is on disk; the next group is written meanwhile. Feed readers are woken
     // after it too (changeSignal.ts reads this before it announces, on a later microtask). Tasks
     // that asked not to wait for it are answered now.
+    const syncStart = performance.now();
     const synced = this.walSync.sync();
+    if (this.onWait) void synced.then(() => this.onWait?.('fsync', (performance.now() - syncStart) / 1000));
     durability(this.sqlite).pending = synced.catch(() => {});
     const early = tasks.some((t) => t.early);
     if (early) this.settleTasks(tasks, results, (t) => t.early);
@@ -267,6 +280,7 @@ export class CommitQueue {
   }
 
   private leaveGate(): void {
+    if (this.tasks.length === 0) this.lockWaitSince = null;
     if (!this.waitingAtGate) return;
     this.waitingAtGate = false;
     writerGate.leave();
@@ -290,6 +304,7 @@ export class CommitQueue {
       writerGate.arrive();
     }
     this.busyTries++;
+    this.lockWaitSince ??= performance.now();
     this.schedule(busyRetryDelay(this.busyTries));
   }
 }
@@ -299,3 +314,12 @@ export class CommitQueue {
  * an API enqueue, a dispatcher settle and a webhook arriving in the same turn cost one fsync together.
  */
 export const commitQueueFor: (sqlite: Sqlite) => CommitQueue = perHandle((sqlite) => new CommitQueue(sqlite));
+
+/** Reports the lock and fsync waits of `sqlite`'s commit queue to the daemon's histogram. */
+export function observeCommitWaits(
+  sqlite: Sqlite,
+  connection: 'main' | 'dispatcher',
+  histogram: { observe(labels: { connection: string; phase: string }, seconds: number): void },
+): void {
+  commitQueueFor(sqlite).onWait = (phase, seconds) => histogram.observe({ connection, phase }, seconds);
+}

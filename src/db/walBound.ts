@@ -12,8 +12,8 @@
  */
 import type { Sqlite } from './open.js';
 
-/** A WAL past this many frames (4 KiB pages: 8 MiB) is brought back (default bound). */
-export const WAL_BOUND_FRAMES = 2048;
+/** A WAL past this many MiB is brought back (default bound: `database.wal_bound_mib`). */
+export const WAL_BOUND_MIB = 64;
 
 interface CheckpointResult {
   busy: number;
@@ -24,11 +24,15 @@ interface CheckpointResult {
 /**
  * One round: returns the log's frames after PASSIVE and whether FULL ran. Blocks this thread for a
  * FULL (it waits for a writer through the connection's busy timeout): only for a worker thread.
+ * Each FULL holds the other connections' commits off while it copies and syncs (tens of ms on a
+ * busy disk: an enqueue waits that long), so the bound is set to make it rare: a full sync writes
+ * several MiB of WAL a second.
  */
-export function boundWal(sqlite: Sqlite, boundFrames = WAL_BOUND_FRAMES): { frames: number; full: boolean } {
+export function boundWal(sqlite: Sqlite, boundMib = WAL_BOUND_MIB): { frames: number; full: boolean } {
   const [passive] = sqlite.pragma('wal_checkpoint(PASSIVE)') as CheckpointResult[];
   const frames = passive?.log ?? 0;
-  if (frames <= boundFrames) return { frames, full: false };
+  const pageSize = sqlite.pragma('page_size', { simple: true }) as number;
+  if (frames * pageSize <= boundMib * 1024 * 1024) return { frames, full: false };
   sqlite.pragma('wal_checkpoint(FULL)');
   return { frames, full: true };
 }

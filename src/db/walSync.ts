@@ -1,5 +1,7 @@
 import { closeSync, fsync, openSync } from 'node:fs';
+import { durability } from './changeSignal.js';
 import type { Sqlite } from './open.js';
+import { perHandle } from './perHandle.js';
 
 /**
  * The group commit's fsync, off the event loop. With `synchronous = FULL` SQLite fsyncs the WAL
@@ -26,7 +28,7 @@ export class WalSync {
   /** Waiters for an fsync that starts after the one in flight (their frames may postdate its start). */
   private next: Promise<void> | null = null;
 
-  private constructor(private readonly walPath: string) {}
+  constructor(private readonly walPath: string) {}
 
   /**
    * The off-loop sync for this connection, or null when its commits need none (`synchronous` below
@@ -38,7 +40,7 @@ export class WalSync {
     if (sqlite.pragma('synchronous', { simple: true }) !== 2) return null;
     const mode = String(sqlite.pragma('journal_mode', { simple: true })).toLowerCase();
     if (mode !== 'wal') return null;
-    return new WalSync(`${sqlite.name}-wal`);
+    return sharedSync(sqlite);
   }
 
   /** Resolves once everything this connection committed before the call is on disk. */
@@ -78,4 +80,36 @@ export class WalSync {
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
   }
+}
+
+/** One per handle (one descriptor of its WAL), shared by every writer on it. */
+const sharedSync = perHandle((sqlite: Sqlite) => new WalSync(`${sqlite.name}-wal`));
+
+/**
+ * Runs one synchronous transaction of `sqlite` with its fsync moved out of the write lock: COMMIT
+ * under `synchronous = NORMAL`, then the WAL's fsync, awaited. For a bulk writer in a worker thread
+ * (the mirror's pages): under FULL its COMMIT held the lock through the fsync, and an API enqueue
+ * that arrived meanwhile waited that long behind it. Resolves with the transaction's result once it
+ * is on disk, so a checkpoint committed with its page is durable before the next page is written;
+ * without an off-lock sync (`walSync` null: not WAL, or `synchronous` below FULL) it is the plain
+ * transaction.
+ */
+export async function commitThenSync<T>(
+  sqlite: Sqlite,
+  walSync: WalSync | null,
+  transaction: () => T,
+): Promise<T> {
+  if (!walSync) return transaction();
+  sqlite.pragma('synchronous = NORMAL');
+  let result: T;
+  try {
+    result = transaction();
+  } finally {
+    sqlite.pragma('synchronous = FULL');
+  }
+  const synced = walSync.sync();
+  // Feed readers are woken once the rows are durable (changeSignal.ts announceAfterCommit).
+  durability(sqlite).pending = synced.catch(() => {});
+  await synced;
+  return result;
 }

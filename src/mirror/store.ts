@@ -1,4 +1,5 @@
 import type { Sqlite } from '../db/open.js';
+import { commitThenSync, WalSync } from '../db/walSync.js';
 import * as writerGate from '../db/writerGate.js';
 import { type Bookkeeping, bookkeeping, type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import { type MirrorTable, mirrorTable } from './mirrorTable.js';
@@ -60,6 +61,8 @@ const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantine
 export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): MirrorStore {
   const table = mirrorTable(sqlite, def);
   const book = bookkeeping(sqlite);
+  // Each transaction's fsync runs after its COMMIT, out of the write lock (db/walSync.ts).
+  const walSync = WalSync.for(sqlite);
   // Writes the batch's records from `from` on; ends early (returning where it stopped) when another
   // writer of this process waits for the lock, so the batch's checkpoint and progress commit only
   // with its last records.
@@ -116,7 +119,8 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
     async commitBatch(batch) {
       const sum: BatchResult = { tally: { ...NO_TALLY }, quarantined: [] };
       for (let from = 0; ; ) {
-        from = commit.immediate(batch, from, sum);
+        const start = from;
+        from = await commitThenSync(sqlite, walSync, () => commit.immediate(batch, start, sum));
         if (from >= batch.records.length) return sum;
         // Committed part of the batch for a waiting writer (the API's enqueue): let it take the lock.
         writerGate.waitTurn(YIELD_WAIT_MAX_MS);
@@ -126,10 +130,10 @@ export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): M
       book.putCheckpoint(checkpoint, now());
     },
     async finishScan(f) {
-      return finish.immediate(f);
+      return commitThenSync(sqlite, walSync, () => finish.immediate(f));
     },
     async endCustody(runId, kind, id, counts) {
-      return endCustody.immediate(runId, kind, id, counts);
+      return commitThenSync(sqlite, walSync, () => endCustody.immediate(runId, kind, id, counts));
     },
   };
 }

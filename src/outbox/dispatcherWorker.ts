@@ -4,11 +4,13 @@
  * answer or a commit's fsync of the dispatcher never holds the loop that answers the API and the
  * webhooks. Wake comes in; sync requests and "committed" go out.
  */
+import { observeCommitWaits } from '../db/commitQueue.js';
 import { workerSide } from '../thread/workerSide.js';
 import { createDispatcherComponent } from './dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from './dispatcherMessages.js';
 
 const side = workerSide<DispatcherOut>('outbox.worker');
+observeCommitWaits(side.ctx.database.sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
 const component = createDispatcherComponent(side.ctx, {
   // The mirror runs elsewhere: a custody sync is asked for through the main thread.
   requestSync: async (targets, trigger) => {

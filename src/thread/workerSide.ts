@@ -118,7 +118,7 @@ export function workerSide<Out>(name: string): WorkerSide<Out> {
       const checkpoints = setInterval(() => {
         if (faults.facts().corruption) return;
         try {
-          const { frames, full } = boundWal(database.sqlite);
+          const { frames, full } = boundWal(database.sqlite, config.database.wal_bound_mib);
           if (full) log.debug({ event: 'database.wal.bounded', frames }, 'WAL checkpointed in full');
         } catch (err) {
           log.warn({ event: 'database.checkpoint_failed', error: errorMessage(err) }, errorMessage(err));

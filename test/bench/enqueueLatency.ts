@@ -5,6 +5,7 @@ import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
+import { commitWaits } from './lib/commitWaits.js';
 import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.js';
@@ -53,6 +54,8 @@ interface Latencies {
   resets: number;
   /** The daemon's main-thread event-loop delay over its life (perf_hooks), when measured. */
   loopDelay?: string;
+  /** Where the daemon's group commits waited (lock, fsync), from its metrics (./lib/commitWaits.ts). */
+  waits?: string;
 }
 
 const LOOP_DELAY_PRELOAD = path.join(import.meta.dirname, 'lib/loopDelay.mjs');
@@ -142,10 +145,12 @@ async function daemonLoad(
   try {
     await waitForHealthz(daemon, apiPort);
     const measured = await pacedLoad(apiPort, seconds, tag);
+    const waits = await commitWaits(apiPort);
+    options.say(`${tag}: commit waits ${waits}`);
     await daemon.stop(10_000);
     const loopDelay = daemon.stderr().match(/BENCH_LOOP_DELAY (.*)/)?.[1];
     if (loopDelay) options.say(`${tag}: daemon event-loop delay ${loopDelay} ms`);
-    return { ...measured, ...(loopDelay ? { loopDelay } : {}) };
+    return { ...measured, waits, ...(loopDelay ? { loopDelay } : {}) };
   } finally {
     await daemon.stop(10_000);
   }
@@ -166,7 +171,7 @@ function row(
     ratio: l.p99 / baseline.p99,
     target: target ?? '(reported)',
     met: target ? l.p99 < 5 : true,
-    notes: `${notes}; p50 ${l.p50.toFixed(2)} ms (bare ${baseline.p50.toFixed(2)}), max ${l.max.toFixed(1)} ms${l.resets ? `; ${l.resets} resent after a reset` : ''}${l.loopDelay ? `; daemon loop delay ${l.loopDelay} ms` : ''}`,
+    notes: `${notes}; p50 ${l.p50.toFixed(2)} ms (bare ${baseline.p50.toFixed(2)}), max ${l.max.toFixed(1)} ms${l.resets ? `; ${l.resets} resent after a reset` : ''}${l.loopDelay ? `; daemon loop delay ${l.loopDelay} ms` : ''}${l.waits ? `; commit waits: ${l.waits}` : ''}`,
     extra: { ...l, baselineP50: baseline.p50, baselineMax: baseline.max },
   };
 }

@@ -171,3 +171,38 @@ describe('group commit: what waits for the fsync', () => {
     }
   });
 });
+
+describe('group commit: what it reports of its waits', () => {
+  it('a group that found the lock held reports one lock wait once it commits, and every durable group its fsync', async () => {
+    const { daemon, other, dispose } = twoConnections();
+    try {
+      daemon.sqlite.pragma('synchronous = FULL');
+      const queue = new CommitQueue(daemon.sqlite);
+      const waits: Array<[string, number]> = [];
+      queue.onWait = (phase, seconds) => waits.push([phase, seconds]);
+      other.exec('BEGIN IMMEDIATE');
+      const faults = databaseFaultsFor(daemon.sqlite);
+      let tries = 0;
+      const note = faults.noteFailure.bind(faults);
+      faults.noteFailure = (err) => {
+        tries++;
+        return note(err);
+      };
+      const first = queue.submit(insert(daemon, 'waited'));
+      await until('two tries under the lock', () => tries >= 2);
+      expect(waits).toEqual([]);
+      other.exec('COMMIT');
+      await first;
+      await until('the fsync reported', () => waits.length >= 2);
+      expect(waits.map(([phase]) => phase)).toEqual(['lock', 'fsync']);
+      expect(waits[0]![1]).toBeGreaterThan(0);
+
+      // The lock free: the next group reports its fsync only.
+      await queue.submit(insert(daemon, 'free'));
+      await until('the second fsync reported', () => waits.length >= 3);
+      expect(waits.map(([phase]) => phase)).toEqual(['lock', 'fsync', 'fsync']);
+    } finally {
+      dispose();
+    }
+  });
+});

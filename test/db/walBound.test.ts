@@ -1,6 +1,5 @@
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { WAL_BOUND_FRAMES } from '../../src/db/walBound.js';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { testContext } from '../helpers/context.js';
@@ -16,7 +15,8 @@ import { tokenization } from '../outbox/fixtures.js';
  */
 describe('the WAL while a worker thread checkpoints it', () => {
   it('stays within a few times its bound under a steady stream of commits from the main thread', async () => {
-    const ctx = testContext();
+    const boundMib = 8;
+    const ctx = testContext({ overrides: { 'database.wal_bound_mib': boundMib } });
     const lines = captureLog(ctx);
     const thread = createSyncThread(ctx);
     await thread.start?.();
@@ -35,7 +35,7 @@ describe('the WAL while a worker thread checkpoints it', () => {
         expect((await Promise.all(burst)).every((r) => r.status === 201)).toBe(true);
       }
       const walBytes = statSync(`${ctx.database.path}-wal`).size;
-      expect(walBytes).toBeLessThan(3 * WAL_BOUND_FRAMES * 4096);
+      expect(walBytes).toBeLessThan(3 * boundMib * 1024 * 1024);
     } finally {
       await thread.stop();
       ctx.dispose();
