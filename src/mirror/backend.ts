@@ -4,6 +4,7 @@ import { refreshPlannerStats } from '../db/plannerStats.js';
 import { whenUnlocked } from '../db/whenUnlocked.js';
 import { errorMessage } from '../errors.js';
 import { bookkeeping, type RunCounts } from './bookkeeping.js';
+import { type CustodyIdBook, sqliteCustodyIds } from './custody.js';
 import { mirrorTable } from './mirrorTable.js';
 import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
 import type { TableDef } from './resources.js';
@@ -56,8 +57,8 @@ export interface MirrorBackend {
   lockFailure(err: unknown): boolean;
   /** After a successful run (SQLite: planner statistics); never throws. */
   afterSuccess(ctx: AppContext): void;
-  /** Custody reads (their ids come from the outbox, which this backend must also hold). */
-  readonly custody: boolean;
+  /** `custody_ids`, on the same database as the outbox their ids come from. */
+  readonly custodyIds: CustodyIdBook;
 }
 
 /**
@@ -70,7 +71,7 @@ export function sqliteBackend(ctx: AppContext, signal?: AbortSignal): MirrorBack
   const unlocked = <T>(work: () => T) => whenUnlocked(sqlite, work, signal);
   const active = new Set<number>();
   return {
-    custody: true,
+    custodyIds: sqliteCustodyIds(sqlite),
     store: (def, now) => sqliteStore(sqlite, def, now),
     async acquireRun(_ctx, target) {
       const { liveElsewhere } = await unlocked(() => markInterruptedRuns(ctx));

@@ -1,12 +1,13 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
+import type { Sqlite } from '../db/open.js';
 import { UnreadableRecord } from '../operator/limits.js';
 import { bookkeeping, type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
-import { custodyPath, custodyResources } from './resources.js';
+import { custodyPath, custodyResources, type TableDef } from './resources.js';
 import { readRetry } from './retry.js';
 import { logQuarantined } from './scan/heldWrites.js';
-import { sqliteStore } from './store.js';
+import type { MirrorStore } from './store.js';
 
 /** What a custody run needs besides the context. */
 export interface CustodySyncOptions {
@@ -18,6 +19,10 @@ export interface CustodySyncOptions {
   signal?: AbortSignal;
   /** Called after each read (default: none). */
   onProgress?: (counts: RunCounts) => void;
+  /** `custody_ids` on the run's database. */
+  ids: CustodyIdBook;
+  /** The store of a custody table on the run's database (its writes fenced by the run's lease). */
+  store: (def: TableDef) => MirrorStore;
 }
 
 /** Ids named by an outbox Tokenization body: its unitId and issuanceId (pure). */
@@ -40,22 +45,72 @@ export function idsFromTokenization(body: string): { units?: string; issuances?:
   return out;
 }
 
-/** Adds the ids from the configuration and from accepted Tokenizations to `custody_ids`. */
-export function collectCustodyIds(ctx: AppContext): void {
-  const book = bookkeeping(ctx.database.sqlite);
-  const at = isoAt(ctx.clock.now());
-  const writeTx = ctx.database.sqlite.transaction(() => {
-    for (const kind of ['projects', 'issuances', 'units'] as const) {
-      for (const id of ctx.config.custody[kind]) book.addCustodyId(kind, id, 'config', at);
-    }
-    for (const body of book.tokenizationBodies(ctx.config.outbox.wire_spelling.tokenization)) {
-      const ids = idsFromTokenization(body);
-      if (ids.units) book.addCustodyId('units', ids.units, 'outbox', at);
-      if (ids.issuances) book.addCustodyId('issuances', ids.issuances, 'outbox', at);
-    }
-  });
-  // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
-  writeTx.immediate();
+/** A row for `custody_ids`: an id and where it came from. */
+export interface CustodyIdAdd {
+  kind: 'projects' | 'issuances' | 'units';
+  id: string;
+  source: 'config' | 'outbox';
+}
+
+/**
+ * The ids the configuration and accepted Tokenizations (`bodies`) put in custody, each once, the
+ * configuration's first: an id named by both keeps `config` as its source (pure).
+ */
+export function custodyIdsToAdd(
+  custody: AppContext['config']['custody'],
+  bodies: readonly string[],
+): CustodyIdAdd[] {
+  const out: CustodyIdAdd[] = [];
+  const taken = new Set<string>();
+  const add = (kind: CustodyIdAdd['kind'], id: string, source: CustodyIdAdd['source']) => {
+    const key = `${kind}\0${id}`;
+    if (taken.has(key)) return;
+    taken.add(key);
+    out.push({ kind, id, source });
+  };
+  for (const kind of ['projects', 'issuances', 'units'] as const) {
+    for (const id of custody[kind]) add(kind, id, 'config');
+  }
+  for (const body of bodies) {
+    const ids = idsFromTokenization(body);
+    if (ids.units) add('units', ids.units, 'outbox');
+    if (ids.issuances) add('issuances', ids.issuances, 'outbox');
+  }
+  return out;
+}
+
+/**
+ * `custody_ids` as the custody sync reads and adds to it, on the database that holds the outbox
+ * the ids come from: SQLite's (below) or PostgreSQL's (./pg/pgCustodyIds.ts). Ending an id's
+ * custody is the mirror store's (`endCustody`), with its record's tombstone.
+ */
+export interface CustodyIdBook {
+  /**
+   * In one transaction: reads the bodies of accepted Tokenizations (`wireSpelling` or
+   * "Tokenization") and adds `toAdd(bodies)`, all at `at`; an id already there is left as it is.
+   */
+  collect(wireSpelling: string, toAdd: (bodies: string[]) => CustodyIdAdd[], at: string): Promise<void>;
+  /** The ids of `kind` still in custody, oldest first, then by id (bytewise). */
+  active(kind: string): Promise<string[]>;
+}
+
+/** SQLite's `custody_ids`: the bookkeeping statements. */
+export function sqliteCustodyIds(sqlite: Sqlite): CustodyIdBook {
+  const book = bookkeeping(sqlite);
+  const collect = sqlite.transaction(
+    (wireSpelling: string, toAdd: (bodies: string[]) => CustodyIdAdd[], at: string) => {
+      for (const { kind, id, source } of toAdd(book.tokenizationBodies(wireSpelling))) {
+        book.addCustodyId(kind, id, source, at);
+      }
+    },
+  );
+  return {
+    async collect(wireSpelling, toAdd, at) {
+      // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
+      collect.immediate(wireSpelling, toAdd, at);
+    },
+    active: async (kind) => book.custodyIds(kind),
+  };
 }
 
 /**
@@ -64,13 +119,15 @@ export function collectCustodyIds(ctx: AppContext): void {
  * `_custody_ended_at` set, a `remove` change fed); it does not fail the run.
  */
 export async function syncCustody(ctx: AppContext, options: CustodySyncOptions): Promise<void> {
-  const { sqlite } = ctx.database;
-  const { counts, runId } = options;
-  const now = () => isoAt(ctx.clock.now());
-  collectCustodyIds(ctx);
+  const { counts, runId, ids } = options;
+  await ids.collect(
+    ctx.config.outbox.wire_spelling.tokenization,
+    (bodies) => custodyIdsToAdd(ctx.config.custody, bodies),
+    isoAt(ctx.clock.now()),
+  );
   for (const resource of custodyResources(ctx.config)) {
-    const store = sqliteStore(sqlite, resource, now);
-    for (const id of bookkeeping(sqlite).custodyIds(resource.kind)) {
+    const store = options.store(resource);
+    for (const id of await ids.active(resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
       const retry = readRetry(ctx, options, 'custody read failed; retrying', {
         resource: 'custody',

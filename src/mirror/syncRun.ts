@@ -150,10 +150,14 @@ async function runHeld(
         status = 'failed';
         error = result.refusal;
       }
-    } else if (backend.custody) {
-      await syncCustody(ctx, { runId, counts, ...bounded });
     } else {
-      throw new Error('the custody sync does not run on this database yet');
+      await syncCustody(ctx, {
+        runId,
+        counts,
+        ...bounded,
+        ids: backend.custodyIds,
+        store: (def) => backend.store(def, () => isoAt(ctx.clock.now()), lease),
+      });
     }
   } catch (err) {
     // A stop also cancels the request in flight, which then fails with a network error; so does a

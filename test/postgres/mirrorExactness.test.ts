@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { AppContext } from '../../src/context.js';
+import type { AppContext, SyncTarget } from '../../src/context.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { sqliteBackend } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
@@ -8,10 +8,12 @@ import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
 import {
+  expectCustodyEquals,
   expectMirrorEquals,
   feedAfter,
   type MirrorUnderTest,
   pgMirror,
+  queueOutboxRow,
   scalar,
   sqliteMirror,
 } from './mirrorStores.js';
@@ -19,7 +21,9 @@ import {
 /**
  * The mirror's exactness on the operator's worst day, the same cases on both stores: a silent page
  * cap below `page_size`, a list that ignores paging, removals between runs, an update to one
- * field, quarantined records, a scan resumed after a failure mid-run. The end state is asserted
+ * field, quarantined records, a scan resumed after a failure mid-run; custody read from the
+ * configuration and the outbox, a read failing, one unreadable, ids leaving custody and one coming
+ * back. The end state is asserted
  * (the mirror equals the registry field by field) and so are the tallies and the feed rows, which
  * are the same on both stores because the assertions are.
  */
@@ -53,12 +57,7 @@ async function open(kind: 'sqlite' | 'postgres', hh: Harness): Promise<MirrorUnd
   return pgMirror(store);
 }
 
-function sync(
-  ctx: AppContext,
-  m: MirrorUnderTest,
-  target: 'projects' | 'issuances' | 'units',
-  options: RunSyncOptions = {},
-) {
+function sync(ctx: AppContext, m: MirrorUnderTest, target: SyncTarget, options: RunSyncOptions = {}) {
   return runSync(ctx, target, { sleep: noSleep, backend: m.backend, ...options });
 }
 
@@ -212,6 +211,102 @@ describe.each(['sqlite', 'postgres'] as const)('the mirror on %s', (kind) => {
       'refused to mark 10 of 40 projects removed (more than sync.max_remove_share=0.1); the mirror keeps them',
     );
     expect(await scalar(m, 'SELECT count(*) AS n FROM projects WHERE _removed_at IS NULL')).toBe(40);
+  });
+  it('custody on a worst day: ids from the configuration and the outbox, a failing and an unreadable read, 404s, an id back in custody', async () => {
+    h = await harness();
+    const m = await open(kind, h);
+    const reg = h.sim.registry;
+    const lines = captureLog(h.ctx);
+    const ids = (r: 'projects' | 'issuances' | 'units') => [...reg.snapshot(r).keys()];
+    const [units, issuances, projects] = [ids('units'), ids('issuances'), ids('projects')];
+    // The configuration names the simulator's custody (3 projects, 5 issuances, 10 units); the
+    // outbox adds two units and an issuance (accepted, approved; a queued one does not count) and
+    // names a configured unit again (its source stays `config`).
+    const [u11, u12, u13, i6] = [units[20]!, units[21]!, units[22]!, issuances[30]!];
+    reg.addToCustody('units', [u11, u12]);
+    reg.addToCustody('issuances', [i6]);
+    await queueOutboxRow(m, 't1', 'Tokenization', { unitId: Number(u11), issuanceId: i6 }, 'accepted');
+    await queueOutboxRow(m, 't2', 'tokenization', { unitId: u12 }, 'approved');
+    await queueOutboxRow(m, 't3', 'Tokenization', { unitId: u13 }, 'queued');
+    await queueOutboxRow(m, 't4', 'Tokenization', { unitId: units[0] }, 'accepted');
+    const unreadable = issuances[2]!;
+    h.sim.faults.next(2, '503', { pathPrefix: `/integration/v1/projects/${projects[1]}` });
+    h.sim.faults.next(1, 'invalid-record', { pathPrefix: `/integration/v1/issuances/${unreadable}` });
+
+    const first = await sync(h.ctx, m, 'custody');
+    expect(first).toMatchObject({
+      status: 'succeeded',
+      counts: { fetched: 21, inserted: 20, quarantined: 1, unchanged: 0, removed: 0, pages: 21 },
+    });
+    expect(h.sim.faults.pending()).toEqual([]);
+    await expectCustodyEquals(m, h, [unreadable]);
+    const sources = await m.query(
+      "SELECT id, source FROM custody_ids WHERE source <> 'config' OR id = $1 ORDER BY kind, id",
+      [units[0]],
+    );
+    expect(sources).toEqual([
+      { id: i6, source: 'outbox' },
+      { id: units[0], source: 'config' },
+      { id: u11, source: 'outbox' },
+      { id: u12, source: 'outbox' },
+    ]);
+    // Fed in the order read: each kind's ids by id.
+    const inCustody = (r: 'projects' | 'issuances' | 'units') => reg.custodyIds(r).map(String).sort();
+    const table = { projects: 'custody_projects', issuances: 'custody_issuances', units: 'custody_units' };
+    const inserts = (['projects', 'issuances', 'units'] as const).flatMap((r) =>
+      inCustody(r)
+        .filter((id) => id !== unreadable)
+        .map((id) => `${table[r]} ${id} insert`),
+    );
+    expect(await feedAfter(m, 0)).toEqual(inserts);
+
+    // The next day: a project changed, a unit left custody, the outbox's issuance is gone upstream,
+    // the unreadable issuance reads well.
+    reg.change('projects', projects[0]!, { projectStatus: 'Registered' });
+    const u2 = units[1]!;
+    reg.removeFromCustody('units', [u2]);
+    reg.remove('issuances', i6);
+    const seq = await lastSeq(m);
+    const second = await sync(h.ctx, m, 'custody');
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      counts: { fetched: 19, inserted: 1, updated: 1, unchanged: 17, removed: 2, quarantined: 0, pages: 21 },
+    });
+    await expectCustodyEquals(m, h);
+    expect(await feedAfter(m, seq)).toEqual([
+      `custody_projects ${projects[0]} update`,
+      `custody_issuances ${unreadable} insert`,
+      `custody_issuances ${i6} remove`,
+      `custody_units ${u2} remove`,
+    ]);
+    expect(lines.filter((l) => l.event === 'sync.custody.ended').map((l) => l.id)).toEqual([i6, u2]);
+
+    // The unit is deposited again, changed meanwhile: read again, fed as an insert; the ended
+    // issuance is not asked for.
+    reg.addToCustody('units', [u2]);
+    reg.change('units', u2, { unitsQuantity: 7 });
+    await m.query("UPDATE custody_ids SET ended_at = NULL WHERE kind = 'units' AND id = $1 RETURNING id", [
+      u2,
+    ]);
+    const third = await sync(h.ctx, m, 'custody');
+    expect(third).toMatchObject({
+      status: 'succeeded',
+      counts: { fetched: 20, inserted: 1, updated: 0, unchanged: 19, removed: 0, pages: 20 },
+    });
+    await expectCustodyEquals(m, h);
+    expect(await feedAfter(m, seq + 4)).toEqual([`custody_units ${u2} insert`]);
+    const runs = await m.query(
+      "SELECT status, fetched, inserted, updated, removed, unchanged, quarantined, pages FROM sync_runs WHERE resource = 'custody' ORDER BY id",
+    );
+    expect(
+      runs.map((r) =>
+        Object.values(r).map((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v)),
+      ),
+    ).toEqual([
+      ['succeeded', 21, 20, 0, 0, 0, 1, 21],
+      ['succeeded', 19, 1, 1, 2, 17, 0, 21],
+      ['succeeded', 20, 1, 0, 0, 19, 0, 20],
+    ]);
   });
 });
 

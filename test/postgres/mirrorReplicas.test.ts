@@ -2,17 +2,17 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
-import { listResources } from '../../src/mirror/resources.js';
+import { custodyResources, listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
-import { expectMirrorEquals, pgMirror } from './mirrorStores.js';
+import { expectCustodyEquals, expectMirrorEquals, pgMirror } from './mirrorStores.js';
 
 /**
  * One run of a resource at a time across replicas sharing one PostgreSQL database: two pools are
  * two replicas. A run holds the resource's advisory lock on a connection of its own; the other
  * replica skips. A replica whose connection dies loses the lock with it: the next run, on another
- * replica, goes and marks the dead run interrupted.
+ * replica, goes and marks the dead run interrupted. The custody sync runs under the same lock.
  */
 
 const PROJECTS = '/integration/v1/projects';
@@ -165,6 +165,44 @@ describe('replicas on one PostgreSQL database', () => {
       status: 'succeeded',
       counts: { unchanged: 230 },
     });
+  });
+
+  it('custody too: the other replica skips while one runs; the holder’s connection killed, it stops and cannot end a custody; the other runs it', async () => {
+    const { a, b, backendA, backendB } = await twoReplicas();
+    let skipped: RunOutcome | undefined;
+    const pause = pauseOnce(async () => {
+      skipped = await runSync(h!.ctx, 'custody', { backend: backendB, sleep: noSleep });
+      await terminateLockHolder(b);
+    });
+    // The first custody unit read fails: projects (3) and issuances (5) are in, A waits to retry.
+    h!.sim.faults.next(1, '503', { pathPrefix: '/integration/v1/units/' });
+    const first = await runSync(h!.ctx, 'custody', { backend: backendA, sleep: pause.sleep });
+    await pause.finished();
+    expect(skipped?.error).toBe('custody: another replica is already syncing it');
+    expect(first).toMatchObject({ status: 'interrupted', counts: { inserted: 8 } });
+    const second = await runSync(h!.ctx, 'custody', { backend: backendB, sleep: noSleep });
+    expect(second).toMatchObject({
+      status: 'succeeded',
+      counts: { fetched: 18, inserted: 10, unchanged: 8 },
+    });
+    expect((await runRows(a)).map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
+    await expectCustodyEquals(pgMirror(a), h!);
+
+    // A replica that lost its lock cannot end an id's custody either (the fence).
+    const acquired = await backendA.acquireRun(h!.ctx, 'custody');
+    if (!acquired.ok) throw new Error(acquired.error);
+    const runId = await backendA.startRun('custody', 'full', 'schedule', new Date().toISOString(), null);
+    await terminateLockHolder(b);
+    const units = custodyResources(h!.ctx.config)[2]!;
+    const late = backendA.store(units, () => new Date().toISOString(), acquired.lease);
+    const id = String(h!.sim.registry.custodyIds('units')[0]);
+    await expect(late.endCustody(runId, 'units', id, emptyCounts())).rejects.toThrow(
+      'the database connection holding the run lock ended',
+    );
+    await acquired.lease.release();
+    expect(
+      (await a.pool.query('SELECT count(*)::int AS n FROM custody_ids WHERE ended_at IS NOT NULL')).rows[0].n,
+    ).toBe(0);
   });
 });
 

@@ -83,6 +83,56 @@ export async function expectMirrorEquals(
   }
 }
 
+const CUSTODY_TABLES = {
+  projects: 'custody_projects',
+  issuances: 'custody_issuances',
+  units: 'custody_units',
+} as const;
+
+/**
+ * Asserts the custody tables hold exactly what the simulator has in custody, field by field: a row
+ * whose custody ended is not in custody; `quarantined` ids are expected absent.
+ */
+export async function expectCustodyEquals(
+  m: MirrorUnderTest,
+  h: Pick<Harness, 'sim'>,
+  quarantined: readonly string[] = [],
+): Promise<void> {
+  const reg = h.sim.registry;
+  for (const [kind, table] of Object.entries(CUSTODY_TABLES) as [
+    keyof typeof CUSTODY_TABLES,
+    ResourceName,
+  ][]) {
+    const key = RESOURCE_FIELDS[table].key;
+    const rows = await m.query(`SELECT * FROM ${table} WHERE _custody_ended_at IS NULL`);
+    const byKey = new Map(
+      rows.map((r) => [String(r[key]), m.kind === 'postgres' ? sqliteForm(table, r) : r]),
+    );
+    const expected = reg
+      .custodyIds(kind)
+      .map(String)
+      .filter((id) => reg.inCustody(kind, id) && !quarantined.includes(id));
+    expect([...byKey.keys()].sort(), `${m.kind} ${table} keys`).toEqual([...expected].sort());
+    for (const id of expected) expectRowMatches(table, byKey.get(id), reg.get(kind, id)!);
+  }
+}
+
+/** Queues an outbox row as the marketplace would (state as given), on either store. */
+export async function queueOutboxRow(
+  m: MirrorUnderTest,
+  ref: string,
+  operationType: string,
+  body: unknown,
+  state: string,
+): Promise<void> {
+  const at = '2026-01-01T00:00:00.000Z';
+  await m.query(
+    `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", body, body_hash, state, next_attempt_at, created_at, updated_at)
+     VALUES ($1, $2, $3, 'h', $4, $5, $6, $7) RETURNING id`,
+    [ref, operationType, JSON.stringify(body), state, at, at, at],
+  );
+}
+
 /** A number from either driver (PostgreSQL's count and bigint come as text). */
 export async function scalar(m: MirrorUnderTest, sql: string, params: unknown[] = []): Promise<number> {
   const row = (await m.query(sql, params))[0];

@@ -2,19 +2,19 @@ import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { CUSTODY_SKIPPED } from '../../src/commands/pgSyncCli.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { type CliChild, daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
-import { expectMirrorEquals, pgMirror, scalar } from './mirrorStores.js';
+import { expectMirrorEquals, feedAfter, pgMirror, queueOutboxRow, scalar } from './mirrorStores.js';
 
 /**
  * `vcu-sync sync` as a child process with database.url set: the lists run on the PostgreSQL
  * mirror, against the simulator over loopback on a worst day (a silent page cap below page_size,
- * a failing page, a reset connection). No SQLite file appears, the password never shows, two
- * syncs of one resource at once run one at a time, and custody says it is not there yet.
+ * a failing page, a reset connection), and custody with its ids from the configuration and the
+ * PostgreSQL outbox. No SQLite file appears, the password never shows, and two syncs of one
+ * resource at once run one at a time.
  */
 
 const cluster = inject('postgres');
@@ -53,10 +53,10 @@ afterAll(async () => {
   aside?.cleanup();
 });
 
-/** A fresh database, and the environment of a sync into it through `operatorUrl`. */
-async function fresh(operatorUrl = sim.url) {
+/** A fresh database, and the environment of a sync into it through `operatorUrl` (`extra`: TOML). */
+async function fresh(operatorUrl = sim.url, extra = '') {
   database = await createTestDatabase(cluster);
-  const config = writeToml(aside.dir, daemonToml({ onStartup: false, pageSize: 200 }));
+  const config = writeToml(aside.dir, daemonToml({ onStartup: false, pageSize: 200, extra }));
   const env = daemonEnv(dbDir.dir, operatorUrl, config, { VCU_SYNC_DATABASE_URL: database.url });
   return { url: database.url, env };
 }
@@ -81,8 +81,9 @@ const summary = (target: string, status: string, mode: string, counts: string) =
   new RegExp(`^${target}: ${status} \\(${mode}\\) ${counts}, \\d+ pages in \\d+\\.\\d s \\(\\d+/s\\)$`);
 
 describe('vcu-sync sync on PostgreSQL', () => {
-  it('syncs the three lists into a fresh database equal to upstream; then `sync` (all) skips custody with a warning', async () => {
-    const { env } = await fresh();
+  it('syncs the three lists into a fresh database equal to upstream; then `sync` (all) syncs custody too', async () => {
+    const custodyProjects = sim.registry.custodyIds('projects').map(String);
+    const { env } = await fresh(sim.url, `[custody]\nprojects = ${JSON.stringify(custodyProjects)}\n`);
     sim.faults.next(1, '503', { pathPrefix: PROJECTS });
     sim.faults.next(1, 'reset', { pathPrefix: UNITS });
     const first = await finished(spawnCli(['sync', 'projects', 'issuances', 'units'], env));
@@ -120,10 +121,13 @@ describe('vcu-sync sync on PostgreSQL', () => {
     const capped = first.out.split('\n').filter((l) => l.includes('"sync.list.page_capped"'));
     expect(capped.map((l) => (JSON.parse(l) as { pageSize: number }).pageSize)).toEqual([50, 50, 50]);
 
-    // The next day: one project gone, 25 new units; `sync` names nothing, so custody is implied.
+    // The next day: one project gone, 25 new units, a unit tokenized (accepted); `sync` names
+    // nothing, so custody runs too: the configured projects and the outbox's unit.
     const gone = [...sim.registry.snapshot('projects').keys()][40]!;
     sim.registry.remove('projects', gone);
     sim.registry.appendUnits(25);
+    const unit = String(sim.registry.custodyIds('units')[0]);
+    await queueOutboxRow(m, 't1', 'Tokenization', { unitId: Number(unit) }, 'accepted');
     const all = await finished(spawnCli(['sync'], env));
     expect(all.code, all.out.slice(-3000)).toBe(0);
     expect(all.stdout[0]).toMatch(
@@ -142,11 +146,21 @@ describe('vcu-sync sync on PostgreSQL', () => {
         '\\d+ fetched, 25 inserted, 0 updated, 0 removed, \\d+ unchanged, 0 quarantined',
       ),
     );
-    expect(all.stdout[3]).toBe(CUSTODY_SKIPPED);
+    expect(all.stdout[3]).toMatch(
+      summary(
+        'custody',
+        'succeeded',
+        'full',
+        '4 fetched, 4 inserted, 0 updated, 0 removed, 0 unchanged, 0 quarantined',
+      ),
+    );
     expect(all.stdout).toHaveLength(4);
-    const skipped = all.out.split('\n').filter((l) => l.includes('"sync.run.skipped"'));
-    expect(skipped).toHaveLength(1);
-    expect(JSON.parse(skipped[0]!)).toMatchObject({ level: 'warn', resource: 'custody', reason: 'postgres' });
+    expect(all.out).not.toContain('"sync.run.skipped"');
+    const keys = async (table: string, key: string) =>
+      (await m.query(`SELECT ${key} AS k FROM ${table} ORDER BY ${key}`)).map((r) => r.k);
+    expect(await keys('custody_projects', '"projectID"')).toEqual([...custodyProjects].sort());
+    expect(await keys('custody_units', '"unitsOperationID"')).toEqual([unit]);
+    expect(await keys('custody_issuances', '"issuanceId"')).toEqual([]);
     await expectMirrorEquals(m, { sim });
   });
 
@@ -204,25 +218,50 @@ describe('vcu-sync sync on PostgreSQL', () => {
     }
   });
 
-  it('custody named on the command line: one line naming it, exit 78, nothing touched', async () => {
-    const { env } = await fresh();
-    const before = sim.stats.snapshot();
-    for (const args of [
-      ['sync', 'custody'],
-      ['sync', 'units', 'custody'],
-    ]) {
-      const r = await finished(spawnCli(args, env));
-      expect({ args, code: r.code }).toEqual({ args, code: 78 });
-      expect(r.out).toBe(
-        'vcu-sync: sync: custody does not sync on PostgreSQL yet (database.url is set); projects, issuances and units do\n',
-      );
-    }
-    // Not migrated (no table), and the operator was not asked anything.
+  it('custody named on the command line syncs, alone or with a list; an id gone from custody is removed', async () => {
+    const units = sim.registry.custodyIds('units').map(String);
+    const { env } = await fresh(sim.url, `[custody]\nunits = ${JSON.stringify(units)}\n`);
+    const first = await finished(spawnCli(['sync', 'custody'], env));
+    expect(first.code, first.out.slice(-3000)).toBe(0);
+    expect(first.stdout).toEqual([
+      expect.stringMatching(
+        summary(
+          'custody',
+          'succeeded',
+          'full',
+          '10 fetched, 10 inserted, 0 updated, 0 removed, 0 unchanged, 0 quarantined',
+        ),
+      ),
+    ]);
     const m = await mirror();
-    expect(
-      await scalar(m, "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"),
-    ).toBe(0);
-    expect(sim.stats.snapshot()).toEqual(before);
+    const seq = await scalar(m, 'SELECT coalesce(max(seq), 0) FROM changes');
+    expect(seq).toBe(10);
+    // The operator no longer has one of them in custody: a 404, the row kept with its end.
+    const left = units[4]!;
+    sim.registry.removeFromCustody('units', [left]);
+    try {
+      const second = await finished(spawnCli(['sync', 'units', 'custody'], env));
+      expect(second.code, second.out.slice(-3000)).toBe(0);
+      expect(second.stdout).toHaveLength(2);
+      expect(second.stdout[0]).toMatch(/^units: succeeded /);
+      expect(second.stdout[1]).toMatch(
+        summary(
+          'custody',
+          'succeeded',
+          'full',
+          '9 fetched, 0 inserted, 0 updated, 1 removed, 9 unchanged, 0 quarantined',
+        ),
+      );
+      expect((await feedAfter(m, seq)).filter((f) => f.startsWith('custody_'))).toEqual([
+        `custody_units ${left} remove`,
+      ]);
+      expect(await scalar(m, 'SELECT count(*) FROM custody_units WHERE _custody_ended_at IS NOT NULL')).toBe(
+        1,
+      );
+      expect(await scalar(m, 'SELECT count(*) FROM custody_ids WHERE ended_at IS NOT NULL')).toBe(1);
+    } finally {
+      sim.registry.addToCustody('units', [left]);
+    }
   });
 });
 

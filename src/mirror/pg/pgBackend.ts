@@ -3,6 +3,7 @@ import { isoAt } from '../../clock.js';
 import type { AppContext, SyncTarget } from '../../context.js';
 import type { MirrorBackend, RunAcquire } from '../backend.js';
 import { readCheckpointState } from '../scan/checkpoint.js';
+import { pgCustodyIds } from './pgCustodyIds.js';
 import { pgMirrorSql } from './pgMirrorSql.js';
 import { COUNT_COLUMNS } from './pgRunsSql.js';
 import { pgStore } from './pgStore.js';
@@ -23,7 +24,7 @@ const INTERRUPTED = 'the replica running it ended before it finished';
 
 export function pgBackend(pool: pg.Pool): MirrorBackend {
   return {
-    custody: false,
+    custodyIds: pgCustodyIds(pool),
     store: (def, now, lease) => pgStore(pool, def, now, lease?.holderPid),
     acquireRun: (ctx, target) => acquireRun(pool, ctx, target),
     async checkpoint(resource) {

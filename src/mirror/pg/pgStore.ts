@@ -9,6 +9,7 @@ import { removalRefusal } from '../scan/cursor.js';
 import type { BatchResult, BatchWrite, MirrorStore, ScanFinish } from '../store.js';
 import type { StoredState } from '../writeDecision.js';
 import { type BatchPlan, planBatch, prepare, validate } from './batchPlan.js';
+import { END_CUSTODY_ID } from './pgCustodyIds.js';
 import { pgMirrorSql } from './pgMirrorSql.js';
 import { checkpointSql, progressSql, SqlBuilder } from './pgRunsSql.js';
 import { RunLockLost } from './runLockLost.js';
@@ -18,7 +19,8 @@ import { RunLockLost } from './runLockLost.js';
  * (../store.ts), each one transaction of a few round trips. A batch: one read of the rows (and
  * seen keys) its keys have, decisions in memory (./batchPlan.ts, SQLite's decisions), then one
  * statement writing the rows, positions, quarantine, seen keys, checkpoint and the run's counts,
- * and the batch's `changes` rows last (`recordChangesPg`).
+ * and the batch's `changes` rows last (`recordChangesPg`). Every write of a run holding a lease
+ * (a batch, a scan's end, a custody ended) is fenced by it.
  */
 export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderPid?: number): MirrorStore {
   const sql = pgMirrorSql(def);
@@ -182,10 +184,8 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderP
     async endCustody(runId: number, kind: string, id: string, counts: RunCounts) {
       return inPgTransaction(pool, async (client) => {
         const at = now();
-        await client.query(
-          'UPDATE custody_ids SET ended_at = $1 WHERE kind = $2 AND id = $3 AND ended_at IS NULL',
-          [at, kind, id],
-        );
+        await fence(client);
+        await client.query(END_CUSTODY_ID, [at, kind, id]);
         const ended = sql.endCustody
           ? ((await client.query(sql.endCustody, [at, id])).rowCount ?? 0) > 0
           : false;
