@@ -52,6 +52,8 @@ export function createSyncThread(
   let nextId = 1;
   let rate: number | null = null;
   let here: SyncCoordinator | undefined;
+  /** Whether the worker ever started: until it has, a worker's exit is its failure to start. */
+  let started = false;
   const runHere = (p: Pending) => {
     void here!
       .request(p.target, p.trigger, p.full)
@@ -78,6 +80,9 @@ export function createSyncThread(
       // Requests in flight end with the thread: their callers hear it (or, when the thread never
       // started, they run here), and its unfinished runs are recorded as interrupted (the next run
       // resumes from their checkpoints).
+      // A worker that never started is followed by its start's rejection, which moves the requests
+      // here (start below); the two arrive in either order.
+      if (!started && !here && !stopping) return;
       for (const [id, request] of pending) {
         pending.delete(id);
         if (here) runHere(request);
@@ -93,13 +98,22 @@ export function createSyncThread(
   });
   return {
     async start() {
-      void host.start().catch((err: unknown) => {
-        here = new SyncCoordinator(ctx);
-        ctx.log.error(
-          { event: 'sync.thread.unavailable', error: errorMessage(err) },
-          `the sync thread did not start (${errorMessage(err)}); syncs run on the main thread`,
-        );
-      });
+      void host.start().then(
+        () => {
+          started = true;
+        },
+        (err: unknown) => {
+          here = new SyncCoordinator(ctx);
+          for (const [id, request] of pending) {
+            pending.delete(id);
+            runHere(request);
+          }
+          ctx.log.error(
+            { event: 'sync.thread.unavailable', error: errorMessage(err) },
+            `the sync thread did not start (${errorMessage(err)}); syncs run on the main thread`,
+          );
+        },
+      );
     },
     async stop() {
       await host.stop();

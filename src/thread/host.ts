@@ -165,6 +165,9 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
       w.on('exit', (code) => {
         if (worker === w) worker = undefined;
         if (started) workerEnded(ctx);
+        // A worker that exits before it started without an 'error' event (process.exit in its
+        // module) must still fail the start, or the start would never settle.
+        else reject(new Error(`the worker exited (${code}) before it started`));
         spec.onExit?.(stopping);
         if (stopping || !started) return;
         ctx.log.error(
