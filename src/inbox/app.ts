@@ -7,16 +7,15 @@
 import { Hono } from 'hono';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { DatabaseUnavailable } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
 import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
 import type { RequestSync } from '../syncRequests.js';
-import { bodyHash, type RecordResult, recordEvent } from './correlate.js';
-import { recordRejection } from './eventStore.js';
+import { bodyHash, type RecordResult } from './correlate.js';
 import { interpretPayload } from './interpret.js';
-import { maskIncoming } from './mask.js';
 import { reportDecisionEffects } from './report.js';
+import { SqliteInboxStore } from './sqliteStore.js';
+import type { InboxStore } from './storeSeam.js';
 import { createVerifier } from './verifySignature.js';
 import { compileVocabulary } from './vocabulary.js';
 
@@ -31,6 +30,8 @@ export interface WebhookAppOptions {
   rejectionRowsPerMinute?: number;
   /** Asks the mirror for a custody sync after a deposit (default: none; daemon.ts wires the scheduler's). */
   requestSync?: RequestSync | undefined;
+  /** Where events are recorded and applied (default: the context's SQLite database). */
+  store?: InboxStore | undefined;
 }
 
 /** The Hono app plus what the component needs from it. */
@@ -86,7 +87,7 @@ class RefusalBudget {
 }
 
 /**
- * Builds the webhook app over the context's database. Throws an Error naming the problem when the
+ * Builds the webhook app over its store (default: the context's SQLite database). Throws an Error naming the problem when the
  * configured scheme needs secrets and none are set.
  */
 export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {}): WebhookApp {
@@ -101,20 +102,19 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     tokenHeader: cfg.token_header,
     idHeader: options.idHeader ?? ctx.config.webhook.id_header,
   });
-  const { sqlite } = ctx.database;
-  const queue = commitQueueFor(sqlite);
+  const store = options.store ?? new SqliteInboxStore(ctx.database.sqlite);
   const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
   const limit = cfg.max_body_bytes;
   const fields = cfg.fields;
   const vocabulary = compileVocabulary(cfg.decisions);
   const app = new Hono();
 
-  const refuse = (status: Refusal, reason: string, nowMs: number, close = false): Response => {
+  const refuse = async (status: Refusal, reason: string, nowMs: number, close = false): Promise<Response> => {
     ctx.metrics.webhookEvents.inc({ outcome: REFUSAL_OUTCOME[status] });
     // Under a flood of forgeries only the first refusals per minute reach the table and the journal.
     if (budget.take(nowMs)) {
       try {
-        recordRejection(sqlite, isoAt(nowMs), status, reason);
+        await store.recordRejection(isoAt(nowMs), status, reason);
       } catch (err) {
         ctx.log.warn(
           { event: 'webhook.rejection.store_failed', error: errorMessage(err) },
@@ -146,27 +146,18 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     const parsed = parseJsonObject(body.bytes);
     if (!parsed.ok) return refuse(400, parsed.reason, nowMs);
 
-    // Personal data the operator quoted is masked before anything is stored, logged or applied.
-    const { body: storedBody, meaning } = maskIncoming(
-      sqlite,
-      parsed.value,
-      interpretPayload(parsed.value, fields, vocabulary),
-    );
+    const meaning = interpretPayload(parsed.value, fields, vocabulary);
     let result: RecordResult;
     try {
-      result = await queue.submit(
-        () =>
-          recordEvent(sqlite, {
-            webhookId: verdict.webhookId,
-            receivedAt: isoAt(nowMs),
-            body: storedBody,
-            // The hash is of the bytes received, not of the masked text stored: replays compare as sent.
-            bodyHash: bodyHash(body.bytes),
-            meaning,
-          }),
-        // Under another process's lock the sender is told to retry rather than kept waiting.
-        { busyGraceMs: REQUEST_BUSY_GRACE_MS },
-      );
+      // Masked (personal data the operator quoted), recorded and applied by the store, one commit.
+      result = await store.receive({
+        webhookId: verdict.webhookId,
+        receivedAt: isoAt(nowMs),
+        body: parsed.value,
+        // The hash is of the bytes received, not of the masked text stored: replays compare as sent.
+        bodyHash: bodyHash(body.bytes),
+        meaning,
+      });
     } catch (err) {
       // Not stored, so not acknowledged: the operator retries and nothing is lost.
       ctx.metrics.webhookEvents.inc({ outcome: 'store_failed' });

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Sqlite } from '../db/open.js';
+import type { Masker } from '../operations/personal.js';
 import {
   acceptedWithPendingDecisions,
   type OperationSummary,
@@ -16,7 +17,8 @@ import {
 import { nextState, type OperationState } from '../operations/states.js';
 import { recordDecision } from '../operations/store.js';
 import { inboxStatements } from './eventStore.js';
-import type { Interpretation } from './interpret.js';
+import type { DepositIds, Interpretation } from './interpret.js';
+import { maskEventsOf } from './mask.js';
 
 /** What became of one stored event (`webhook_events.outcome`). */
 export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored' | 'undecided';
@@ -66,6 +68,44 @@ export function outcomeFor(rowState: OperationState | null, decision: 'approved'
   }
 }
 
+/** What deciding `decision` on a row in `state` brings about besides the row's move, if anything. Pure. */
+export function decisionEffect(
+  outcome: EventOutcome,
+  row: OperationSummary,
+  ref: string,
+  decision: 'approved' | 'rejected',
+  reason: string | null,
+  webhookId: string,
+): DecisionEffect | undefined {
+  switch (outcome) {
+    case 'applied':
+      return decision === 'rejected'
+        ? { kind: 'rejected', ref, outboxId: row.id, reason }
+        : { kind: 'approved', ref, outboxId: row.id };
+    case 'conflict':
+      return { kind: 'conflict', ref, outboxId: row.id, decision, standing: row.state, webhookId };
+    case 'ignored':
+      return { kind: 'unexpected-state', ref, outboxId: row.id, state: row.state, decision };
+    default:
+      return undefined;
+  }
+}
+
+/** Whether one of the earlier events with a webhook id had this body (a replay). Pure. */
+export function isReplay(
+  prior: ReadonlyArray<{ body_hash: string | null; body: string | null }>,
+  hash: string,
+): boolean {
+  return prior.some((p) => (p.body_hash ?? bodyHash(p.body ?? '')) === hash);
+}
+
+/** The (kind, id) pairs a deposit puts in custody, in payload order. Pure. */
+export function depositedIds(deposit: DepositIds): Array<[kind: string, id: string]> {
+  return (Object.entries(deposit) as Array<[string, string[]]>).flatMap(([kind, list]) =>
+    list.map((id): [string, string] => [kind, id]),
+  );
+}
+
 /** Applies one decision to one row in its current state; returns the outcome and any effect (inbox-internal). */
 export function applyOne(
   sqlite: Sqlite,
@@ -77,30 +117,12 @@ export function applyOne(
   nowIso: string,
 ): { outcome: EventOutcome; effect?: DecisionEffect } {
   const outcome = outcomeFor(row.state, decision);
+  const effect = decisionEffect(outcome, row, ref, decision, reason, webhookId);
   if (outcome === 'applied') {
     recordDecision(sqlite, { id: row.id, ref, decision, reason, now: nowIso });
     row.state = decision;
-    return {
-      outcome,
-      effect:
-        decision === 'rejected'
-          ? { kind: 'rejected', ref, outboxId: row.id, reason }
-          : { kind: 'approved', ref, outboxId: row.id },
-    };
   }
-  if (outcome === 'conflict') {
-    return {
-      outcome,
-      effect: { kind: 'conflict', ref, outboxId: row.id, decision, standing: row.state, webhookId },
-    };
-  }
-  if (outcome === 'ignored') {
-    return {
-      outcome,
-      effect: { kind: 'unexpected-state', ref, outboxId: row.id, state: row.state, decision },
-    };
-  }
-  return { outcome };
+  return effect ? { outcome, effect } : { outcome };
 }
 
 /**
@@ -138,6 +160,22 @@ export function applyPendingDecisions(
   return effects;
 }
 
+/**
+ * What an accepted row brings about in the inbox (SQLite). Decisions that came before the row was
+ * known were stored with their keys masked only: now that the row is accepted its values are
+ * masked there too, before a reason is copied over; then the decisions that arrived early are
+ * applied. Synchronous, for the transaction that settles the row; nothing unless it is accepted.
+ */
+export function acceptedDecisions(
+  sqlite: Sqlite,
+  op: { id: number; ref: string; mask: Masker },
+  nowIso: string,
+): DecisionEffect[] {
+  if (stateById(sqlite, op.id)?.state !== 'accepted') return [];
+  maskEventsOf(sqlite, op.ref, op.mask);
+  return applyPendingDecisions(sqlite, op.id, op.ref, nowIso);
+}
+
 /** A verified webhook, ready to store. */
 export interface IncomingEvent {
   webhookId: string;
@@ -171,7 +209,7 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
   const { meaning, receivedAt: now } = event;
   const replay: RecordResult = { outcome: 'duplicate', replay: true, idReused: false, effects: [] };
   const prior = st.eventsByWebhookId.all(event.webhookId);
-  if (prior.some((p) => (p.body_hash ?? bodyHash(p.body ?? '')) === event.bodyHash)) return replay;
+  if (isReplay(prior, event.bodyHash)) return replay;
   const idReused = prior.length > 0;
   const store = (outcome: EventOutcome, outboxId: number | null): boolean =>
     st.insertEvent.get(
@@ -198,9 +236,8 @@ export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult 
     // Insert the event first: a replayed id must not touch custody_ids again.
     if (!store('applied', null)) return replay;
     let ids = 0;
-    for (const [kind, list] of Object.entries(meaning.deposit) as [string, string[]][]) {
-      for (const id of list) ids += st.insertCustodyId.run(kind, id, now).changes;
-    }
+    for (const [kind, id] of depositedIds(meaning.deposit))
+      ids += st.insertCustodyId.run(kind, id, now).changes;
     return done('applied', [{ kind: 'deposit', ids }]);
   }
 

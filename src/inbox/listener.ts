@@ -34,15 +34,23 @@ export function createWebhookComponent(
   let timer: NodeJS.Timeout | undefined;
   let bound: { host: string; port: number; url: string } | undefined;
 
-  const maintain = () => {
-    try {
-      runInboxMaintenance({ ...ctx, requestSync: options.requestSync });
-    } catch (err) {
-      ctx.log.warn(
-        { event: 'webhook.maintenance_failed', error: errorMessage(err) },
-        'inbox maintenance failed',
-      );
-    }
+  let maintaining: Promise<void> | undefined;
+  const maintain = (): Promise<void> => {
+    // A run still going (a slow database) is not joined by another.
+    maintaining ??= runInboxMaintenance({ ...ctx, requestSync: options.requestSync, store: options.store })
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          ctx.log.warn(
+            { event: 'webhook.maintenance_failed', error: errorMessage(err) },
+            'inbox maintenance failed',
+          );
+        },
+      )
+      .finally(() => {
+        maintaining = undefined;
+      });
+    return maintaining;
   };
 
   return {
@@ -68,15 +76,15 @@ export function createWebhookComponent(
       bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
       ctx.listeners.set('webhook-listener', bound.url);
       try {
-        rereadAtStart({ ...ctx, requestSync: options.requestSync });
+        await rereadAtStart({ ...ctx, requestSync: options.requestSync, store: options.store });
       } catch (err) {
         ctx.log.warn(
           { event: 'webhook.reread_failed', error: errorMessage(err) },
           'could not read undecided webhooks again',
         );
       }
-      maintain();
-      timer = setInterval(maintain, options.maintenanceMs ?? 60_000);
+      await maintain();
+      timer = setInterval(() => void maintain(), options.maintenanceMs ?? 60_000);
       timer.unref();
       ctx.log.info(
         { event: 'webhook.listening', listen: `${listener.host}:${listener.port}`, scheme: cfg.scheme },
@@ -86,6 +94,7 @@ export function createWebhookComponent(
     async stop() {
       if (timer) clearInterval(timer);
       timer = undefined;
+      await maintaining;
       const current = listener;
       listener = undefined;
       ctx.listeners.delete('webhook-listener');

@@ -5,30 +5,32 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import type { RequestSync } from '../syncRequests.js';
-import { sweepPendingDecisions } from './correlate.js';
-import { pruneRejections } from './eventStore.js';
 import { reportDecisionEffects } from './report.js';
-import { rereadUndecided } from './reread.js';
+import { SqliteInboxStore } from './sqliteStore.js';
+import type { InboxStore } from './storeSeam.js';
 import { compileVocabulary } from './vocabulary.js';
 
 /** Refusals older than this are deleted. */
 export const REJECTION_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
-/** Applies ready pending decisions and prunes old refusals; returns what it did. */
-export function runInboxMaintenance(
-  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics'> & { requestSync?: RequestSync | undefined },
-): {
+/** What the maintenance jobs need: the context, and the store (default: the context's SQLite database). */
+type MaintenanceContext<K extends keyof AppContext> = Pick<AppContext, K> & {
+  requestSync?: RequestSync | undefined;
+  store?: InboxStore | undefined;
+};
+
+const storeOf = (ctx: MaintenanceContext<'database'>): InboxStore =>
+  ctx.store ?? new SqliteInboxStore(ctx.database.sqlite);
+
+/** Applies ready pending decisions and prunes old refusals (one transaction); returns what it did. */
+export async function runInboxMaintenance(
+  ctx: MaintenanceContext<'database' | 'clock' | 'log' | 'metrics'>,
+): Promise<{
   applied: number;
   pruned: number;
-} {
+}> {
   const now = ctx.clock.now();
-  const { sqlite } = ctx.database;
-  const { effects, pruned } = sqlite
-    .transaction(() => ({
-      effects: sweepPendingDecisions(sqlite, isoAt(now)),
-      pruned: pruneRejections(sqlite, isoAt(now - REJECTION_RETENTION_MS)),
-    }))
-    .immediate();
+  const { effects, pruned } = await storeOf(ctx).maintain(isoAt(now), isoAt(now - REJECTION_RETENTION_MS));
   reportDecisionEffects(ctx, effects);
   if (effects.length > 0 || pruned > 0) {
     ctx.log.info({ event: 'webhook.maintenance', applied: effects.length, pruned }, 'inbox maintenance');
@@ -37,18 +39,13 @@ export function runInboxMaintenance(
 }
 
 /** Reads undecided events again with the configured vocabulary (at start-up); returns how many now decide. */
-export function rereadAtStart(
-  ctx: Pick<AppContext, 'database' | 'clock' | 'log' | 'metrics' | 'config'> & {
-    requestSync?: RequestSync | undefined;
-  },
-): number {
-  const { sqlite } = ctx.database;
+export async function rereadAtStart(
+  ctx: MaintenanceContext<'database' | 'clock' | 'log' | 'metrics' | 'config'>,
+): Promise<number> {
   const cfg = ctx.config.webhook;
   const vocabulary = compileVocabulary(cfg.decisions);
   const nowIso = isoAt(ctx.clock.now());
-  const { resolved, effects } = sqlite
-    .transaction(() => rereadUndecided(sqlite, cfg.fields, vocabulary, nowIso))
-    .immediate();
+  const { resolved, effects } = await storeOf(ctx).rereadUndecided(cfg.fields, vocabulary, nowIso);
   reportDecisionEffects(ctx, effects);
   if (resolved > 0) {
     ctx.log.info(

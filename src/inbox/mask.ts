@@ -27,14 +27,24 @@ export function maskIncoming(
   body: Record<string, unknown>,
   meaning: Interpretation,
 ): { body: string; meaning: Interpretation } {
-  const mask = personalMasker(valuesOfRef(sqlite, meaning.ref));
+  return maskIncomingWith(valuesOfRef(sqlite, meaning.ref), body, meaning);
+}
+
+/** {@link maskIncoming} given the personal values of the operation named (both stores). Pure. */
+export function maskIncomingWith(
+  values: readonly string[],
+  body: Record<string, unknown>,
+  meaning: Interpretation,
+): { body: string; meaning: Interpretation } {
+  const mask = personalMasker(values);
   return {
     body: maskReceivedJson(body, mask),
     meaning: meaning.reason === null ? meaning : { ...meaning, reason: mask(meaning.reason) },
   };
 }
 
-interface EventText {
+/** A stored event's texts that may quote personal values. */
+export interface EventText {
   id: number;
   body: string;
   reason: string | null;
@@ -59,9 +69,15 @@ export function maskEventsOf(sqlite: Sqlite, ref: string, mask: (text: string) =
   const st = eventStatements(sqlite);
   let changed = 0;
   for (const e of st.of.all({ ref })) {
-    const body = maskReceived(e.body, mask);
-    const reason = e.reason === null ? null : mask(e.reason);
-    if (body !== e.body || reason !== e.reason) changed += st.set.run({ id: e.id, body, reason }).changes;
+    const masked = maskedEventText(e, mask);
+    if (masked) changed += st.set.run(masked).changes;
   }
   return changed;
+}
+
+/** The event's texts with `mask` applied, or null when nothing changes. Pure. */
+export function maskedEventText(e: EventText, mask: (text: string) => string): EventText | null {
+  const body = maskReceived(e.body, mask);
+  const reason = e.reason === null ? null : mask(e.reason);
+  return body !== e.body || reason !== e.reason ? { id: e.id, body, reason } : null;
 }

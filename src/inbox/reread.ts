@@ -6,7 +6,13 @@
  */
 import type { Sqlite } from '../db/open.js';
 import { stateByRef } from '../operations/reads.js';
-import { applyOne, applyPendingDecisions, type DecisionEffect, outcomeFor } from './correlate.js';
+import {
+  applyOne,
+  applyPendingDecisions,
+  type DecisionEffect,
+  depositedIds,
+  outcomeFor,
+} from './correlate.js';
 import { inboxStatements } from './eventStore.js';
 import { interpretPayload, type PayloadFields } from './interpret.js';
 import type { Vocabulary } from './vocabulary.js';
@@ -41,9 +47,8 @@ export function rereadUndecided(
     const { decision, ref, reason } = meaning;
     if (decision === 'deposit' && meaning.deposit) {
       let ids = 0;
-      for (const [kind, list] of Object.entries(meaning.deposit) as [string, string[]][]) {
-        for (const id of list) ids += st.insertCustodyId.run(kind, id, nowIso).changes;
-      }
+      for (const [kind, id] of depositedIds(meaning.deposit))
+        ids += st.insertCustodyId.run(kind, id, nowIso).changes;
       st.redecide.run(decision, null, 'applied', null, nowIso, event.id);
       effects.push({ kind: 'deposit', ids });
       continue;

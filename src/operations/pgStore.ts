@@ -195,12 +195,7 @@ export class PgOperationsStore implements OperationsStore {
   }
 
   recordDecision(d: DecisionRecord): Promise<boolean> {
-    return this.moveOne(
-      `UPDATE outbox SET state = $4, decision_reason = $5, decided_at = $1, finished_at = $1, updated_at = $1
-       ${where('approve')} AND $2::text IS NULL`,
-      [d.now, null, d.id, d.decision, d.reason],
-      { ref: d.ref, from: 'accepted', to: d.decision, at: d.now },
-    );
+    return this.tx((client) => recordDecisionPg(client, this.subscribers, d));
   }
 
   retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean> {
@@ -236,6 +231,25 @@ export class PgOperationsStore implements OperationsStore {
     );
     return rows[0]?.at ?? null;
   }
+}
+
+/**
+ * The operator's decision on an accepted row, inside the caller's transaction (the inbox records
+ * the webhook in the same one); false when the row is not accepted (nothing changes).
+ */
+export async function recordDecisionPg(
+  client: pg.ClientBase,
+  subscribers: readonly Subscriber[],
+  d: DecisionRecord,
+): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `UPDATE outbox SET state = $4, decision_reason = $5, decided_at = $1, finished_at = $1, updated_at = $1
+     ${where('approve')} AND $2::text IS NULL`,
+    [d.now, null, d.id, d.decision, d.reason],
+  );
+  if (!rowCount) return false;
+  await stateChangedPg(client, subscribers, [{ ref: d.ref, from: 'accepted', to: d.decision, at: d.now }]);
+  return true;
 }
 
 function attemptValues(a: AttemptRecord): unknown[] {

@@ -1,10 +1,8 @@
 import { isoAt } from '../clock.js';
 import type { Sqlite } from '../db/open.js';
-import { applyPendingDecisions, type DecisionEffect } from '../inbox/correlate.js';
-import { maskEventsOf } from '../inbox/mask.js';
+import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
-import { stateById } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, SettleStep } from '../operations/store.js';
 import { OperatorError } from '../operator/errors.js';
@@ -80,17 +78,16 @@ export function settleRequest(a: SettledAttempt): { claim: Claim; attempt: Attem
 }
 
 /**
- * SQLite only (the webhook inbox lives there): what an accepted row brings about in the inbox.
- * Decisions that came before the row was known were stored with their keys masked only: now that
- * the row is accepted its values are masked there too, before a reason is copied over; then the
- * decisions that arrived early are applied. Synchronous, for the group commit that settles the
- * row; does nothing unless the row is accepted (so also when this owner's lease was lost).
+ * SQLite only (the webhook inbox lives there): what an accepted row brings about in the inbox
+ * (see `acceptedDecisions`), with the row's own masker. Synchronous, for the group commit that
+ * settles the row; does nothing unless the row is accepted (so also when this owner's lease was lost).
  */
 export function acceptedInboxEffects(sqlite: Sqlite, row: OperationRow, nowIso: string): DecisionEffect[] {
-  if (stateById(sqlite, row.id)?.state !== 'accepted') return [];
-  const ref = row.marketplaceTransactionRef;
-  maskEventsOf(sqlite, ref, maskerFor(row));
-  return applyPendingDecisions(sqlite, row.id, ref, nowIso);
+  return acceptedDecisions(
+    sqlite,
+    { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) },
+    nowIso,
+  );
 }
 
 /** Logs the step an attempt moved its row to. */

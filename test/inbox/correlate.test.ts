@@ -176,7 +176,7 @@ describe('decisions that arrive early', () => {
       .run();
     recordRejection(ctx.database.sqlite, isoAt(NOW - 8 * 24 * 3600_000), 401, 'old');
     recordRejection(ctx.database.sqlite, isoAt(NOW - 6 * 24 * 3600_000), 401, 'recent');
-    expect(runInboxMaintenance(ctx)).toEqual({ applied: 1, pruned: 1 });
+    expect(await runInboxMaintenance(ctx)).toEqual({ applied: 1, pruned: 1 });
     expect(outboxRow(ctx.database.sqlite, 'ref-w').state).toBe('approved');
     expect(ctx.database.sqlite.prepare('SELECT reason FROM webhook_rejections').all()).toEqual([
       { reason: 'recent' },

@@ -181,11 +181,11 @@ describe('undecided events are read again at start-up with the current vocabular
     expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(Array(5).fill('undecided'));
 
     // Unchanged vocabulary: nothing happens.
-    expect(rereadAtStart(ctx)).toBe(0);
+    expect(await rereadAtStart(ctx)).toBe(0);
 
     const decisions = { ...ctx.config.webhook.decisions, approved: ['approved', 'ok'], rejected: ['ko'] };
     const restarted = { ...ctx, config: { ...ctx.config, webhook: { ...ctx.config.webhook, decisions } } };
-    expect(rereadAtStart(restarted)).toBe(4);
+    expect(await rereadAtStart(restarted)).toBe(4);
 
     expect(outboxRow(ctx.database.sqlite, 'ref-acc').state).toBe('approved');
     expect(outboxRow(ctx.database.sqlite, 'ref-done').state).toBe('approved');
@@ -202,7 +202,7 @@ describe('undecided events are read again at start-up with the current vocabular
     expect(logged('webhook.undecided.reread')).toEqual([expect.objectContaining({ resolved: 4 })]);
     expect(logged('operation.approved').map((l) => l.ref)).toEqual(['ref-acc']);
     // Read once more: only the still-unknown word is left, and it stays.
-    expect(rereadAtStart(restarted)).toBe(0);
+    expect(await rereadAtStart(restarted)).toBe(0);
   });
 
   it('the listener does it when it starts', async () => {
