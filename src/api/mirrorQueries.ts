@@ -42,8 +42,9 @@ export function decodeRow(
   for (const f of fields) {
     const v = row[f.name];
     if (v === null || v === undefined) out[f.name] = null;
-    else if (f.type === 'bool') out[f.name] = v === 1;
-    else if (f.type === 'textList') out[f.name] = JSON.parse(String(v)) as unknown;
+    // SQLite's forms (0/1, a JSON array as text) or PostgreSQL's (boolean, jsonb already parsed).
+    else if (f.type === 'bool') out[f.name] = v === 1 || v === true;
+    else if (f.type === 'textList') out[f.name] = typeof v === 'string' ? (JSON.parse(v) as unknown) : v;
     else out[f.name] = v;
   }
   for (const m of META_COLUMNS) out[m] = row[m] ?? null;
@@ -51,19 +52,66 @@ export function decodeRow(
   return out;
 }
 
-export function listRecords(
-  sqlite: Sqlite,
+/** One page of a list: its records as the API shows them, and where the next page starts. */
+export interface ListPage {
+  rows: Record<string, unknown>[];
+  /** Key of the page's last record when there is a next page, else null. */
+  lastKey: string | null;
+  /** With a date order and a next page: the last record's date. */
+  lastDate?: string;
+}
+
+/**
+ * The mirror's reads as the API makes them, one request each: SQLite's below (synchronous, the
+ * statements of today), PostgreSQL's in pgMirrorQueries.ts. Both answer the same values for the
+ * same rows, so the routes answer the same JSON on either store.
+ */
+export interface MirrorReads {
+  list(request: ListRequest): Promise<ListPage>;
+  /** The record with this key, removed or not; null when the mirror has never seen it. */
+  get(resource: ResourceName, id: string): Promise<Record<string, unknown> | null>;
+}
+
+/** How a dialect writes a list's SQL: its placeholders and the collation its text comparisons need. */
+export interface ListDialect {
+  /** The placeholder of the `n`th parameter (from 1). */
+  param(n: number): string;
+  /** Appended to a key or text column compared or ordered: byte order, as SQLite's BINARY (or ''). */
+  byteOrder: string;
+  /** What the statement selects. */
+  columns: string;
+}
+
+const SQLITE_LIST: ListDialect = { param: () => '?', byteOrder: '', columns: '*' };
+
+/**
+ * The SQL of one page of a list and its parameters (LIMIT asks one row more, to know if there is
+ * a next page), and the date column the page is ordered by, if any.
+ */
+export function listStatement(
   request: ListRequest,
-): { rows: Record<string, unknown>[]; lastKey: string | null; lastDate?: string } {
+  dialect: ListDialect,
+): { sql: string; params: Array<string | number>; date: string | undefined } {
   const { fields, key } = RESOURCE_FIELDS[request.resource];
-  const known = new Set(fields.map((f) => f.name));
+  const known = new Map(fields.map((f) => [f.name, f]));
   const where: string[] = [];
   const params: Array<string | number> = [];
+  const p = (value: string | number) => {
+    params.push(value);
+    return dialect.param(params.length);
+  };
+  // Keys and free text sort by collation. Numbers compare as numbers, and dates are checked as
+  // YYYY-MM-DD on the way in (operator/schemas.ts), which every collation sorts as bytes: left as
+  // they are, their ranges stay index ranges under any collation.
+  const ordered = (column: string) => {
+    const type = known.get(column)?.type;
+    return `"${column}"${type === 'id' || type === 'text' ? dialect.byteOrder : ''}`;
+  };
   for (const filter of request.filters) {
     // Columns come from the field list, never from the request, so they can be quoted safely.
     if (!known.has(filter.column)) throw new Error(`unknown column ${filter.column}`);
-    where.push(`"${filter.column}" ${filter.op} ?`);
-    params.push(filter.value);
+    const column = filter.op === '=' ? `"${filter.column}"` : ordered(filter.column);
+    where.push(`${column} ${filter.op} ${p(filter.value)}`);
   }
   if (request.removed === 'false') where.push('_removed_at IS NULL');
   if (request.removed === 'only') where.push('_removed_at IS NOT NULL');
@@ -72,16 +120,25 @@ export function listRecords(
   if (request.after !== undefined) {
     if (date !== undefined) {
       // A row value compares (date, key) in one index range.
-      where.push(`("${date}", "${key}") > (?, ?)`);
-      params.push(request.afterDate ?? '', request.after);
+      where.push(
+        `(${ordered(date)}, ${ordered(key)}) > (${p(request.afterDate ?? '')}, ${p(request.after)})`,
+      );
     } else {
-      where.push(`"${key}" > ?`);
-      params.push(request.after);
+      where.push(`${ordered(key)} > ${p(request.after)}`);
     }
   }
-  const order = date !== undefined ? `"${date}", "${key}"` : `"${key}"`;
-  const sql = `SELECT * FROM "${request.resource}" ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ?`;
-  const raw = sqlite.prepare(sql).all(...params, request.limit + 1) as Record<string, unknown>[];
+  const order = date !== undefined ? `${ordered(date)}, ${ordered(key)}` : ordered(key);
+  const sql = `SELECT ${dialect.columns} FROM "${request.resource}" ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${p(request.limit + 1)}`;
+  return { sql, params, date };
+}
+
+/** The page of `raw` (up to limit + 1 rows, in the list's order), decoded. */
+export function pageOf(
+  request: ListRequest,
+  raw: Record<string, unknown>[],
+  date: string | undefined,
+): ListPage {
+  const { fields, key } = RESOURCE_FIELDS[request.resource];
   const more = raw.length > request.limit;
   const page = more ? raw.slice(0, request.limit) : raw;
   const rows = page.map((r) => decodeRow(fields, r));
@@ -91,6 +148,11 @@ export function listRecords(
     lastKey: more && last ? String(last[key]) : null,
     ...(more && last && date !== undefined ? { lastDate: String(last[date]) } : {}),
   };
+}
+
+export function listRecords(sqlite: Sqlite, request: ListRequest): ListPage {
+  const { sql, params, date } = listStatement(request, SQLITE_LIST);
+  return pageOf(request, sqlite.prepare(sql).all(...params) as Record<string, unknown>[], date);
 }
 
 export function getRecord(
@@ -103,4 +165,12 @@ export function getRecord(
     | Record<string, unknown>
     | undefined;
   return row ? decodeRow(fields, row) : null;
+}
+
+/** The mirror's reads on SQLite: the statements above, answered at once. */
+export function sqliteMirrorReads(sqlite: Sqlite): MirrorReads {
+  return {
+    list: async (request) => listRecords(sqlite, request),
+    get: async (resource, id) => getRecord(sqlite, resource, id),
+  };
 }

@@ -5,7 +5,7 @@ import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '.
 import type { ResourceName } from '../operator/fields.js';
 import type { RequestSync } from '../syncRequests.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { type ColumnFilter, getRecord, inDateOrder, listRecords } from './mirrorQueries.js';
+import { type ColumnFilter, inDateOrder, type MirrorReads, sqliteMirrorReads } from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -164,11 +164,19 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-export function registerMirrorRoutes(app: Hono, ctx: AppContext, requestSync?: RequestSync): void {
-  const sqlite = ctx.database.sqlite;
+/**
+ * The mirror's routes, reading through `reads` (default: SQLite's, `ctx.database`; PostgreSQL's is
+ * pgMirrorQueries.ts), one read per request.
+ */
+export function registerMirrorRoutes(
+  app: Hono,
+  ctx: AppContext,
+  requestSync?: RequestSync,
+  reads: MirrorReads = sqliteMirrorReads(ctx.database.sqlite),
+): void {
   for (const list of LISTS) {
     const schema = listQuerySchema(list.filters);
-    app.get(list.path, (c) => {
+    app.get(list.path, async (c) => {
       const q = parseQuery(c, schema) as Record<string, string | number | undefined>;
       const filters: ColumnFilter[] = [];
       for (const f of list.filters) {
@@ -180,7 +188,7 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext, requestSync?: R
       // A date-ordered page starts after a (date, key): a cursor without the date is not one it gave.
       if (cursor && dated && cursor.d === undefined)
         throw new HTTPException(400, { message: 'cursor: not a cursor this API gave out' });
-      const { rows, lastKey, lastDate } = listRecords(sqlite, {
+      const { rows, lastKey, lastDate } = await reads.list({
         resource: list.resource,
         filters,
         removed: (q.removed as 'false' | 'true' | 'only' | undefined) ?? 'false',
@@ -195,8 +203,8 @@ export function registerMirrorRoutes(app: Hono, ctx: AppContext, requestSync?: R
           : encodeCursor(lastDate === undefined ? { k: lastKey } : { k: lastKey, d: lastDate });
       return c.json({ items: rows, next });
     });
-    app.get(`${list.path}/:id`, (c) => {
-      const record = getRecord(sqlite, list.resource, c.req.param('id'));
+    app.get(`${list.path}/:id`, async (c) => {
+      const record = await reads.get(list.resource, c.req.param('id'));
       return record
         ? c.json(record)
         : c.json({ error: `${list.path.slice(4)} ${c.req.param('id')} is not in the mirror` }, 404);

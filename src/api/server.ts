@@ -12,6 +12,7 @@ import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
 import { DELIVERIES_ROUTE_SPECS, registerDeliveriesRoutes } from './deliveriesRoutes.js';
 import { FEED_ROUTE_SPECS, registerFeedRoutes } from './feedRoutes.js';
+import type { MirrorReads } from './mirrorQueries.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
 import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
@@ -48,13 +49,19 @@ export interface ApiLinks {
   wakeDispatcher?: (() => void) | undefined;
   /** The mirror scheduler's sync requests, for `POST /v1/sync` (default: none; 503). */
   requestSync?: RequestSync | undefined;
+  /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; pgMirrorQueries.ts for PostgreSQL). */
+  mirrorReads?: MirrorReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
-export function routeRegistrars({ wakeDispatcher, requestSync }: ApiLinks = {}): RouteRegistrar[] {
+export function routeRegistrars({
+  wakeDispatcher,
+  requestSync,
+  mirrorReads,
+}: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
-    (app, ctx) => registerMirrorRoutes(app, ctx, requestSync),
+    (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
     registerDeliveriesRoutes,

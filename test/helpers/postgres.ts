@@ -230,10 +230,26 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** Options of {@link createTestDatabase}. */
+export interface TestDatabaseOptions {
+  /**
+   * An ICU locale (e.g. `en-US`) for the database's collation instead of the cluster's `C`: text
+   * then sorts as people read it (`a` before `B`), as on many production servers.
+   */
+  icuLocale?: string;
+}
+
 /** Creates an empty database (no tables: migrations are the code under test) on the cluster. */
-export async function createTestDatabase(info: ClusterInfo): Promise<TestDatabase> {
+export async function createTestDatabase(
+  info: ClusterInfo,
+  options: TestDatabaseOptions = {},
+): Promise<TestDatabase> {
   const name = `t_${randomBytes(6).toString('hex')}`;
-  await withAdmin(info, (client) => client.query(`CREATE DATABASE ${name} OWNER ${info.user}`));
+  // The locale is the test's own constant, never input.
+  const locale = options.icuLocale
+    ? ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.icuLocale}'`
+    : '';
+  await withAdmin(info, (client) => client.query(`CREATE DATABASE ${name} OWNER ${info.user}${locale}`));
   const urlWith = (params: Record<string, string>) => {
     const url = new URL(`postgres://${info.host}:${info.port}/${name}`);
     url.username = info.user;
