@@ -279,10 +279,9 @@ const outboxSchema = z.strictObject({
   poll_ms: positiveInt.default(500),
   /**
    * Run the dispatcher in its own worker thread with its own database connection, so its sends and
-   * commits never hold the event loop that answers the API and webhooks; off until a quiet machine
-   * shows its gain (README, Benchmarks) (default: false).
+   * commits never hold the event loop that answers the API and webhooks (default: true).
    */
-  dispatcher_thread: z.boolean().default(false),
+  dispatcher_thread: z.boolean().default(true),
   /** The operationType spelling sent to the operator, per kind. */
   wire_spelling: wireSpellingSchema.default(wireSpellingSchema.parse({})),
 });

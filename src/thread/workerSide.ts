@@ -67,8 +67,19 @@ export interface WorkerSide<Out> {
   run<In>(component: Component, onMessage: (message: In) => void, options?: RunOptions): Promise<void>;
 }
 
+/** Options of {@link workerSide}. */
+export interface WorkerSideOptions {
+  /**
+   * This thread's `synchronous`, when its commits need not reach the disk one by one (default:
+   * `database.synchronous`). Under NORMAL a commit writes the WAL without syncing it; the WAL is
+   * synced by the next checkpoint (this thread makes one every {@link CHECKPOINT_EVERY_MS}) or the
+   * main connection's next durable commit, whichever comes first.
+   */
+  synchronous?: 'full' | 'normal';
+}
+
 /** Builds this worker's context from the settings the main thread started it with. */
-export function workerSide<Out>(name: string): WorkerSide<Out> {
+export function workerSide<Out>(name: string, options: WorkerSideOptions = {}): WorkerSide<Out> {
   const port = parentPort;
   if (!port) throw new Error(`${name} runs only as a worker thread`);
   const post = (message: Out | ThreadMessage) => port.postMessage(message);
@@ -85,7 +96,7 @@ export function workerSide<Out>(name: string): WorkerSide<Out> {
   const metrics = forwardedMetrics(post);
   const database = openDatabase(config.database.path, {
     migrate: false,
-    synchronous: config.database.synchronous,
+    synchronous: options.synchronous ?? config.database.synchronous,
     // Waiting for the API's commit blocks only this thread: wait as long as the configured timeout.
     busyTimeoutMs: config.database.busy_timeout_ms,
   });
