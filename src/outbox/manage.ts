@@ -92,7 +92,7 @@ export async function showOperation(outbox: OutboxAccess, ref: string): Promise<
 type Move = (outbox: OutboxAccess, row: OperationRow, now: string) => Promise<boolean>;
 
 /** failed → queued (attempts reset), or queued → due now; a SteerError for any other state. */
-export function retryMove(row: OperationRow): Move {
+function retryMove(row: OperationRow): Move {
   if (nextState(row.state, 'retry').ok)
     return (o, r, now) => o.store.retryFailed({ id: r.id, ref: r.marketplaceTransactionRef }, now);
   if (nextState(row.state, 'expedite').ok) return (o, r, now) => o.store.expedite(r.id, now);
@@ -103,7 +103,7 @@ export function retryMove(row: OperationRow): Move {
 }
 
 /** → cancelled when the transition table allows it (null: cancelled already); a SteerError otherwise. */
-export function cancelMove(row: OperationRow, now: string): Move | null {
+function cancelMove(row: OperationRow, now: string): Move | null {
   const ref = row.marketplaceTransactionRef;
   if (row.state === 'cancelled') return null;
   const leaseExpired = row.lease_until !== null && row.lease_until < now;
