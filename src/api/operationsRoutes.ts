@@ -2,7 +2,8 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { enqueueOperationGrouped, type WakeDispatcher } from '../outbox/enqueue.js';
+import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
+import type { WakeDispatcher } from '../outbox/enqueue.js';
 import { toEntry } from '../outbox/entry.js';
 import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
 import { notificationSchema } from '../outbox/validate.js';
@@ -90,17 +91,30 @@ export function operationsRouteSpecs(config: Pick<Config, 'outbox'>): RouteSpec[
   ];
 }
 
+/** Options of {@link registerOperationsRoutes}. */
+export interface OperationsRouteOptions {
+  /** The dispatcher's wake (when it runs in this process), called once a row may be due. */
+  wake?: WakeDispatcher | undefined;
+  /** Where the operations are kept (default: SQLite's, `ctx.database`, enqueues in its group commit; pgAccess.ts for PostgreSQL). */
+  outbox?: OutboxAccess | undefined;
+}
+
 /**
  * The outbox over HTTP: enqueue (`POST /v1/operations`), read (`GET /v1/operations[/:ref]`,
- * paginated by `cursor`, filtered by `state`) and steer (`POST /v1/operations/:ref/retry|cancel`).
- * Refusals from steering (SteerError) are mapped to 404/409/400 by the server's error handler.
- * `wake` (the dispatcher's, when it runs in this process) is called once a row may be due.
+ * paginated by `cursor`, filtered by `state`) and steer (`POST /v1/operations/:ref/retry|cancel`),
+ * the same answers on either store. Refusals from steering (SteerError) are mapped to 404/409/400
+ * by the server's error handler.
  */
-export function registerOperationsRoutes(app: Hono, ctx: AppContext, wake?: WakeDispatcher): void {
+export function registerOperationsRoutes(
+  app: Hono,
+  ctx: AppContext,
+  { wake, outbox: given }: OperationsRouteOptions = {},
+): void {
+  // On SQLite, grouped: at hundreds of requests a second, one fsync per event-loop turn instead of one per request.
+  const outbox = given ?? sqliteOutbox(ctx);
   app.post('/v1/operations', async (c) => {
     const input = await readJsonBody(c);
-    // Grouped: at hundreds of requests a second, one fsync per event-loop turn instead of one per request.
-    const result = await enqueueOperationGrouped(ctx, input, wake);
+    const result = await outbox.enqueue(input, wake);
     switch (result.status) {
       case 422:
         return c.json({ error: 'notification is invalid', errors: result.errors }, 422);
@@ -111,9 +125,13 @@ export function registerOperationsRoutes(app: Hono, ctx: AppContext, wake?: Wake
     }
   });
 
-  app.get('/v1/operations', (c) => c.json(listOperations(ctx, parseQuery(c, listQuery))));
+  app.get('/v1/operations', async (c) => c.json(await listOperations(outbox, parseQuery(c, listQuery))));
 
-  app.get('/v1/operations/:ref', (c) => c.json(showOperation(ctx, c.req.param('ref'))));
-  app.post('/v1/operations/:ref/retry', (c) => c.json(retryOperation(ctx, c.req.param('ref'), wake)));
-  app.post('/v1/operations/:ref/cancel', (c) => c.json(cancelOperation(ctx, c.req.param('ref'))));
+  app.get('/v1/operations/:ref', async (c) => c.json(await showOperation(outbox, c.req.param('ref'))));
+  app.post('/v1/operations/:ref/retry', async (c) =>
+    c.json(await retryOperation(outbox, c.req.param('ref'), wake)),
+  );
+  app.post('/v1/operations/:ref/cancel', async (c) =>
+    c.json(await cancelOperation(outbox, c.req.param('ref'))),
+  );
 }

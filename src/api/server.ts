@@ -6,6 +6,7 @@ import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
+import type { OutboxAccess } from '../outbox/access.js';
 import { SteerError } from '../outbox/manage.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
@@ -51,6 +52,8 @@ export interface ApiLinks {
   requestSync?: RequestSync | undefined;
   /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; pgMirrorQueries.ts for PostgreSQL). */
   mirrorReads?: MirrorReads | undefined;
+  /** Where the operations routes read and write (default: SQLite's, `ctx.database`; pgAccess.ts for PostgreSQL). */
+  outbox?: OutboxAccess | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -58,12 +61,13 @@ export function routeRegistrars({
   wakeDispatcher,
   requestSync,
   mirrorReads,
+  outbox,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
-    (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
+    (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     registerDeliveriesRoutes,
   ];
 }

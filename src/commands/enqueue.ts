@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AppContext } from '../context.js';
-import { enqueueOperation } from '../outbox/enqueue.js';
+import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
 import { toEntry } from '../outbox/entry.js';
 
 /** Where `vcu-sync enqueue` reads and writes; tests pass their own. */
@@ -11,6 +11,8 @@ export interface EnqueueCommandOptions {
   stdout?: NodeJS.WritableStream;
   /** Where refusals are printed (default: process.stderr). */
   stderr?: NodeJS.WritableStream;
+  /** Where the operation is queued (default: SQLite's, `ctx.database`, in a commit of its own). */
+  outbox?: OutboxAccess;
 }
 
 /** Exit code for input that is not a valid notification (sysexits EX_DATAERR). */
@@ -50,7 +52,8 @@ export async function runEnqueueCommand(
     stderr.write(`vcu-sync: ${source} is not valid JSON\n`);
     return EXIT_INVALID;
   }
-  const result = enqueueOperation(ctx, input);
+  const outbox = opts.outbox ?? sqliteOutbox(ctx, { grouped: false });
+  const result = await outbox.enqueue(input);
   if (result.status === 422) {
     stderr.write(
       `vcu-sync: ${source}: notification is invalid (${result.errors.length} problem${result.errors.length > 1 ? 's' : ''})\n`,

@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.js';
+import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
 import type { OutboxEntry } from '../outbox/entry.js';
 import {
   cancelOperation,
@@ -23,6 +24,8 @@ export interface OutboxCommandOptions {
   stdout?: NodeJS.WritableStream;
   /** (default: process.stderr) */
   stderr?: NodeJS.WritableStream;
+  /** Where the operations are kept (default: SQLite's, `ctx.database`). */
+  outbox?: OutboxAccess;
 }
 
 const COLUMNS = [
@@ -52,8 +55,13 @@ export async function runOutboxCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
+    const outbox = opts.outbox ?? sqliteOutbox(ctx, { grouped: false });
     if (sub === 'list') {
-      const page = listOperations(ctx, { state: opts.state, limit: opts.limit, cursor: opts.cursor });
+      const page = await listOperations(outbox, {
+        state: opts.state,
+        limit: opts.limit,
+        cursor: opts.cursor,
+      });
       if (opts.json) print(page);
       else {
         stdout.write(`${table(page.items)}\n`);
@@ -70,7 +78,7 @@ export async function runOutboxCommand(
       return 64;
     }
     const action = { show: showOperation, retry: retryOperation, cancel: cancelOperation }[sub];
-    print(action(ctx, ref));
+    print(await action(outbox, ref));
     return 0;
   } catch (err) {
     if (err instanceof SteerError) {

@@ -18,9 +18,20 @@ export const PG_GUARD: GuardParams = { now: '$1::timestamptz', owner: '$2' };
 /** A timestamptz as SQLite stores it: `Date#toISOString()` (ms, `Z`). */
 export const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-const TIMES = [
+/** The outbox's columns in SQLite's table order, so an entry prints the same bytes on both stores. */
+const COLUMNS = [
+  'order_key',
+  'body',
+  'body_hash',
+  'state',
+  'attempts',
   'next_attempt_at',
+  'lease_owner',
   'lease_until',
+  'last_error',
+  'last_status',
+  'response',
+  'decision_reason',
   'created_at',
   'updated_at',
   'accepted_at',
@@ -30,6 +41,18 @@ const TIMES = [
   'retried_at',
 ];
 
+const TIMES = new Set([
+  'next_attempt_at',
+  'lease_until',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+]);
+
 /** The outbox row as `OperationRow` (camelCase columns are quoted: PostgreSQL folds the rest). */
 export function operationColumns(alias = ''): string {
   const a = alias;
@@ -37,9 +60,7 @@ export function operationColumns(alias = ''): string {
     `${a}id::float8 AS id`,
     `${a}"marketplaceTransactionRef"`,
     `${a}"operationType"`,
-    ...['order_key', 'body', 'body_hash', 'state', 'attempts', 'lease_owner', 'last_error'].map((c) => a + c),
-    ...['last_status', 'response', 'decision_reason'].map((c) => a + c),
-    ...TIMES.map((c) => `${iso(a + c)} AS ${c}`),
+    ...COLUMNS.map((c) => (TIMES.has(c) ? `${iso(a + c)} AS ${c}` : a + c)),
   ].join(', ');
 }
 

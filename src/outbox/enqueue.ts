@@ -3,8 +3,10 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { operationByRef } from '../operations/reads.js';
+import type { OperationsReads } from '../operations/readsSeam.js';
 import type { OperationRow } from '../operations/rows.js';
 import { insertOperation, type NewOperation } from '../operations/store.js';
+import type { OperationsStore } from '../operations/storeSeam.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 
@@ -66,13 +68,9 @@ export function prepareInsert(
   return { ref, hash, params: { ref, operationType: wire, orderKey, body, hash } };
 }
 
-/** The INSERT ... ON CONFLICT DO NOTHING and, on conflict, the stored row (synchronous: no awaits). */
-function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
-  const { sqlite } = ctx.database;
-  const inserted = insertOperation(sqlite, prepared.params, isoAt(ctx.clock.now()));
-  if (inserted) return { status: 201, row: inserted };
+/** The answer when the INSERT found `ref` queued already: 200 the same body, 409 another one. */
+function answerExisting(prepared: PreparedInsert, existing: OperationRow | undefined): EnqueueResult {
   const { ref, hash } = prepared;
-  const existing = operationByRef(sqlite, ref);
   if (!existing) throw new Error(`outbox row ${ref} vanished between insert and read`);
   if (existing.body_hash === hash) return { status: 200, row: existing };
   return {
@@ -80,6 +78,14 @@ function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
     row: existing,
     message: `marketplaceTransactionRef ${ref} is already queued with a different body; use a new ref for a new operation`,
   };
+}
+
+/** The INSERT ... ON CONFLICT DO NOTHING and, on conflict, the stored row (synchronous: no awaits). */
+function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
+  const { sqlite } = ctx.database;
+  const inserted = insertOperation(sqlite, prepared.params, isoAt(ctx.clock.now()));
+  if (inserted) return { status: 201, row: inserted };
+  return answerExisting(prepared, operationByRef(sqlite, prepared.ref));
 }
 
 /**
@@ -116,4 +122,26 @@ export async function enqueueOperationGrouped(
   // fsync for both. On a 200/409 the claim merely finds nothing new.
   wake?.();
   return await stored;
+}
+
+/**
+ * {@link enqueueOperation} through the store seams (PostgreSQL's; any store): the INSERT is one
+ * `store.insert` (its own transaction, with its feed row and deliveries), and a ref found queued
+ * already is read back to answer 200 or 409. Same answers; exactly once per ref (the INSERT's
+ * ON CONFLICT DO NOTHING waits for a concurrent insert of the ref to commit, so the read finds it).
+ */
+export async function enqueueThrough(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  seams: { store: OperationsStore; reads: OperationsReads },
+  input: unknown,
+  wake?: WakeDispatcher,
+): Promise<EnqueueResult> {
+  const prepared = prepareInsert(ctx, input);
+  if ('errors' in prepared) return prepared;
+  const [inserted] = await seams.store.insert([prepared.params], isoAt(ctx.clock.now()));
+  if (inserted) {
+    wake?.();
+    return { status: 201, row: inserted };
+  }
+  return answerExisting(prepared, await seams.reads.byRef(prepared.ref));
 }

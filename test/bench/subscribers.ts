@@ -1,9 +1,8 @@
 import http from 'node:http';
 import got from 'got';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/manage.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { cancelQueued, tokenization } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from '../subscribers/harness.js';
 import { spawnNode, tsx } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
@@ -77,7 +76,7 @@ export async function subscribersScenario(options: BenchOptions): Promise<Scenar
                 tokenization(ref, { unitId: 300_000 + i, issuanceId: 400_000 + i }),
               );
               if (r.status !== 201) throw new Error(`enqueue ${i} answered ${r.status}`);
-              cancelOperation(ctx, ref);
+              cancelQueued(ctx, ref);
             }
           })();
           return bodiesAfter.all(lastId) as string[];

@@ -6,10 +6,10 @@ import { createAppContext } from '../../src/context.js';
 import { acquireOwnership } from '../../src/db/ownership.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/manage.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, untilEvent, writeToml } from '../ops/child.js';
+import { cancelQueued } from '../outbox/fixtures.js';
 
 /**
  * One way to make each command exit with each code README documents, run for real in a child
@@ -107,7 +107,7 @@ function withOperation(ref: string, cancel = false) {
     };
     const result = enqueueOperation(ctx, { ...body, transactionAmount: 10 });
     if (result.status !== 201) throw new Error(`enqueue failed: ${JSON.stringify(result)}`);
-    if (cancel) cancelOperation(ctx, ref);
+    if (cancel) cancelQueued(ctx, ref);
   });
 }
 

@@ -3,10 +3,9 @@ import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/manage.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
-import { transfer } from '../outbox/fixtures.js';
+import { cancelQueued, transfer } from '../outbox/fixtures.js';
 import { until } from './child.js';
 
 export const TOKEN = 'ops-status-token-0123456789';
@@ -88,7 +87,7 @@ export async function seededApi(): Promise<SeededApi> {
   }
   enqueueOperation(ctx, transfer('status-queued-1', { unitId: 70_020 }));
   enqueueOperation(ctx, transfer('status-cancel-1', { unitId: 70_021 }));
-  cancelOperation(ctx, 'status-cancel-1');
+  cancelQueued(ctx, 'status-cancel-1');
 
   const api = createApiComponent(ctx);
   await api.start();

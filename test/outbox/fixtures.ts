@@ -1,5 +1,9 @@
 import { Writable } from 'node:stream';
+import { isoAt } from '../../src/clock.js';
+import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { operationByRef } from '../../src/operations/reads.js';
+import { cancelOperation as cancelRow } from '../../src/operations/store.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {
@@ -74,4 +78,19 @@ export async function until(what: string, check: () => boolean, timeoutMs = 30_0
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * Cancels a queued operation at once, synchronously (fixtures built inside a transaction or a
+ * synchronous callback): the store's own statement, with its feed row and deliveries. The CLI and
+ * the API cancel through outbox/manage.ts.
+ */
+export function cancelQueued(ctx: Pick<AppContext, 'database' | 'clock'>, ref: string): void {
+  const { sqlite } = ctx.database;
+  sqlite.transaction(() => {
+    const row = operationByRef(sqlite, ref);
+    const now = isoAt(ctx.clock.now());
+    if (!row || !cancelRow(sqlite, { id: row.id, ref, from: row.state }, now))
+      throw new Error(`cannot cancel ${ref}`);
+  })();
 }

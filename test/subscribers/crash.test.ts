@@ -3,11 +3,10 @@ import { loadConfig } from '../../src/config.js';
 import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/manage.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from '../ops/child.js';
-import { transfer } from '../outbox/fixtures.js';
+import { cancelQueued, transfer } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscribersToml, TestSubscriber } from './harness.js';
 
 const TOTAL = 400;
@@ -45,7 +44,7 @@ describe('subscriber deliveries survive SIGKILL', () => {
       for (let i = 0; i < TOTAL; i++) {
         const ref = `crash-${String(i).padStart(4, '0')}`;
         expect(enqueueOperation(ctx, transfer(ref)).status).toBe(201);
-        cancelOperation(ctx, ref);
+        cancelQueued(ctx, ref);
       }
     } finally {
       ctx.database.close();

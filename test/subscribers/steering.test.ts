@@ -8,7 +8,6 @@ import { loadConfig, maskedConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
 import { recordDecision } from '../../src/operations/store.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { cancelOperation } from '../../src/outbox/manage.js';
 import { getHealth } from '../../src/status.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
@@ -17,7 +16,7 @@ import { SubscriberSender } from '../../src/subscribers/send.js';
 import { responseSchema, schemaProblems } from '../api/schemaCheck.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
-import { capturingLogger, PERSONAL, transfer } from '../outbox/fixtures.js';
+import { cancelQueued, capturingLogger, PERSONAL, transfer } from '../outbox/fixtures.js';
 import { deliveryRows, SUB_SECRET, subscriberContext, TestSubscriber, until } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -76,7 +75,7 @@ describe('deliveries are written with the state change', () => {
     for (const value of Object.values(PERSONAL)) expect(String(rows[0]!.body)).not.toContain(value);
     // A cancel from the CLI or API raises operation.cancelled for "all" only.
     expect(enqueueOperation(ctx, transfer('mask-2')).status).toBe(201);
-    cancelOperation(ctx, 'mask-2');
+    cancelQueued(ctx, 'mask-2');
     expect(deliveryRows(ctx).map((r) => [r.subscriber, r.event_type, r.ref])).toEqual([
       ['all', 'operation.rejected', 'mask-1'],
       ['all', 'operation.cancelled', 'mask-2'],
@@ -97,7 +96,7 @@ describe('deliveries are written with the state change', () => {
       clock,
     });
     expect(enqueueOperation(ctx, transfer('age-1')).status).toBe(201);
-    cancelOperation(ctx, 'age-1');
+    cancelQueued(ctx, 'age-1');
     ctx.database.sqlite
       .prepare('UPDATE deliveries SET created_at = ?')
       .run(isoAt(clock.now() - 73 * 3_600_000));
@@ -127,7 +126,7 @@ describe('status, API and config', () => {
     });
     for (const ref of ['api-1', 'api-2', 'api-3']) {
       expect(enqueueOperation(ctx, transfer(ref)).status).toBe(201);
-      cancelOperation(ctx, ref);
+      cancelQueued(ctx, ref);
     }
     const now = Date.now();
     const health = getHealth(ctx.database.sqlite, ctx.config, now + 16 * 60_000);
@@ -259,7 +258,7 @@ describe('the idle wait', () => {
     const ctx = context([{ name: 'wait', url: 'http://127.0.0.1:9/x', secret: SUB_SECRET }]);
     for (const ref of ['wait-1', 'wait-2']) {
       expect(enqueueOperation(ctx, transfer(ref)).status).toBe(201);
-      cancelOperation(ctx, ref);
+      cancelQueued(ctx, ref);
     }
     const later = isoAt(Date.now() + 60_000);
     const [head] = deliveryRows(ctx).map((r) => Number(r.id));

@@ -1,0 +1,34 @@
+import type pg from 'pg';
+import type { AppContext } from '../context.js';
+import { pgOperationsReads } from '../operations/pgReads.js';
+import { PgOperationsStore } from '../operations/pgStore.js';
+import { type Subscriber, subscribersFromConfig } from '../subscribers/subscribers.js';
+import type { OutboxAccess } from './access.js';
+import { enqueueThrough } from './enqueue.js';
+
+/** Options of {@link pgOutbox}. */
+export interface PgOutboxOptions {
+  /** The store's lease owner (it never claims here: only `releaseDead` reads it). */
+  leaseOwner: string;
+  /** Who gets deliveries for each state change (default: the configuration's subscribers). */
+  subscribers?: readonly Subscriber[];
+}
+
+/** The outbox on PostgreSQL: the pg reads and store; an enqueue is one `store.insert`. */
+export function pgOutbox(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  pool: pg.Pool,
+  options: PgOutboxOptions,
+): OutboxAccess {
+  const reads = pgOperationsReads(pool);
+  const store = new PgOperationsStore(pool, {
+    leaseOwner: options.leaseOwner,
+    subscribers: options.subscribers ?? subscribersFromConfig(ctx.config),
+  });
+  return {
+    clock: ctx.clock,
+    reads,
+    store,
+    enqueue: (input, wake) => enqueueThrough(ctx, { store, reads }, input, wake),
+  };
+}
