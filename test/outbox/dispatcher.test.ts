@@ -50,15 +50,17 @@ const received = (ref: string) => sim.notifications.filter((n) => n.ref === ref)
 describe('dispatcher delivery', () => {
   it('delivers through 500, 502, 503, 429, resets and timeouts; every row ends accepted', async () => {
     // The clock moves 1 s per 5 ms of real time: a lease of a few minutes would run out (and the row
-    // be claimed again) while the 300 ms timeout is still pending in real time.
-    const h = setup({ 'operator.timeout_ms': 300, 'outbox.lease_seconds': 86_400 });
+    // be claimed again) while the 1 s timeout is still pending in real time. The timeout is a real
+    // second, not less: on a loaded machine the simulator's 503 once took over 300 ms and counted
+    // as a timeout.
+    const h = setup({ 'operator.timeout_ms': 1_000, 'outbox.lease_seconds': 86_400 });
     const path = { pathPrefix: '/integration/v1/notify' };
     sim.faults.next(1, '500', path);
     sim.faults.next(1, '502', path);
     sim.faults.next(1, '503', path);
     sim.faults.next(1, '429', { ...path, retryAfterSec: 1 });
     sim.faults.next(1, 'reset', path);
-    sim.faults.next(1, 'latency', { ...path, latencyMs: 1_500 });
+    sim.faults.next(1, 'latency', { ...path, latencyMs: 3_000 });
     const refs = Array.from({ length: 8 }, (_, i) => `fault-${i}`);
     for (const ref of refs) enqueue(h, transfer(ref, { unitId: 1000 + refs.indexOf(ref) }));
     await h.component.start();
