@@ -5,6 +5,7 @@ import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
+import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { SteerError } from '../outbox/manage.js';
 import type { RequestSync } from '../syncRequests.js';
@@ -51,6 +52,8 @@ export interface ApiLinks {
   requestSync?: RequestSync | undefined;
   /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; pgMirrorQueries.ts for PostgreSQL). */
   mirrorReads?: MirrorReads | undefined;
+  /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
+  healthReads?: HealthReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -58,9 +61,10 @@ export function routeRegistrars({
   wakeDispatcher,
   requestSync,
   mirrorReads,
+  healthReads,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
-    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
+    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, wakeDispatcher),
