@@ -117,8 +117,11 @@ describe('vcu-sync with database.url (PostgreSQL)', () => {
   });
 
   it('the commands that keep data refuse PostgreSQL until its store exists: exit 78, no SQLite file', () => {
-    // `sync` runs on PostgreSQL (./syncCli.test.ts); the others refuse.
-    for (const args of [['status'], ['outbox', 'list'], ['enqueue', '-']]) {
+    // `sync` and `status` run on PostgreSQL (./syncCli.test.ts, ./statusCli.test.ts); the others refuse.
+    for (const args of [
+      ['outbox', 'list'],
+      ['enqueue', '-'],
+    ]) {
       const r = cli(args, {
         VCU_SYNC_DATABASE_URL: database.url,
         VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:9',
@@ -126,7 +129,7 @@ describe('vcu-sync with database.url (PostgreSQL)', () => {
       });
       expect({ args, code: r.code }).toEqual({ args, code: 78 });
       expect(r.stderr).toMatch(
-        /^vcu-sync: database\.url is set \(PostgreSQL\), but in this version only `vcu-sync db migrate` and `vcu-sync sync` \(projects, issuances, units\) work on PostgreSQL, every other command on SQLite/,
+        /^vcu-sync: database\.url is set \(PostgreSQL\), but in this version only `vcu-sync db migrate`, `vcu-sync sync` and `vcu-sync status` work on PostgreSQL, every other command on SQLite/,
       );
       secretFree(r);
     }
