@@ -65,7 +65,6 @@ export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
   return {
     snapshot: async (window, pageSize) => readSnapshot(sqlite, window, pageSize),
     daemonStartedAt: async () => readDaemonRecord(sqlite)?.startedAt ?? null,
-    faults: () => databaseFaultsFor(sqlite).facts(),
     readFailed: (err) => sqliteReadFailed(sqlite, err),
   };
 }

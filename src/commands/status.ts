@@ -64,7 +64,6 @@ async function runOnPostgres(
     const unreachable: HealthReads = {
       snapshot: () => Promise.reject(err),
       daemonStartedAt: async () => null,
-      faults: () => ({ ...NO_FAULTS }),
       readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err) }),
     };
     return print(await readHealth(unreachable, config, now), now);

@@ -255,7 +255,6 @@ export function pgHealthReads(pool: pg.Pool): HealthReads {
         return null;
       }
     },
-    faults: () => ({ ...NO_FAULTS }),
     // pg's messages name host:port at most, never the URL's password.
     readFailed: (err) => ({ ...NO_FAULTS, readError: errorMessage(err) }),
   };

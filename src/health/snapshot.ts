@@ -123,9 +123,7 @@ export interface HealthReads {
   snapshot(window: SnapshotWindow, pageSize?: number): Promise<HealthSnapshot>;
   /** When the running daemon started, from its record in `daemon_state` (null: none). */
   daemonStartedAt(): Promise<string | null>;
-  /** What this process saw of the database's faults, and how it names an error it read. */
-  faults(): DatabaseFacts;
-  /** Notes a read error (SQLite records corruption); returns the facts to report. */
+  /** Notes a read error (SQLite records corruption); returns the facts to report, with why. */
   readFailed(err: unknown): DatabaseFacts;
 }
 
