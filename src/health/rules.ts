@@ -346,7 +346,7 @@ function replicaProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[
         code: 'replica-dead',
         message: `replica ${r.name} (${r.owner}) is gone (its liveness lock is free)${holding}; last heartbeat ${formatDuration(age)} ago`,
         action:
-          'a live replica hands its claims back within a minute (releaseDead); if none runs, start one; vcu-sync status lists the replicas',
+          "a live replica's releaseDead hands its claims back (at its start, then periodically); if none runs, start one; vcu-sync status lists the replicas",
       });
     } else if (age > staleMs) {
       problems.push({
