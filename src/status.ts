@@ -1,12 +1,13 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
-import { classifyDatabaseError, databaseFaultsFor, sqliteCode } from './db/faults.js';
+import { classifyDatabaseError, type DatabaseFacts, databaseFaultsFor, sqliteCode } from './db/faults.js';
 import type { Sqlite } from './db/open.js';
 import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import { type Identity, identityOf } from './health/identity.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
 import {
+  type HealthReads,
   type HealthSnapshot,
   readSnapshot,
   type SnapshotWindow,
@@ -48,44 +49,76 @@ export function schedulePeriodMs(expression: string): number | null {
   return period;
 }
 
-/**
- * The snapshot, or, when the database cannot be read, what is known of why: a damaged or unreadable
- * file is the moment status matters most, so it answers with the problem rather than failing.
- */
-function snapshotOrFault(sqlite: Sqlite, window: SnapshotWindow, pageSize: number): HealthSnapshot {
+/** How SQLite's reads note a failed read: corruption is recorded (a read error is not a failed write). */
+function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
   const faults = databaseFaultsFor(sqlite);
-  try {
-    return readSnapshot(sqlite, window, pageSize);
-  } catch (err) {
-    // Only corruption is noted: a read error is not a failed write.
-    if (classifyDatabaseError(err) === 'corrupt') {
-      faults.noteFailure(err);
-      return unreadableSnapshot(faults.facts());
-    }
-    const facts = faults.facts();
-    const code = sqliteCode(err);
-    return unreadableSnapshot({
-      ...facts,
-      readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err),
-    });
+  if (classifyDatabaseError(err) === 'corrupt') {
+    faults.noteFailure(err);
+    return faults.facts();
   }
+  const code = sqliteCode(err);
+  return { ...faults.facts(), readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) };
+}
+
+/** The health reads of a SQLite database: today's one read transaction, synchronous underneath. */
+export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
+  return {
+    snapshot: async (window, pageSize) => readSnapshot(sqlite, window, pageSize),
+    daemonStartedAt: async () => readDaemonRecord(sqlite)?.startedAt ?? null,
+    readFailed: (err) => sqliteReadFailed(sqlite, err),
+  };
+}
+
+/** The window the snapshot counts from, as of `now`. */
+function windowOf(config: Config, now: number): SnapshotWindow {
+  return {
+    recentSince: new Date(now - 24 * 3_600_000).toISOString(),
+    decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
+  };
 }
 
 /**
  * Reads the database and judges it: the one health module everything uses. `startedAt` is the
  * daemon's start when the daemon itself asks; other processes (`vcu-sync status`) leave it out and
- * the running daemon's record in the database is used.
+ * the running daemon's record in the database is used. Synchronous, over SQLite.
  */
 export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
-  const schedule = config.sync.schedule;
-  const read = snapshotOrFault(
-    sqlite,
-    {
-      recentSince: new Date(now - 24 * 3_600_000).toISOString(),
-      decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
-    },
-    config.sync.page_size,
+  let read: HealthSnapshot;
+  try {
+    read = readSnapshot(sqlite, windowOf(config, now), config.sync.page_size);
+  } catch (err) {
+    // A damaged or unreadable file is the moment status matters most: answer with the problem.
+    read = unreadableSnapshot(sqliteReadFailed(sqlite, err));
+  }
+  return judgeHealth(
+    read,
+    config,
+    now,
+    startedAt === undefined ? (readDaemonRecord(sqlite)?.startedAt ?? null) : startedAt,
   );
+}
+
+/** {@link getHealth} through a store's {@link HealthReads} (SQLite's or PostgreSQL's). */
+export async function readHealth(
+  reads: HealthReads,
+  config: Config,
+  now: number,
+  startedAt?: string | null,
+): Promise<Health> {
+  let read: HealthSnapshot;
+  try {
+    read = await reads.snapshot(windowOf(config, now), config.sync.page_size);
+  } catch (err) {
+    read = unreadableSnapshot(reads.readFailed(err));
+  }
+  let started = startedAt ?? null;
+  if (startedAt === undefined) started = await reads.daemonStartedAt().catch(() => null);
+  return judgeHealth(read, config, now, started);
+}
+
+/** The rules over a snapshot: pure, the same for every store. */
+function judgeHealth(read: HealthSnapshot, config: Config, now: number, startedAt: string | null): Health {
+  const schedule = config.sync.schedule;
   // Errors and reasons are the operator's words: a secret it echoed (in any encoding) is masked
   // here too, whatever wrote the row, before the CLI, the API, the page or the metrics see it.
   const snapshot = maskDeep(read, { text: scrubText }) as HealthSnapshot;
@@ -106,11 +139,7 @@ export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt
     status,
     exitCode: exitCodeOf(status),
     generatedAt: new Date(now).toISOString(),
-    identity: identityOf(
-      config,
-      startedAt === undefined ? (readDaemonRecord(sqlite)?.startedAt ?? null) : startedAt,
-      now,
-    ),
+    identity: identityOf(config, startedAt, now),
     problems,
     snapshot,
   };

@@ -5,6 +5,7 @@ import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
+import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import { SteerError } from '../outbox/manage.js';
@@ -54,6 +55,8 @@ export interface ApiLinks {
   mirrorReads?: MirrorReads | undefined;
   /** Where the operations routes read and write (default: SQLite's, `ctx.database`; pgAccess.ts for PostgreSQL). */
   outbox?: OutboxAccess | undefined;
+  /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
+  healthReads?: HealthReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -62,9 +65,10 @@ export function routeRegistrars({
   requestSync,
   mirrorReads,
   outbox,
+  healthReads,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
-    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx)),
+    (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),

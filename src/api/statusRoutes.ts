@@ -2,9 +2,10 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { readSeries, type Series } from '../health/series.js';
+import type { HealthReads } from '../health/snapshot.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
-import { getHealth, type Health } from '../status.js';
+import { type Health, readHealth, sqliteHealthReads } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';
@@ -139,30 +140,35 @@ function seriesOrEmpty(ctx: AppContext, now: number): Series {
   }
 }
 
+/**
+ * Status, metrics and the page, judged from a snapshot read through `reads` (default: SQLite's,
+ * `ctx.database`; pgSnapshot.ts's for PostgreSQL, which adds the replicas).
+ */
 export function registerStatusRoutes(
   app: Hono,
   ctx: AppContext,
   openapi: () => Record<string, unknown>,
+  reads: HealthReads = sqliteHealthReads(ctx.database.sqlite),
 ): void {
-  const health = (): Health => {
-    const h = getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now(), ctx.startedAt);
+  const health = async (): Promise<Health> => {
+    const h = await readHealth(reads, ctx.config, ctx.clock.now(), ctx.startedAt);
     const rate = ctx.operatorRate();
     return rate ? { ...h, operatorRate: rate } : h;
   };
-  app.get('/status', (c) => {
-    const h = health();
+  app.get('/status', async (c) => {
+    const h = await health();
     return c.json(h, h.status === 'critical' ? 503 : 200);
   });
   app.get('/metrics', async (c) => {
     const now = ctx.clock.now();
-    updateGauges(ctx.metrics, health(), now);
+    updateGauges(ctx.metrics, await health(), now);
     return c.text(await ctx.metrics.registry.metrics(), 200, {
       'content-type': ctx.metrics.registry.contentType,
     });
   });
-  app.get('/', (c) => {
+  app.get('/', async (c) => {
     const now = ctx.clock.now();
-    return c.html(renderStatusPage(health(), seriesOrEmpty(ctx, now), now));
+    return c.html(renderStatusPage(await health(), seriesOrEmpty(ctx, now), now));
   });
   app.get('/runbook', (c) => {
     const markdown = readRunbookMarkdown();

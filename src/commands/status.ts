@@ -1,14 +1,21 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../config.js';
+import { NO_FAULTS } from '../db/faults.js';
 import { openDatabase } from '../db/open.js';
-import { refuseUntilPostgresStore } from '../db/pgConfig.js';
+import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { formatHealth } from '../health/format.js';
-import { getHealth } from '../status.js';
+import { instanceName } from '../health/identity.js';
+import type { HealthReads } from '../health/snapshot.js';
+import { type Health, readHealth, sqliteHealthReads } from '../status.js';
 import { missingDatabaseMessage } from './withContext.js';
 
 /** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
 export async function runStatusCommand(config: Config, options: { json: boolean }): Promise<number> {
-  refuseUntilPostgresStore(config);
+  const print = (health: Health, now: number) => {
+    process.stdout.write(options.json ? `${JSON.stringify(health, null, 2)}\n` : formatHealth(health, now));
+    return health.exitCode;
+  };
+  if (config.database.url) return runOnPostgres(config, config.database.url, print);
   if (!existsSync(config.database.path)) {
     const message = missingDatabaseMessage(config.database.path);
     if (options.json) {
@@ -23,10 +30,47 @@ export async function runStatusCommand(config: Config, options: { json: boolean 
   const database = openDatabase(config.database.path, { readonly: true, migrate: false });
   try {
     const now = Date.now();
-    const health = getHealth(database.sqlite, config, now);
-    process.stdout.write(options.json ? `${JSON.stringify(health, null, 2)}\n` : formatHealth(health, now));
-    return health.exitCode;
+    return print(await readHealth(sqliteHealthReads(database.sqlite), config, now), now);
   } finally {
     database.close();
+  }
+}
+
+/**
+ * The same status from PostgreSQL: no migration (status only reads), one connection. A server that
+ * cannot be reached is a critical `database-unreadable` problem, as an unreadable SQLite file is.
+ */
+async function runOnPostgres(
+  config: Config,
+  url: string,
+  print: (health: Health, now: number) => number,
+): Promise<number> {
+  // Loaded here so the SQLite commands never load pg.
+  const { openPostgres } = await import('../db/pg.js');
+  const { pgApplicationName } = await import('../db/pgConfig.js');
+  const { pgHealthReads } = await import('../health/pgSnapshot.js');
+  const now = Date.now();
+  let database: Awaited<ReturnType<typeof openPostgres>>;
+  try {
+    database = await openPostgres(url, {
+      applicationName: pgApplicationName(instanceName(config)),
+      migrate: false,
+      max: 1,
+    });
+  } catch (err) {
+    // A configuration it cannot read stays a configuration error (exit 78), not a status.
+    if (err instanceof UserError && err.exitCode === EXIT_CONFIG) throw err;
+    // openPostgres's errors name host:port/database only, never the password.
+    const unreachable: HealthReads = {
+      snapshot: () => Promise.reject(err),
+      daemonStartedAt: async () => null,
+      readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+    };
+    return print(await readHealth(unreachable, config, now), now);
+  }
+  try {
+    return print(await readHealth(pgHealthReads(database.pool), config, now), now);
+  } finally {
+    await database.close();
   }
 }

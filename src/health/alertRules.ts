@@ -127,6 +127,10 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
       'vcu-sync deliveries list --state dead; fix the subscriber, then vcu-sync deliveries redrive --since 3d',
     for: '0m',
   },
+  'replica-dead': {
+    summary: 'a PostgreSQL replica is gone while holding claims or a sync run, or its heartbeat stopped',
+    action: "check the replica named in vcu-sync status; a live replica hands a dead one's claims back",
+  },
   'subscriber-failing': {
     summary: "a subscriber's oldest undelivered event is older than subscriber_delivery.failing_warn_minutes",
     action: 'check the subscriber answers 2xx to a signed POST; vcu-sync deliveries list --subscriber NAME',

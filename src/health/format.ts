@@ -33,5 +33,25 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );
+  lines.push(...replicaLines(health, now));
   return `${lines.join('\n')}\n`;
+}
+
+/** PostgreSQL: one line per replica and per running sync run (nothing on SQLite). */
+function replicaLines(health: Health, now: number): string[] {
+  const { replicas, runningSyncs } = health.snapshot;
+  if (!replicas) return [];
+  const lines = ['', `replicas: ${replicas.length === 0 ? 'none registered' : replicas.length}`];
+  for (const r of replicas) {
+    const beat = formatDuration(Math.max(0, now - Date.parse(r.lastHeartbeatAt)));
+    lines.push(
+      `  ${r.name} (${r.owner}) ${r.alive ? 'alive' : 'DEAD'}, heartbeat ${beat} ago, runs ${r.runs || '-'}, ${r.claimed} claimed`,
+    );
+  }
+  for (const run of runningSyncs ?? []) {
+    lines.push(
+      `  sync ${run.resource} #${run.id} running since ${run.startedAt}${run.lockHeld ? '' : ' (run lock FREE: its replica is gone)'}`,
+    );
+  }
+  return lines;
 }

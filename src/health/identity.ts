@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
+import { pgConnection } from '../db/pgConfig.js';
 
 /**
  * Which vcu-sync this is: what an on-call engineer needs to know before acting on a page, and what
@@ -14,7 +15,8 @@ export interface Identity {
   instance: string;
   /** Host (and port) of `operator.url`, or null when unset. */
   operatorHost: string | null;
-  database: { kind: 'sqlite'; location: string };
+  /** SQLite's file, or PostgreSQL's `host:port/database` (never its user or password). */
+  database: { kind: 'sqlite' | 'postgres'; location: string };
   /** When the daemon serving this started (ISO); null when not known (a CLI with no daemon record). */
   startedAt: string | null;
   /** Seconds since `startedAt`; null when not known. */
@@ -50,11 +52,23 @@ export function identityOf(
     version: VERSION,
     instance: instanceName(config),
     operatorHost: url && URL.canParse(url) ? new URL(url).host : null,
-    database: { kind: 'sqlite', location: config.database.path },
+    database: databaseOf(config),
     startedAt,
     uptimeSeconds: startedAt ? Math.max(0, Math.round((now - Date.parse(startedAt)) / 1000)) : null,
     node: process.version,
   };
+}
+
+/** Where the data is: the SQLite file, or the PostgreSQL server and database without credentials. */
+function databaseOf(config: Pick<Config, 'database'>): Identity['database'] {
+  const { url, path } = config.database;
+  if (!url) return { kind: 'sqlite', location: path };
+  try {
+    return { kind: 'postgres', location: pgConnection(url).label };
+  } catch {
+    // The URL was checked at load; an unreadable one names nothing rather than leak a part.
+    return { kind: 'postgres', location: 'database.url' };
+  }
 }
 
 /** One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h". */

@@ -36,6 +36,7 @@ export const PROBLEM_SEVERITIES = {
   'database-locked': ['warning'],
   'subscriber-dead-letter': ['warning'],
   'subscriber-failing': ['warning'],
+  'replica-dead': ['warning'],
 } as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
 export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
 export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
@@ -63,11 +64,16 @@ export interface RuleInputs {
   decisionWarnCount: number;
   /** A subscriber whose oldest undelivered event is older than this is flagged, minutes (default: 15). */
   subscriberFailingMinutes?: number;
+  /** A replica whose heartbeat is older than this is flagged, ms (default: REPLICA_STALE_MS). */
+  replicaStaleMs?: number;
 }
 
 /** Queued work older than this is a warning, then critical (ms). */
 export const QUEUE_AGE_WARNING_MS = 15 * 60_000;
 export const QUEUE_AGE_CRITICAL_MS = 6 * 60 * 60_000;
+
+/** A PostgreSQL replica's heartbeat older than this is stale (ms): several missed beats. */
+export const REPLICA_STALE_MS = 2 * 60_000;
 
 /** Writes finding the lock held by another process this long is a warning (ms). */
 export const LOCK_WARNING_MS = 10_000;
@@ -323,6 +329,47 @@ function subscriberProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Probl
   return problems;
 }
 
+/**
+ * PostgreSQL replicas: one whose session is gone (liveness lock free) while it still holds claims
+ * or a sync run, or whose heartbeat stopped (a hung process keeps its lock but does nothing).
+ */
+function replicaProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
+  const problems: Problem[] = [];
+  const staleMs = inputs.replicaStaleMs ?? REPLICA_STALE_MS;
+  for (const r of snapshot.replicas ?? []) {
+    const age = ageMs(r.lastHeartbeatAt, inputs.now) ?? 0;
+    const holding =
+      r.claimed > 0 ? `, holding ${r.claimed} claimed operation${r.claimed === 1 ? '' : 's'}` : '';
+    if (!r.alive && r.claimed > 0) {
+      problems.push({
+        severity: 'warning',
+        code: 'replica-dead',
+        message: `replica ${r.name} (${r.owner}) is gone (its liveness lock is free)${holding}; last heartbeat ${formatDuration(age)} ago`,
+        action:
+          "a live replica's releaseDead hands its claims back (at its start, then periodically); if none runs, start one; vcu-sync status lists the replicas",
+      });
+    } else if (age > staleMs) {
+      problems.push({
+        severity: 'warning',
+        code: 'replica-dead',
+        message: `replica ${r.name} (${r.owner}) has not sent a heartbeat for ${formatDuration(age)}${r.alive ? ' though its session holds its lock' : ''}${holding}`,
+        action:
+          "check that process (hung? host under load?); ending its session (pg_terminate_backend of the replica's liveness session) hands its claims back",
+      });
+    }
+  }
+  for (const run of snapshot.runningSyncs ?? []) {
+    if (run.lockHeld) continue;
+    problems.push({
+      severity: 'warning',
+      code: 'replica-dead',
+      message: `${run.resource} sync run ${run.id} is marked running but no replica holds its run lock: the replica running it is gone`,
+      action: `the next ${run.resource} sync on any replica marks it interrupted and resumes; run "vcu-sync sync ${run.resource}" to do it now`,
+    });
+  }
+  return problems;
+}
+
 const RANK: Record<Severity, number> = { ok: 0, warning: 1, critical: 2 };
 
 /** All problems, the worst first, and the overall severity. */
@@ -336,6 +383,7 @@ export function judge(
     ...outboxProblems(snapshot, inputs),
     ...inboxProblems(snapshot),
     ...subscriberProblems(snapshot, inputs),
+    ...replicaProblems(snapshot, inputs),
   ];
   problems.sort((a, b) => RANK[b.severity] - RANK[a.severity]);
   const status = problems.reduce<Severity>(

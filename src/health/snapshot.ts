@@ -73,6 +73,58 @@ export interface HealthSnapshot {
   database: DatabaseFacts;
   /** Deliveries to `[[subscribers]]`, per subscriber (absent when unread). */
   subscribers?: SubscriberBacklog[];
+  /**
+   * PostgreSQL only (absent on SQLite, where one process runs): every replica registered in
+   * `replicas`, by lease owner, with whether it is alive and what it holds.
+   */
+  replicas?: ReplicaFacts[];
+  /**
+   * PostgreSQL only: sync runs still `running`, and whether their resource's run lock is held (a
+   * free lock means the replica running it is gone; the next run marks it `interrupted`).
+   */
+  runningSyncs?: RunningSync[];
+}
+
+/** One replica as its `replicas` row and its liveness lock show it. */
+export interface ReplicaFacts {
+  /** Its lease owner (unique per process). */
+  owner: string;
+  /** The instance name it runs as. */
+  name: string;
+  /** What it runs, comma-separated (e.g. `outbox,mirror`). */
+  runs: string;
+  startedAt: string;
+  lastHeartbeatAt: string;
+  /** Its liveness lock is held, so its session is up. */
+  alive: boolean;
+  /** Outbox rows it has claimed (`sending` under its lease), and the oldest claim's update. */
+  claimed: number;
+  oldestClaimAt: string | null;
+}
+
+/** A sync run still marked `running`. */
+export interface RunningSync {
+  id: number;
+  resource: string;
+  startedAt: string;
+  /** The process that started it. */
+  pid: number | null;
+  /** Its resource's run lock is held (by whichever replica runs it). */
+  lockHeld: boolean;
+}
+
+/**
+ * Where the snapshot is read: one call is one snapshot, read in one transaction (SQLite's
+ * synchronously, PostgreSQL's in one REPEATABLE READ transaction), so both stores feed the same
+ * rules the same facts.
+ */
+export interface HealthReads {
+  /** The snapshot; throws when the database cannot be read (status turns that into a problem). */
+  snapshot(window: SnapshotWindow, pageSize?: number): Promise<HealthSnapshot>;
+  /** When the running daemon started, from its record in `daemon_state` (null: none). */
+  daemonStartedAt(): Promise<string | null>;
+  /** Notes a read error (SQLite records corruption); returns the facts to report, with why. */
+  readFailed(err: unknown): DatabaseFacts;
 }
 
 /** The snapshot when the database cannot be read: no figures, only why. */
@@ -187,7 +239,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
     const recentFailures = sqlite
       .prepare(
         `SELECT marketplaceTransactionRef AS ref, operationType, last_error AS error, updated_at AS at
-         FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC LIMIT 10`,
+         FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 10`,
       )
       .all() as HealthSnapshot['outbox']['recentFailures'];
     const rejectedSince = sqlite
@@ -197,7 +249,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
     const recentRejections = sqlite
       .prepare(
         `SELECT marketplaceTransactionRef AS ref, operationType, decision_reason AS reason, decided_at AS at
-         FROM outbox WHERE state = 'rejected' ORDER BY decided_at DESC LIMIT 10`,
+         FROM outbox WHERE state = 'rejected' ORDER BY decided_at DESC, id DESC LIMIT 10`,
       )
       .all() as HealthSnapshot['rejections']['recent'];
 
@@ -255,8 +307,20 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
   return read();
 }
 
+/** The learned page-size cap in a checkpoint's state JSON, if readable. */
+export function learnedPageSize(state: string | null | undefined): number | undefined {
+  if (!state) return undefined;
+  try {
+    const value = (JSON.parse(state) as { pageSize?: unknown } | null)?.pageSize;
+    return typeof value === 'number' ? value : undefined;
+  } catch {
+    // An unreadable state counts as none learned, as the sync itself reads it.
+    return undefined;
+  }
+}
+
 /** The smaller of two optional numbers, null when neither is known. */
-function minKnown(a: number | undefined, b: number | undefined): number | null {
+export function minKnown(a: number | undefined, b: number | undefined): number | null {
   if (a === undefined) return b ?? null;
   return b === undefined ? a : Math.min(a, b);
 }

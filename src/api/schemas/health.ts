@@ -111,6 +111,35 @@ const snapshot = z.object({
     )
     .optional()
     .describe('deliveries to [[subscribers]], per subscriber'),
+  replicas: z
+    .array(
+      z.object({
+        owner: z.string().describe('lease owner, unique per process'),
+        name: z.string().describe('instance name'),
+        runs: z.string().describe('what it runs, comma-separated (outbox, mirror, ...)'),
+        startedAt: instant,
+        lastHeartbeatAt: instant,
+        alive: z.boolean().describe('its liveness lock is held: its session is up'),
+        claimed: count.describe('outbox rows it has claimed (sending under its lease)'),
+        oldestClaimAt: when,
+      }),
+    )
+    .optional()
+    .describe('PostgreSQL only: the replicas sharing the database'),
+  runningSyncs: z
+    .array(
+      z.object({
+        id: count,
+        resource: z.string(),
+        startedAt: instant,
+        pid: count.nullable().describe('process that started it'),
+        lockHeld: z
+          .boolean()
+          .describe("its resource's run lock is held; free: the replica running it is gone"),
+      }),
+    )
+    .optional()
+    .describe('PostgreSQL only: sync runs marked running'),
 });
 
 /** GET /status: ok or warning (200), critical (503, same body). */

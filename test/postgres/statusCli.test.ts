@@ -1,0 +1,99 @@
+import { readdirSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { holdLiveness, type ReplicaLiveness } from '../../src/operations/pgLiveness.js';
+import type { Health } from '../../src/status.js';
+import { tempDir } from '../helpers/context.js';
+import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
+import { type CliChild, daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
+import { operation, pgHealthStore } from './healthStores.js';
+
+/**
+ * `vcu-sync status` as a child process with database.url set: the same output and exit codes as
+ * on SQLite, the replicas listed, no SQLite file opened or created, the password never shown; a
+ * server it cannot reach is a critical status (exit 2), not a crash.
+ */
+
+const cluster = inject('postgres');
+let database: TestDatabase;
+let store: PgDatabase;
+let dbDir: { dir: string; cleanup: () => void };
+let aside: { dir: string; cleanup: () => void };
+let env: NodeJS.ProcessEnv;
+
+beforeAll(async () => {
+  database = await createTestDatabase(cluster);
+  store = await openPostgres(database.url, { max: 2 });
+  dbDir = tempDir('vcu-sync-pgstatus-');
+  aside = tempDir('vcu-sync-pgstatus-conf-');
+  // Schedules off: a fresh database has no sync problem, so it is OK.
+  const config = writeToml(aside.dir, daemonToml({ onStartup: false }));
+  env = daemonEnv(dbDir.dir, 'http://127.0.0.1:1', config, { VCU_SYNC_DATABASE_URL: database.url });
+});
+afterAll(async () => {
+  await store?.close();
+  await database?.drop();
+  dbDir?.cleanup();
+  aside?.cleanup();
+});
+
+async function status(args: string[], childEnv = env): Promise<{ code: number | null; out: string }> {
+  const c: CliChild = spawnCli(['status', ...args], childEnv);
+  const code = await c.exited;
+  const out = c.output();
+  expect(out).not.toContain(cluster.password);
+  expect(readdirSync(dbDir.dir)).toEqual([]);
+  return { code, out };
+}
+
+describe('vcu-sync status on PostgreSQL', () => {
+  it('a fresh database is OK (exit 0), in text and JSON, naming the server without credentials', async () => {
+    const text = await status([]);
+    expect(text.code, text.out).toBe(0);
+    expect(text.out).toMatch(/^vcu-sync OK\n/);
+    expect(text.out).toContain(`postgres 127.0.0.1:${cluster.port}/`);
+    expect(text.out).toContain('replicas: none registered');
+    const json = await status(['--json']);
+    expect(json.code).toBe(0);
+    const health = JSON.parse(json.out) as Health;
+    expect(health).toMatchObject({ status: 'ok', exitCode: 0, problems: [] });
+    expect(health.identity.database.kind).toBe('postgres');
+    expect(health.snapshot.replicas).toEqual([]);
+  });
+
+  it('lists the replicas and reports a dead one holding claims, with the exit code of the worst problem', async () => {
+    const { exec } = await pgHealthStore(store);
+    await operation(exec, 'held-1', 'sending', 0, { owner: 'replica-gone' });
+    const live: ReplicaLiveness = await holdLiveness(store.pool, {
+      owner: 'replica-gone',
+      name: 'mkt-gone',
+      holds: 'outbox',
+      now: new Date().toISOString(),
+    });
+    await withAdmin(cluster, async (admin) => {
+      await admin.query('SELECT pg_terminate_backend($1, 10000)', [live.pid]);
+    });
+    const json = await status(['--json']);
+    const health = JSON.parse(json.out) as Health;
+    expect(json.code).toBe(health.exitCode);
+    expect(health.snapshot.replicas).toMatchObject([
+      { owner: 'replica-gone', name: 'mkt-gone', alive: false, claimed: 1 },
+    ]);
+    expect(health.problems.map((p) => p.code)).toContain('replica-dead');
+    const text = await status([]);
+    expect(text.code).toBe(health.exitCode);
+    expect(text.out).toContain('replica-dead: replica mkt-gone (replica-gone) is gone');
+    expect(text.out).toMatch(
+      / {2}mkt-gone \(replica-gone\) DEAD, heartbeat \d+s ago, runs outbox, 1 claimed/,
+    );
+  });
+
+  it('a server it cannot reach is critical database-unreadable (exit 2), without the password', async () => {
+    const url = database.url.replace(`:${cluster.port}/`, ':1/');
+    const out = await status(['--json'], { ...env, VCU_SYNC_DATABASE_URL: url });
+    expect(out.code).toBe(2);
+    const health = JSON.parse(out.out) as Health;
+    expect(health.problems.map((p) => p.code)).toEqual(['database-unreadable']);
+    expect(health.problems[0]?.message).toContain('cannot connect to PostgreSQL at 127.0.0.1:1/');
+  });
+});
