@@ -15,9 +15,9 @@ import {
   type RecordResult,
 } from './correlate.js';
 import type { ConflictRow, PendingEvent } from './eventStore.js';
-import { interpretPayload, type PayloadFields } from './interpret.js';
+import type { PayloadFields } from './interpret.js';
 import { type EventText, maskedEventText, maskIncomingWith } from './mask.js';
-import type { RereadResult } from './reread.js';
+import { type RereadResult, rereadMeaning } from './reread.js';
 import type { InboxStore, ReceivedWebhook } from './storeSeam.js';
 import type { Vocabulary } from './vocabulary.js';
 
@@ -228,15 +228,8 @@ export class PgInboxStore implements InboxStore {
     const effects: DecisionEffect[] = [];
     let resolved = 0;
     for (const event of events) {
-      let payload: unknown;
-      try {
-        payload = JSON.parse(event.body);
-      } catch {
-        continue; // stored bodies are JSON objects; a row edited by hand stays as it is
-      }
-      if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) continue;
-      const meaning = interpretPayload(payload as Record<string, unknown>, fields, vocabulary);
-      if (meaning.undecided !== null) continue;
+      const meaning = rereadMeaning(event.body, fields, vocabulary);
+      if (meaning === null) continue;
       const done = await inPgTransaction(this.pool, async (client) => {
         const still = await client.query(
           `SELECT 1 FROM webhook_events WHERE id = $1 AND outcome = 'undecided' FOR UPDATE`,

@@ -14,7 +14,7 @@ import {
   outcomeFor,
 } from './correlate.js';
 import { inboxStatements } from './eventStore.js';
-import { interpretPayload, type PayloadFields } from './interpret.js';
+import { type Interpretation, interpretPayload, type PayloadFields } from './interpret.js';
 import type { Vocabulary } from './vocabulary.js';
 
 /** What reading the undecided events again did. */
@@ -22,6 +22,27 @@ export interface RereadResult {
   /** Events that now decide (or are now known to decide nothing). */
   resolved: number;
   effects: DecisionEffect[];
+}
+
+/**
+ * What a stored event's body decides under the current vocabulary, or null when it still decides
+ * nothing or cannot be read (stored bodies are JSON objects; a row edited by hand stays as it is).
+ * Pure; both stores' rereads use it.
+ */
+export function rereadMeaning(
+  body: string,
+  fields: PayloadFields,
+  vocabulary: Vocabulary,
+): Interpretation | null {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+  const meaning = interpretPayload(payload as Record<string, unknown>, fields, vocabulary);
+  return meaning.undecided === null ? meaning : null;
 }
 
 export function rereadUndecided(
@@ -34,15 +55,8 @@ export function rereadUndecided(
   const effects: DecisionEffect[] = [];
   let resolved = 0;
   for (const event of st.undecidedEvents.all()) {
-    let payload: unknown;
-    try {
-      payload = JSON.parse(event.body);
-    } catch {
-      continue; // stored bodies are JSON objects; a row edited by hand stays as it is
-    }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) continue;
-    const meaning = interpretPayload(payload as Record<string, unknown>, fields, vocabulary);
-    if (meaning.undecided !== null) continue;
+    const meaning = rereadMeaning(event.body, fields, vocabulary);
+    if (meaning === null) continue;
     resolved += 1;
     const { decision, ref, reason } = meaning;
     if (decision === 'deposit' && meaning.deposit) {

@@ -85,36 +85,27 @@ describe('sync thread', () => {
     expect(ctx.database.sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
   });
 
-  it('a worker that exits before it started, without an error: its start fails and the requests run on the main thread', async () => {
-    const lines = captureLog(h.ctx);
-    // Relative to src/mirror/, where the worker modules live.
-    const runner = createSyncThread(h.ctx, { workerModule: '../../test/mirror/fixtures/exitingWorker' });
-    await runner.start?.();
-    try {
-      const early = runner.request('projects', 'startup');
-      expect((await early).status).toBe('succeeded');
-      expect((await runner.request('units', 'api')).status).toBe('succeeded');
-      expectMirrorEqualsRegistry(h, ['projects', 'unit_operations']);
-      expect(lines.map((l) => l.event)).toContain('sync.thread.unavailable');
-    } finally {
-      await runner.stop();
-    }
-  });
-
-  it('a thread that cannot start: the requests already made, and the later ones, run on the main thread', async () => {
-    const lines = captureLog(h.ctx);
-    const runner = createSyncThread(h.ctx, { workerModule: 'noSuchWorker' });
-    await runner.start?.();
-    try {
-      const early = runner.request('projects', 'startup');
-      expect((await early).status).toBe('succeeded');
-      expect((await runner.request('units', 'api')).status).toBe('succeeded');
-      expectMirrorEqualsRegistry(h, ['projects', 'unit_operations']);
-      expect(lines.map((l) => l.event)).toContain('sync.thread.unavailable');
-    } finally {
-      await runner.stop();
-    }
-  });
+  // Worker modules are named relative to src/mirror/, where the real ones live.
+  it.each([
+    ['cannot be loaded (an error, then its exit)', 'noSuchWorker'],
+    ['exits as it loads, with no error at all', '../../test/mirror/fixtures/exitingWorker'],
+  ])(
+    'a thread whose module %s: the requests already made, and the later ones, run on the main thread',
+    async (_, workerModule) => {
+      const lines = captureLog(h.ctx);
+      const runner = createSyncThread(h.ctx, { workerModule });
+      await runner.start?.();
+      try {
+        const early = runner.request('projects', 'startup');
+        expect((await early).status).toBe('succeeded');
+        expect((await runner.request('units', 'api')).status).toBe('succeeded');
+        expectMirrorEqualsRegistry(h, ['projects', 'unit_operations']);
+        expect(lines.map((l) => l.event)).toContain('sync.thread.unavailable');
+      } finally {
+        await runner.stop();
+      }
+    },
+  );
 
   it('a request while the thread is not running is answered at once as failed, never left hanging', async () => {
     const runner = createSyncThread(h.ctx);
