@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { testContext } from '../helpers/context.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { decisionPayload, SECRET, signed } from '../inbox/helpers.js';
 import { accept, postgresInboxHarness, T1, T2 } from './inboxStores.js';
 
@@ -14,21 +13,11 @@ import { accept, postgresInboxHarness, T1, T2 } from './inboxStores.js';
  * nothing of the inbox written to the context's SQLite file.
  */
 
-const cluster = inject('postgres');
-let database: TestDatabase;
-let pgDb: PgDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase(cluster);
-  pgDb = await openPostgres(database.url);
-});
-afterAll(async () => {
-  await pgDb?.close();
-  await database?.drop();
-});
+const pg = useTestPgDatabase();
 
 describe('webhook listener on the PostgreSQL inbox store', () => {
   it('verifies, records once, applies, refuses with the same codes, and sweeps at start', async () => {
-    const h = postgresInboxHarness(pgDb);
+    const h = postgresInboxHarness(pg.db);
     await h.reset();
     const clock = new ManualClock(Date.parse(T2));
     const ctx = testContext({
@@ -38,12 +27,12 @@ describe('webhook listener on the PostgreSQL inbox store', () => {
     await accept(h.ops, 'ref-1');
     // Received before the listener started, while its row was not accepted yet: the start-up sweep applies it.
     await accept(h.ops, 'ref-early');
-    await pgDb.pool.query(
+    await pg.db.pool.query(
       `INSERT INTO webhook_events (webhook_id, received_at, "marketplaceTransactionRef", decision, body, body_hash, outcome)
        VALUES ('msg_early', $1, 'ref-early', 'approved', '{}', 'h', 'pending')`,
       [T1],
     );
-    const listener = createWebhookComponent(ctx, { store: new PgInboxStore(pgDb.pool) });
+    const listener = createWebhookComponent(ctx, { store: new PgInboxStore(pg.db.pool) });
     await listener.start();
     try {
       expect(await h.rows()).toEqual(['ref-1 accepted', 'ref-early approved']);
@@ -65,7 +54,7 @@ describe('webhook listener on the PostgreSQL inbox store', () => {
 
       expect(await h.events()).toEqual(['msg_early applied -> ref-early', 'msg_1 applied -> ref-1']);
       expect(await h.rows()).toEqual(['ref-1 approved', 'ref-early approved']);
-      const refusals = await pgDb.pool.query('SELECT status FROM webhook_rejections ORDER BY id');
+      const refusals = await pg.db.pool.query('SELECT status FROM webhook_rejections ORDER BY id');
       expect(refusals.rows).toEqual([{ status: 401 }, { status: 415 }]);
       // The context's SQLite file got none of it.
       expect(ctx.database.sqlite.prepare('SELECT count(*) AS n FROM webhook_events').get()).toEqual({ n: 0 });

@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { compileVocabulary } from '../../src/inbox/vocabulary.js';
 import { personalMasker } from '../../src/operations/personal.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import {
   accept,
   decision,
@@ -23,17 +22,7 @@ import {
  * accepted, a second decision recorded as a conflict, undecided events read again.
  */
 
-const cluster = inject('postgres');
-let database: TestDatabase;
-let pgDb: PgDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase(cluster);
-  pgDb = await openPostgres(database.url);
-});
-afterAll(async () => {
-  await pgDb?.close();
-  await database?.drop();
-});
+const pg = useTestPgDatabase();
 
 describe.each(['sqlite', 'postgres'] as const)('inbox store seam on %s', (dialect) => {
   let h: InboxHarness;
@@ -42,7 +31,7 @@ describe.each(['sqlite', 'postgres'] as const)('inbox store seam on %s', (dialec
       h = sqliteInboxHarness();
       return async () => h.close();
     }
-    h = postgresInboxHarness(pgDb);
+    h = postgresInboxHarness(pg.db);
     await h.reset();
     return undefined;
   });

@@ -1,14 +1,14 @@
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import type { PgDatabase } from '../../src/db/pg.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { NewOperation } from '../../src/operations/store.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
 /**
  * The operations store seam, the same cases on SQLite (a temp file) and PostgreSQL: every
@@ -115,17 +115,7 @@ const op = (ref: string, orderKey: string | null): NewOperation => ({
   hash: `h-${ref}`,
 });
 
-const cluster = inject('postgres');
-let database: TestDatabase;
-let pgDb: PgDatabase;
-beforeAll(async () => {
-  database = await createTestDatabase(cluster);
-  pgDb = await openPostgres(database.url);
-});
-afterAll(async () => {
-  await pgDb?.close();
-  await database?.drop();
-});
+const pg = useTestPgDatabase();
 
 describe.each(['sqlite', 'postgres'] as const)('operations store seam on %s', (dialect) => {
   let h: Harness;
@@ -134,7 +124,7 @@ describe.each(['sqlite', 'postgres'] as const)('operations store seam on %s', (d
       h = sqliteHarness();
       return async () => h.close();
     }
-    h = postgresHarness(pgDb);
+    h = postgresHarness(pg.db);
     await h.reset();
     return undefined;
   });
