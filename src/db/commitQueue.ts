@@ -80,8 +80,6 @@ export class CommitQueue {
   private tasks: Task[] = [];
   private scheduled = false;
   private busyTries = 0;
-  /** Whether this queue told the writer gate it waits for the lock (writerGate.ts). */
-  private waitingAtGate = false;
   private readonly faults: DatabaseFaults;
   private readonly inSavepoint: (run: () => unknown) => unknown;
   private readonly batch: { immediate: (tasks: readonly Task[]) => Settled[] };
@@ -91,7 +89,10 @@ export class CommitQueue {
   private readonly setBusy = new Map<string, { run(): unknown }>();
   /** With `synchronous = FULL`: the group's fsync, run off the loop (./walSync.ts); null otherwise. */
   private readonly walSync: WalSync | null;
-  /** When the batch now waiting for the lock first found it held (performance.now ms), else null. */
+  /**
+   * When the batch now waiting for the lock first found it held (performance.now ms), else null.
+   * Non-null exactly while this queue has told the writer gate it waits (writerGate.ts).
+   */
   private lockWaitSince: number | null = null;
   /**
    * Told how long each group waited for the lock and for its fsync, seconds (the daemon points it
@@ -190,10 +191,7 @@ export class CommitQueue {
     if (this.walSync) this.setPragma('synchronous = FULL');
     this.setBusyTimeout(busyTimeout);
     this.busyTries = 0;
-    if (this.lockWaitSince !== null) {
-      this.onWait?.('lock', (performance.now() - this.lockWaitSince) / 1000);
-      this.lockWaitSince = null;
-    }
+    if (this.lockWaitSince !== null) this.onWait?.('lock', (performance.now() - this.lockWaitSince) / 1000);
     this.leaveGate();
     this.faults.noteLockTaken();
     if (this.tasks.length > 0) this.schedule(0);
@@ -280,9 +278,8 @@ export class CommitQueue {
   }
 
   private leaveGate(): void {
-    if (this.tasks.length === 0) this.lockWaitSince = null;
-    if (!this.waitingAtGate) return;
-    this.waitingAtGate = false;
+    if (this.lockWaitSince === null) return;
+    this.lockWaitSince = null;
     writerGate.leave();
   }
 
@@ -298,13 +295,12 @@ export class CommitQueue {
       this.leaveGate();
       return;
     }
-    if (!this.waitingAtGate) {
+    if (this.lockWaitSince === null) {
       // A bulk writer in another thread commits what it has and gives way (writerGate.ts).
-      this.waitingAtGate = true;
+      this.lockWaitSince = performance.now();
       writerGate.arrive();
     }
     this.busyTries++;
-    this.lockWaitSince ??= performance.now();
     this.schedule(busyRetryDelay(this.busyTries));
   }
 }

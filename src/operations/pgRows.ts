@@ -41,17 +41,8 @@ const COLUMNS = [
   'retried_at',
 ];
 
-const TIMES = new Set([
-  'next_attempt_at',
-  'lease_until',
-  'created_at',
-  'updated_at',
-  'accepted_at',
-  'decided_at',
-  'finished_at',
-  'scrubbed_at',
-  'retried_at',
-]);
+/** The timestamptz columns, read back as SQLite's ISO text: every `*_at`, and the lease's end. */
+const isTime = (column: string) => column.endsWith('_at') || column === 'lease_until';
 
 /** The outbox row as `OperationRow` (camelCase columns are quoted: PostgreSQL folds the rest). */
 export function operationColumns(alias = ''): string {
@@ -60,7 +51,7 @@ export function operationColumns(alias = ''): string {
     `${a}id::float8 AS id`,
     `${a}"marketplaceTransactionRef"`,
     `${a}"operationType"`,
-    ...COLUMNS.map((c) => (TIMES.has(c) ? `${iso(a + c)} AS ${c}` : a + c)),
+    ...COLUMNS.map((c) => (isTime(c) ? `${iso(a + c)} AS ${c}` : a + c)),
   ].join(', ');
 }
 
