@@ -117,7 +117,7 @@ export function createAppContext(
   });
   // Every state change committed through this handle writes the subscribers' deliveries.
   useSubscribers(database.sqlite, subscribersFromConfig(config));
-  return contextOver(config, log, () => database, options);
+  return contextOver(config, log, database, options);
 }
 
 /**
@@ -130,20 +130,21 @@ export function createPgAppContext(
   log: Logger,
   options: Omit<CreateContextOptions, 'migrate'> = {},
 ): AppContext {
-  return contextOver(
-    config,
-    log,
-    () => {
+  const ctx = contextOver(config, log, null, options);
+  // Not enumerable, so that spreading the context (`{ ...ctx, store }`) does not reach for it.
+  Object.defineProperty(ctx, 'database', {
+    enumerable: false,
+    get() {
       throw new Error('database.url is set (PostgreSQL): this command has no SQLite database');
     },
-    options,
-  );
+  });
+  return ctx;
 }
 
 function contextOver(
   config: Config,
   log: Logger,
-  database: () => OpenDatabase,
+  database: OpenDatabase | null,
   options: CreateContextOptions,
 ): AppContext {
   const metrics = options.metrics ?? createMetrics();
@@ -151,9 +152,8 @@ function contextOver(
   let client: OperatorClient | undefined;
   const ctx: AppContext = {
     config,
-    get database() {
-      return database();
-    },
+    // Replaced by createPgAppContext's refusal when null.
+    database: database as OpenDatabase,
     log,
     clock,
     metrics,

@@ -25,6 +25,11 @@ export interface DaemonOptions {
    * the unit's TimeoutStopSec (45 s) so systemd never has to SIGKILL (default: 30000).
    */
   stopTimeoutMs?: number;
+  /**
+   * Write the daemon's record (start, pid) to SQLite's `daemon_state` for `vcu-sync status`; on
+   * PostgreSQL each replica's `replicas` row says it instead (default: true).
+   */
+  daemonRecord?: boolean;
 }
 
 /** A running daemon. */
@@ -180,7 +185,7 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
       }
     }
     try {
-      clearDaemonRecord(ctx.database.sqlite);
+      if (options.daemonRecord ?? true) clearDaemonRecord(ctx.database.sqlite);
     } catch (err) {
       ctx.log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
     }
@@ -197,12 +202,13 @@ export async function startDaemon(ctx: AppContext, options: DaemonOptions = {}):
   }
   try {
     // For `vcu-sync status` in another process (uptime); not worth failing a start over.
-    writeDaemonRecord(ctx.database.sqlite, {
-      startedAt: ctx.startedAt,
-      pid: process.pid,
-      instance: instanceName(ctx.config),
-      version: VERSION,
-    });
+    if (options.daemonRecord ?? true)
+      writeDaemonRecord(ctx.database.sqlite, {
+        startedAt: ctx.startedAt,
+        pid: process.pid,
+        instance: instanceName(ctx.config),
+        version: VERSION,
+      });
   } catch (err) {
     ctx.log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
   }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { AppContext } from '../context.js';
 import { databaseFaultsFor, unavailableFor } from '../db/faults.js';
+import { pgUnavailableReason } from '../db/pgFaults.js';
 
 /**
  * The answer to a request that failed because of the database's state (another process holding the
@@ -9,6 +10,7 @@ import { databaseFaultsFor, unavailableFor } from '../db/faults.js';
  * the error is not a database fault.
  */
 export function databaseUnavailableResponse(ctx: AppContext, c: Context, err: unknown): Response | undefined {
+  if (ctx.config.database.url) return pgUnavailableResponse(ctx, c, err);
   const kind = databaseFaultsFor(ctx.database.sqlite).noteFailure(err);
   if (kind === null) return undefined;
   const refusal = unavailableFor(err, kind);
@@ -17,4 +19,15 @@ export function databaseUnavailableResponse(ctx: AppContext, c: Context, err: un
     refusal.message,
   );
   return c.json({ error: refusal.message }, 503, { 'retry-after': String(refusal.retryAfterSeconds) });
+}
+
+/** PostgreSQL's: no per-handle fault record (status reads the server itself), the same 503. */
+function pgUnavailableResponse(ctx: AppContext, c: Context, err: unknown): Response | undefined {
+  const reason = pgUnavailableReason(err);
+  if (reason === null) return undefined;
+  ctx.log.warn(
+    { event: 'api.database_unavailable', kind: 'postgres', method: c.req.method, path: c.req.path },
+    reason,
+  );
+  return c.json({ error: `${reason}; retry later` }, 503, { 'retry-after': '2' });
 }

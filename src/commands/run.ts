@@ -1,15 +1,40 @@
 import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
+import type { AppContext, Component } from '../context.js';
 import { openDaemonContext, startDaemon } from '../daemon.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
+
+/** The daemon's context on its store, the components to run (SQLite's default when absent), and its close. */
+interface RunningStore {
+  ctx: AppContext;
+  components?: Component[];
+  close(): void | Promise<void>;
+}
+
+/**
+ * SQLite: one daemon per file, owned for the process's life. PostgreSQL (`database.url`): one of
+ * any number of replicas on the database; loaded only on that path, so a SQLite daemon never loads pg.
+ */
+async function openStore(config: Config, log: Logger): Promise<RunningStore> {
+  const url = config.database.url;
+  if (!url) return openDaemonContext(config, log);
+  const { openPgDaemonContext, pgDaemonComponents } = await import('../pgDaemon.js');
+  const opened = await openPgDaemonContext(config, url, log);
+  try {
+    return { ...opened, components: await pgDaemonComponents(opened.ctx, opened.replica) };
+  } catch (err) {
+    await opened.close();
+    throw err;
+  }
+}
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {
   requireSettings(config, 'run');
   const log = createLogger({ level: config.log.level });
-  // One daemon per database: refuses (one line, the running daemon's pid) before touching it.
-  const owned = await openDaemonContext(config, log);
+  // One daemon per SQLite file: refuses (one line, the running daemon's pid) before touching it.
+  const owned = await openStore(config, log);
   const { ctx } = owned;
   if (config.webhook.scheme === 'none') {
     log.warn(
@@ -19,9 +44,11 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   }
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   try {
-    daemon = await startDaemon(ctx);
+    daemon = await startDaemon(ctx, {
+      ...(owned.components ? { components: owned.components, daemonRecord: false } : {}),
+    });
   } catch (err) {
-    owned.close();
+    await owned.close();
     throw err;
   }
   const notifier = createSdNotifier(log);
@@ -35,9 +62,9 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   await daemon.stopped;
   notifier.close();
   ctx.operator().close();
-  // Closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)), then frees the
-  // database for the next daemon.
-  owned.close();
+  // SQLite: closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)), then
+  // frees the database for the next daemon. PostgreSQL: the pool's connections end.
+  await owned.close();
   log.info({ event: 'daemon.exit' }, 'database closed; exiting');
   log.flush();
   // Everything is stopped and stored; a straggler (a request past its bound) must not keep the

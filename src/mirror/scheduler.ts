@@ -4,6 +4,7 @@ import { cancellableSleep } from '../clock.js';
 import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
 import type { SyncRequests } from '../syncRequests.js';
+import type { MirrorBackend } from './backend.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
 import { realSleep } from './retry.js';
@@ -19,6 +20,12 @@ export interface MirrorComponentOptions {
   syncRequests?: SyncRequests;
   /** Where runs happen: a worker thread (syncThread.ts) or this thread (default: a SyncCoordinator here). */
   runner?: SyncRunner;
+  /**
+   * The database the runs of the default runner use (default: SQLite's, `ctx.database`). Another
+   * backend (PostgreSQL's) finds dead runs itself as each run takes its lock, so the start-up
+   * recovery of SQLite's `running` rows is skipped.
+   */
+  backend?: MirrorBackend;
 }
 
 /** The jitter before a scheduled run, ms (pure). */
@@ -35,7 +42,9 @@ export function jitterMs(jitterSeconds: number, random: number): number {
 export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions = {}): Component {
   const sleep = options.sleep ?? realSleep;
   const random = options.random ?? Math.random;
-  const coordinator: SyncRunner = options.runner ?? new SyncCoordinator(ctx, { sleep });
+  const coordinator: SyncRunner =
+    options.runner ??
+    new SyncCoordinator(ctx, { sleep, ...(options.backend ? { backend: options.backend } : {}) });
   const tasks: ScheduledTask[] = [];
   let stopping = false;
   let unserve: (() => void) | undefined;
@@ -60,7 +69,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   return {
     name: 'mirror',
     async start() {
-      markInterruptedRuns(ctx);
+      if (!options.backend) markInterruptedRuns(ctx);
       await coordinator.start?.();
       unserve = options.syncRequests?.serve((targets, trigger) => {
         if (!stopping) requestAll(targets, trigger);

@@ -1,8 +1,8 @@
 import { isoAt } from '../clock.js';
-import type { AppContext } from '../context.js';
+import type { Logger } from '../log.js';
 import { backoffDelayMs } from './backoff.js';
 import type { AttemptOutcome, NextStep, RetryPolicy } from './nextStep.js';
-import { clearPause, type OutboxPause, readPause, writePause } from './pause.js';
+import type { OutboxPause, PauseRecord } from './pause.js';
 
 /** How one attempt moves the auth pause. */
 export type PauseMove = 'refused' | 'resumed' | 'still-paused' | 'none';
@@ -27,9 +27,11 @@ export class AuthPause {
   private probeAt = 0;
 
   constructor(
-    private readonly ctx: Pick<AppContext, 'database' | 'log'>,
+    private readonly ctx: { log: Logger },
     private readonly policy: RetryPolicy,
     private readonly random: () => number,
+    /** Where the pause is kept for other processes (status) and the next start. */
+    private readonly record: PauseRecord,
   ) {}
 
   /** The pause in force, or null when sending runs. */
@@ -44,7 +46,7 @@ export class AuthPause {
 
   /** Picks up a pause an earlier process left behind, to be probed at once. */
   restore(nowMs: number): void {
-    this.current = readPause(this.ctx.database.sqlite);
+    this.current = this.record.read();
     this.probeAt = nowMs;
   }
 
@@ -53,7 +55,7 @@ export class AuthPause {
     const move = pauseMove(this.current !== null, next, outcome);
     if (move === 'none') return true;
     if (move === 'resumed' && this.current) {
-      clearPause(this.ctx.database.sqlite);
+      this.record.clear();
       this.ctx.log.info(
         { event: 'outbox.resumed', pausedSince: this.current.since },
         'operator accepts our credentials again: sending resumed',
@@ -67,8 +69,7 @@ export class AuthPause {
     if (move === 'still-paused') return true;
     // A refusal is always a queued step; the check only narrows the type.
     if (!this.current && next.state === 'queued') {
-      this.current = writePause(
-        this.ctx.database.sqlite,
+      this.current = this.record.write(
         { reason: next.error, status: next.status, since: isoAt(nowMs) },
         isoAt(nowMs),
       );

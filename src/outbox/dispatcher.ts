@@ -14,7 +14,7 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
-import type { OutboxPause } from './pause.js';
+import { type OutboxPause, type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
 import { type OutboxSqliteHooks, sqliteOutboxHooks } from './sqliteHooks.js';
 import { WakeableSleep } from './wakeableSleep.js';
@@ -55,6 +55,8 @@ export interface DispatcherOptions {
    * else null).
    */
   sqliteHooks?: OutboxSqliteHooks | null;
+  /** Where an auth pause is recorded (default: `daemon_state` in ctx.database; ./pgPause.ts for PostgreSQL). */
+  pauseRecord?: PauseRecord;
 }
 
 /**
@@ -103,7 +105,12 @@ export class Dispatcher {
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.pause = new AuthPause(ctx, this.policy, this.random);
+    this.pause = new AuthPause(
+      ctx,
+      this.policy,
+      this.random,
+      options.pauseRecord ?? sqlitePauseRecord(ctx.database.sqlite),
+    );
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */

@@ -32,11 +32,15 @@ export interface OutboxPause {
 /** The current pause, or null when sending runs. */
 export function readPause(sqlite: Sqlite): OutboxPause | null {
   const row = statements(sqlite).get.get(PAUSE_KEY);
-  if (!row) return null;
+  return row ? parsePauseValue(row.value, row.updated_at) : null;
+}
+
+/** A stored pause record's value; an unreadable one still pauses, since when it was written. */
+export function parsePauseValue(value: string, updatedAt: string): OutboxPause {
   try {
-    return JSON.parse(row.value) as OutboxPause;
+    return JSON.parse(value) as OutboxPause;
   } catch {
-    return { reason: 'unreadable pause record', status: null, since: row.updated_at };
+    return { reason: 'unreadable pause record', status: null, since: updatedAt };
   }
 }
 
@@ -49,4 +53,25 @@ export function writePause(sqlite: Sqlite, pause: OutboxPause, nowIso: string): 
 
 export function clearPause(sqlite: Sqlite): void {
   statements(sqlite).delete.run(PAUSE_KEY);
+}
+
+/**
+ * Where the dispatcher keeps its pause record: read once at start, written when sending pauses,
+ * cleared when it resumes. Synchronous on purpose (the pause is decided inside a settle's turn);
+ * PostgreSQL's (./pgPause.ts) reads ahead and writes behind.
+ */
+export interface PauseRecord {
+  read(): OutboxPause | null;
+  /** Records the pause; an existing one keeps its `since`. Returns what is kept. */
+  write(pause: OutboxPause, nowIso: string): OutboxPause;
+  clear(): void;
+}
+
+/** The pause record in a SQLite database's `daemon_state`. */
+export function sqlitePauseRecord(sqlite: Sqlite): PauseRecord {
+  return {
+    read: () => readPause(sqlite),
+    write: (pause, nowIso) => writePause(sqlite, pause, nowIso),
+    clear: () => clearPause(sqlite),
+  };
 }
