@@ -9,7 +9,10 @@ import { type OutboxPause, PAUSE_KEY, type PauseRecord, parsePauseValue } from '
  * record reads ahead (once, when made) and writes behind: each write is one statement sent in order,
  * a failure logged (the pause itself holds in this process either way; only what status shows lags).
  */
-export async function loadPgPauseRecord(pool: pg.Pool, log: Logger): Promise<PauseRecord> {
+export async function loadPgPauseRecord(
+  pool: pg.Pool,
+  log: Logger,
+): Promise<PauseRecord & { settled(): Promise<void> }> {
   const { rows } = await pool.query<{ value: string; at: string }>(
     `SELECT value, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
      FROM daemon_state WHERE key = $1`,
@@ -33,6 +36,8 @@ export async function loadPgPauseRecord(pool: pg.Pool, log: Logger): Promise<Pau
     );
   };
   return {
+    /** Resolves once every write made so far has been sent (and answered or logged). */
+    settled: () => tail,
     read: () => current,
     write(pause, nowIso) {
       current = { ...pause, since: current?.since ?? pause.since };

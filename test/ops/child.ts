@@ -64,11 +64,11 @@ export function spawnCli(
  */
 export async function until(
   what: string | (() => string),
-  check: () => boolean,
+  check: () => boolean | Promise<boolean>,
   timeoutMs = 45_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline)
       throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 20));
