@@ -233,7 +233,8 @@ const syncSchema = z.strictObject({
   /**
    * Run the daemon's syncs in their own worker thread with their own database connection, so a
    * page's parsing and writes never hold the event loop that answers the API and webhooks, and
-   * bulk writes give way to the API's commits (default: true).
+   * bulk writes give way to the API's commits. SQLite only: on PostgreSQL the runs' I/O is
+   * asynchronous and they run on the main thread (default: true).
    */
   thread: z.boolean().default(true),
   /** Cron schedules per resource. */
@@ -279,7 +280,8 @@ const outboxSchema = z.strictObject({
   poll_ms: positiveInt.default(500),
   /**
    * Run the dispatcher in its own worker thread with its own database connection, so its sends and
-   * commits never hold the event loop that answers the API and webhooks (default: true).
+   * commits never hold the event loop that answers the API and webhooks. SQLite only: on PostgreSQL
+   * it runs on the main thread (default: true).
    */
   dispatcher_thread: z.boolean().default(true),
   /** The operationType spelling sent to the operator, per kind. */
