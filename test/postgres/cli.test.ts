@@ -124,6 +124,7 @@ describe('vcu-sync with database.url (PostgreSQL)', () => {
         VCU_SYNC_DATABASE_URL: database.url,
         VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:9',
         VCU_SYNC_API_KEY: 'key-abcdef-123',
+        VCU_SYNC_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24, 3).toString('base64')}`,
       });
       expect({ args, code: r.code }).toEqual({ args, code: 78 });
       expect(r.stderr).toMatch(

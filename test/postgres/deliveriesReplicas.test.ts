@@ -269,6 +269,24 @@ describe('subscriber deliveries on PostgreSQL, failures and wake-ups', () => {
     expect(attempts.rows[0]!.max).toBe(1);
   });
 
+  it('a claimant of deliveries with no liveness session at all is found dead by releaseDeadPg too', async () => {
+    const subs = await receivers();
+    const config = configFor(subs);
+    await accept(pg.db, config, ['r0', 'r1']);
+    const now = new Date().toISOString();
+    const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
+    const ghost = new PgDeliveriesStore(pg.db.pool);
+    expect(await ghost.claim({ subscriber: 's1', owner: 'ghost', now, leaseUntil, limit: 64 })).toHaveLength(
+      2,
+    );
+    const released: Array<[string, number]> = [];
+    await releaseDeadPg(pg.db.pool, 'me', async (owner) => {
+      released.push([owner, await ghost.releaseOwner(owner, now)]);
+      return [];
+    });
+    expect(released).toEqual([['ghost', 2]]);
+  });
+
   it('the change feed’s signal wakes an idle dispatcher: a new row goes out with the poll an hour away', async () => {
     const subs = await receivers();
     const config = configFor(subs, { 'subscriber_delivery.poll_ms': 3_600_000 });
