@@ -43,10 +43,11 @@ export interface SubscriberDispatcherOptions {
 /**
  * Pushes deliveries to subscribers: one lane per subscriber, each sending its rows strictly in id
  * order, one at a time, so a subscriber that is down or slow holds up only itself. A lane claims a
- * run of rows in one commit (leased), sends them in turn, and submits each settle to the group
- * commit without waiting for it (the next claim queues behind the settles), so a fast subscriber
- * costs about one commit per batch, not two per event. At-least-once: a crash before a settle
- * commits sends the row again, with the same webhook-id.
+ * run of rows in one commit (leased), sends them in turn, and submits the run's settle to the
+ * store without waiting for it (the next claim runs behind it), so a fast subscriber costs about
+ * one commit per batch, not two per event. At-least-once: a crash before a settle commits sends
+ * the row again, with the same webhook-id. The store is SQLite's (the group commit) or, with
+ * several replicas on one database, PostgreSQL's (pgStore.ts), which keeps the order across them.
  */
 export class SubscriberDispatcher {
   private readonly lanes: Lane[];

@@ -4,8 +4,9 @@ import { perHandle } from '../db/perHandle.js';
 import type { deliveries } from '../db/schema/deliveries.js';
 
 /**
- * Every statement that changes a `deliveries` row (enqueue.ts inserts them). Synchronous: run
- * them in the commit queue or a transaction. A delivery's life:
+ * Every statement that changes a `deliveries` row on SQLite (enqueue.ts inserts them), and the
+ * guards of every move for both dialects (PostgreSQL's statements, pgStore.ts, use the same ones).
+ * Synchronous: run them in the commit queue or a transaction (storeSeam.ts). A delivery's life:
  *
  * ```
  * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered

@@ -36,9 +36,10 @@ export interface DeliveryRun {
  * each call is one transaction (SQLite: one job of the connection's group commit; PostgreSQL: one
  * transaction over a pool). The states and guards are queries.ts's on both.
  *
- * A claim of a subscriber runs after every settle of that subscriber submitted before it through
- * the same store (SQLite: the commit queue is first in, first out; PostgreSQL: the store waits for
- * them), so a lane may submit a settle and claim the next run at once.
+ * A claim runs after every settle submitted before it through the same store (SQLite: the commit
+ * queue is first in, first out; PostgreSQL: the store waits for them), so a lane may submit a
+ * run's settle without waiting and claim the next run at once, and never finds its own rows still
+ * held by itself.
  */
 export interface DeliveriesStore {
   /**
