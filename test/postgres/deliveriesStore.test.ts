@@ -1,10 +1,13 @@
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { stateChangedPg } from '../../src/operations/pgRows.js';
+import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
 import type { DeliveryStep } from '../../src/subscribers/queries.js';
 import { type DeliveriesStore, SqliteDeliveriesStore } from '../../src/subscribers/storeSeam.js';
+import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { type DeliveriesHarness, postgresDeliveries, sqliteDeliveries } from './deliveriesStores.js';
@@ -220,6 +223,81 @@ describe('deliveries store on PostgreSQL, several claimers', () => {
       expect(new Set((await h.rows()).map((r) => r.state))).toEqual(new Set(['delivered']));
     } finally {
       await Promise.all(pools.map((db) => db.close()));
+    }
+  });
+});
+
+describe('deliveries writers on PostgreSQL', () => {
+  it('ids follow commit order: a newer writer waits for an older one still open, so no claim sees id 2 before id 1', async () => {
+    const h = postgresDeliveries(pg.db.pool);
+    await pg.db.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+    const subscribers: Subscriber[] = [
+      { key: 'a', url: 'http://127.0.0.1:1/hook', secret: 'whsec_x', events: ['operation.accepted'] },
+    ];
+    await new PgOperationsStore(pg.db.pool, { leaseOwner: 'writer' }).insert(
+      ['old', 'new'].map((ref) => ({
+        ref,
+        operationType: 'Transfer',
+        orderKey: null,
+        body: '{}',
+        hash: ref,
+      })),
+      T0,
+    );
+    const accepted = (ref: string) => [{ ref, from: 'sending' as const, to: 'accepted' as const, at: T0 }];
+    const older = await pg.db.pool.connect();
+    try {
+      await older.query('BEGIN');
+      // The older writer stops right after inserting its deliveries, its transaction open.
+      let resume: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        resume = resolve;
+      });
+      let inserted = false;
+      const paused = new Proxy(older, {
+        get(target, key) {
+          if (key !== 'query') return Reflect.get(target, key);
+          return async (...args: Parameters<typeof older.query>) => {
+            const result = await (target.query as (...a: unknown[]) => Promise<unknown>)(...args);
+            if (String(args[0]).trimStart().startsWith('INSERT INTO deliveries')) {
+              inserted = true;
+              await gate;
+            }
+            return result;
+          };
+        },
+      });
+      const olderDone = stateChangedPg(paused, subscribers, accepted('old'));
+      let newerDone = false;
+      const newer = inPgTransaction(pg.db.pool, (client) =>
+        stateChangedPg(client, subscribers, accepted('new')),
+      ).then(() => {
+        newerDone = true;
+      });
+      // Until the newer writer waits on the feed's lock (or, were ids not in commit order, commits).
+      for (let i = 0; i < 5000 && !newerDone; i++) {
+        const { rows } = await pg.db.pool.query<{ n: string }>(
+          "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+        );
+        if (inserted && Number(rows[0]!.n) > 0) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const store = new PgDeliveriesStore(pg.db.pool);
+      expect(
+        await store.claim({ subscriber: 'a', owner: 'x', now: T1, leaseUntil: LEASE, limit: 10 }),
+      ).toEqual([]);
+      resume();
+      await olderDone;
+      await older.query('COMMIT');
+      await newer;
+      const rows = await store.claim({ subscriber: 'a', owner: 'x', now: T1, leaseUntil: LEASE, limit: 10 });
+      expect(rows.map((r) => [r.id, r.ref])).toEqual([
+        [1, 'old'],
+        [2, 'new'],
+      ]);
+      expect((await h.rows()).map((r) => r.state)).toEqual(['sending', 'sending']);
+    } finally {
+      older.release();
     }
   });
 });
