@@ -2,6 +2,7 @@ import type { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
 import { readJsonBody } from './body.js';
 import { cursorParam, decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
@@ -56,15 +57,19 @@ export const DELIVERIES_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-/** Subscriber deliveries over HTTP; refusals (SteerError) are mapped by the server's error handler. */
-export function registerDeliveriesRoutes(app: Hono, ctx: AppContext): void {
-  app.get('/v1/deliveries', (c) => {
+/**
+ * Subscriber deliveries over HTTP, on `deliveries` (default: SQLite's, over `ctx.database`);
+ * refusals (SteerError) are mapped by the server's error handler.
+ */
+export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, deliveries?: DeliveriesAccess): void {
+  const access = deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
+  app.get('/v1/deliveries', async (c) => {
     const q = parseQuery(c, listQuery);
     const after = q.cursor === undefined ? undefined : Number(q.cursor);
     if (after !== undefined && !Number.isSafeInteger(after))
       throw new HTTPException(400, { message: 'cursor: expected the nextCursor of the previous page' });
     return c.json(
-      listDeliveryEntries(ctx, { state: q.state, subscriber: q.subscriber, after, limit: q.limit }),
+      await listDeliveryEntries(access, { state: q.state, subscriber: q.subscriber, after, limit: q.limit }),
     );
   });
   app.post('/v1/deliveries/redrive', async (c) => {
@@ -73,11 +78,11 @@ export function registerDeliveriesRoutes(app: Hono, ctx: AppContext): void {
       throw new HTTPException(400, {
         message: 'expected { "since": ISO time or duration, "subscriber"?: name }',
       });
-    return c.json(await redriveSince(ctx, parsed.data.since, parsed.data.subscriber));
+    return c.json(await redriveSince(access, ctx.clock, parsed.data.since, parsed.data.subscriber));
   });
   app.post('/v1/deliveries/:id/retry', async (c) => {
     const id = idParam.safeParse({ id: c.req.param('id') });
     if (!id.success) throw new HTTPException(400, { message: 'id: expected a delivery id' });
-    return c.json(await retryDeliveryById(ctx, id.data.id));
+    return c.json(await retryDeliveryById(access, ctx.clock, id.data.id));
   });
 }

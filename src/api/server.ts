@@ -9,6 +9,7 @@ import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import { SteerError } from '../outbox/manage.js';
+import type { DeliveriesAccess } from '../subscribers/access.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
 import { databaseUnavailableResponse } from './databaseUnavailable.js';
@@ -57,6 +58,8 @@ export interface ApiLinks {
   outbox?: OutboxAccess | undefined;
   /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
   healthReads?: HealthReads | undefined;
+  /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; pgStore.ts `pgDeliveriesAccess` for PostgreSQL). */
+  deliveries?: DeliveriesAccess | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -66,13 +69,14 @@ export function routeRegistrars({
   mirrorReads,
   outbox,
   healthReads,
+  deliveries,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
-    registerDeliveriesRoutes,
+    (app, ctx) => registerDeliveriesRoutes(app, ctx, deliveries),
   ];
 }
 

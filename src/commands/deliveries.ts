@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { SteerError } from '../outbox/manage.js';
+import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
 import {
   type DeliveryEntry,
   listDeliveryEntries,
@@ -16,6 +17,8 @@ export interface DeliveriesCommandOptions {
   state?: string | undefined;
   subscriber?: string | undefined;
   since?: string | undefined;
+  /** Where the deliveries are (default: SQLite's, over `ctx.database`). */
+  deliveries?: DeliveriesAccess;
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
 }
@@ -47,8 +50,13 @@ export async function runDeliveriesCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
+    const access = opts.deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
     if (action === 'list') {
-      const page = listDeliveryEntries(ctx, { state: opts.state, subscriber: opts.subscriber, limit: 1000 });
+      const page = await listDeliveryEntries(access, {
+        state: opts.state,
+        subscriber: opts.subscriber,
+        limit: 1000,
+      });
       if (opts.json) print(page);
       else stdout.write(`${table(page.items)}\n`);
       return 0;
@@ -56,13 +64,13 @@ export async function runDeliveriesCommand(
     if (action === 'retry') {
       if (!id || !/^\d+$/.test(id))
         throw new SteerError('invalid', 'deliveries retry: a delivery id is required');
-      print(await retryDeliveryById(ctx, Number(id)));
+      print(await retryDeliveryById(access, ctx.clock, Number(id)));
       return 0;
     }
     if (action === 'redrive') {
       if (!opts.since)
         throw new SteerError('invalid', 'deliveries redrive: --since ISO|DURATION is required');
-      print(await redriveSince(ctx, opts.since, opts.subscriber));
+      print(await redriveSince(access, ctx.clock, opts.since, opts.subscriber));
       return 0;
     }
     throw new SteerError('invalid', `deliveries: unknown action ${action}; expected list, retry or redrive`);
@@ -75,12 +83,29 @@ export async function runDeliveriesCommand(
   }
 }
 
-/** The CLI's entry: the database must exist already. */
-export function runDeliveriesCli(
+/**
+ * The CLI's entry: the database must exist already. With `database.url`, the same command on
+ * PostgreSQL's deliveries (no SQLite file is opened or created).
+ */
+export async function runDeliveriesCli(
   config: Config,
   action: string,
   id: string | undefined,
   options: DeliveriesCommandOptions,
 ): Promise<number> {
+  const url = config.database.url;
+  if (url) {
+    const [{ withPgStore }, { pgDeliveriesAccess }] = await Promise.all([
+      import('./pgOutboxCli.js'),
+      import('../subscribers/pgStore.js'),
+    ]);
+    return withPgStore(
+      config,
+      url,
+      (ctx, pool) =>
+        runDeliveriesCommand(ctx, action, id, { ...options, deliveries: pgDeliveriesAccess(pool) }),
+      { create: false },
+    );
+  }
   return withContext(config, (ctx) => runDeliveriesCommand(ctx, action, id, options));
 }

@@ -11,16 +11,16 @@ import type { OutboxAccess } from '../outbox/access.js';
 import { pgOutbox } from '../outbox/pgAccess.js';
 
 /**
- * `vcu-sync enqueue` and `vcu-sync outbox` with `database.url` set: the same commands on the
- * PostgreSQL outbox (pgAccess.ts), the schema brought up to date first as on SQLite; no SQLite file
- * is opened or created. As on SQLite only `enqueue` may start from nothing: `outbox` on a database
- * the daemon has never run on says so (exit 1) instead of creating the tables. Loaded only on that
- * path, so `pg` stays out of a SQLite run.
+ * `vcu-sync enqueue`, `outbox` and `deliveries` with `database.url` set: the same commands on
+ * PostgreSQL, the schema brought up to date first as on SQLite; no SQLite file is opened or
+ * created. As on SQLite only `enqueue` may start from nothing: the others on a database the daemon
+ * has never run on say so (exit 1) instead of creating the tables. Loaded only on that path, so
+ * `pg` stays out of a SQLite run.
  */
-export async function withPgOutbox<T>(
+export async function withPgStore<T>(
   config: Config,
   url: string,
-  fn: (ctx: AppContext, outbox: OutboxAccess) => Promise<T>,
+  fn: (ctx: AppContext, pool: pg.Pool) => Promise<T>,
   options: { create: boolean },
 ): Promise<T> {
   const log = createLogger({ level: config.log.level, fd: 2 });
@@ -42,12 +42,26 @@ export async function withPgOutbox<T>(
     }
     await migratePostgres(database.pool, database.label);
     const ctx = createPgAppContext(config, log, { metrics: noopMetrics() });
-    // The lease owner is never claimed under: this process only queues and steers.
-    const outbox = pgOutbox(ctx, database.pool, { leaseOwner: `cli:${process.pid}` });
-    return await fn(ctx, outbox);
+    return await fn(ctx, database.pool);
   } finally {
     await database.close();
   }
+}
+
+/** {@link withPgStore} with the PostgreSQL outbox (`enqueue`, `outbox`). */
+export function withPgOutbox<T>(
+  config: Config,
+  url: string,
+  fn: (ctx: AppContext, outbox: OutboxAccess) => Promise<T>,
+  options: { create: boolean },
+): Promise<T> {
+  // The lease owner is never claimed under: this process only queues and steers.
+  return withPgStore(
+    config,
+    url,
+    (ctx, pool) => fn(ctx, pgOutbox(ctx, pool, { leaseOwner: `cli:${process.pid}` })),
+    options,
+  );
 }
 
 async function hasOutbox(pool: pg.Pool): Promise<boolean> {

@@ -96,7 +96,7 @@ export function pgConnection(url: string, options: PgConnectionOptions = {}): Pg
 export function refuseUntilPostgresStore(config: Pick<Config, 'database'>): void {
   if (!config.database.url) return;
   throw new UserError(
-    'database.url is set (PostgreSQL), but in this version only `vcu-sync db migrate`, `sync`, `status`, `enqueue` and `outbox` work on PostgreSQL, every other command on SQLite; unset database.url / VCU_SYNC_DATABASE_URL to use SQLite at database.path',
+    'database.url is set (PostgreSQL), but in this version only `vcu-sync db migrate`, `sync`, `status`, `enqueue`, `outbox` and `deliveries` work on PostgreSQL, every other command on SQLite; unset database.url / VCU_SYNC_DATABASE_URL to use SQLite at database.path',
     EXIT_CONFIG,
   );
 }

@@ -96,9 +96,11 @@ export async function releaseDeadPg<R extends { id: number }>(
   const client = await pool.connect();
   const released: R[] = [];
   try {
-    // Owners of claims, and replicas registered: a dead one's row goes too, claims or not.
+    // Owners of claims (operations and subscriber deliveries), and replicas registered: a dead
+    // one's row goes too, claims or not.
     const { rows } = await client.query<{ owner: string }>(
       `SELECT lease_owner AS owner FROM outbox WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
+       UNION SELECT lease_owner FROM deliveries WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
        UNION SELECT lease_owner FROM replicas WHERE lease_owner <> $1`,
       [self],
     );

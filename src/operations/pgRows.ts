@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { recordChangesPg } from '../db/pgChanges.js';
+import { FEED_LOCK_KEY, recordChangesPg } from '../db/pgChanges.js';
 import { deliveryRows, type OperationFacts } from '../subscribers/enqueue.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
 import type { GuardParams } from './rows.js';
@@ -9,7 +9,7 @@ import { feedRows, type StateChange } from './store.js';
  * What the PostgreSQL operations store shares across its statements: how rows read back exactly
  * as SQLite's (`OperationRow`: ISO strings, numeric ids), the guards' placeholders, and the one
  * place every state change passes (deliveries, then the feed LAST: recordChangesPg takes the
- * feed's lock until commit).
+ * feed's lock until commit; taken before the deliveries when there are some).
  */
 
 /** Every statement binds $1 = now, $2 = owner, so the transition table's guards read the same. */
@@ -82,6 +82,10 @@ export async function stateChangedPg(
     );
     const rows = deliveryRows(subscribers, changes, (ref) => facts.get(ref));
     if (rows.length > 0) {
+      // The feed's lock first (recordChangesPg takes it again, a no-op): delivery ids are then handed
+      // out in commit order, so a claimer never sees a subscriber's id 6 while id 5 is still in
+      // flight and sends it first (subscribers/pgStore.ts). Held one statement longer than the feed needs.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [FEED_LOCK_KEY]);
       await client.query(
         `INSERT INTO deliveries (subscriber, event_type, ref, webhook_id, body, state, attempts, next_attempt_at,
                                  created_at, updated_at)

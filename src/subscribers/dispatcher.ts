@@ -2,21 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
-import { type CommitQueue, commitQueueFor } from '../db/commitQueue.js';
+import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { WakeableSleep } from '../outbox/wakeableSleep.js';
-import { onDeliveriesEnqueued } from './enqueue.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
-import {
-  claimDeliveries,
-  type DeliveryRow,
-  type DeliveryStep,
-  nextDeliveryDue,
-  releaseAllDeliveries,
-  releaseDelivery,
-  settleDelivery,
-} from './queries.js';
+import { type DeliveryRow, type DeliveryStep, releaseAllDeliveries } from './queries.js';
 import { SubscriberSender } from './send.js';
+import {
+  type DeliveriesStore,
+  type DeliveryRun,
+  type SettledDelivery,
+  SqliteDeliveriesStore,
+} from './storeSeam.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers.js';
 
 /** What the subscriber dispatcher needs from the daemon. */
@@ -29,33 +26,47 @@ export type SubscriberDispatcherContext = Pick<
 export interface SubscriberDispatcherOptions {
   clock?: Clock;
   random?: () => number;
+  /** This process's lease owner (one per process: the outbox's claims and the liveness lock use it too). */
   owner?: string;
   /** Rows claimed at once per subscriber, sent one after another (default: 64). */
   batch?: number;
+  /** Where the deliveries are (default: SQLite's, over `ctx.database`; given one, `ctx.database` is never touched). */
+  store?: DeliveriesStore;
+  /**
+   * Wakes the lanes when it announces: on PostgreSQL other processes write deliveries, each in a
+   * transaction that appends to the change feed, whose LISTEN/NOTIFY feeds this signal
+   * (db/pgChangeSignal.ts). Without it (or between announcements) the lanes poll as ever.
+   */
+  wakeOn?: ChangeSignal;
 }
 
 /**
  * Pushes deliveries to subscribers: one lane per subscriber, each sending its rows strictly in id
  * order, one at a time, so a subscriber that is down or slow holds up only itself. A lane claims a
- * run of rows in one commit (leased), sends them in turn, and submits each settle to the group
- * commit without waiting for it (the next claim queues behind the settles), so a fast subscriber
- * costs about one commit per batch, not two per event. At-least-once: a crash before a settle
- * commits sends the row again, with the same webhook-id.
+ * run of rows in one commit (leased), sends them in turn, and submits the run's settle to the
+ * store without waiting for it (the next claim runs behind it), so a fast subscriber costs about
+ * one commit per batch, not two per event. At-least-once: a crash before a settle commits sends
+ * the row again, with the same webhook-id. The store is SQLite's (the group commit) or, with
+ * several replicas on one database, PostgreSQL's (pgStore.ts), which keeps the order across them.
  */
 export class SubscriberDispatcher {
   private readonly lanes: Lane[];
   private readonly sender: SubscriberSender;
+  private readonly store: DeliveriesStore;
+  private unlisten: (() => void) | undefined;
 
   constructor(ctx: SubscriberDispatcherContext, options: SubscriberDispatcherOptions = {}) {
     const c = ctx.config.subscriber_delivery;
     this.sender = new SubscriberSender({ timeoutMs: c.timeout_ms, connectTimeoutMs: c.connect_timeout_ms });
+    this.store = options.store ?? new SqliteDeliveriesStore(ctx.database.sqlite);
+    this.wakeOn = options.wakeOn;
     const shared: LaneShared = {
       ctx,
       clock: options.clock ?? ctx.clock,
       random: options.random ?? Math.random,
       owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
       batch: options.batch ?? 64,
-      commits: commitQueueFor(ctx.database.sqlite),
+      store: this.store,
       sender: this.sender,
       policy: {
         baseMs: c.backoff_base_ms,
@@ -65,19 +76,21 @@ export class SubscriberDispatcher {
       },
     };
     this.lanes = subscribersFromConfig(ctx.config).map((sub) => new Lane(shared, sub));
-    this.ctx = ctx;
   }
 
-  private readonly ctx: SubscriberDispatcherContext;
+  private readonly wakeOn: ChangeSignal | undefined;
 
   start(): void {
-    onDeliveriesEnqueued(this.ctx.database.sqlite, () => this.wake());
+    this.store.onEnqueued(() => this.wake());
+    this.unlisten ??= this.wakeOn?.listen(() => this.wake());
     for (const lane of this.lanes) lane.start();
   }
 
   /** Stops every lane: the request in flight is cancelled, unsent claimed rows go back to pending. */
   async stop(): Promise<void> {
-    onDeliveriesEnqueued(this.ctx.database.sqlite, undefined);
+    this.store.onEnqueued(undefined);
+    this.unlisten?.();
+    this.unlisten = undefined;
     await Promise.all(this.lanes.map((lane) => lane.stop()));
     this.sender.close();
   }
@@ -94,7 +107,7 @@ interface LaneShared {
   random: () => number;
   owner: string;
   batch: number;
-  commits: CommitQueue;
+  store: DeliveriesStore;
   sender: SubscriberSender;
   policy: DeliveryPolicy;
 }
@@ -135,21 +148,21 @@ class Lane {
     while (!this.stopping) {
       let delay = ctx.config.subscriber_delivery.poll_ms;
       try {
-        const rows = await this.s.commits.submit(() => {
+        const rows = await this.s.store.claim(() => {
           const now = this.s.clock.now();
-          return claimDeliveries(ctx.database.sqlite, {
+          return {
             subscriber: this.sub.key,
             owner: this.s.owner,
             now: isoAt(now),
             leaseUntil: isoAt(now + ctx.config.subscriber_delivery.lease_seconds * 1000),
             limit: this.s.batch,
-          });
+          };
         });
         if (rows.length > 0) {
           await this.sendInOrder(rows);
           continue;
         }
-        delay = this.idleDelay(delay);
+        delay = await this.idleDelay(delay);
       } catch (err) {
         ctx.log.error(
           { event: 'subscribers.loop.error', subscriber: this.sub.key, err },
@@ -161,8 +174,8 @@ class Lane {
     await Promise.allSettled([...this.writes]);
   }
 
-  private idleDelay(poll: number): number {
-    const due = nextDeliveryDue(this.s.ctx.database.sqlite, this.sub.key);
+  private async idleDelay(poll: number): Promise<number> {
+    const due = await this.s.store.nextDue(this.sub.key);
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - this.s.clock.now())) : poll;
   }
 
@@ -172,7 +185,7 @@ class Lane {
    * one fsync per event): a kill before it sends those rows again, with the same webhook-id.
    */
   private async sendInOrder(rows: readonly DeliveryRow[]): Promise<void> {
-    const settled: Array<{ id: number; now: string; step: DeliveryStep }> = [];
+    const settled: SettledDelivery[] = [];
     let sent = 0;
     for (const row of rows) {
       if (this.stopping) break;
@@ -197,19 +210,21 @@ class Lane {
       sent += 1;
       if (step.to === 'pending') break;
     }
-    const unsent = rows.slice(sent);
-    const { sqlite } = this.s.ctx.database;
-    const owner = this.s.owner;
-    this.write(() => {
-      for (const d of settled) settleDelivery(sqlite, { id: d.id, owner, now: d.now }, d.step);
-      const now = isoAt(this.s.clock.now());
-      for (const row of unsent) releaseDelivery(sqlite, { id: row.id, owner, now });
+    this.write({
+      subscriber: this.sub.key,
+      owner: this.s.owner,
+      settled,
+      unsent: rows.slice(sent).map((row) => row.id),
+      now: isoAt(this.s.clock.now()),
     });
   }
 
-  /** Submits a write to the group commit without waiting; a failed one leaves the lease to run out (sent again). */
-  private write(task: () => unknown): void {
-    const done = this.s.commits.submit(task).catch((err: unknown) => {
+  /**
+   * Submits a run's settle without waiting (the store runs the next claim after it); a failed one
+   * leaves the lease to run out (sent again).
+   */
+  private write(run: DeliveryRun): void {
+    const done = this.s.store.settle(run).catch((err: unknown) => {
       this.s.ctx.log.error(
         { event: 'subscribers.settle.error', subscriber: this.sub.key, err },
         `subscriber ${this.sub.key}: could not record a delivery: ${errorMessage(err)}`,

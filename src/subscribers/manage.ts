@@ -1,15 +1,7 @@
-import { isoAt } from '../clock.js';
-import type { AppContext } from '../context.js';
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
+import { type Clock, isoAt } from '../clock.js';
 import { SteerError } from '../outbox/manage.js';
-import {
-  DELIVERY_STATES,
-  type DeliveryRow,
-  type DeliveryState,
-  redriveDeliveries,
-  retryDelivery,
-} from './queries.js';
-import { getDelivery, listDeliveries } from './reads.js';
+import type { DeliveriesAccess } from './access.js';
+import { DELIVERY_STATES, type DeliveryRow, type DeliveryState } from './queries.js';
 
 /** Listing and steering deliveries: what `vcu-sync deliveries` and `/v1/deliveries` share. */
 
@@ -70,17 +62,17 @@ export function parseSince(since: string, nowMs: number): string {
 }
 
 /** A page of deliveries, oldest first. */
-export function listDeliveryEntries(
-  ctx: Pick<AppContext, 'database'>,
+export async function listDeliveryEntries(
+  access: DeliveriesAccess,
   f: {
     state?: string | undefined;
     subscriber?: string | undefined;
     after?: number | undefined;
     limit?: number | undefined;
   },
-): { items: DeliveryEntry[]; nextCursor: string | null } {
+): Promise<{ items: DeliveryEntry[]; nextCursor: string | null }> {
   const limit = Math.min(Math.max(f.limit ?? 100, 1), 1000);
-  const rows = listDeliveries(ctx.database.sqlite, {
+  const rows = await access.list({
     state: parseDeliveryState(f.state),
     subscriber: f.subscriber,
     after: f.after,
@@ -92,15 +84,13 @@ export function listDeliveryEntries(
 
 /** A dead delivery sent again (attempts reset), or a pending one made due now. */
 export async function retryDeliveryById(
-  ctx: Pick<AppContext, 'database' | 'clock'>,
+  access: DeliveriesAccess,
+  clock: Clock,
   id: number,
 ): Promise<DeliveryEntry> {
-  const row = await commitQueueFor(ctx.database.sqlite).submit(
-    () => retryDelivery(ctx.database.sqlite, id, isoAt(ctx.clock.now())),
-    { busyGraceMs: REQUEST_BUSY_GRACE_MS },
-  );
+  const row = await access.retry(id, isoAt(clock.now()));
   if (row) return deliveryEntry(row);
-  const found = getDelivery(ctx.database.sqlite, id);
+  const found = await access.get(id);
   if (!found) throw new SteerError('not-found', `no delivery ${id}`);
   throw new SteerError(
     'conflict',
@@ -110,20 +100,13 @@ export async function retryDeliveryById(
 
 /** Every dead delivery that died since `since` (ISO or duration) back to pending. */
 export async function redriveSince(
-  ctx: Pick<AppContext, 'database' | 'clock'>,
+  access: DeliveriesAccess,
+  clock: Clock,
   since: string,
   subscriber: string | undefined,
 ): Promise<{ since: string; redriven: number; ids: number[] }> {
-  const now = ctx.clock.now();
+  const now = clock.now();
   const sinceIso = parseSince(since, now);
-  const ids = await commitQueueFor(ctx.database.sqlite).submit(
-    () =>
-      redriveDeliveries(ctx.database.sqlite, {
-        since: sinceIso,
-        subscriber: subscriber ?? null,
-        now: isoAt(now),
-      }),
-    { busyGraceMs: REQUEST_BUSY_GRACE_MS },
-  );
+  const ids = await access.redrive({ since: sinceIso, subscriber: subscriber ?? null, now: isoAt(now) });
   return { since: sinceIso, redriven: ids.length, ids };
 }

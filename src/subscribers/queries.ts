@@ -4,8 +4,9 @@ import { perHandle } from '../db/perHandle.js';
 import type { deliveries } from '../db/schema/deliveries.js';
 
 /**
- * Every statement that changes a `deliveries` row (enqueue.ts inserts them). Synchronous: run
- * them in the commit queue or a transaction. A delivery's life:
+ * Every statement that changes a `deliveries` row on SQLite (enqueue.ts inserts them), and the
+ * guards of every move for both dialects (PostgreSQL's statements, pgStore.ts, use the same ones).
+ * Synchronous: run them in the commit queue or a transaction (storeSeam.ts). A delivery's life:
  *
  * ```
  * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered
@@ -21,52 +22,94 @@ export type DeliveryRow = typeof deliveries.$inferSelect;
 export const DELIVERY_STATES = ['pending', 'sending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
+/** Each dialect's placeholders for the guards below (SQLite `@now`; PostgreSQL `$1::timestamptz`). */
+export interface DeliveryGuardParams {
+  now: string;
+  owner: string;
+}
+
+/**
+ * The guard of every transition above, for both dialects (this file's statements and pgStore.ts's):
+ * a row moves only from the states its arrow starts at, so a refused move changes nothing.
+ */
+export const deliveryGuards = (p: DeliveryGuardParams) => ({
+  /** Unsettled: what holds back the rows behind it. */
+  unsettled: `state IN ('pending', 'sending')`,
+  claim: `((state = 'pending' AND next_attempt_at <= ${p.now}) OR (state = 'sending' AND lease_until < ${p.now}))`,
+  /** Settle or release by the claimant: only while it still holds the lease. */
+  held: `state = 'sending' AND lease_owner = ${p.owner}`,
+  /** Release whoever holds it (a dead claimant). */
+  claimed: `state = 'sending'`,
+  retry: `state IN ('dead', 'pending')`,
+  redrive: `state = 'dead'`,
+});
+
+const G = deliveryGuards({ now: '@now', owner: '@owner' });
+
+/** A row at the head of its subscriber, as a claim sees it. */
+export interface DeliveryHead {
+  state: string;
+  next_attempt_at: string;
+  lease_until: string | null;
+}
+
+/** Whether a head row may be sent at `now` (ISO): pending and due, or claimed under a lease that ran out. Pure. */
+export function sendableNow(head: DeliveryHead, now: string): boolean {
+  return head.state === 'pending'
+    ? head.next_attempt_at <= now
+    : head.state === 'sending' && head.lease_until !== null && head.lease_until < now;
+}
+
 const prepareAll = (sqlite: Sqlite) => {
   const p = <T = unknown>(sql: string) => sqlite.prepare(sql) as Statement<unknown[], T>;
   return {
     // The subscriber's unsettled rows from the oldest: the claim takes the prefix it may send.
     head: p<Pick<DeliveryRow, 'id' | 'state' | 'next_attempt_at' | 'lease_until'>>(`
       SELECT id, state, next_attempt_at, lease_until FROM deliveries
-      WHERE subscriber = @subscriber AND state IN ('pending', 'sending') ORDER BY id LIMIT @limit`),
+      WHERE subscriber = @subscriber AND ${G.unsettled} ORDER BY id LIMIT @limit`),
     claimOne: p<DeliveryRow>(`
       UPDATE deliveries SET state = 'sending', attempts = attempts + 1, lease_owner = @owner,
         lease_until = @leaseUntil, updated_at = @now
-      WHERE id = @id AND ((state = 'pending' AND next_attempt_at <= @now) OR (state = 'sending' AND lease_until < @now))
+      WHERE id = @id AND ${G.claim}
       RETURNING *`),
     delivered: p(`
       UPDATE deliveries SET state = 'delivered', last_status = @status, last_error = NULL, delivered_at = @now,
         updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+      WHERE id = @id AND ${G.held}`),
     requeue: p(`
       UPDATE deliveries SET state = 'pending', next_attempt_at = @next, last_status = @status, last_error = @error,
         updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+      WHERE id = @id AND ${G.held}`),
     dead: p(`
       UPDATE deliveries SET state = 'dead', last_status = @status, last_error = @error, dead_at = @now,
         updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+      WHERE id = @id AND ${G.held}`),
     release: p(`
       UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
         lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND state = 'sending' AND lease_owner = @owner`),
+      WHERE id = @id AND ${G.held}`),
     releaseAll: p(`
       UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
         lease_owner = NULL, lease_until = NULL
-      WHERE state = 'sending'`),
+      WHERE ${G.claimed}`),
+    releaseOwner: p(`
+      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
+        lease_owner = NULL, lease_until = NULL
+      WHERE ${G.held}`),
     retryOne: p<DeliveryRow>(`
       UPDATE deliveries SET state = 'pending', attempts = CASE WHEN state = 'dead' THEN 0 ELSE attempts END,
         next_attempt_at = @now, redriven_at = CASE WHEN state = 'dead' THEN @now ELSE redriven_at END,
         dead_at = NULL, updated_at = @now
-      WHERE id = @id AND state IN ('dead', 'pending') RETURNING *`),
+      WHERE id = @id AND ${G.retry} RETURNING *`),
     redrive: p<{ id: number }>(`
       UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = @now, redriven_at = @now,
         dead_at = NULL, updated_at = @now
-      WHERE state = 'dead' AND dead_at >= @since AND (@subscriber IS NULL OR subscriber = @subscriber)
+      WHERE ${G.redrive} AND dead_at >= @since AND (@subscriber IS NULL OR subscriber = @subscriber)
       RETURNING id`),
     // The head decides: rows behind it are due but wait for it, so their times do not count.
     nextDue: p<string | null>(`
       SELECT CASE WHEN state = 'pending' THEN next_attempt_at ELSE lease_until END FROM deliveries
-      WHERE subscriber = @subscriber AND state IN ('pending', 'sending') ORDER BY id LIMIT 1`).pluck(),
+      WHERE subscriber = @subscriber AND ${G.unsettled} ORDER BY id LIMIT 1`).pluck(),
   };
 };
 
@@ -92,11 +135,7 @@ export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[]
   const st = statements(sqlite);
   const rows: DeliveryRow[] = [];
   for (const head of st.head.all({ subscriber: c.subscriber, limit: c.limit })) {
-    const sendable =
-      head.state === 'pending'
-        ? head.next_attempt_at <= c.now
-        : head.lease_until !== null && head.lease_until < c.now;
-    if (!sendable) break;
+    if (!sendableNow(head, c.now)) break;
     const row = st.claimOne.get({ id: head.id, owner: c.owner, leaseUntil: c.leaseUntil, now: c.now });
     if (!row) break;
     rows.push(row);
@@ -104,6 +143,24 @@ export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[]
     if (row.attempts > 1) break;
   }
   return rows;
+}
+
+/**
+ * The same rule for a claimer that reads the head first and claims after (PostgreSQL's): the ids
+ * to take, in order, from head rows as they stand under the claimer's row locks (`null` for a row
+ * it could not lock: another claimer's, so it stops there). Pure.
+ */
+export function runToClaim(
+  heads: ReadonlyArray<{ id: number; attempts: number; head: DeliveryHead | null }>,
+  now: string,
+): number[] {
+  const ids: number[] = [];
+  for (const { id, attempts, head } of heads) {
+    if (!head || !sendableNow(head, now)) break;
+    ids.push(id);
+    if (attempts > 0) break;
+  }
+  return ids;
 }
 
 /** What an attempt's answer moves a claimed row to (see nextStep.ts). */
@@ -139,6 +196,11 @@ export function releaseDelivery(sqlite: Sqlite, d: { id: number; owner: string; 
  */
 export function releaseAllDeliveries(sqlite: Sqlite, nowIso: string): number {
   return statements(sqlite).releaseAll.run({ now: nowIso }).changes;
+}
+
+/** Hands back every row `owner` holds (a dead replica's); how many went back. */
+export function releaseOwnedDeliveries(sqlite: Sqlite, owner: string, nowIso: string): number {
+  return statements(sqlite).releaseOwner.run({ owner, now: nowIso }).changes;
 }
 
 /** A dead row back to pending (attempts reset), or a pending one made due now; undefined otherwise. */
