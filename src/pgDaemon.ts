@@ -121,6 +121,8 @@ export async function pgDaemonComponents(ctx: AppContext, replica: PgReplica): P
     { PgOperationsStore },
     { pgBackend },
     { loadPgPauseRecord },
+    { createSubscriberComponent },
+    { PgDeliveriesStore, pgDeliveriesAccess },
   ] = await Promise.all([
     import('./api/server.js'),
     import('./inbox/listener.js'),
@@ -133,6 +135,8 @@ export async function pgDaemonComponents(ctx: AppContext, replica: PgReplica): P
     import('./operations/pgStore.js'),
     import('./mirror/pg/pgBackend.js'),
     import('./outbox/pgPause.js'),
+    import('./subscribers/dispatcher.js'),
+    import('./subscribers/pgStore.js'),
   ]);
   const { pool } = replica.database;
   const { owner, subscribers } = replica;
@@ -156,10 +160,12 @@ export async function pgDaemonComponents(ctx: AppContext, replica: PgReplica): P
         mirrorReads: pgMirrorReads(pool),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, subscribers }),
         healthReads: pgHealthReads(pool),
+        deliveries: pgDeliveriesAccess(pool),
       }),
     ),
     createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { subscribers }) }),
     dispatcher,
+    createSubscriberComponent(ctx, { store: new PgDeliveriesStore(pool), owner, wakeOn: replica.signal }),
     createMirrorComponent(ctx, { syncRequests: syncs, backend: pgBackend(pool) }),
   ];
 }
