@@ -83,23 +83,29 @@ export async function holdLiveness(
 }
 
 /**
- * Hands back the claims of every dead owner other than `self`: for each distinct lease owner of a
- * `sending` row, try its lock; got it means its session is gone, so `release(owner)` runs (its own
- * transaction), then the lock is let go. An owner whose lock is held is alive and left alone.
- * Returns every row handed back, by id.
+ * Hands back the claims of every dead owner other than `self`: for each lease owner of a `sending`
+ * outbox row or delivery, or with a `replicas` row, try its lock; got it means its session is gone,
+ * so `release(owner)` runs (the caller's transactions: the outbox rows, the deliveries, or both),
+ * then its `replicas` row goes and the lock is let go. An owner whose lock is held is alive and left
+ * alone; so is one another replica is releasing at that moment (it holds the lock). Returns what
+ * `release` returned, one entry per dead owner, in the order they were found.
  */
-export async function releaseDeadPg<R extends { id: number }>(
+export async function releaseDeadPg<R>(
   pool: pg.Pool,
   self: string,
-  release: (owner: string) => Promise<R[]>,
+  release: (owner: string) => Promise<R>,
 ): Promise<R[]> {
   const client = await pool.connect();
   const released: R[] = [];
   try {
-    // Owners of claims, and replicas registered: a dead one's row goes too, claims or not.
+    // Owners of claims, and replicas registered: a dead one's row goes too, claims or not. Its
+    // deliveries count on their own: a release of its outbox rows alone (the store's releaseDead)
+    // drops its replicas row, and the next sweep must still find its deliveries.
     const { rows } = await client.query<{ owner: string }>(
       `SELECT lease_owner AS owner FROM outbox WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
-       UNION SELECT lease_owner FROM replicas WHERE lease_owner <> $1`,
+       UNION SELECT lease_owner FROM deliveries WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
+       UNION SELECT lease_owner FROM replicas WHERE lease_owner <> $1
+       ORDER BY owner`,
       [self],
     );
     for (const { owner } of rows) {
@@ -108,7 +114,7 @@ export async function releaseDeadPg<R extends { id: number }>(
       ]);
       if (!got.rows[0]?.ok) continue;
       try {
-        released.push(...(await release(owner)));
+        released.push(await release(owner));
         await client.query('DELETE FROM replicas WHERE lease_owner = $1', [owner]);
       } finally {
         await client.query(`SELECT pg_advisory_unlock(${KEY('$1')})`, [owner]);
@@ -117,5 +123,5 @@ export async function releaseDeadPg<R extends { id: number }>(
   } finally {
     client.release();
   }
-  return released.sort((a, b) => a.id - b.id);
+  return released;
 }
