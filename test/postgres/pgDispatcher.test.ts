@@ -1,13 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { pgOutboxHooks } from '../../src/outbox/pgHooks.js';
+import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { PERSONAL, tokenization } from '../outbox/fixtures.js';
+import { decision, webhook } from './inboxStores.js';
 
 /**
  * The real Dispatcher on the PostgreSQL operations store, sending to the simulator over loopback:
@@ -28,7 +32,9 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   sim.faults.clear();
-  await pgDb.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+  await pgDb.pool.query(
+    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events RESTART IDENTITY CASCADE',
+  );
 });
 afterAll(async () => {
   await sim?.close();
@@ -53,10 +59,10 @@ function pgDispatcher(options: DispatcherOptions = {}) {
   const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
   const component = createDispatcherComponent(ctx, { store, owner: OWNER, ...options });
   /** Queues tokenizations through the same validation as the API, each on its unit. */
-  const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number }>) =>
+  const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number; extra?: Record<string, unknown> }>) =>
     store.insert(
-      ops.map(({ ref, unit }) => {
-        const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit }));
+      ops.map(({ ref, unit, extra }) => {
+        const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit, ...extra }));
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
         return prepared.params;
       }),
@@ -158,5 +164,31 @@ describe('Dispatcher on the PostgreSQL store', () => {
       ctx.operator().close();
       ctx.dispose();
     }
+  });
+
+  it('with pgOutboxHooks, applies a decision that arrived before its row was accepted right after the accept', async () => {
+    // The operator decided before its 202 was recorded (here: before the row was queued), quoting the user.
+    const early = await new PgInboxStore(pgDb.pool).receive(
+      webhook('wh-early-1', decision('pg-early-1', 'approved', `ok for ${PERSONAL.originUserName}`)),
+    );
+    expect(early.outcome).toBe('pending');
+    const { ctx, component, enqueue } = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    await enqueue([{ ref: 'pg-early-1', unit: 1, extra: PERSONAL }]);
+    try {
+      await component.start();
+      await waitFor('the row sent', (s) => !s.byState.queued && !s.byState.sending);
+      // Stop waits for the send, its settle and the hook after it; no inbox sweep runs in this test.
+      await component.stop();
+    } finally {
+      ctx.operator().close();
+      ctx.dispose();
+    }
+    // Applied, and the user's name the reason quoted masked once the row's values were known.
+    const { rows } = await pgDb.pool.query(
+      `SELECT o.state, e.outcome, e.reason FROM outbox o JOIN webhook_events e USING ("marketplaceTransactionRef")`,
+    );
+    expect(rows).toEqual([{ state: 'approved', outcome: 'applied', reason: `ok for ${REDACTED}` }]);
+    const feed = await pgDb.pool.query("SELECT kind FROM changes WHERE resource = 'operations' ORDER BY seq");
+    expect(feed.rows.map((r) => r.kind)).toEqual(['queued', 'accepted', 'approved']);
   });
 });
