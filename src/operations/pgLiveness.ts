@@ -52,6 +52,12 @@ export async function holdLiveness(
   const { owner } = replica;
   await client.connect();
   try {
+    // A host that vanishes sends no FIN: with the server's default keepalive (hours, from the OS)
+    // its session, and so its lock, would outlive it that long. Probes after 10 s idle, 5 s apart,
+    // 3 lost: the server ends the session in about 25 s and the others take its work back.
+    await client.query(
+      'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3',
+    );
     const { rows } = await client.query<{ ok: boolean; pid: number }>(
       `SELECT pg_try_advisory_lock(${KEY('$1')}) AS ok, pg_backend_pid() AS pid`,
       [owner],
