@@ -5,13 +5,16 @@ import pg from 'pg';
  * owner on a connection of its own for as long as it lives; the server drops the lock when that
  * connection goes (process killed, host gone, backend terminated). So a free lock means a dead
  * owner, and its claims can come back at once instead of after their lease: `releaseDeadPg`, run
- * by every replica at start and periodically, tries each other owner's lock and hands back the
- * rows of those it gets (and drops their `replicas` row). Hold the liveness lock before the first
- * claim; heartbeat through it so `replicas` shows who is up.
+ * by every replica at start and every sweep (pgPresence.ts), tries each other owner's lock and
+ * hands back the work of those it gets (and drops their `replicas` row). Hold the liveness lock
+ * before the first claim; heartbeat through it so `replicas` shows who is up.
  */
 
 /** The lock key of a lease owner (SQL expression over the owner's name in `param`). */
 const KEY = (param: string) => `hashtextextended(${param}, 0)`;
+
+/** How long a statement on the liveness session may take before it counts as failed (ms). */
+export const LIVENESS_QUERY_TIMEOUT_MS = 10_000;
 
 /** A replica's liveness: a dedicated connection holding its owner's session lock. */
 export interface ReplicaLiveness {
@@ -46,8 +49,15 @@ export async function holdLiveness(
   replica: ReplicaInfo,
   onLost: (err: Error) => void = () => {},
 ): Promise<ReplicaLiveness> {
-  // Not a pooled connection: the pool could hand it to others or close it when idle.
-  const client = new pg.Client(pool.options);
+  // Not a pooled connection: the pool could hand it to others or close it when idle. A heartbeat
+  // on a connection cut without a FIN would wait forever: after the timeout it fails, the replica
+  // takes itself for lost and re-takes its lock, and a stop is not held up by it.
+  // The pool keeps its password non-enumerable (out of logs): a spread would drop it.
+  const client = new pg.Client({
+    ...pool.options,
+    password: pool.options.password,
+    query_timeout: LIVENESS_QUERY_TIMEOUT_MS,
+  });
   client.on('error', onLost);
   const { owner } = replica;
   await client.connect();
