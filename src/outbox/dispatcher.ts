@@ -104,7 +104,7 @@ export class Dispatcher {
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
     this.scrubs = this.hooks && new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log);
-    this.pause = new AuthPause(ctx, this.policy, this.random);
+    this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -112,7 +112,6 @@ export class Dispatcher {
     if (this.running) return;
     this.stopping = false;
     this.cancel = new AbortController();
-    this.pause.restore(this.clock.now());
     this.running = this.loop();
   }
 
@@ -155,6 +154,7 @@ export class Dispatcher {
   }
 
   private async loop(): Promise<void> {
+    await this.pause.restore(this.clock.now());
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
@@ -181,6 +181,7 @@ export class Dispatcher {
     }
     await Promise.allSettled([...this.inflight]);
     await this.scrubs?.settled();
+    await this.pause.recorded();
   }
 
   private track(task: Promise<void>): void {

@@ -5,13 +5,14 @@ import type { DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
 import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
+import { type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { scrubFinishedRows } from './scrub.js';
 import { acceptedInboxEffects } from './settle.js';
 
 /**
  * What the dispatcher does beside the operations store seam, on the same database: the webhook
- * inbox's side of an accepted row (decisions that arrived before it was accepted) and the scrub
- * of finished rows' personal fields. One per dialect: {@link sqliteOutboxHooks}, and
+ * inbox's side of an accepted row (decisions that arrived before it was accepted), the scrub
+ * of finished rows' personal fields, and the record of an auth pause. One per dialect: {@link sqliteOutboxHooks}, and
  * `pgOutboxHooks` (pgHooks.ts).
  */
 export interface OutboxHooks {
@@ -25,6 +26,8 @@ export interface OutboxHooks {
   afterAccepted(row: OperationRow, nowIso: string, settled: Promise<boolean>): Promise<DecisionEffect[]>;
   /** Scrubs the personal fields of rows finished at least `afterDays` ago; resolves with how many. */
   scrubFinished(nowMs: number, afterDays: number): Promise<number>;
+  /** Where the auth pause is recorded, for `vcu-sync status` and the next start. */
+  pause: PauseRecord;
 }
 
 /** The hooks on the SQLite database the dispatcher's default store uses. */
@@ -35,6 +38,7 @@ export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
       commitQueueFor(sqlite).submit(() => acceptedInboxEffects(sqlite, row, nowIso), DISPATCHER_WORK),
     // Synchronous as before: the work is done when the call returns.
     scrubFinished: async (nowMs, afterDays) => scrubFinishedRows(sqlite, nowMs, afterDays),
+    pause: sqlitePauseRecord(sqlite),
   };
 }
 

@@ -29,15 +29,39 @@ export interface OutboxPause {
   since: string;
 }
 
-/** The current pause, or null when sending runs. */
-export function readPause(sqlite: Sqlite): OutboxPause | null {
-  const row = statements(sqlite).get.get(PAUSE_KEY);
+/**
+ * Where a dispatcher keeps its pause record: `daemon_state` of the outbox's database (SQLite's
+ * below, PostgreSQL's in pgHooks.ts). SQLite's does its work when called; its promises are settled.
+ */
+export interface PauseRecord {
+  read(): Promise<OutboxPause | null>;
+  /** Records the pause; an existing one keeps its `since`. Resolves with what is recorded. */
+  write(pause: OutboxPause, nowIso: string): Promise<OutboxPause>;
+  clear(): Promise<void>;
+}
+
+/** The pause of a `daemon_state` row as stored (pure: both stores). */
+export function pauseOf(row: { value: string; updated_at: string } | undefined): OutboxPause | null {
   if (!row) return null;
   try {
     return JSON.parse(row.value) as OutboxPause;
   } catch {
     return { reason: 'unreadable pause record', status: null, since: row.updated_at };
   }
+}
+
+/** The pause record in a SQLite database's `daemon_state`. */
+export function sqlitePauseRecord(sqlite: Sqlite): PauseRecord {
+  return {
+    read: async () => readPause(sqlite),
+    write: async (pause, nowIso) => writePause(sqlite, pause, nowIso),
+    clear: async () => clearPause(sqlite),
+  };
+}
+
+/** The current pause, or null when sending runs. */
+export function readPause(sqlite: Sqlite): OutboxPause | null {
+  return pauseOf(statements(sqlite).get.get(PAUSE_KEY));
 }
 
 /** Records the pause; an existing one keeps its `since`. */

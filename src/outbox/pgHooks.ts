@@ -2,10 +2,12 @@ import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import { inPgTransaction } from '../db/pg.js';
 import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
+import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
 import type { OutboxHooks } from './hooks.js';
+import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
 import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
 import { maskerFor } from './settle.js';
 
@@ -32,6 +34,36 @@ export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {})
       );
     },
     scrubFinished: (nowMs, afterDays) => scrubFinishedPg(pool, nowMs, afterDays),
+    pause: pgPauseRecord(pool),
+  };
+}
+
+/** The pause record (pause.ts) in PostgreSQL's `daemon_state`, shared by every replica. */
+export function pgPauseRecord(pool: pg.Pool): PauseRecord {
+  const read = async (client: pg.Pool | pg.ClientBase, lock = '') =>
+    pauseOf(
+      (
+        await client.query<{ value: string; updated_at: string }>(
+          `SELECT value, ${iso('updated_at')} AS updated_at FROM daemon_state WHERE key = $1 ${lock}`,
+          [PAUSE_KEY],
+        )
+      ).rows[0],
+    );
+  return {
+    read: () => read(pool),
+    write: (pause, nowIso) =>
+      inPgTransaction(pool, async (client) => {
+        const kept = { ...pause, since: (await read(client, 'FOR UPDATE'))?.since ?? pause.since };
+        await client.query(
+          `INSERT INTO daemon_state (key, value, updated_at) VALUES ($1, $2, $3)
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+          [PAUSE_KEY, JSON.stringify(kept), nowIso],
+        );
+        return kept;
+      }),
+    clear: async () => {
+      await pool.query('DELETE FROM daemon_state WHERE key = $1', [PAUSE_KEY]);
+    },
   };
 }
 

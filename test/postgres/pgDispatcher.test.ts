@@ -5,7 +5,7 @@ import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
-import { pgOutboxHooks } from '../../src/outbox/pgHooks.js';
+import { pgOutboxHooks, pgPauseRecord } from '../../src/outbox/pgHooks.js';
 import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
@@ -33,7 +33,7 @@ beforeAll(async () => {
 afterEach(async () => {
   sim.faults.clear();
   await pgDb.pool.query(
-    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events RESTART IDENTITY CASCADE',
+    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events, daemon_state RESTART IDENTITY CASCADE',
   );
 });
 afterAll(async () => {
@@ -57,7 +57,15 @@ function pgDispatcher(options: DispatcherOptions = {}) {
     },
   });
   const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
-  const component = createDispatcherComponent(ctx, { store, owner: OWNER, ...options });
+  // As createPgAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
+  const pgCtx: typeof ctx = Object.create(ctx, {
+    database: {
+      get() {
+        throw new Error('the dispatcher reached for a SQLite database on PostgreSQL');
+      },
+    },
+  });
+  const component = createDispatcherComponent(pgCtx, { store, owner: OWNER, ...options });
   /** Queues tokenizations through the same validation as the API, each on its unit. */
   const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number; extra?: Record<string, unknown> }>) =>
     store.insert(
@@ -190,5 +198,41 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(rows).toEqual([{ state: 'approved', outcome: 'applied', reason: `ok for ${REDACTED}` }]);
     const feed = await pgDb.pool.query("SELECT kind FROM changes WHERE resource = 'operations' ORDER BY seq");
     expect(feed.rows.map((r) => r.kind)).toEqual(['queued', 'accepted', 'approved']);
+  });
+
+  it('with pgOutboxHooks, a 401 pause is recorded in PostgreSQL, picked up by the next start and cleared by its probe', async () => {
+    const record = pgPauseRecord(pgDb.pool);
+    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    await first.enqueue([{ ref: 'pg-auth-1', unit: 1 }]);
+    try {
+      await first.component.start();
+      // The record is what `vcu-sync status` on PostgreSQL reads (daemon_state 'outbox.paused').
+      for (let i = 0; i < 2_000 && (await record.read()) === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      // Its clock never moves: no probe goes, the row waits queued with its attempt given back.
+      await first.component.stop();
+    } finally {
+      first.ctx.operator().close();
+      first.ctx.dispose();
+    }
+    expect(await record.read()).toMatchObject({ status: 401 });
+    expect(first.component.dispatcher.paused).toMatchObject({ status: 401 });
+    expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
+
+    // Another start (or replica) finds the pause, probes at once, and the success clears it for all.
+    const second = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    try {
+      await second.component.start();
+      await waitFor('the row accepted', (s) => s.byState.accepted === 1);
+      await second.component.stop();
+    } finally {
+      second.ctx.operator().close();
+      second.ctx.dispose();
+    }
+    expect(second.component.dispatcher.paused).toBeNull();
+    expect(await record.read()).toBeNull();
+    const statuses = sim.notifications.filter((n) => n.ref === 'pg-auth-1').map((n) => n.status);
+    expect(statuses).toEqual([401, 202]);
   });
 });
