@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from './clock.js';
 import { type Config, requireOperator } from './config.js';
 import { type OpenDatabase, openDatabase } from './db/open.js';
-import { refuseUntilPostgresStore } from './db/pgConfig.js';
+import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
@@ -109,7 +109,7 @@ export function createAppContext(
   log: Logger,
   options: CreateContextOptions = {},
 ): AppContext {
-  refuseUntilPostgresStore(config);
+  refuseSqliteUnderPostgres(config);
   const database = openDatabase(config.database.path, {
     migrate: options.migrate ?? true,
     synchronous: config.database.synchronous,

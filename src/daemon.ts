@@ -6,7 +6,7 @@ import { observeCommitWaits } from './db/commitQueue.js';
 import { databaseFaultsFor } from './db/faults.js';
 import { prepareDaemonDatabase } from './db/integrity.js';
 import { acquireOwnership } from './db/ownership.js';
-import { refuseUntilPostgresStore } from './db/pgConfig.js';
+import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { feedHead } from './feed/queries.js';
 import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
@@ -53,7 +53,7 @@ export interface OwnedContext {
  * once. Throws a UserError naming the database and the running daemon's pid when another owns it.
  */
 export async function openDaemonContext(config: Config, log: Logger): Promise<OwnedContext> {
-  refuseUntilPostgresStore(config);
+  refuseSqliteUnderPostgres(config);
   const ownership = await acquireOwnership(config.database.path);
   let ctx: AppContext;
   try {

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { pgMirrorReads } from './api/pgMirrorQueries.js';
+import { createApiComponent, routeRegistrars } from './api/server.js';
+import { isoAt } from './clock.js';
 import type { Config } from './config.js';
 import { type AppContext, type Component, createPgAppContext } from './context.js';
 import { ChangeSignal } from './db/changeSignal.js';
@@ -8,7 +11,19 @@ import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { instanceName } from './health/identity.js';
+import { pgHealthReads } from './health/pgSnapshot.js';
+import { createWebhookComponent } from './inbox/listener.js';
+import { PgInboxStore } from './inbox/pgStore.js';
 import type { Logger } from './log.js';
+import { pgBackend } from './mirror/pg/pgBackend.js';
+import { createMirrorComponent } from './mirror/scheduler.js';
+import { type ReplicaPresence, startReplicaPresence } from './operations/pgPresence.js';
+import { PgOperationsStore } from './operations/pgStore.js';
+import { createDispatcherComponent } from './outbox/dispatcher.js';
+import { pgOutbox } from './outbox/pgAccess.js';
+import { pgOutboxHooks } from './outbox/pgHooks.js';
+import { createSubscriberComponent } from './subscribers/dispatcher.js';
+import { PgDeliveriesStore, pgDeliveriesAccess } from './subscribers/pgStore.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
 
@@ -104,53 +119,71 @@ export function createFeedListenerComponent(ctx: Pick<AppContext, 'log'>, replic
 }
 
 /**
+ * The replica's presence as a component: started first, so its liveness lock is held before the
+ * first claim (and dead replicas' claims are back before this one claims), and stopped last, after
+ * the dispatchers handed their own claims back. What a dead replica held comes back through
+ * `releaseOwner`: its operations and its subscriber deliveries; then `wake` runs.
+ */
+function createPresenceComponent(
+  ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
+  replica: PgReplica,
+  stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
+  wake: () => void,
+): Component {
+  let presence: ReplicaPresence | undefined;
+  return {
+    name: 'presence',
+    async start() {
+      presence = await startReplicaPresence({
+        pool: replica.database.pool,
+        replica: {
+          owner: replica.owner,
+          name: instanceName(ctx.config),
+          holds: REPLICA_RUNS,
+          now: isoAt(ctx.clock.now()),
+        },
+        log: ctx.log,
+        releaseOwner: async (owner, nowIso) =>
+          (await stores.operations.releaseOwner(owner, nowIso)).length +
+          (await stores.deliveries.releaseOwner(owner, nowIso)),
+        onReleased: wake,
+      });
+    },
+    async stop() {
+      await presence?.stop();
+      presence = undefined;
+    },
+  };
+}
+
+/** What a replica runs, as its `replicas` row says: everything the daemon does. */
+const REPLICA_RUNS = 'api,webhooks,outbox,deliveries,mirror';
+
+/**
  * The replica's components in start order, wired as defaultComponents (daemon.ts) wires SQLite's:
  * the API's enqueue and retry wake the dispatcher, and so does any replica's commit to the feed
  * (a row queued through another replica's API is claimed here without waiting for the poll).
  */
-export async function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Promise<Component[]> {
-  const [
-    { createApiComponent, routeRegistrars },
-    { createWebhookComponent },
-    { createDispatcherComponent },
-    { createMirrorComponent },
-    { pgMirrorReads },
-    { pgOutbox },
-    { pgHealthReads },
-    { PgInboxStore },
-    { PgOperationsStore },
-    { pgBackend },
-    { loadPgPauseRecord },
-    { createSubscriberComponent },
-    { PgDeliveriesStore, pgDeliveriesAccess },
-  ] = await Promise.all([
-    import('./api/server.js'),
-    import('./inbox/listener.js'),
-    import('./outbox/dispatcher.js'),
-    import('./mirror/scheduler.js'),
-    import('./api/pgMirrorQueries.js'),
-    import('./outbox/pgAccess.js'),
-    import('./health/pgSnapshot.js'),
-    import('./inbox/pgStore.js'),
-    import('./operations/pgStore.js'),
-    import('./mirror/pg/pgBackend.js'),
-    import('./outbox/pgPause.js'),
-    import('./subscribers/dispatcher.js'),
-    import('./subscribers/pgStore.js'),
-  ]);
+export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Component[] {
   const { pool } = replica.database;
-  const { owner, subscribers } = replica;
+  const { owner, subscribers, signal } = replica;
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
+  const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
+  const deliveries = new PgDeliveriesStore(pool);
   const dispatcher = createDispatcherComponent(ctx, {
     requestSync,
     owner,
-    store: new PgOperationsStore(pool, { leaseOwner: owner, subscribers }),
-    sqliteHooks: null,
-    pauseRecord: await loadPgPauseRecord(pool, ctx.log),
+    store: operations,
+    hooks: pgOutboxHooks(pool, { subscribers }),
   });
-  replica.signal.listen(() => dispatcher.wake());
+  const subscriberDispatcher = createSubscriberComponent(ctx, { store: deliveries, owner, wakeOn: signal });
+  signal.listen(() => dispatcher.wake());
   return [
+    createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
+      dispatcher.wake();
+      subscriberDispatcher.dispatcher.wake();
+    }),
     createFeedListenerComponent(ctx, replica),
     createApiComponent(
       ctx,
@@ -165,7 +198,7 @@ export async function pgDaemonComponents(ctx: AppContext, replica: PgReplica): P
     ),
     createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { subscribers }) }),
     dispatcher,
-    createSubscriberComponent(ctx, { store: new PgDeliveriesStore(pool), owner, wakeOn: replica.signal }),
+    subscriberDispatcher,
     createMirrorComponent(ctx, { syncRequests: syncs, backend: pgBackend(pool) }),
   ];
 }

@@ -22,7 +22,7 @@ async function openStore(config: Config, log: Logger): Promise<RunningStore> {
   const { openPgDaemonContext, pgDaemonComponents } = await import('../pgDaemon.js');
   const opened = await openPgDaemonContext(config, url, log);
   try {
-    return { ...opened, components: await pgDaemonComponents(opened.ctx, opened.replica) };
+    return { ...opened, components: pgDaemonComponents(opened.ctx, opened.replica) };
   } catch (err) {
     await opened.close();
     throw err;

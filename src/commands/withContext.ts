@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
-import { refuseUntilPostgresStore } from '../db/pgConfig.js';
+import { refuseSqliteUnderPostgres } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -40,7 +40,7 @@ export async function withContext<T>(
   fn: (ctx: AppContext) => Promise<T>,
   options: WithContextOptions = {},
 ): Promise<T> {
-  refuseUntilPostgresStore(config);
+  refuseSqliteUnderPostgres(config);
   if (!options.create) requireDatabase(config);
   const log = createLogger({ level: config.log.level, fd: 2 });
   const ctx = createAppContext(config, log, { metrics: options.metrics });

@@ -90,13 +90,14 @@ export function pgConnection(url: string, options: PgConnectionOptions = {}): Pg
 }
 
 /**
- * Until the PostgreSQL store exists, the commands that keep or read data refuse a configuration
- * that selects it, instead of silently using SQLite at `database.path`. Exit 78.
+ * A guard on the paths that open SQLite at `database.path` (the SQLite context, the daemon's file
+ * ownership): with `database.url` set every command runs on PostgreSQL, so reaching one of them is
+ * a bug, refused (exit 78) rather than quietly writing a SQLite file nobody reads.
  */
-export function refuseUntilPostgresStore(config: Pick<Config, 'database'>): void {
+export function refuseSqliteUnderPostgres(config: Pick<Config, 'database'>): void {
   if (!config.database.url) return;
   throw new UserError(
-    'database.url is set (PostgreSQL), but in this version only `vcu-sync db migrate`, `sync`, `status`, `enqueue`, `outbox` and `deliveries` work on PostgreSQL, every other command on SQLite; unset database.url / VCU_SYNC_DATABASE_URL to use SQLite at database.path',
+    'database.url is set (PostgreSQL), but this command opened SQLite at database.path; please report it, and unset database.url / VCU_SYNC_DATABASE_URL to use SQLite meanwhile',
     EXIT_CONFIG,
   );
 }

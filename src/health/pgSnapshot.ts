@@ -3,7 +3,7 @@ import { NO_FAULTS } from '../db/faults.js';
 import { inPgTransaction } from '../db/pg.js';
 import { errorMessage } from '../errors.js';
 import { iso } from '../operations/pgRows.js';
-import { type OutboxPause, PAUSE_KEY, parsePauseValue } from '../outbox/pause.js';
+import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import type { SubscriberBacklog } from '../subscribers/reads.js';
 import {
   type HealthReads,
@@ -112,7 +112,7 @@ async function outboxFacts(client: Client, window: SnapshotWindow) {
   return {
     byState,
     oldestQueuedAt: times?.queued ?? null,
-    paused: pause ? pausedSince(parsePauseValue(pause.value, pause.since)) : null,
+    paused: pausedSince(pauseOf(pause && { value: pause.value, updated_at: pause.since })),
     awaitingDecision: times?.awaiting ?? 0,
     oldestAwaitingAt: times?.oldest ?? null,
     oldestAcceptedAt: times?.accepted ?? null,
@@ -121,7 +121,7 @@ async function outboxFacts(client: Client, window: SnapshotWindow) {
   } satisfies HealthSnapshot['outbox'];
 }
 
-const pausedSince = (p: OutboxPause) => ({ reason: p.reason, since: p.since });
+const pausedSince = (p: ReturnType<typeof pauseOf>) => p && { reason: p.reason, since: p.since };
 
 async function rejectionFacts(client: Client, window: SnapshotWindow): Promise<HealthSnapshot['rejections']> {
   const [since] = await rows<{ n: number }>(

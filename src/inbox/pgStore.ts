@@ -336,8 +336,11 @@ async function addCustodyIds(
   return rowCount ?? 0;
 }
 
-/** maskEventsOf (mask.ts) inside the caller's transaction. */
-async function maskEvents(client: pg.ClientBase, ref: string, mask: Masker): Promise<number> {
+/**
+ * maskEventsOf (mask.ts) inside the caller's transaction: the store's maskEventsOf, and the
+ * outbox's scrub (outbox/pgHooks.ts), which masks a batch's events in the batch's transaction.
+ */
+export async function maskEvents(client: pg.ClientBase, ref: string, mask: Masker): Promise<number> {
   const { rows } = await client.query<EventText>(
     `SELECT id::float8 AS id, body, reason FROM webhook_events WHERE ${REF} = $1 ORDER BY id FOR UPDATE`,
     [ref],

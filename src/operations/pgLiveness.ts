@@ -5,13 +5,16 @@ import pg from 'pg';
  * owner on a connection of its own for as long as it lives; the server drops the lock when that
  * connection goes (process killed, host gone, backend terminated). So a free lock means a dead
  * owner, and its claims can come back at once instead of after their lease: `releaseDeadPg`, run
- * by every replica at start and periodically, tries each other owner's lock and hands back the
- * rows of those it gets (and drops their `replicas` row). Hold the liveness lock before the first
- * claim; heartbeat through it so `replicas` shows who is up.
+ * by every replica at start and every sweep (pgPresence.ts), tries each other owner's lock and
+ * hands back the work of those it gets (and drops their `replicas` row). Hold the liveness lock
+ * before the first claim; heartbeat through it so `replicas` shows who is up.
  */
 
 /** The lock key of a lease owner (SQL expression over the owner's name in `param`). */
 const KEY = (param: string) => `hashtextextended(${param}, 0)`;
+
+/** How long a statement on the liveness session may take before it counts as failed (ms). */
+export const LIVENESS_QUERY_TIMEOUT_MS = 10_000;
 
 /** A replica's liveness: a dedicated connection holding its owner's session lock. */
 export interface ReplicaLiveness {
@@ -46,12 +49,25 @@ export async function holdLiveness(
   replica: ReplicaInfo,
   onLost: (err: Error) => void = () => {},
 ): Promise<ReplicaLiveness> {
-  // Not a pooled connection: the pool could hand it to others or close it when idle.
-  const client = new pg.Client(pool.options);
+  // Not a pooled connection: the pool could hand it to others or close it when idle. A heartbeat
+  // on a connection cut without a FIN would wait forever: after the timeout it fails, the replica
+  // takes itself for lost and re-takes its lock, and a stop is not held up by it.
+  // The pool keeps its password non-enumerable (out of logs): a spread would drop it.
+  const client = new pg.Client({
+    ...pool.options,
+    password: pool.options.password,
+    query_timeout: LIVENESS_QUERY_TIMEOUT_MS,
+  });
   client.on('error', onLost);
   const { owner } = replica;
   await client.connect();
   try {
+    // A host that vanishes sends no FIN: with the server's default keepalive (hours, from the OS)
+    // its session, and so its lock, would outlive it that long. Probes after 10 s idle, 5 s apart,
+    // 3 lost: the server ends the session in about 25 s and the others take its work back.
+    await client.query(
+      'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3',
+    );
     const { rows } = await client.query<{ ok: boolean; pid: number }>(
       `SELECT pg_try_advisory_lock(${KEY('$1')}) AS ok, pg_backend_pid() AS pid`,
       [owner],
@@ -83,25 +99,29 @@ export async function holdLiveness(
 }
 
 /**
- * Hands back the claims of every dead owner other than `self`: for each distinct lease owner of a
- * `sending` row, try its lock; got it means its session is gone, so `release(owner)` runs (its own
- * transaction), then the lock is let go. An owner whose lock is held is alive and left alone.
- * Returns every row handed back, by id.
+ * Hands back the claims of every dead owner other than `self`: for each lease owner of a `sending`
+ * outbox row or delivery, or with a `replicas` row, try its lock; got it means its session is gone,
+ * so `release(owner)` runs (the caller's transactions: the outbox rows, the deliveries, or both),
+ * then its `replicas` row goes and the lock is let go. An owner whose lock is held is alive and left
+ * alone; so is one another replica is releasing at that moment (it holds the lock). Returns what
+ * `release` returned, one entry per dead owner, in the order they were found.
  */
-export async function releaseDeadPg<R extends { id: number }>(
+export async function releaseDeadPg<R>(
   pool: pg.Pool,
   self: string,
-  release: (owner: string) => Promise<R[]>,
+  release: (owner: string) => Promise<R>,
 ): Promise<R[]> {
   const client = await pool.connect();
   const released: R[] = [];
   try {
-    // Owners of claims (operations and subscriber deliveries), and replicas registered: a dead
-    // one's row goes too, claims or not.
+    // Owners of claims, and replicas registered: a dead one's row goes too, claims or not. Its
+    // deliveries count on their own: a release of its outbox rows alone (the store's releaseDead)
+    // drops its replicas row, and the next sweep must still find its deliveries.
     const { rows } = await client.query<{ owner: string }>(
       `SELECT lease_owner AS owner FROM outbox WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
        UNION SELECT lease_owner FROM deliveries WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
-       UNION SELECT lease_owner FROM replicas WHERE lease_owner <> $1`,
+       UNION SELECT lease_owner FROM replicas WHERE lease_owner <> $1
+       ORDER BY owner`,
       [self],
     );
     for (const { owner } of rows) {
@@ -110,7 +130,7 @@ export async function releaseDeadPg<R extends { id: number }>(
       ]);
       if (!got.rows[0]?.ok) continue;
       try {
-        released.push(...(await release(owner)));
+        released.push(await release(owner));
         await client.query('DELETE FROM replicas WHERE lease_owner = $1', [owner]);
       } finally {
         await client.query(`SELECT pg_advisory_unlock(${KEY('$1')})`, [owner]);
@@ -119,5 +139,5 @@ export async function releaseDeadPg<R extends { id: number }>(
   } finally {
     client.release();
   }
-  return released.sort((a, b) => a.id - b.id);
+  return released;
 }

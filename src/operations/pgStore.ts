@@ -188,10 +188,19 @@ export class PgOperationsStore implements OperationsStore {
     return this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, null));
   }
 
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return releaseDeadPg(this.pool, this.options.leaseOwner, (owner) =>
-      this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, owner)),
+  async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+    const perOwner = await releaseDeadPg(this.pool, this.options.leaseOwner, (owner) =>
+      this.releaseOwner(owner, nowIso),
     );
+    return perOwner.flat().sort((a, b) => a.id - b.id);
+  }
+
+  /**
+   * Hands back every row `owner` holds (one transaction). Only for an owner known dead: the
+   * replica presence's sweep (pgPresence.ts) calls it under that owner's liveness lock.
+   */
+  releaseOwner(owner: string, nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+    return this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, owner));
   }
 
   recordDecision(d: DecisionRecord): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { isoAt } from '../clock.js';
+import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { backoffDelayMs } from './backoff.js';
 import type { AttemptOutcome, NextStep, RetryPolicy } from './nextStep.js';
@@ -18,20 +19,21 @@ export function pauseMove(paused: boolean, next: NextStep, outcome: AttemptOutco
 }
 
 /**
- * The dispatcher's pause after the operator refused our credentials. The record lives in
- * `daemon_state` (see pause.ts) so other processes see it; the probe backoff lives here, per process.
+ * The dispatcher's pause after the operator refused our credentials. The state in force is this
+ * object's; its record lives in `daemon_state` (see pause.ts; none when `record` is null) so other
+ * processes see it, written in the order the moves happen; the probe backoff lives here, per process.
  */
 export class AuthPause {
   private current: OutboxPause | null = null;
   private failures = 0;
   private probeAt = 0;
+  private writes: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly ctx: { log: Logger },
+    private readonly log: Logger,
+    private readonly record: PauseRecord | null,
     private readonly policy: RetryPolicy,
     private readonly random: () => number,
-    /** Where the pause is kept for other processes (status) and the next start. */
-    private readonly record: PauseRecord,
   ) {}
 
   /** The pause in force, or null when sending runs. */
@@ -45,9 +47,39 @@ export class AuthPause {
   }
 
   /** Picks up a pause an earlier process left behind, to be probed at once. */
-  restore(nowMs: number): void {
-    this.current = this.record.read();
+  async restore(nowMs: number): Promise<void> {
     this.probeAt = nowMs;
+    try {
+      this.current = (await this.record?.read()) ?? null;
+    } catch (err) {
+      // Sending starts unpaused; a refusal pauses it again at the first attempt.
+      this.log.error(
+        { event: 'outbox.pause.read_error', err },
+        `could not read the sending pause record: ${errorMessage(err)}`,
+      );
+    }
+  }
+
+  /** Resolves once the record's writes so far are done. */
+  async recorded(): Promise<void> {
+    await this.writes;
+  }
+
+  /** Queues a write of the record: after the ones before it; a failure is logged (the state here holds). */
+  private persist(work: (record: PauseRecord) => Promise<unknown>): void {
+    const record = this.record;
+    if (!record) return;
+    this.writes = this.writes
+      .then(() => work(record))
+      .then(
+        () => {},
+        (err: unknown) => {
+          this.log.warn(
+            { event: 'outbox.pause.record_error', err },
+            `could not record the sending pause: ${errorMessage(err)}`,
+          );
+        },
+      );
   }
 
   /** Moves the pause for one settled attempt; false for a refusal, which the pause reports instead of the step. */
@@ -55,8 +87,8 @@ export class AuthPause {
     const move = pauseMove(this.current !== null, next, outcome);
     if (move === 'none') return true;
     if (move === 'resumed' && this.current) {
-      this.record.clear();
-      this.ctx.log.info(
+      this.persist((record) => record.clear());
+      this.log.info(
         { event: 'outbox.resumed', pausedSince: this.current.since },
         'operator accepts our credentials again: sending resumed',
       );
@@ -69,11 +101,14 @@ export class AuthPause {
     if (move === 'still-paused') return true;
     // A refusal is always a queued step; the check only narrows the type.
     if (!this.current && next.state === 'queued') {
-      this.current = this.record.write(
-        { reason: next.error, status: next.status, since: isoAt(nowMs) },
-        isoAt(nowMs),
-      );
-      this.ctx.log.error(
+      const pause = { reason: next.error, status: next.status, since: isoAt(nowMs) };
+      this.current = pause;
+      this.persist(async (record) => {
+        const kept = await record.write(pause, isoAt(nowMs));
+        // An older record keeps its `since`.
+        if (this.current === pause) this.current = kept;
+      });
+      this.log.error(
         { event: 'outbox.paused', status: next.status, reason: next.error },
         `operator refused our credentials (${next.status}): sending paused for all rows until a probe succeeds`,
       );

@@ -13,10 +13,10 @@ import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
+import { type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
-import { type OutboxPause, type PauseRecord, sqlitePauseRecord } from './pause.js';
+import type { OutboxPause } from './pause.js';
 import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
-import { type OutboxSqliteHooks, sqliteOutboxHooks } from './sqliteHooks.js';
 import { WakeableSleep } from './wakeableSleep.js';
 
 /** What the dispatcher needs from the daemon. */
@@ -50,13 +50,11 @@ export interface DispatcherOptions {
    */
   store?: OperationsStore;
   /**
-   * The inbox side of an accepted row and the scrub of finished rows, which only SQLite has so far;
-   * null runs without them (default: the SQLite hooks over ctx.database when `store` is not given,
-   * else null).
+   * The inbox side of an accepted row and the scrub of finished rows, on the store's database
+   * (`pgOutboxHooks` beside a PostgreSQL store); null runs without them (default: the SQLite hooks
+   * over ctx.database when `store` is not given, else null).
    */
-  sqliteHooks?: OutboxSqliteHooks | null;
-  /** Where an auth pause is recorded (default: `daemon_state` in ctx.database; ./pgPause.ts for PostgreSQL). */
-  pauseRecord?: PauseRecord;
+  hooks?: OutboxHooks | null;
 }
 
 /**
@@ -75,14 +73,14 @@ export class Dispatcher {
    * write. A settle, its inbox effects and its refill claim are submitted in one turn to share it.
    */
   private readonly store: OperationsStore;
-  private readonly hooks: OutboxSqliteHooks | null;
+  private readonly hooks: OutboxHooks | null;
+  private readonly scrubs: ScrubSchedule | null;
   private readonly inflight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
   private stopping = false;
   private cancel = new AbortController();
   private readonly idle = new WakeableSleep();
   private readonly pause: AuthPause;
-  private lastScrubMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly ctx: DispatcherContext,
@@ -100,17 +98,13 @@ export class Dispatcher {
     };
     this.store = options.store ?? new SqliteOperationsStore(ctx.database.sqlite);
     this.hooks =
-      options.sqliteHooks !== undefined
-        ? options.sqliteHooks
+      options.hooks !== undefined
+        ? options.hooks
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.pause = new AuthPause(
-      ctx,
-      this.policy,
-      this.random,
-      options.pauseRecord ?? sqlitePauseRecord(ctx.database.sqlite),
-    );
+    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log);
+    this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -118,7 +112,6 @@ export class Dispatcher {
     if (this.running) return;
     this.stopping = false;
     this.cancel = new AbortController();
-    this.pause.restore(this.clock.now());
     this.running = this.loop();
   }
 
@@ -161,10 +154,11 @@ export class Dispatcher {
   }
 
   private async loop(): Promise<void> {
+    await this.pause.restore(this.clock.now());
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
-        this.maybeScrub();
+        this.scrubs?.maybe(this.clock.now(), this.ctx.config.outbox.scrub_after_days);
         const claimed = await this.claim();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.
@@ -186,6 +180,8 @@ export class Dispatcher {
       await this.idle.sleep(delay, this.stopping);
     }
     await Promise.allSettled([...this.inflight]);
+    await this.scrubs?.settled();
+    await this.pause.recorded();
   }
 
   private track(task: Promise<void>): void {
@@ -254,19 +250,6 @@ export class Dispatcher {
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
   }
 
-  private maybeScrub(): void {
-    if (!this.hooks) return;
-    const now = this.clock.now();
-    if (now - this.lastScrubMs < (this.options.scrubEveryMs ?? 3_600_000)) return;
-    this.lastScrubMs = now;
-    const scrubbed = this.hooks.scrubFinished(now, this.ctx.config.outbox.scrub_after_days);
-    if (scrubbed > 0)
-      this.ctx.log.info(
-        { event: 'outbox.scrubbed', rows: scrubbed },
-        `scrubbed personal fields of ${scrubbed} rows`,
-      );
-  }
-
   /** One attempt: POST the stored body as it is, then settle the row in one transaction. */
   private async send(row: OperationRow): Promise<void> {
     const startedMs = this.clock.now();
@@ -331,8 +314,12 @@ export class Dispatcher {
    * The hooks' inbox side of an accepted row; a failure is logged, not thrown: the row is settled
    * all the same, and the inbox's periodic sweep applies its early decisions later.
    */
-  private inboxEffects(row: OperationRow, nowIso: string): Promise<DecisionEffect[]> | undefined {
-    return this.hooks?.afterAccepted(row, nowIso).catch((err: unknown) => {
+  private inboxEffects(
+    row: OperationRow,
+    nowIso: string,
+    settled: Promise<boolean>,
+  ): Promise<DecisionEffect[]> | undefined {
+    return this.hooks?.afterAccepted(row, nowIso, settled).catch((err: unknown) => {
       this.ctx.log.error(
         { event: 'outbox.inbox.error', ref: row.marketplaceTransactionRef, id: row.id, err },
         `could not apply the early decisions of ${row.marketplaceTransactionRef}: ${errorMessage(err)}`,
@@ -364,7 +351,7 @@ export class Dispatcher {
     const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
     // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
     const settling = this.store.settle(request.claim, request.attempt, request.step);
-    const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso) : undefined;
+    const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;

@@ -29,19 +29,39 @@ export interface OutboxPause {
   since: string;
 }
 
-/** The current pause, or null when sending runs. */
-export function readPause(sqlite: Sqlite): OutboxPause | null {
-  const row = statements(sqlite).get.get(PAUSE_KEY);
-  return row ? parsePauseValue(row.value, row.updated_at) : null;
+/**
+ * Where a dispatcher keeps its pause record: `daemon_state` of the outbox's database (SQLite's
+ * below, PostgreSQL's in pgHooks.ts). SQLite's does its work when called; its promises are settled.
+ */
+export interface PauseRecord {
+  read(): Promise<OutboxPause | null>;
+  /** Records the pause; an existing one keeps its `since`. Resolves with what is recorded. */
+  write(pause: OutboxPause, nowIso: string): Promise<OutboxPause>;
+  clear(): Promise<void>;
 }
 
-/** A stored pause record's value; an unreadable one still pauses, since when it was written. */
-export function parsePauseValue(value: string, updatedAt: string): OutboxPause {
+/** The pause of a `daemon_state` row as stored (pure: both stores). */
+export function pauseOf(row: { value: string; updated_at: string } | undefined): OutboxPause | null {
+  if (!row) return null;
   try {
-    return JSON.parse(value) as OutboxPause;
+    return JSON.parse(row.value) as OutboxPause;
   } catch {
-    return { reason: 'unreadable pause record', status: null, since: updatedAt };
+    return { reason: 'unreadable pause record', status: null, since: row.updated_at };
   }
+}
+
+/** The pause record in a SQLite database's `daemon_state`. */
+export function sqlitePauseRecord(sqlite: Sqlite): PauseRecord {
+  return {
+    read: async () => readPause(sqlite),
+    write: async (pause, nowIso) => writePause(sqlite, pause, nowIso),
+    clear: async () => clearPause(sqlite),
+  };
+}
+
+/** The current pause, or null when sending runs. */
+export function readPause(sqlite: Sqlite): OutboxPause | null {
+  return pauseOf(statements(sqlite).get.get(PAUSE_KEY));
 }
 
 /** Records the pause; an existing one keeps its `since`. */
@@ -53,25 +73,4 @@ export function writePause(sqlite: Sqlite, pause: OutboxPause, nowIso: string): 
 
 export function clearPause(sqlite: Sqlite): void {
   statements(sqlite).delete.run(PAUSE_KEY);
-}
-
-/**
- * Where the dispatcher keeps its pause record: read once at start, written when sending pauses,
- * cleared when it resumes. Synchronous on purpose (the pause is decided inside a settle's turn);
- * PostgreSQL's (./pgPause.ts) reads ahead and writes behind.
- */
-export interface PauseRecord {
-  read(): OutboxPause | null;
-  /** Records the pause; an existing one keeps its `since`. Returns what is kept. */
-  write(pause: OutboxPause, nowIso: string): OutboxPause;
-  clear(): void;
-}
-
-/** The pause record in a SQLite database's `daemon_state`. */
-export function sqlitePauseRecord(sqlite: Sqlite): PauseRecord {
-  return {
-    read: () => readPause(sqlite),
-    write: (pause, nowIso) => writePause(sqlite, pause, nowIso),
-    clear: () => clearPause(sqlite),
-  };
 }

@@ -220,6 +220,21 @@ export async function withAdmin<T>(info: ClusterInfo, fn: (client: pg.Client) =>
   }
 }
 
+/**
+ * Ends a backend as if its client's host died (`pg_terminate_backend`) and returns once it is gone:
+ * termination is a signal, so this waits for a condition (the pid leaving pg_stat_activity), not a time.
+ */
+export async function terminateBackend(info: ClusterInfo, pid: number): Promise<void> {
+  await withAdmin(info, async (admin) => {
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    for (let i = 0; i < 10_000; i++) {
+      const { rowCount } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+      if (!rowCount) return;
+    }
+    throw new Error('the terminated backend never went away');
+  });
+}
+
 /** A database of one test file's own, owned by the daemon's role. */
 export interface TestDatabase {
   name: string;

@@ -116,25 +116,6 @@ describe('vcu-sync with database.url (PostgreSQL)', () => {
     secretFree(r);
   });
 
-  it('the commands that keep data refuse PostgreSQL until its store exists: exit 78, no SQLite file', () => {
-    // `sync`, `status`, `enqueue`, `outbox` and `deliveries` run on PostgreSQL (./syncCli.test.ts,
-    // ./statusCli.test.ts, ./outboxCli.test.ts, ./deliveriesCli.test.ts); `run` refuses still.
-    for (const args of [['run']]) {
-      const r = cli(args, {
-        VCU_SYNC_DATABASE_URL: database.url,
-        VCU_SYNC_OPERATOR_URL: 'http://127.0.0.1:9',
-        VCU_SYNC_API_KEY: 'key-abcdef-123',
-        VCU_SYNC_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24, 3).toString('base64')}`,
-      });
-      expect({ args, code: r.code }).toEqual({ args, code: 78 });
-      expect(r.stderr).toMatch(
-        /^vcu-sync: database\.url is set \(PostgreSQL\), but in this version only `vcu-sync db migrate`, `sync`, `status`, `enqueue`, `outbox` and `deliveries` work on PostgreSQL, every other command on SQLite/,
-      );
-      secretFree(r);
-    }
-    expect(readdirSync(work.dir)).toEqual([]);
-  });
-
   function writeUrlFile(): string {
     const file = path.join(aside.dir, 'url');
     if (!existsSync(file)) writeFileSync(file, `${database.url}\n`, { mode: 0o600 });

@@ -1,13 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { pgOutboxHooks, pgPauseRecord } from '../../src/outbox/pgHooks.js';
+import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { PERSONAL, tokenization } from '../outbox/fixtures.js';
+import { decision, webhook } from './inboxStores.js';
 
 /**
  * The real Dispatcher on the PostgreSQL operations store, sending to the simulator over loopback:
@@ -28,7 +32,9 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   sim.faults.clear();
-  await pgDb.pool.query('TRUNCATE outbox, outbox_attempts, changes, deliveries RESTART IDENTITY CASCADE');
+  await pgDb.pool.query(
+    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events, daemon_state RESTART IDENTITY CASCADE',
+  );
 });
 afterAll(async () => {
   await sim?.close();
@@ -51,12 +57,20 @@ function pgDispatcher(options: DispatcherOptions = {}) {
     },
   });
   const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
-  const component = createDispatcherComponent(ctx, { store, owner: OWNER, ...options });
+  // As createPgAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
+  const pgCtx: typeof ctx = Object.create(ctx, {
+    database: {
+      get() {
+        throw new Error('the dispatcher reached for a SQLite database on PostgreSQL');
+      },
+    },
+  });
+  const component = createDispatcherComponent(pgCtx, { store, owner: OWNER, ...options });
   /** Queues tokenizations through the same validation as the API, each on its unit. */
-  const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number }>) =>
+  const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number; extra?: Record<string, unknown> }>) =>
     store.insert(
-      ops.map(({ ref, unit }) => {
-        const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit }));
+      ops.map(({ ref, unit, extra }) => {
+        const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit, ...extra }));
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
         return prepared.params;
       }),
@@ -158,5 +172,67 @@ describe('Dispatcher on the PostgreSQL store', () => {
       ctx.operator().close();
       ctx.dispose();
     }
+  });
+
+  it('with pgOutboxHooks, applies a decision that arrived before its row was accepted right after the accept', async () => {
+    // The operator decided before its 202 was recorded (here: before the row was queued), quoting the user.
+    const early = await new PgInboxStore(pgDb.pool).receive(
+      webhook('wh-early-1', decision('pg-early-1', 'approved', `ok for ${PERSONAL.originUserName}`)),
+    );
+    expect(early.outcome).toBe('pending');
+    const { ctx, component, enqueue } = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    await enqueue([{ ref: 'pg-early-1', unit: 1, extra: PERSONAL }]);
+    try {
+      await component.start();
+      await waitFor('the row sent', (s) => !s.byState.queued && !s.byState.sending);
+      // Stop waits for the send, its settle and the hook after it; no inbox sweep runs in this test.
+      await component.stop();
+    } finally {
+      ctx.operator().close();
+      ctx.dispose();
+    }
+    // Applied, and the user's name the reason quoted masked once the row's values were known.
+    const { rows } = await pgDb.pool.query(
+      `SELECT o.state, e.outcome, e.reason FROM outbox o JOIN webhook_events e USING ("marketplaceTransactionRef")`,
+    );
+    expect(rows).toEqual([{ state: 'approved', outcome: 'applied', reason: `ok for ${REDACTED}` }]);
+    const feed = await pgDb.pool.query("SELECT kind FROM changes WHERE resource = 'operations' ORDER BY seq");
+    expect(feed.rows.map((r) => r.kind)).toEqual(['queued', 'accepted', 'approved']);
+  });
+
+  it('with pgOutboxHooks, a 401 pause is recorded in PostgreSQL, picked up by the next start and cleared by its probe', async () => {
+    const record = pgPauseRecord(pgDb.pool);
+    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    await first.enqueue([{ ref: 'pg-auth-1', unit: 1 }]);
+    try {
+      await first.component.start();
+      // The record is what `vcu-sync status` on PostgreSQL reads (daemon_state 'outbox.paused').
+      for (let i = 0; i < 2_000 && (await record.read()) === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      // Its clock never moves: no probe goes, the row waits queued with its attempt given back.
+      await first.component.stop();
+    } finally {
+      first.ctx.operator().close();
+      first.ctx.dispose();
+    }
+    expect(await record.read()).toMatchObject({ status: 401 });
+    expect(first.component.dispatcher.paused).toMatchObject({ status: 401 });
+    expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
+
+    // Another start (or replica) finds the pause, probes at once, and the success clears it for all.
+    const second = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    try {
+      await second.component.start();
+      await waitFor('the row accepted', (s) => s.byState.accepted === 1);
+      await second.component.stop();
+    } finally {
+      second.ctx.operator().close();
+      second.ctx.dispose();
+    }
+    expect(second.component.dispatcher.paused).toBeNull();
+    expect(await record.read()).toBeNull();
+    const statuses = sim.notifications.filter((n) => n.ref === 'pg-auth-1').map((n) => n.status);
+    expect(statuses).toEqual([401, 202]);
   });
 });

@@ -7,7 +7,7 @@ import { holdLiveness } from '../../src/operations/pgLiveness.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/store.js';
 import { ROOT, tsNodeArgs } from '../helpers/cli.js';
-import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
+import { createTestDatabase, type TestDatabase, terminateBackend } from '../helpers/postgres.js';
 
 /**
  * Several replicas on one PostgreSQL outbox: concurrent claimers never take one row twice nor two
@@ -252,17 +252,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
       );
 
       // A's connection dies (as when its process is SIGKILLed): its lock goes with it.
-      await withAdmin(cluster, async (admin) => {
-        await admin.query('SELECT pg_terminate_backend($1)', [liveA.pid]);
-        // Termination is a signal: wait for the backend to be gone (a condition, not a time).
-        for (let i = 0; i < 10_000; i++) {
-          const { rowCount } = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [
-            liveA.pid,
-          ]);
-          if (!rowCount) return;
-        }
-        throw new Error('the terminated backend never went away');
-      });
+      await terminateBackend(cluster, liveA.pid);
       const released = await b.releaseDead(at(30));
       expect(released.map((r) => r.id)).toEqual([1, 2, 3]);
       // The dead replica's row goes with it; the live one stays.

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
@@ -252,5 +253,7 @@ describe('two daemons on one PostgreSQL', () => {
     b.cli.child.kill('SIGTERM');
     expect(await b.cli.exited, b.cli.output().slice(-3000)).toBe(0);
     assertNoPersonalData([a.cli.output(), b.cli.output()]);
+    // Neither replica opened or created a SQLite file at database.path.
+    expect(readdirSync(dir).filter((f) => f.startsWith('vcu.db'))).toEqual([]);
   });
 });

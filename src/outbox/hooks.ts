@@ -1,0 +1,86 @@
+import { commitQueueFor } from '../db/commitQueue.js';
+import type { Sqlite } from '../db/open.js';
+import { errorMessage } from '../errors.js';
+import type { DecisionEffect } from '../inbox/correlate.js';
+import type { Logger } from '../log.js';
+import type { OperationRow } from '../operations/rows.js';
+import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
+import { type PauseRecord, sqlitePauseRecord } from './pause.js';
+import { scrubFinishedRows } from './scrub.js';
+import { acceptedInboxEffects } from './settle.js';
+
+/**
+ * What the dispatcher does beside the operations store seam, on the same database: the webhook
+ * inbox's side of an accepted row (decisions that arrived before it was accepted), the scrub
+ * of finished rows' personal fields, and the record of an auth pause. One per dialect: {@link sqliteOutboxHooks}, and
+ * `pgOutboxHooks` (pgHooks.ts).
+ */
+export interface OutboxHooks {
+  /**
+   * Masks the row's personal values in its webhook events and applies the decisions that arrived
+   * early; resolves with what to report (see reportDecisionEffects), nothing unless the row is
+   * accepted by then. Called in the same turn as the row's settle, with the settle's promise
+   * (true: it moved the row): on SQLite it joins the settle's group commit (a power loss may take
+   * both back; the inbox's sweep applies them again), a store without that waits for the settle.
+   */
+  afterAccepted(row: OperationRow, nowIso: string, settled: Promise<boolean>): Promise<DecisionEffect[]>;
+  /** Scrubs the personal fields of rows finished at least `afterDays` ago; resolves with how many. */
+  scrubFinished(nowMs: number, afterDays: number): Promise<number>;
+  /** Where the auth pause is recorded, for `vcu-sync status` and the next start. */
+  pause: PauseRecord;
+}
+
+/** The hooks on the SQLite database the dispatcher's default store uses. */
+export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
+  return {
+    // Submitted at once, not after `settled`: the settle's group commit takes both.
+    afterAccepted: (row, nowIso) =>
+      commitQueueFor(sqlite).submit(() => acceptedInboxEffects(sqlite, row, nowIso), DISPATCHER_WORK),
+    // Synchronous as before: the work is done when the call returns.
+    scrubFinished: async (nowMs, afterDays) => scrubFinishedRows(sqlite, nowMs, afterDays),
+    pause: sqlitePauseRecord(sqlite),
+  };
+}
+
+/**
+ * When the dispatcher scrubs: at most every `everyMs`, one scrub at a time, off its loop (a
+ * PostgreSQL backlog may take a while; SQLite's is synchronous, so done when `maybe` returns).
+ */
+export class ScrubSchedule {
+  private lastMs = Number.NEGATIVE_INFINITY;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly hooks: OutboxHooks,
+    private readonly everyMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts a scrub if one is due and none runs. */
+  maybe(nowMs: number, afterDays: number): void {
+    if (this.running || nowMs - this.lastMs < this.everyMs) return;
+    this.lastMs = nowMs;
+    const run = this.hooks.scrubFinished(nowMs, afterDays).then(
+      (rows) => {
+        if (rows > 0)
+          this.log.info({ event: 'outbox.scrubbed', rows }, `scrubbed personal fields of ${rows} rows`);
+      },
+      (err: unknown) => {
+        // Tried again at the next period.
+        this.log.error(
+          { event: 'outbox.scrub.error', err },
+          `could not scrub finished rows: ${errorMessage(err)}`,
+        );
+      },
+    );
+    this.running = run;
+    void run.finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Resolves once the scrub running now, if any, is over. */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+}

@@ -1,0 +1,145 @@
+import type pg from 'pg';
+import { isoAt } from '../clock.js';
+import { inPgTransaction } from '../db/pg.js';
+import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
+import { iso } from '../operations/pgRows.js';
+import { FINISHED_STATES } from '../operations/states.js';
+import type { ScrubbedTexts } from '../operations/store.js';
+import type { Subscriber } from '../subscribers/subscribers.js';
+import type { OutboxHooks } from './hooks.js';
+import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
+import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
+import { maskerFor } from './settle.js';
+
+/** Options of {@link pgOutboxHooks}. */
+export interface PgOutboxHooksOptions {
+  /** Who gets deliveries for the decisions applied (default: nobody): the store's subscribers. */
+  subscribers?: readonly Subscriber[];
+}
+
+/**
+ * The dispatcher's hooks on PostgreSQL (see OutboxHooks). An accepted row's early decisions go
+ * through the inbox store's `afterAccepted` once the settle has committed: it locks the row, so run
+ * beside the settle it could find it still `sending` and leave the decisions to the sweep.
+ */
+export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {}): OutboxHooks {
+  const inbox = new PgInboxStore(pool, { subscribers: options.subscribers ?? [] });
+  return {
+    afterAccepted: async (row, nowIso, settled) => {
+      // A failed settle is the dispatcher's to report; a lost lease leaves the row to its new owner.
+      if (!(await settled.catch(() => false))) return [];
+      return inbox.afterAccepted(
+        { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) },
+        nowIso,
+      );
+    },
+    scrubFinished: (nowMs, afterDays) => scrubFinishedPg(pool, nowMs, afterDays),
+    pause: pgPauseRecord(pool),
+  };
+}
+
+/** The pause record (pause.ts) in PostgreSQL's `daemon_state`, shared by every replica. */
+export function pgPauseRecord(pool: pg.Pool): PauseRecord {
+  const read = async (client: pg.Pool | pg.ClientBase, lock = '') =>
+    pauseOf(
+      (
+        await client.query<{ value: string; updated_at: string }>(
+          `SELECT value, ${iso('updated_at')} AS updated_at FROM daemon_state WHERE key = $1 ${lock}`,
+          [PAUSE_KEY],
+        )
+      ).rows[0],
+    );
+  return {
+    read: () => read(pool),
+    write: (pause, nowIso) =>
+      inPgTransaction(pool, async (client) => {
+        const kept = { ...pause, since: (await read(client, 'FOR UPDATE'))?.since ?? pause.since };
+        await client.query(
+          `INSERT INTO daemon_state (key, value, updated_at) VALUES ($1, $2, $3)
+           ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+          [PAUSE_KEY, JSON.stringify(kept), nowIso],
+        );
+        return kept;
+      }),
+    clear: async () => {
+      await pool.query('DELETE FROM daemon_state WHERE key = $1', [PAUSE_KEY]);
+    },
+  };
+}
+
+/** A scrub candidate as read: its ref (for its webhook events), body and free texts. */
+interface CandidateRow extends NonNullable<ScrubSource['texts']> {
+  id: number;
+  ref: string;
+  body: string;
+}
+
+/**
+ * scrubFinishedRows (scrub.ts) on PostgreSQL: the same rows, columns and masks (scrubbedTextsOf),
+ * the operation's webhook events masked in the same transaction, SCRUB_BATCH rows a transaction.
+ * Candidates are locked SKIP LOCKED, so replicas scrubbing at once share the backlog, and a row
+ * being decided right now is scrubbed at the next run. Returns the number of rows scrubbed.
+ */
+export async function scrubFinishedPg(pool: pg.Pool, nowMs: number, afterDays: number): Promise<number> {
+  const cutoff = scrubCutoff(nowMs, afterDays);
+  const now = isoAt(nowMs);
+  let total = 0;
+  for (;;) {
+    const n = await inPgTransaction(pool, (client) => scrubBatch(client, cutoff, now));
+    total += n;
+    if (n < SCRUB_BATCH) return total;
+  }
+}
+
+async function scrubBatch(client: pg.ClientBase, cutoff: string, now: string): Promise<number> {
+  const { rows } = await client.query<CandidateRow>(
+    `SELECT id::float8 AS id, "marketplaceTransactionRef" AS ref, body, response, last_error, decision_reason
+       FROM outbox
+      WHERE scrubbed_at IS NULL AND state = ANY($1::text[])
+        AND COALESCE(finished_at, decided_at, updated_at) <= $2::timestamptz
+      ORDER BY id LIMIT $3
+      FOR UPDATE SKIP LOCKED`,
+    [FINISHED_STATES, cutoff, SCRUB_BATCH],
+  );
+  if (rows.length === 0) return 0;
+  const { rows: attempts } = await client.query<{ id: number; outbox_id: number; error: string | null }>(
+    `SELECT id::float8 AS id, outbox_id::float8 AS outbox_id, error FROM outbox_attempts
+      WHERE outbox_id = ANY($1::bigint[]) ORDER BY id`,
+    [rows.map((r) => r.id)],
+  );
+  const scrubbed: ScrubbedTexts[] = [];
+  const attemptErrors: Array<{ id: number; error: string | null }> = [];
+  for (const row of rows) {
+    const { texts, mask } = scrubbedTextsOf({
+      id: row.id,
+      body: row.body,
+      texts: row,
+      attempts: attempts.filter((a) => a.outbox_id === row.id),
+    });
+    scrubbed.push(texts);
+    attemptErrors.push(...texts.attemptErrors);
+    await maskEvents(client, row.ref, mask);
+  }
+  await client.query(
+    `UPDATE outbox SET body = s.body, response = s.response, last_error = s.last_error,
+       decision_reason = s.decision_reason, scrubbed_at = $1, updated_at = $1
+     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])
+       AS s(id, body, response, last_error, decision_reason)
+     WHERE outbox.id = s.id AND outbox.scrubbed_at IS NULL`,
+    [
+      now,
+      scrubbed.map((t) => t.id),
+      scrubbed.map((t) => t.body),
+      scrubbed.map((t) => t.response),
+      scrubbed.map((t) => t.lastError),
+      scrubbed.map((t) => t.decisionReason),
+    ],
+  );
+  if (attemptErrors.length > 0)
+    await client.query(
+      `UPDATE outbox_attempts SET error = s.error FROM unnest($1::bigint[], $2::text[]) AS s(id, error)
+       WHERE outbox_attempts.id = s.id`,
+      [attemptErrors.map((a) => a.id), attemptErrors.map((a) => a.error)],
+    );
+  return rows.length;
+}
