@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { Config } from '../config.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
+import type { FeedReads } from '../feed/reads.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
@@ -57,6 +58,8 @@ export interface ApiLinks {
   outbox?: OutboxAccess | undefined;
   /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
   healthReads?: HealthReads | undefined;
+  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  feed?: FeedReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -66,11 +69,12 @@ export function routeRegistrars({
   mirrorReads,
   outbox,
   healthReads,
+  feed,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
-    (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
+    (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing, feed }),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     registerDeliveriesRoutes,
   ];
