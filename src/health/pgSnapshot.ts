@@ -3,7 +3,7 @@ import { NO_FAULTS } from '../db/faults.js';
 import { inPgTransaction } from '../db/pg.js';
 import { errorMessage } from '../errors.js';
 import { iso } from '../operations/pgRows.js';
-import { PAUSE_KEY } from '../outbox/pause.js';
+import { PAUSE_KEY, pauseFromRecord } from '../outbox/pause.js';
 import type { SubscriberBacklog } from '../subscribers/reads.js';
 import {
   type HealthReads,
@@ -112,23 +112,15 @@ async function outboxFacts(client: Client, window: SnapshotWindow) {
   return {
     byState,
     oldestQueuedAt: times?.queued ?? null,
-    paused: pause ? readPauseValue(pause.value, pause.since) : null,
+    paused: pause
+      ? (({ reason, since }) => ({ reason, since }))(pauseFromRecord(pause.value, pause.since))
+      : null,
     awaitingDecision: times?.awaiting ?? 0,
     oldestAwaitingAt: times?.oldest ?? null,
     oldestAcceptedAt: times?.accepted ?? null,
     finishedSince,
     recentFailures,
   } satisfies HealthSnapshot['outbox'];
-}
-
-/** The pause record as pause.ts reads SQLite's (an unreadable one still pauses). */
-function readPauseValue(value: string, since: string): { reason: string; since: string } {
-  try {
-    const pause = JSON.parse(value) as { reason: string; since: string };
-    return { reason: pause.reason, since: pause.since };
-  } catch {
-    return { reason: 'unreadable pause record', since };
-  }
 }
 
 async function rejectionFacts(client: Client, window: SnapshotWindow): Promise<HealthSnapshot['rejections']> {

@@ -32,11 +32,15 @@ export interface OutboxPause {
 /** The current pause, or null when sending runs. */
 export function readPause(sqlite: Sqlite): OutboxPause | null {
   const row = statements(sqlite).get.get(PAUSE_KEY);
-  if (!row) return null;
+  return row ? pauseFromRecord(row.value, row.updated_at) : null;
+}
+
+/** The pause a `daemon_state` record holds, on either store (an unreadable one still pauses). */
+export function pauseFromRecord(value: string, updatedAt: string): OutboxPause {
   try {
-    return JSON.parse(row.value) as OutboxPause;
+    return JSON.parse(value) as OutboxPause;
   } catch {
-    return { reason: 'unreadable pause record', status: null, since: row.updated_at };
+    return { reason: 'unreadable pause record', status: null, since: updatedAt };
   }
 }
 
