@@ -31,7 +31,11 @@ export class ManualTimers {
  * The API's registrars with the feed's routes on manual timers (registered first, so they win),
  * reading `feed` (default: SQLite's, the context's database).
  */
-export function feedRegistrars(timers: ManualTimers, heartbeatMs = 15_000, feed?: FeedReads): RouteRegistrar[] {
+export function feedRegistrars(
+  timers: ManualTimers,
+  heartbeatMs = 15_000,
+  feed?: FeedReads,
+): RouteRegistrar[] {
   return [
     (app, ctx, closing) =>
       registerFeedRoutes(app, ctx, { schedule: timers.schedule, heartbeatMs, closing, feed }),
