@@ -10,7 +10,9 @@ import { openPostgres, type PgDatabase } from './db/pg.js';
 import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
+import { pgFeedReads } from './feed/pgQueries.js';
 import { instanceName } from './health/identity.js';
+import { pgReadiness } from './health/pgReadiness.js';
 import { pgHealthReads } from './health/pgSnapshot.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { PgInboxStore } from './inbox/pgStore.js';
@@ -194,7 +196,9 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, subscribers }),
         healthReads: pgHealthReads(pool),
         deliveries: pgDeliveriesAccess(pool),
+        feed: pgFeedReads(pool, signal),
       }),
+      { readiness: pgReadiness(pool) },
     ),
     createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { subscribers }) }),
     dispatcher,

@@ -3,10 +3,9 @@ import { HTTPException } from 'hono/http-exception';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { longPoll, realSchedule, type Schedule } from '../feed/longPoll.js';
-import { feedHead } from '../feed/queries.js';
+import { type FeedReads, sqliteFeedReads } from '../feed/reads.js';
 import { streamFeed } from '../feed/stream.js';
 import { decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { changesPage } from './schemas/mirror.js';
@@ -69,8 +68,10 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-/** What tests replace: the timers, the heartbeat interval, and the server's stop. */
+/** Where the feed is read, and what tests replace: the timers, the heartbeat interval, the server's stop. */
 export interface FeedRouteOptions {
+  /** The feed's reads and signal (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  feed?: FeedReads | undefined;
   /** (default: real timers) */
   schedule?: Schedule;
   /** (default: {@link HEARTBEAT_MS}) */
@@ -91,8 +92,7 @@ function streamStart(header: string | undefined, after: number | undefined): num
 }
 
 export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
-  const sqlite = ctx.database.sqlite;
-  const signal = changeSignalFor(sqlite);
+  const feed = options.feed ?? sqliteFeedReads(ctx.database.sqlite);
   const schedule = options.schedule ?? realSchedule;
   const closing = options.closing ?? new AbortController().signal;
 
@@ -100,12 +100,13 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
     const q = parseQuery(c, changesQuery);
     const after = q.after ?? 0;
     const items = await longPoll(
-      { sqlite, signal, schedule, disconnected: AbortSignal.any([c.req.raw.signal, closing]) },
+      { feed, schedule, disconnected: AbortSignal.any([c.req.raw.signal, closing]) },
       { after, limit: q.limit ?? 100, resource: q.resource },
       (q.wait ?? 0) * 1000,
     );
+    const head = await feed.head();
     return c.json(
-      { items, last: items.length ? items[items.length - 1]!.seq : after, head: feedHead(sqlite) },
+      { items, last: items.length ? items[items.length - 1]!.seq : after, head },
       200,
       // Answered because the API stops: a keep-alive socket left open would hold the stop.
       closing.aborted ? { connection: 'close' } : {},
@@ -124,8 +125,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       try {
         await streamFeed(
           {
-            sqlite,
-            signal,
+            feed,
             schedule,
             heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
             pageSize: STREAM_PAGE,

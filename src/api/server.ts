@@ -3,8 +3,9 @@ import { HTTPException } from 'hono/http-exception';
 import type { Config } from '../config.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage, UserError } from '../errors.js';
+import type { FeedReads } from '../feed/reads.js';
 import { VERSION } from '../health/identity.js';
-import { judgeReadiness, readReadinessFacts } from '../health/readiness.js';
+import { judgeReadiness, type ReadinessReader, sqliteReadiness } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
@@ -60,6 +61,8 @@ export interface ApiLinks {
   healthReads?: HealthReads | undefined;
   /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; pgStore.ts `pgDeliveriesAccess` for PostgreSQL). */
   deliveries?: DeliveriesAccess | undefined;
+  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  feed?: FeedReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -70,11 +73,12 @@ export function routeRegistrars({
   outbox,
   healthReads,
   deliveries,
+  feed,
 }: ApiLinks = {}): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
-    (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing }),
+    (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing, feed }),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     (app, ctx) => registerDeliveriesRoutes(app, ctx, deliveries),
   ];
@@ -82,6 +86,15 @@ export function routeRegistrars({
 
 /** The areas served by the internal API, with no dispatcher to wake. */
 export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
+
+/** What the API itself reads beside its routes. */
+export interface ApiOptions {
+  /**
+   * /readyz's facts (default: SQLite's, `ctx.database`; health/pgReadiness.ts `pgReadiness(pool)`
+   * for PostgreSQL).
+   */
+  readiness?: ReadinessReader | undefined;
+}
 
 /**
  * The internal API as a Hono app: bearer token on all but /healthz, /readyz and /runbook (Basic for
@@ -91,14 +104,17 @@ export function createApiApp(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
   closing: AbortSignal = new AbortController().signal,
+  options: ApiOptions = {},
 ): Hono {
   const app = new Hono();
+  // SQLite's reads `ctx.database` per probe, as before: a context reopened meanwhile is read anew.
+  const readinessFacts: ReadinessReader =
+    options.readiness ??
+    ((listeners) => sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners));
   // Liveness and readiness answer without the token: load balancers and systemd probes have none.
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/readyz', (c) => {
-    const readiness = judgeReadiness(
-      readReadinessFacts(ctx.database.sqlite, ctx.listeners, ctx.config.database.busy_timeout_ms),
-    );
+  app.get('/readyz', async (c) => {
+    const readiness = judgeReadiness(await readinessFacts(ctx.listeners));
     return c.json(readiness, readiness.ready ? 200 : 503);
   });
   app.use('*', bearerAuth(ctx.config.api.token));
@@ -131,6 +147,7 @@ export function createApiApp(
 export function createApiComponent(
   ctx: AppContext,
   registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
+  options: ApiOptions = {},
 ): Component & { address(): { host: string; port: number } | undefined } {
   let listener: HttpListener | undefined;
   let closing = new AbortController();
@@ -139,7 +156,7 @@ export function createApiComponent(
     address: () => listener && { host: listener.host, port: listener.port },
     async start() {
       closing = new AbortController();
-      const app = createApiApp(ctx, registrars, closing.signal);
+      const app = createApiApp(ctx, registrars, closing.signal, options);
       listener = await startHttpListener(app.fetch, ctx.config.api.listen, 'api.listen', (err) =>
         ctx.log.error({ event: 'api.server_error', error: errorMessage(err) }, 'internal API server error'),
       );

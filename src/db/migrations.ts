@@ -18,14 +18,27 @@ interface Journal {
   entries: { tag: string; when: number }[];
 }
 
-let shipped: number[] | undefined;
+const shipped = new Map<string, number[]>();
 
-/** The `when` of every migration this build ships, from drizzle-kit's journal. */
-function shippedMigrations(): number[] {
-  shipped ??= (
-    JSON.parse(readFileSync(path.join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as Journal
-  ).entries.map((e) => e.when);
-  return shipped;
+/** The `when` of every migration this build ships in `folder`, from drizzle-kit's journal. */
+function shippedMigrations(folder: string): number[] {
+  let whens = shipped.get(folder);
+  if (whens === undefined) {
+    whens = (
+      JSON.parse(readFileSync(path.join(folder, 'meta/_journal.json'), 'utf8')) as Journal
+    ).entries.map((e) => e.when);
+    shipped.set(folder, whens);
+  }
+  return whens;
+}
+
+/**
+ * How many migrations shipped in `folder` are newer than `newest`, the newest `created_at` of
+ * `__drizzle_migrations` (-Infinity when none): what drizzle's migrator would run (the PostgreSQL
+ * schema's folder is db/pg.ts PG_MIGRATIONS_FOLDER).
+ */
+export function migrationsNewerThan(newest: number, folder: string = MIGRATIONS_FOLDER): number {
+  return shippedMigrations(folder).filter((when) => when > newest).length;
 }
 
 /**
@@ -42,7 +55,7 @@ export function pendingMigrations(sqlite: Database.Database): number {
   } catch {
     // No migrations table: nothing applied.
   }
-  return shippedMigrations().filter((when) => when > newest).length;
+  return migrationsNewerThan(newest);
 }
 
 /**

@@ -1,7 +1,6 @@
-import type { ChangeSignal } from '../db/changeSignal.js';
-import type { Sqlite } from '../db/open.js';
 import type { Schedule } from './longPoll.js';
-import { type FeedEntry, readFeed } from './queries.js';
+import type { FeedEntry } from './queries.js';
+import type { FeedReads } from './reads.js';
 
 /** Where a stream's text goes; `write` resolves once the client's connection has taken it. */
 export interface EventSink {
@@ -10,8 +9,8 @@ export interface EventSink {
 
 /** What one event stream needs. */
 export interface StreamDeps {
-  sqlite: Sqlite;
-  signal: ChangeSignal;
+  /** The feed's reads and signal. */
+  feed: FeedReads;
   schedule: Schedule;
   /** Idle time before a `: keep-alive` comment, ms. */
   heartbeatMs: number;
@@ -41,7 +40,8 @@ export async function streamFeed(
   sink: EventSink,
   from: { after: number; resource?: string | undefined },
 ): Promise<void> {
-  const { sqlite, signal, ended } = deps;
+  const { feed, ended } = deps;
+  const signal = feed.signal;
   let after = from.after;
   const arm = () => {
     const beat = new AbortController();
@@ -52,7 +52,7 @@ export async function streamFeed(
   try {
     while (!ended.aborted) {
       const version = signal.version;
-      const rows = readFeed(sqlite, { after, limit: deps.pageSize, resource: from.resource });
+      const rows = await feed.read({ after, limit: deps.pageSize, resource: from.resource });
       if (rows.length > 0) {
         await sink.write(formatEvents(rows));
         after = rows[rows.length - 1]!.seq;

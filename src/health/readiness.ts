@@ -10,6 +10,8 @@ import { readPause } from '../outbox/pause.js';
  * facts gathered by a thin edge, so each not-ready case is a row in a table test.
  */
 export interface ReadinessFacts {
+  /** null when the database answered; otherwise why not (its error, or no answer within the bound). */
+  databaseUnanswered: string | null;
   /** Listeners up now, by component name. */
   listeners: ReadonlySet<string>;
   /** Listeners this daemon runs. */
@@ -30,6 +32,7 @@ export interface Readiness {
 
 export function judgeReadiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
+  if (facts.databaseUnanswered) reasons.push(`database not answering: ${facts.databaseUnanswered}`);
   if (facts.writeBlocked) reasons.push(`database not writable: ${facts.writeBlocked}`);
   if (facts.pendingMigrations > 0)
     reasons.push(`database schema behind: ${facts.pendingMigrations} migration(s) not applied`);
@@ -60,6 +63,22 @@ export function writeBlocked(sqlite: Sqlite, busyTimeoutMs: number): string | nu
   }
 }
 
+/**
+ * Reads the facts /readyz judges, given the listeners up now: SQLite's ({@link sqliteReadiness})
+ * or PostgreSQL's (./pgReadiness.ts). Either answers within a bound: it never waits on a lock.
+ */
+export type ReadinessReader = (
+  listeners: ReadonlyMap<string, string>,
+) => ReadinessFacts | Promise<ReadinessFacts>;
+
+/** The listeners every daemon runs. */
+export const EXPECTED_LISTENERS: readonly string[] = ['api', 'webhook-listener'];
+
+/** SQLite's facts reader (the file always answers; a lock held elsewhere is `writeBlocked`). */
+export function sqliteReadiness(sqlite: Sqlite, busyTimeoutMs: number): ReadinessReader {
+  return (listeners) => readReadinessFacts(sqlite, listeners, busyTimeoutMs);
+}
+
 /** The facts, read now. */
 export function readReadinessFacts(
   sqlite: Sqlite,
@@ -67,8 +86,9 @@ export function readReadinessFacts(
   busyTimeoutMs: number,
 ): ReadinessFacts {
   return {
+    databaseUnanswered: null,
     listeners: new Set(listeners.keys()),
-    expectedListeners: ['api', 'webhook-listener'],
+    expectedListeners: EXPECTED_LISTENERS,
     writeBlocked: writeBlocked(sqlite, busyTimeoutMs),
     pendingMigrations: pendingMigrations(sqlite),
     sendingPaused: readPause(sqlite)?.reason ?? null,

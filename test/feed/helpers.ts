@@ -3,6 +3,7 @@ import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
 import { createApiComponent, ROUTE_REGISTRARS, type RouteRegistrar } from '../../src/api/server.js';
 import type { AppContext } from '../../src/context.js';
 import type { Schedule } from '../../src/feed/longPoll.js';
+import type { FeedReads } from '../../src/feed/reads.js';
 
 /** Timers a test fires by hand: a long-poll's wait ends, a heartbeat falls due, without waiting. */
 export class ManualTimers {
@@ -26,17 +27,30 @@ export class ManualTimers {
   }
 }
 
-/** The API's registrars with the feed's routes on manual timers (registered first, so they win). */
-export function feedRegistrars(timers: ManualTimers, heartbeatMs = 15_000): RouteRegistrar[] {
+/**
+ * The API's registrars with the feed's routes on manual timers (registered first, so they win),
+ * reading `feed` (default: SQLite's, the context's database).
+ */
+export function feedRegistrars(
+  timers: ManualTimers,
+  heartbeatMs = 15_000,
+  feed?: FeedReads,
+): RouteRegistrar[] {
   return [
-    (app, ctx, closing) => registerFeedRoutes(app, ctx, { schedule: timers.schedule, heartbeatMs, closing }),
+    (app, ctx, closing) =>
+      registerFeedRoutes(app, ctx, { schedule: timers.schedule, heartbeatMs, closing, feed }),
     ...ROUTE_REGISTRARS,
   ];
 }
 
 /** The real API listener over `ctx` with the feed on manual timers. */
-export async function startFeedApi(ctx: AppContext, timers: ManualTimers, heartbeatMs?: number) {
-  const api = createApiComponent(ctx, feedRegistrars(timers, heartbeatMs));
+export async function startFeedApi(
+  ctx: AppContext,
+  timers: ManualTimers,
+  heartbeatMs?: number,
+  feed?: FeedReads,
+) {
+  const api = createApiComponent(ctx, feedRegistrars(timers, heartbeatMs, feed));
   await api.start();
   return { api, base: `http://127.0.0.1:${api.address()!.port}` };
 }

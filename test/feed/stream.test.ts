@@ -3,6 +3,7 @@ import type { AppContext, Component } from '../../src/context.js';
 import { ChangeSignal, changeSignalFor } from '../../src/db/changeSignal.js';
 import { recordChanges } from '../../src/db/changes.js';
 import { commitQueueFor } from '../../src/db/commitQueue.js';
+import { sqliteFeedReads } from '../../src/feed/reads.js';
 import { HEARTBEAT, streamFeed } from '../../src/feed/stream.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
@@ -151,8 +152,7 @@ describe('streamFeed (backpressure)', () => {
     const timers = new ManualTimers();
     const done = streamFeed(
       {
-        sqlite,
-        signal: new ChangeSignal(),
+        feed: { ...sqliteFeedReads(sqlite), signal: new ChangeSignal() },
         schedule: timers.schedule,
         heartbeatMs: 1,
         pageSize: 100,
