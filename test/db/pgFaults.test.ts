@@ -14,8 +14,16 @@ describe('pgUnavailableReason: which PostgreSQL errors are worth a retry (503), 
     ['deadlock victim', withCode('40P01'), 'the transaction was chosen as a deadlock victim'],
     ['connection refused', withCode('ECONNREFUSED'), 'the database server cannot be reached'],
     ['connection reset', withCode('ECONNRESET'), 'the database server cannot be reached'],
-    ['pool gave up', new Error('timeout exceeded when trying to connect'), 'the connection to the database failed'],
-    ['connection cut', new Error('Connection terminated unexpectedly'), 'the connection to the database failed'],
+    [
+      'pool gave up',
+      new Error('timeout exceeded when trying to connect'),
+      'the connection to the database failed',
+    ],
+    [
+      'connection cut',
+      new Error('Connection terminated unexpectedly'),
+      'the connection to the database failed',
+    ],
   ])('%s: %s', (_name, err, reason) => {
     expect(pgUnavailableReason(err)).toBe(reason);
   });
