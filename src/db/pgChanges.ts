@@ -23,28 +23,35 @@ export const FEED_LOCK_KEY = '8530790981548027495';
 /** The LISTEN/NOTIFY channel woken after each commit that appended to the feed. */
 export const FEED_CHANNEL = 'vcu_sync_changes';
 
+/**
+ * The feed's append as ONE statement (lock, insert, wake-up): three round trips were three times a
+ * writer's share of the hot path, and the lock was held across the two after the insert. The lock
+ * is the insert's filter (evaluated once, before the first row reaches the insert and draws its
+ * `seq`), and it is held until commit as before.
+ */
+const APPEND_SQL = `
+  WITH appended AS (
+    INSERT INTO changes (resource, record_id, kind, at)
+    SELECT resource, record_id, kind, at
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS r(resource, record_id, kind, at, n)
+    WHERE (SELECT pg_advisory_xact_lock($5)) IS NOT NULL
+    ORDER BY n
+    RETURNING seq)
+  SELECT max(seq)::text AS last, pg_notify($6, max(seq)::text) FROM appended`;
+
 /** Appends the rows to the feed, in order; returns the last seq (0 when there were none). */
 export async function recordChangesPg(
   client: pg.ClientBase,
   rows: ReadonlyArray<ChangeRow>,
 ): Promise<number> {
   if (rows.length === 0) return 0;
-  await client.query('SELECT pg_advisory_xact_lock($1)', [FEED_LOCK_KEY]);
-  const result = await client.query<{ seq: string }>(
-    `INSERT INTO changes (resource, record_id, kind, at)
-     SELECT resource, record_id, kind, at
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS r(resource, record_id, kind, at, n)
-     ORDER BY n
-     RETURNING seq`,
-    [
-      rows.map((r) => r.resource),
-      rows.map((r) => r.recordId),
-      rows.map((r) => r.kind),
-      rows.map((r) => r.at),
-    ],
-  );
-  let last = 0;
-  for (const row of result.rows) last = Math.max(last, Number(row.seq));
-  await client.query('SELECT pg_notify($1, $2)', [FEED_CHANNEL, String(last)]);
-  return last;
+  const result = await client.query<{ last: string }>(APPEND_SQL, [
+    rows.map((r) => r.resource),
+    rows.map((r) => r.recordId),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.at),
+    FEED_LOCK_KEY,
+    FEED_CHANNEL,
+  ]);
+  return Number(result.rows[0]?.last);
 }

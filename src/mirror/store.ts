@@ -53,6 +53,11 @@ export interface MirrorStore {
   finishScan(finish: ScanFinish): Promise<{ removed: number; refusal: string | null }>;
   /** A custody read answered 404: the id leaves custody; true when a row was in custody. */
   endCustody(runId: number, kind: string, id: string, counts: RunCounts): Promise<boolean>;
+  /**
+   * How many records of pages read whole a scan may hold before it commits them (default:
+   * scan/heldWrites.ts HELD_RECORDS, what SQLite's fsync and WAL checkpoint call for).
+   */
+  readonly heldRecords?: number;
 }
 
 const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };

@@ -1,10 +1,18 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
+import {
+  type ClaimJob,
+  claimsByOwner,
+  type GroupJob,
+  GroupRunner,
+  type SettleJob,
+  shareClaimed,
+} from './pgGroup.js';
 import { releaseDeadPg } from './pgLiveness.js';
 import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
-import { eventAppliesSql, type OperationRow } from './rows.js';
-import type { OperationState } from './states.js';
+import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
+import { fromStates, type OperationState } from './states.js';
 import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
 import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 
@@ -32,24 +40,86 @@ const where = (event: Parameters<typeof eventAppliesSql>[0]) =>
 
 const CLEAR_LEASE = 'lease_owner = NULL, lease_until = NULL';
 
-const STEP_SQL: Record<SettleStep['to'], string> = {
-  accepted: `UPDATE outbox SET state = 'accepted', response = $8, last_status = $9, last_error = NULL,
-    accepted_at = $1, updated_at = $1, ${CLEAR_LEASE} ${where('accept')} RETURNING id`,
-  failed: `UPDATE outbox SET state = 'failed', last_error = $8, last_status = $9, finished_at = $1,
-    updated_at = $1, ${CLEAR_LEASE} ${where('fail')} RETURNING id`,
-  queued: `UPDATE outbox SET state = 'queued', next_attempt_at = $10, last_error = $8, last_status = $9,
-    attempts = GREATEST(0, attempts - $11), updated_at = $1, ${CLEAR_LEASE} ${where('requeue')} RETURNING id`,
+/** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
+const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
+  ['id', 'int8', (j) => j.claim.id],
+  ['now', 'timestamptz', (j) => j.claim.now],
+  ['owner', 'text', (j) => j.claim.owner],
+  ['started_at', 'timestamptz', (j) => j.attempt.startedAt],
+  ['duration_ms', 'int4', (j) => j.attempt.durationMs],
+  ['status_code', 'int4', (j) => j.attempt.statusCode],
+  ['error', 'text', (j) => j.attempt.error],
+  ['text', 'text', (j) => (j.step.to === 'accepted' ? j.step.response : j.step.error)],
+  ['status', 'int4', (j) => j.step.status],
+  ['next_attempt_at', 'timestamptz', (j) => (j.step.to === 'queued' ? j.step.nextAttemptAt : null)],
+  ['refund', 'int4', (j) => (j.step.to === 'queued' && j.step.refund ? 1 : 0)],
+];
+
+/** The event each settle step is, and what it sets besides clearing the lease. */
+const STEPS: Record<SettleStep['to'], { event: 'accept' | 'fail' | 'requeue'; set: string }> = {
+  accepted: {
+    event: 'accept',
+    set: `state = 'accepted', response = s.text, last_status = s.status, last_error = NULL, accepted_at = s.now`,
+  },
+  failed: {
+    event: 'fail',
+    set: `state = 'failed', last_error = s.text, last_status = s.status, finished_at = s.now`,
+  },
+  queued: {
+    event: 'requeue',
+    set: `state = 'queued', next_attempt_at = s.next_attempt_at, last_error = s.text, last_status = s.status,
+      attempts = GREATEST(0, outbox.attempts - s.refund)`,
+  },
 };
 
-const CLAIM_SQL = `
-  WITH candidates AS (
+/**
+ * Settles rows of one step at once: logs every attempt (whether or not its lease still holds, as on
+ * SQLite) and moves the rows whose claimant still holds the lease; returns the ids moved. Each
+ * row's guard reads its own claim's time and owner.
+ */
+const SETTLE_SQL = Object.fromEntries(
+  Object.entries(STEPS).map(([to, { event, set }]) => [
+    to,
+    `WITH s AS (
+       SELECT * FROM unnest(${SETTLE_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
+         AS s(${SETTLE_COLUMNS.map(([name]) => name).join(', ')})),
+     attempt AS (
+       INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
+       SELECT id, started_at, duration_ms, status_code, error FROM s)
+     UPDATE outbox SET ${set}, updated_at = s.now, ${CLEAR_LEASE}
+     FROM s
+     WHERE outbox.id = s.id AND ${eventAppliesSql(event, 'outbox.', { now: 's.now', owner: 's.owner' })}
+     RETURNING outbox.id::float8 AS id`,
+  ]),
+) as Record<SettleStep['to'], string>;
+
+/**
+ * The claim's candidates: one branch per state the claim moves from (the transition table's), each
+ * walking the `(state, id)` index in order and locking up to $4 rows, then the $4 oldest of them.
+ * One scan in id order with the guards' OR as a filter steps over every settled row before the
+ * first queued one, so a claim's cost grew with the outbox's history (3 ms behind 5,000 accepted
+ * rows). The state is a range (`BETWEEN s AND s`) and the order `(state, id)` on purpose: with `=`
+ * the planner may still walk the primary key, which statistics taken before a burst was settled
+ * (every row queued) make look as cheap. A branch's rows that miss the cut stay locked, unclaimed,
+ * until this short transaction commits, as a concurrent claimer's own candidates are.
+ */
+const candidateBranches = fromStates('claim').map(
+  ({ from, when }, i) => `from_${i} AS (
     SELECT o.id, o.state AS from_state FROM outbox o
-    WHERE ${eventAppliesSql('claim', 'o.', PG_GUARD)}
+    WHERE o.state BETWEEN '${from}' AND '${from}'${when ? ` AND ${guardSql(when, 'o.', PG_GUARD)}` : ''}
       AND (o.order_key IS NULL OR NOT EXISTS (
         SELECT 1 FROM outbox p
         WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')))
-    ORDER BY o.id LIMIT $4
+    ORDER BY o.state, o.id LIMIT $4
     FOR UPDATE SKIP LOCKED
+  )`,
+);
+
+const CLAIM_SQL = `
+  WITH ${candidateBranches.join(',\n  ')},
+  candidates AS (
+    SELECT id, from_state FROM (${candidateBranches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL ')}) AS b
+    ORDER BY id LIMIT $4
   )
   UPDATE outbox SET state = 'sending', lease_owner = $2, lease_until = $3::timestamptz,
     attempts = outbox.attempts + 1, updated_at = $1
@@ -67,6 +137,8 @@ export interface PgOperationsStoreOptions {
 
 export class PgOperationsStore implements OperationsStore {
   private readonly subscribers: readonly Subscriber[];
+  /** Where settles and claims wait for their group's transaction. */
+  private readonly group = new GroupRunner((jobs) => this.flushGroup(jobs));
 
   constructor(
     private readonly pool: pg.Pool,
@@ -125,54 +197,69 @@ export class PgOperationsStore implements OperationsStore {
   }
 
   claim(given: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
-    return this.tx(async (client) => {
-      const params = typeof given === 'function' ? given() : given;
-      const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
-        params.now,
-        params.owner,
-        params.leaseUntil,
-        params.limit,
-      ]);
-      rows.sort((a, b) => a.id - b.id);
-      const changes = rows.map(
-        (r): StateChange => ({
-          ref: r.marketplaceTransactionRef,
-          from: r.from_state,
-          to: 'sending',
-          at: params.now,
-        }),
-      );
-      await stateChangedPg(client, this.subscribers, changes);
-      return rows.map(({ from_state: _, ...row }) => row);
-    });
+    return new Promise((resolve, reject) => this.group.submit({ kind: 'claim', given, resolve, reject }));
   }
 
   settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
-    const text = step.to === 'accepted' ? step.response : step.error;
-    const values: unknown[] = [
-      claim.now,
-      claim.owner,
-      claim.id,
-      ...attemptValues(attempt),
-      text,
-      step.status,
-    ];
-    if (step.to === 'queued') values.push(step.nextAttemptAt, step.refund ? 1 : 0);
-    return this.tx(async (client) => {
-      // The attempt is logged whether or not the lease still holds, as on SQLite.
-      const { rowCount } = await client.query(
-        `WITH attempt AS (
-           INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
-           VALUES ($3, $4::timestamptz, $5, $6, $7))
-         ${STEP_SQL[step.to]}`,
-        values,
-      );
-      if (!rowCount) return false;
-      await stateChangedPg(client, this.subscribers, [
-        { ref: claim.ref, from: 'sending', to: step.to, at: claim.now },
-      ]);
-      return true;
+    return new Promise((resolve, reject) =>
+      this.group.submit({ kind: 'settle', claim, attempt, step, resolve, reject }),
+    );
+  }
+
+  /**
+   * One group's transaction: the settles (one statement per step), then the claims (one statement
+   * per owner, so a refill sees the row its settle freed), then every state change at once.
+   */
+  private async flushGroup(jobs: GroupJob[]): Promise<void> {
+    const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
+    const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
+    const { moved, shares } = await this.tx(async (client) => {
+      const moved = new Set<number>();
+      const changes: StateChange[] = [];
+      for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
+        const these = settles.filter((j) => j.step.to === to);
+        if (these.length === 0) continue;
+        const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
+        const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
+        for (const row of rows) moved.add(row.id);
+      }
+      for (const j of settles)
+        if (moved.has(j.claim.id))
+          changes.push({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now });
+      const shares = new Map<ClaimJob, OperationRow[]>();
+      const taken = claims.map((job) => ({
+        job,
+        params: typeof job.given === 'function' ? job.given() : job.given,
+      }));
+      for (const group of claimsByOwner(taken)) {
+        // One statement for the owner's claims, at the first one's time and lease.
+        const { now, owner, leaseUntil } = group[0]!.params;
+        const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
+        const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
+          now,
+          owner,
+          leaseUntil,
+          limit,
+        ]);
+        const split = shareClaimed(
+          rows,
+          group.map((c) => c.params.limit),
+        );
+        group.forEach((c, i) => {
+          const share = split[i]!;
+          for (const r of share)
+            changes.push({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now });
+          shares.set(
+            c.job,
+            share.map(({ from_state: _, ...row }) => row),
+          );
+        });
+      }
+      await stateChangedPg(client, this.subscribers, changes);
+      return { moved, shares };
     });
+    for (const j of settles) j.resolve(moved.has(j.claim.id));
+    for (const j of claims) j.resolve(shares.get(j) ?? []);
   }
 
   release(claim: Claim): Promise<boolean> {
@@ -259,10 +346,6 @@ export async function recordDecisionPg(
   if (!rowCount) return false;
   await stateChangedPg(client, subscribers, [{ ref: d.ref, from: 'accepted', to: d.decision, at: d.now }]);
   return true;
-}
-
-function attemptValues(a: AttemptRecord): unknown[] {
-  return [a.startedAt, a.durationMs, a.statusCode, a.error];
 }
 
 /**

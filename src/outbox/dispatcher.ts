@@ -246,6 +246,10 @@ export class Dispatcher {
     const poll = this.ctx.config.outbox.poll_ms;
     const now = this.clock.now();
     if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
+    // Every slot busy: nothing can be claimed until a send ends, and its end wakes the loop (track).
+    // Asking when the next row is due would answer "now" while rows wait, and the loop would spin
+    // on that query (one a millisecond, a round trip each on PostgreSQL) for as long as it is full.
+    if (this.inflight.size >= this.ctx.config.outbox.concurrency) return poll;
     const due = await this.store.nextDueAt();
     return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
   }

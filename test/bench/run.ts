@@ -14,6 +14,7 @@ import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
 import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
+import { pgDrainScenario } from './pgDrain.js';
 import { pgSyncScenario } from './pgSync.js';
 import { scalingScenario } from './scaling.js';
 import { startupScenario } from './startup.js';
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, Scenario> = {
   longpoll: longPollScenario,
   subscribers: subscribersScenario,
   pgsync: pgSyncScenario,
+  pgdrain: pgDrainScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */

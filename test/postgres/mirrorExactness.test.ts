@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AppContext, SyncTarget } from '../../src/context.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { sqliteBackend } from '../../src/mirror/backend.js';
+import { type MirrorBackend, sqliteBackend } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
@@ -349,6 +349,32 @@ describe.each(['sqlite', 'postgres'] as const)('the custody store on %s', (kind)
 });
 
 describe('the mirror on postgres only', () => {
+  it('each page commits as it is read: pages are not held for a transaction of several', async () => {
+    h = await harness({ projects: 230 }, { 'sync.page_size': 50 });
+    const m = await open('postgres', h);
+    const backend = m.backend!;
+    const commits: number[] = [];
+    const watched: MirrorBackend = {
+      ...backend,
+      store(def, now, lease) {
+        const inner = backend.store(def, now, lease);
+        return {
+          ...inner,
+          commitBatch(batch) {
+            commits.push(batch.records.length);
+            return inner.commitBatch(batch);
+          },
+        };
+      },
+    };
+    // The test's clock is fast: on SQLite these pages would wait to commit together.
+    const outcome = await sync(h.ctx, { ...m, backend: watched }, 'projects');
+    expect(outcome).toMatchObject({ status: 'succeeded', counts: { inserted: 230 } });
+    // One commit per page (after the first, each page starts at the previous page's last record,
+    // its anchor, which is not written again); the last, empty page commits the scan's checkpoint.
+    expect(commits).toEqual([50, 49, 49, 49, 33, 0]);
+  });
+
   it('a record with U+0000 (which jsonb cannot hold) is quarantined, not a batch failing on every run', async () => {
     h = await harness({ projects: 30 }, { 'sync.page_size': 50 });
     const m = await open('postgres', h);

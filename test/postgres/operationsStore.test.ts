@@ -218,6 +218,39 @@ describe.each(['sqlite', 'postgres'] as const)('operations store seam on %s', (d
     expect(await h.store.nextDueAt()).toBe(LATER);
   });
 
+  it('settles and claims submitted together each get their own answer, the claims after the settles', async () => {
+    await h.store.insert(
+      [op('k1-a', 'k1'), op('x', null), op('k1-b', 'k1'), op('y', null), op('z', null)],
+      T0,
+    );
+    const [k1a, x] = await h.store.claim({ owner: ME, now: T1, leaseUntil: LEASE, limit: 2 });
+    if (!k1a || !x) throw new Error('no claim');
+    const accepted = { to: 'accepted', response: '{}', status: 202 } as const;
+    const claimOne = (limit: number) => h.store.claim({ owner: ME, now: T2, leaseUntil: LEASE, limit });
+    // One turn, as the dispatcher submits a settle and its refill (PostgreSQL groups them).
+    const answers = await Promise.all([
+      h.store.settle({ id: k1a.id, ref: 'k1-a', owner: ME, now: T2 }, attempt, accepted),
+      h.store.settle({ id: x.id, ref: 'x', owner: 'someone-else', now: T2 }, attempt, accepted),
+      claimOne(1),
+      claimOne(2),
+    ]);
+    expect(answers[0]).toBe(true);
+    expect(answers[1]).toBe(false);
+    // k1-b became claimable by k1-a's settle; the second claim takes the next two.
+    expect(answers[2].map((r) => r.marketplaceTransactionRef)).toEqual(['k1-b']);
+    expect(answers[3].map((r) => r.marketplaceTransactionRef)).toEqual(['y', 'z']);
+    expect((await h.rows()).map((r) => [r.ref, r.state, r.owner])).toEqual([
+      ['k1-a', 'accepted', null],
+      ['x', 'sending', ME],
+      ['k1-b', 'sending', ME],
+      ['y', 'sending', ME],
+      ['z', 'sending', ME],
+    ]);
+    expect((await h.feed()).slice(5)).toEqual(['k1-a accepted']);
+    expect(await h.deliveries()).toEqual(['k1-a operation.accepted']);
+    expect(await h.attempts()).toBe(2);
+  });
+
   it('a settle by a claimant that lost the lease changes nothing: no feed row, no delivery', async () => {
     await h.store.insert([op('x', null)], T0);
     const [row] = await claimAll();

@@ -149,6 +149,46 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(commits).toBeGreaterThanOrEqual(total);
   });
 
+  it('while every slot is busy it waits for a send to end instead of asking the store when a row is due', async () => {
+    const concurrency = 8;
+    let dueAsked = 0;
+    let claimed = 0;
+    let askedWhenFull: number | null = null;
+    let askedAtFirstSettle: number | null = null;
+    class Watching extends PgOperationsStore {
+      override nextDueAt() {
+        dueAsked++;
+        return super.nextDueAt();
+      }
+      override async claim(...args: Parameters<PgOperationsStore['claim']>) {
+        const rows = await super.claim(...args);
+        claimed += rows.length;
+        if (claimed === concurrency) askedWhenFull ??= dueAsked;
+        return rows;
+      }
+      override settle(...args: Parameters<PgOperationsStore['settle']>) {
+        askedAtFirstSettle ??= dueAsked;
+        return super.settle(...args);
+      }
+    }
+    const store = new Watching(pgDb.pool, { leaseOwner: OWNER });
+    const { ctx, component, enqueue } = pgDispatcher({ store });
+    await enqueue(Array.from({ length: concurrency + 2 }, (_, i) => ({ ref: `pg-busy-${i}`, unit: i })));
+    // Slow answers keep all eight slots busy (and more rows due) for a while.
+    sim.faults.next(concurrency, 'latency', { latencyMs: 300, pathPrefix: '/integration/v1/notify' });
+    try {
+      await component.start();
+      await waitFor('all accepted', (s) => s.byState.accepted === concurrency + 2);
+    } finally {
+      await component.stop();
+      ctx.operator().close();
+      ctx.dispose();
+    }
+    expect(askedWhenFull).not.toBeNull();
+    // Between the slots filling and the first answer the loop asked nothing (it used to spin on it).
+    expect(askedAtFirstSettle).toBe(askedWhenFull);
+  });
+
   it('a stop past its grace cancels the requests in flight and hands their rows back through the store', async () => {
     const { ctx, component, enqueue } = pgDispatcher({ stopGraceMs: 50 });
     await enqueue([

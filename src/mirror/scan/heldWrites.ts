@@ -80,7 +80,7 @@ export class HeldWrites {
     }
     this.bytes += heldBytes ?? 0;
     const due =
-      this.records.length >= HELD_RECORDS ||
+      this.records.length >= (this.store.heldRecords ?? HELD_RECORDS) ||
       this.bytes >= HELD_BYTES ||
       this.ctx.clock.now() - this.lastCommit >= HELD_MS;
     if (heldBytes === null || due) await this.flush();
