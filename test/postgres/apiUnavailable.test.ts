@@ -1,0 +1,95 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
+import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
+import { loadConfig } from '../../src/config.js';
+import { createPgAppContext } from '../../src/context.js';
+import { ChangeSignal } from '../../src/db/changeSignal.js';
+import { pgFeedReads } from '../../src/feed/pgQueries.js';
+import { pgReadiness } from '../../src/health/pgReadiness.js';
+import { pgHealthReads } from '../../src/health/pgSnapshot.js';
+import { silentLogger } from '../../src/log.js';
+import { pgOutbox } from '../../src/outbox/pgAccess.js';
+import { pgDeliveriesAccess } from '../../src/subscribers/pgStore.js';
+import { freePort } from '../helpers/net.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+
+/**
+ * The API of a replica when PostgreSQL is away: a read that cannot reach the server answers 503
+ * with Retry-After and a JSON reason (clients retry a 503, not a 500), names no password, and
+ * touches no SQLite file (a PostgreSQL context has none); a query the server refuses for the
+ * request's own sake stays a 500.
+ */
+
+const pgTest = useTestPgDatabase();
+const PASSWORD = 'unavailable-secret-password';
+const TOKEN = 'unavailable-token-0123456789';
+
+let stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.reverse()) await stop();
+  stops = [];
+});
+
+async function apiOver(pool: pg.Pool): Promise<string> {
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      'database.url': 'postgres://vcu@127.0.0.1:1/none',
+      'api.listen': '127.0.0.1:0',
+      'api.token': TOKEN,
+    },
+  });
+  const ctx = createPgAppContext(config, silentLogger);
+  // Every area on PostgreSQL, as a replica wires them (pgDaemon.ts).
+  const api = createApiComponent(
+    ctx,
+    routeRegistrars({
+      mirrorReads: pgMirrorReads(pool),
+      outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
+      healthReads: pgHealthReads(pool),
+      deliveries: pgDeliveriesAccess(pool),
+      feed: pgFeedReads(pool, new ChangeSignal()),
+    }),
+    { readiness: pgReadiness(pool) },
+  );
+  await api.start();
+  stops.push(() => api.stop());
+  return `http://127.0.0.1:${api.address()!.port}`;
+}
+
+const get = (base: string, path: string) =>
+  fetch(`${base}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+
+describe('the API on PostgreSQL when the database is away', () => {
+  it('a server that cannot be reached: 503, Retry-After, a JSON reason without the password', async () => {
+    const closed = new pg.Pool({
+      host: '127.0.0.1',
+      port: await freePort(),
+      user: 'vcu',
+      password: PASSWORD,
+    });
+    closed.on('error', () => {});
+    stops.push(() => closed.end().catch(() => {}));
+    const base = await apiOver(closed);
+    const res = await get(base, '/v1/units');
+    const text = await res.text();
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('2');
+    expect(JSON.parse(text)).toEqual({ error: 'the database server cannot be reached; retry later' });
+    expect(text).not.toContain(PASSWORD);
+  });
+
+  it('the same routes answer 200 once the server is there, and a schema it lacks is a 500, not a retry', async () => {
+    const base = await apiOver(pgTest.db.pool);
+    expect((await get(base, '/v1/projects')).status).toBe(200);
+    await pgTest.db.pool.query('ALTER TABLE projects RENAME TO projects_gone');
+    try {
+      const res = await get(base, '/v1/projects');
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({ error: 'internal error; see the daemon log' });
+    } finally {
+      await pgTest.db.pool.query('ALTER TABLE projects_gone RENAME TO projects');
+    }
+  });
+});
