@@ -45,7 +45,7 @@ function replicaLines(health: Health, now: number): string[] {
   for (const r of replicas) {
     const beat = formatDuration(Math.max(0, now - Date.parse(r.lastHeartbeatAt)));
     lines.push(
-      `  ${r.name} (${r.owner}) ${r.alive ? 'alive' : 'DEAD'}, heartbeat ${beat} ago, runs ${r.runs || '-'}, ${r.claimed} claimed`,
+      `  ${r.name} (${r.owner}) ${r.alive ? 'alive' : 'DEAD'}, heartbeat ${beat} ago, runs ${r.runs || '-'}, ${r.claimed} claimed${r.claimedDeliveries > 0 ? `, ${r.claimedDeliveries} deliveries claimed` : ''}`,
     );
   }
   for (const run of runningSyncs ?? []) {

@@ -185,6 +185,8 @@ export async function replicaFacts(client: Client): Promise<ReplicaFacts[]> {
             ${iso('r.started_at')} AS "startedAt", ${iso('r.last_heartbeat_at')} AS "lastHeartbeatAt",
             ${LOCK_HELD(LIVENESS_KEY('r.lease_owner'))} AS alive,
             (SELECT count(*)::int FROM outbox o WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS claimed,
+            (SELECT count(*)::int FROM deliveries d WHERE d.state = 'sending' AND d.lease_owner = r.lease_owner)
+              AS "claimedDeliveries",
             (SELECT ${iso('min(o.updated_at)')} FROM outbox o
               WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS "oldestClaimAt"
        FROM replicas r ORDER BY r.lease_owner COLLATE "C"`,

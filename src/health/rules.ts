@@ -338,15 +338,20 @@ function replicaProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[
   const staleMs = inputs.replicaStaleMs ?? REPLICA_STALE_MS;
   for (const r of snapshot.replicas ?? []) {
     const age = ageMs(r.lastHeartbeatAt, inputs.now) ?? 0;
-    const holding =
-      r.claimed > 0 ? `, holding ${r.claimed} claimed operation${r.claimed === 1 ? '' : 's'}` : '';
-    if (!r.alive && r.claimed > 0) {
+    const held = [
+      r.claimed > 0 ? `${r.claimed} claimed operation${r.claimed === 1 ? '' : 's'}` : '',
+      r.claimedDeliveries > 0
+        ? `${r.claimedDeliveries} claimed deliver${r.claimedDeliveries === 1 ? 'y' : 'ies'}`
+        : '',
+    ].filter(Boolean);
+    const holding = held.length > 0 ? `, holding ${held.join(' and ')}` : '';
+    if (!r.alive && held.length > 0) {
       problems.push({
         severity: 'warning',
         code: 'replica-dead',
         message: `replica ${r.name} (${r.owner}) is gone (its liveness lock is free)${holding}; last heartbeat ${formatDuration(age)} ago`,
         action:
-          "a live replica's releaseDead hands its claims back (at its start, then periodically); if none runs, start one; vcu-sync status lists the replicas",
+          "a live replica's sweep hands its claims back within seconds (at its start, then every 2 s): if this lasts, no replica is alive; start one; vcu-sync status lists the replicas",
       });
     } else if (age > staleMs) {
       problems.push({

@@ -99,6 +99,8 @@ export interface ReplicaFacts {
   alive: boolean;
   /** Outbox rows it has claimed (`sending` under its lease), and the oldest claim's update. */
   claimed: number;
+  /** Subscriber deliveries it has claimed (`sending` under its lease). */
+  claimedDeliveries: number;
   oldestClaimAt: string | null;
 }
 

@@ -34,6 +34,7 @@ const replica = (over: Partial<ReplicaFacts>): ReplicaFacts => ({
   lastHeartbeatAt: ago(10_000),
   alive: true,
   claimed: 0,
+  claimedDeliveries: 0,
   oldestClaimAt: null,
   ...over,
 });
@@ -67,6 +68,20 @@ const CASES: Array<{ name: string; snapshot: HealthSnapshot; messages: string[] 
     snapshot: snapshotWith([replica({ alive: false, claimed: 3, oldestClaimAt: ago(30_000) })]),
     messages: [
       'replica mkt-a (host-a:1) is gone (its liveness lock is free), holding 3 claimed operations; last heartbeat 10s ago',
+    ],
+  },
+  {
+    name: 'a dead replica holding only subscriber deliveries',
+    snapshot: snapshotWith([replica({ alive: false, claimedDeliveries: 1 })]),
+    messages: [
+      'replica mkt-a (host-a:1) is gone (its liveness lock is free), holding 1 claimed delivery; last heartbeat 10s ago',
+    ],
+  },
+  {
+    name: 'a dead replica holding both',
+    snapshot: snapshotWith([replica({ alive: false, claimed: 1, claimedDeliveries: 2 })]),
+    messages: [
+      'replica mkt-a (host-a:1) is gone (its liveness lock is free), holding 1 claimed operation and 2 claimed deliveries; last heartbeat 10s ago',
     ],
   },
   {

@@ -82,6 +82,7 @@ describe('replicas in status on PostgreSQL', () => {
         lastHeartbeatAt: ago(1),
         alive: true,
         claimed: 2,
+        claimedDeliveries: 0,
         oldestClaimAt: ago(2),
       },
       {
@@ -92,6 +93,7 @@ describe('replicas in status on PostgreSQL', () => {
         lastHeartbeatAt: ago(0.5),
         alive: true,
         claimed: 1,
+        claimedDeliveries: 0,
         oldestClaimAt: ago(0),
       },
     ]);

@@ -121,6 +121,7 @@ const snapshot = z.object({
         lastHeartbeatAt: instant,
         alive: z.boolean().describe('its liveness lock is held: its session is up'),
         claimed: count.describe('outbox rows it has claimed (sending under its lease)'),
+        claimedDeliveries: count.describe('subscriber deliveries it has claimed (sending under its lease)'),
         oldestClaimAt: when,
       }),
     )
