@@ -6,6 +6,7 @@ import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import { type Identity, identityOf } from './health/identity.js';
 import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
+import { readSeries } from './health/series.js';
 import {
   type HealthReads,
   type HealthSnapshot,
@@ -66,6 +67,7 @@ export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
     snapshot: async (window, pageSize) => readSnapshot(sqlite, window, pageSize),
     daemonStartedAt: async () => readDaemonRecord(sqlite)?.startedAt ?? null,
     readFailed: (err) => sqliteReadFailed(sqlite, err),
+    series: async (now) => readSeries(sqlite, now),
   };
 }
 

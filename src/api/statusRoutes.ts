@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { readSeries, type Series } from '../health/series.js';
+import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
@@ -132,9 +132,9 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
 }
 
 /** The charts' points, or none when the database cannot be read (the problems say why). */
-function seriesOrEmpty(ctx: AppContext, now: number): Series {
+async function seriesOrEmpty(reads: HealthReads, now: number): Promise<Series> {
   try {
-    return readSeries(ctx.database.sqlite, now);
+    return await reads.series(now);
   } catch {
     return { syncDurations: [], queueDepth: [], recentWebhooks: [] };
   }
@@ -168,7 +168,7 @@ export function registerStatusRoutes(
   });
   app.get('/', async (c) => {
     const now = ctx.clock.now();
-    return c.html(renderStatusPage(await health(), seriesOrEmpty(ctx, now), now));
+    return c.html(renderStatusPage(await health(), await seriesOrEmpty(reads, now), now));
   });
   app.get('/runbook', (c) => {
     const markdown = readRunbookMarkdown();

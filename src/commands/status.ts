@@ -65,6 +65,7 @@ async function runOnPostgres(
       snapshot: () => Promise.reject(err),
       daemonStartedAt: async () => null,
       readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+      series: () => Promise.reject(err),
     };
     return print(await readHealth(unreachable, config, now), now);
   }

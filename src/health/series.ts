@@ -10,12 +10,23 @@ export interface Series {
   recentWebhooks: Array<{ at: string; type: string | null; ref: string | null; outcome: string }>;
 }
 
+/** The times the queue-depth chart is drawn at (ISO): each hour's end over the last day, then now. Pure. */
+export function depthTimes(now: number): string[] {
+  const hour = 3_600_000;
+  const times: string[] = [];
+  for (let end = Math.ceil((now - 23 * hour) / hour) * hour; end <= now + hour; end += hour) {
+    times.push(new Date(Math.min(end, now)).toISOString());
+  }
+  return times;
+}
+
+/** The charts' points from a SQLite database (PostgreSQL's: pgSeries.ts). */
 export function readSeries(sqlite: Sqlite, now: number): Series {
   const since = new Date(now - 24 * 3_600_000).toISOString();
   const syncDurations = sqlite
     .prepare(
       `SELECT resource, finished_at AS at, status,
-              max(0, (julianday(finished_at) - julianday(started_at)) * 86400.0) AS seconds
+              max(0, round((julianday(finished_at) - julianday(started_at)) * 86400.0, 3)) AS seconds
        FROM sync_runs WHERE finished_at >= ? ORDER BY finished_at LIMIT 2000`,
     )
     .all(since) as Series['syncDurations'];
@@ -24,12 +35,7 @@ export function readSeries(sqlite: Sqlite, now: number): Series {
     `SELECT count(*) FROM outbox WHERE created_at <= @t
        AND (accepted_at IS NULL OR accepted_at > @t) AND (finished_at IS NULL OR finished_at > @t)`,
   );
-  const queueDepth: Series['queueDepth'] = [];
-  const hour = 3_600_000;
-  for (let end = Math.ceil((now - 23 * hour) / hour) * hour; end <= now + hour; end += hour) {
-    const t = new Date(Math.min(end, now)).toISOString();
-    queueDepth.push({ at: t, depth: depthAt.pluck().get({ t }) as number });
-  }
+  const queueDepth = depthTimes(now).map((t) => ({ at: t, depth: depthAt.pluck().get({ t }) as number }));
   const recentWebhooks = sqlite
     .prepare(
       `SELECT received_at AS at, event_type AS type, marketplaceTransactionRef AS ref, outcome

@@ -4,6 +4,7 @@ import { decisionConflicts } from '../inbox/eventStore.js';
 import { awaitingDecision } from '../operations/reads.js';
 import { readPause } from '../outbox/pause.js';
 import { type SubscriberBacklog, subscriberBacklogs } from '../subscribers/reads.js';
+import type { Series } from './series.js';
 
 /**
  * Every fact health is judged on, read from the database in one short read transaction, so the
@@ -127,6 +128,8 @@ export interface HealthReads {
   daemonStartedAt(): Promise<string | null>;
   /** Notes a read error (SQLite records corruption); returns the facts to report, with why. */
   readFailed(err: unknown): DatabaseFacts;
+  /** The status page's charts as of `now`; throws when the database cannot be read. */
+  series(now: number): Promise<Series>;
 }
 
 /** The snapshot when the database cannot be read: no figures, only why. */

@@ -121,6 +121,7 @@ describe('replica-dead', () => {
           snapshot: async () => snapshot,
           daemonStartedAt: async () => null,
           readFailed: () => ({ ...NO_FAULTS }),
+          series: () => Promise.reject(new Error('not read by status')),
         },
         config,
         NOW,

@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('the health snapshot on SQLite and PostgreSQL', () => {
-  it.each(HEALTH_CASES)('$name', async ({ seed, codes }) => {
+  it.each(HEALTH_CASES)('$name', async ({ name, seed, codes }) => {
     const sqlite = sqliteHealthStore();
     const pg = await pgHealthStore(store);
     try {
@@ -41,6 +41,17 @@ describe('the health snapshot on SQLite and PostgreSQL', () => {
       expect(replicas).toEqual([]);
       expect(runningSyncs).toEqual([]);
       expect({ ...onPostgres, snapshot: shared }).toEqual(onSqlite);
+      // The status page's charts: the same points from either store (durations to the millisecond:
+      // SQLite's julianday arithmetic is a float a few microseconds off).
+      const series = await sqlite.reads.series(NOW);
+      expect(await pg.reads.series(NOW)).toEqual(series);
+      expect(series.queueDepth).toHaveLength(25);
+      if (name.startsWith('a worst day')) {
+        // A day with something to show draws it (runs, a queue, webhooks), not empty charts.
+        expect(series.syncDurations.length).toBeGreaterThan(0);
+        expect(series.queueDepth.some((p) => p.depth > 0)).toBe(true);
+        expect(series.recentWebhooks.length).toBeGreaterThan(0);
+      }
     } finally {
       await sqlite.close();
     }
