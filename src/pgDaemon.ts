@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { pgMirrorReads } from './api/pgMirrorQueries.js';
 import { createApiComponent, routeRegistrars } from './api/server.js';
 import { isoAt } from './clock.js';
@@ -11,7 +9,7 @@ import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { pgFeedReads } from './feed/pgQueries.js';
-import { instanceName } from './health/identity.js';
+import { instanceName, newLeaseOwner } from './health/identity.js';
 import { pgReadiness } from './health/pgReadiness.js';
 import { pgHealthReads } from './health/pgSnapshot.js';
 import { createWebhookComponent } from './inbox/listener.js';
@@ -53,16 +51,11 @@ export interface PgReplica {
 }
 
 /**
- * Connections a replica may open: the API's reads, webhooks, the dispatcher's claims and settles,
- * the deliveries, and each running sync's lock plus its batches. The LISTEN and the liveness
- * session take their own outside the pool's bound only for liveness (a pg.Client of its own).
+ * Connections a replica's pool may open: the API's reads, webhooks, the dispatcher's claims and
+ * settles, the deliveries, the LISTEN, and each running sync's lock plus its batches. The liveness
+ * session is a client of its own, outside the pool (the pool could close or lend it).
  */
 const POOL_MAX = 20;
-
-/** A lease owner that names the host and pid, for `pg_stat_activity` and status, and is unique. */
-export function replicaOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-}
 
 /**
  * Opens the pool (migrating first: replicas starting together migrate one after another under an
@@ -85,7 +78,7 @@ export async function openPgDaemonContext(
   const ctx = createPgAppContext(config, log);
   const replica: PgReplica = {
     database,
-    owner: replicaOwner(),
+    owner: newLeaseOwner(),
     signal: new ChangeSignal(),
     subscribers: subscribersFromConfig(config),
   };

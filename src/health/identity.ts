@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
@@ -76,4 +77,12 @@ export function identityLine(id: Identity, formatSeconds: (ms: number) => string
   const up =
     id.uptimeSeconds === null ? 'daemon not running' : `up ${formatSeconds(id.uptimeSeconds * 1000)}`;
   return `vcu-sync ${id.version} on ${id.instance} (operator ${id.operatorHost ?? 'not configured'}, ${id.database.kind} ${id.database.location}), ${up}`;
+}
+
+/**
+ * A lease owner for this process's claims: the host and pid (for `pg_stat_activity`, status and
+ * logs) and a random tail, so a restarted container that reuses pid 1 is a new owner.
+ */
+export function newLeaseOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }

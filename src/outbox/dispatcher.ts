@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage } from '../errors.js';
+import { newLeaseOwner } from '../health/identity.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import { maskReceived } from '../operations/personal.js';
@@ -89,7 +88,7 @@ export class Dispatcher {
     const c = ctx.config.outbox;
     this.clock = options.clock ?? ctx.clock;
     this.random = options.random ?? Math.random;
-    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.owner = options.owner ?? newLeaseOwner();
     this.policy = {
       baseMs: c.backoff_base_ms,
       capMs: c.backoff_cap_ms,

@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import { newLeaseOwner } from '../health/identity.js';
 import { WakeableSleep } from '../outbox/wakeableSleep.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
 import { type DeliveryRow, type DeliveryStep, releaseAllDeliveries } from './queries.js';
@@ -64,7 +63,7 @@ export class SubscriberDispatcher {
       ctx,
       clock: options.clock ?? ctx.clock,
       random: options.random ?? Math.random,
-      owner: options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+      owner: options.owner ?? newLeaseOwner(),
       batch: options.batch ?? 64,
       store: this.store,
       sender: this.sender,
