@@ -67,7 +67,14 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     projects: 120,
     issuances: 600,
     units: 20_000,
-    webhook: { url: `http://127.0.0.1:${webhookPort}/webhooks/operator`, delayMs: 1500 },
+    // Retried as a real operator would, for longer than a busy moment (the simulator's default of
+    // five tries within a second drops a decision the listener answered 503 for while loaded).
+    webhook: {
+      url: `http://127.0.0.1:${webhookPort}/webhooks/operator`,
+      delayMs: 1500,
+      maxAttempts: 8,
+      retryBaseMs: 200,
+    },
   });
   const config = loadConfig({
     env: {},

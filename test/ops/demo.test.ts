@@ -85,7 +85,14 @@ describe('vcu-sync demo', () => {
         .all(mark.outbox) as Array<{ ref: string; state: string }>;
       expect(rows.length).toBeGreaterThanOrEqual(2);
       // Every operation of the second run was decided; none waits for a decision dropped as a replay.
-      expect(rows.filter((r) => r.state !== 'approved' && r.state !== 'rejected')).toEqual([]);
+      const undecided = rows.filter((r) => r.state !== 'approved' && r.state !== 'rejected');
+      const eventsOf = db.prepare(
+        'SELECT webhook_id, outcome, received_at FROM webhook_events WHERE marketplaceTransactionRef = ?',
+      );
+      expect(
+        undecided,
+        `undecided, with their webhook events: ${JSON.stringify(undecided.map((r) => ({ ...r, events: eventsOf.all(r.ref) })))}\ndemo output:\n${demo.output().slice(-3000)}`,
+      ).toEqual([]);
       const events = db
         .prepare(
           'SELECT webhook_id, marketplaceTransactionRef AS ref, outcome, id_reused FROM webhook_events WHERE id > ? ORDER BY id',
