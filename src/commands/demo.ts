@@ -67,8 +67,8 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     projects: 120,
     issuances: 600,
     units: 20_000,
-    // Retried as a real operator would, for longer than a busy moment (the simulator's default of
-    // five tries within a second drops a decision the listener answered 503 for while loaded).
+    // Retried as a real operator would, over tens of seconds (the simulator's default, five tries
+    // within a second, is for tests that want it to give up quickly).
     webhook: {
       url: `http://127.0.0.1:${webhookPort}/webhooks/operator`,
       delayMs: 1500,
@@ -115,7 +115,14 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   out();
 
   let n = 0;
-  const enqueue = async () => {
+  // Enqueues still in flight when the demo stops are awaited before it settles: one answered after
+  // the settle began would be sent and never see its decision before the daemon stops.
+  const inFlight = new Set<Promise<void>>();
+  const enqueue = () => {
+    const sending = enqueueOne().finally(() => inFlight.delete(sending));
+    inFlight.add(sending);
+  };
+  const enqueueOne = async () => {
     const body = demoOperation(n++, 'demo-marketplace', new Date());
     try {
       const res = await fetch(`${api}/v1/operations`, {
@@ -139,9 +146,9 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
       `mirror: ${mirror.p} projects, ${mirror.i} issuances, ${mirror.u} unit operations | outbox: ${states.map((s) => `${s.state} ${s.n}`).join(', ') || 'empty'}`,
     );
   };
-  const enqueueTimer = setInterval(() => void enqueue(), 2000);
+  const enqueueTimer = setInterval(enqueue, 2000);
   const reportTimer = setInterval(report, 5000);
-  void enqueue();
+  enqueue();
 
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -150,6 +157,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   });
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
+  await Promise.all(inFlight);
   await settle(ctx.database.sqlite, () => sim.webhooksIdle());
   report();
   await daemon.stop('demo finished');
