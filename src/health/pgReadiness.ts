@@ -3,6 +3,7 @@ import { migrationsNewerThan } from '../db/migrations.js';
 import { PG_MIGRATIONS_FOLDER } from '../db/pg.js';
 import { errorMessage } from '../errors.js';
 import { realSchedule, type Schedule } from '../feed/longPoll.js';
+import { iso } from '../operations/pgRows.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { scrubText } from '../redact.js';
 import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from './readiness.js';
@@ -48,23 +49,23 @@ async function readDatabaseFacts(pool: pg.Pool): Promise<DatabaseFacts> {
     );
     const { read_only: readOnly, migrated } = state.rows[0] ?? { read_only: false, migrated: false };
     let newest = Number.NEGATIVE_INFINITY;
-    let pause: { value: string; since: string } | undefined;
+    let pause: { value: string; updated_at: string } | undefined;
     if (migrated) {
-      const schema = await pool.query<{ newest: number | null; value: string | null; since: string | null }>(
+      const schema = await pool.query<{ newest: number | null; value: string | null; updated_at: string }>(
         `SELECT (SELECT max(created_at)::float8 FROM drizzle.__drizzle_migrations) AS newest,
-                d.value, to_char(d.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS since
+                d.value, ${iso('d.updated_at')} AS updated_at
            FROM (SELECT 1) AS one LEFT JOIN daemon_state d ON d.key = $1`,
         [PAUSE_KEY],
       );
       const row = schema.rows[0];
       if (row?.newest != null) newest = row.newest;
-      if (row?.value != null) pause = { value: row.value, since: row.since ?? '' };
+      if (row?.value != null) pause = { value: row.value, updated_at: row.updated_at };
     }
     return {
       databaseUnanswered: null,
       writeBlocked: readOnly ? 'the server is read-only (a standby, or default_transaction_read_only)' : null,
       pendingMigrations: migrationsNewerThan(newest, PG_MIGRATIONS_FOLDER),
-      sendingPaused: pauseOf(pause && { value: pause.value, updated_at: pause.since })?.reason ?? null,
+      sendingPaused: pauseOf(pause)?.reason ?? null,
     };
   } catch (err) {
     return { databaseUnanswered: problem(err), ...UNKNOWN };

@@ -105,15 +105,15 @@ async function outboxFacts(client: Client, window: SnapshotWindow) {
     `SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", last_error AS error, ${iso('updated_at')} AS at
        FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 10`,
   );
-  const [pause] = await rows<{ value: string; since: string }>(
+  const [pause] = await rows<{ value: string; updated_at: string }>(
     client,
-    `SELECT value, ${iso('updated_at')} AS since FROM daemon_state WHERE key = $1`,
+    `SELECT value, ${iso('updated_at')} AS updated_at FROM daemon_state WHERE key = $1`,
     [PAUSE_KEY],
   );
   return {
     byState,
     oldestQueuedAt: times?.queued ?? null,
-    paused: pausedSince(pauseOf(pause && { value: pause.value, updated_at: pause.since })),
+    paused: pausedSince(pauseOf(pause)),
     awaitingDecision: times?.awaiting ?? 0,
     oldestAwaitingAt: times?.oldest ?? null,
     oldestAcceptedAt: times?.accepted ?? null,
