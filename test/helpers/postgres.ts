@@ -48,12 +48,21 @@ export interface Cluster {
   logFile: string;
   /** Stops the server at once and removes every file it had. */
   stop(): Promise<void>;
+  /**
+   * Stops the server but keeps its files, as an operator's `pg_ctl stop -m MODE` does (default:
+   * fast: sessions are ended, clients see "terminating connection due to administrator command").
+   */
+  halt(mode?: 'smart' | 'fast' | 'immediate'): Promise<void>;
+  /** Starts a halted server again on the same port and data; resolves once it accepts connections. */
+  resume(): Promise<void>;
 }
 
 /** Options of {@link startCluster}. */
 export interface ClusterOptions {
   /** Serve TLS with a fresh self-signed certificate (default: false, plain text only). */
   tls?: boolean;
+  /** The server's `max_connections`, for connection-pressure tests (default: 200). */
+  maxConnections?: number;
 }
 
 /** The newest installed server's bin folder, e.g. /usr/lib/postgresql/15/bin. */
@@ -159,19 +168,22 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '-c fsync=off',
       '-c synchronous_commit=off',
       '-c full_page_writes=off',
-      '-c max_connections=200',
+      `-c max_connections=${options.maxConnections ?? 200}`,
       ...(tls ? ['-c ssl=on', `-c ssl_cert_file=${tls.cert}`, `-c ssl_key_file=${tls.key}`] : []),
     ];
-    try {
-      await asOwner(
-        path.join(bin, 'pg_ctl'),
-        ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', settings.join(' '), 'start'],
-        root,
-      );
-    } catch (err) {
-      const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '(no log)';
-      throw new Error(`pg_ctl start failed: ${(err as Error).message}\n${log}`);
-    }
+    const startServer = async () => {
+      try {
+        await asOwner(
+          path.join(bin, 'pg_ctl'),
+          ['-D', data, '-l', logFile, '-w', '-t', '60', '-o', settings.join(' '), 'start'],
+          root,
+        );
+      } catch (err) {
+        const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '(no log)';
+        throw new Error(`pg_ctl start failed: ${(err as Error).message}\n${log}`);
+      }
+    };
+    await startServer();
     started = true;
     const info: ClusterInfo = {
       host: '127.0.0.1',
@@ -194,6 +206,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         );
         remove();
       },
+      async halt(mode = 'fast') {
+        await asOwner(path.join(bin, 'pg_ctl'), ['-D', data, '-m', mode, '-w', '-t', '60', 'stop'], root);
+      },
+      resume: startServer,
     };
   } catch (err) {
     if (started)
