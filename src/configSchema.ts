@@ -190,7 +190,7 @@ const webhookSchema = z.strictObject({
   token_header: z.string().min(1).default('x-webhook-token'),
   /** Where the payload's fields are read. */
   fields: webhookFieldsSchema.default(webhookFieldsSchema.parse({})),
-  /** The decision vocabulary: which type and status values decide what (see README "Webhooks"). */
+  /** The decision vocabulary: which type and status values decide what (see docs/webhooks.md). */
   decisions: webhookDecisionsSchema.default(webhookDecisionsSchema.parse({})),
 });
 

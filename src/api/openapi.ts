@@ -160,7 +160,7 @@ export function buildOpenApi(specs: readonly RouteSpec[], info: DocumentInfo): J
       title: 'vcu-sync internal API',
       version: info.version,
       description:
-        "The marketplace's internal API over the operator mirror and the operations queue. Generate a client from this document (see README, Internal API).",
+        "The marketplace's internal API over the operator mirror and the operations queue. Generate a client from this document (see docs/api.md, A typed client from /openapi.json).",
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     // Relative: the API answers wherever this document was fetched from (directly or behind a proxy).

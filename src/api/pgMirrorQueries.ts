@@ -35,7 +35,7 @@ function columnsOf(resource: ResourceName): string {
  * indexes as they are; under a language collation (`en_US.UTF-8`: `a` before `B`, `-` ignored)
  * each one says `COLLATE "C"`, the same pages at the cost of sorting the matching rows.
  */
-async function sortsInByteOrder(pool: pg.Pool): Promise<boolean> {
+export async function sortsInByteOrder(pool: pg.Pool): Promise<boolean> {
   const { rows } = await pool.query<{ same: boolean }>(
     `SELECT array_agg(s ORDER BY s) = array_agg(s ORDER BY s COLLATE "C") AS same
      FROM unnest(ARRAY['a', 'B', 'b', 'A', '-1', '1', '_', 'Z9', 'z-', 'é', 'e', 'F', ' x']) AS s`,

@@ -5,7 +5,7 @@ const HELP = `usage: vcu-sync simulator [flags]
   --auth apikey|bearer|either  --api-key KEY  --units-unpaginated  --projects-unpaginated
   --webhook-url URL  --webhook-secret whsec_...  --policy approve|reject|none|alternate
   --notify-status 200|202  --error-rate R  --fault-429-rate R  --latency-ms N
-Admin endpoints under /_sim/ steer records and faults (see README).`;
+Admin endpoints under /_sim/ steer records and faults (see docs/operator.md).`;
 
 /** `vcu-sync simulator [...]`: runs the operator simulator until SIGINT/SIGTERM. */
 export async function runSimulatorCommand(flags: string[]): Promise<number> {

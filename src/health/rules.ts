@@ -267,7 +267,7 @@ function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem
       code: 'database-corrupt',
       message: `the database file is damaged (${corruption.source === 'integrity-check' ? 'quick_check' : 'a query'} found: ${corruption.detail}); every write is refused since ${corruption.at}`,
       action:
-        'stop the daemon, put the newest backup (vcu-sync db backup, the backup timer) in place of the file and its -wal/-shm, start it, re-queue operations queued since the backup (README "Backup and restore")',
+        'stop the daemon, put the newest backup (vcu-sync db backup, the backup timer) in place of the file and its -wal/-shm, start it, re-queue operations queued since the backup (docs/operations.md "Backup and restore")',
     });
   }
   if (readError) {

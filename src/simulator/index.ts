@@ -1,7 +1,7 @@
 /**
  * The operator simulator: a real HTTP server serving the whole operator interface (lists, custody
  * data reads, /notify), sending signed decision and deposit webhooks, and injecting faults, so
- * tests, the demo and benchmarks need no real operator. See README section "Simulator".
+ * tests, the demo and benchmarks need no real operator. See docs/operator.md, "The operator simulator".
  */
 export type { AuthMode } from './auth.js';
 export { parseSimulatorArgs, runSimulatorCli } from './cli.js';

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { configSchema } from '../../src/configSchema.js';
 import { PROBLEM_CODES } from '../../src/health/rules.js';
 import { ROOT } from '../helpers/cli.js';
+import { brokenLink, codeSpans, documentation, relativeLinks } from './markdown.js';
 import {
   closeScenarios,
   EXIT_SCENARIOS,
@@ -13,30 +14,20 @@ import {
 } from './readmeExitScenarios.js';
 
 /**
- * README says what the program does: every log event, config key, problem code and exit code it
- * names must exist. When this fails after a merge, the message names the missing thing: add it to
- * the code, or correct README.
+ * README and docs/ say what the program does: every log event, config key, problem code and exit
+ * code they name must exist, and every link between them must lead somewhere. When this fails after
+ * a merge, the message names the missing thing and where it is written: add it to the code, or
+ * correct the page.
  */
 
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+/** README.md and every docs/*.md. */
+const DOCS = documentation();
+/** Every code span of README and docs/, with its file and line. */
+const SPANS = DOCS.flatMap(codeSpans);
 
-/** README's lines outside fenced code blocks, with their line numbers. */
-function proseLines(): Array<{ n: number; text: string }> {
-  let fenced = false;
-  const out: Array<{ n: number; text: string }> = [];
-  README.split('\n').forEach((text, i) => {
-    if (text.trimStart().startsWith('```')) fenced = !fenced;
-    else if (!fenced) out.push({ n: i + 1, text });
-  });
-  return out;
-}
-
-/** Every `code span` in README prose, with its line number. */
-function codeSpans(): Array<{ n: number; span: string }> {
-  return proseLines().flatMap(({ n, text }) =>
-    [...text.matchAll(/`([^`]+)`/g)].map((m) => ({ n, span: m[1]! })),
-  );
-}
+/** README is the user's guide; what is longer goes to docs/ (issue 26). */
+const README_MAX_LINES = 400;
 
 /** Dotted lower-case names, the shape of both config keys (`sync.page_size`) and events (`sync.run.finished`). */
 const DOTTED = /^[a-z][a-z_]*(?:\.[a-z_]+)+$/;
@@ -88,22 +79,22 @@ function section(title: string): string {
   return README.slice(start, end < 0 ? undefined : end);
 }
 
-describe('README names only what exists', () => {
+describe('README and docs/ name only what exists', () => {
   it('every dotted name in a code span is a config key or an event the code logs', () => {
     const keys = configKeys();
     const literals = dottedLiterals();
     const wrong: string[] = [];
-    for (const { n, span } of codeSpans()) {
+    for (const { where, span } of SPANS) {
       // `operator.auth = "bearer"`: the key before " = " must exist.
       const assigned = /^([a-z][a-z_]*(?:\.[a-z_]+)+) = /.exec(span)?.[1];
       if (assigned) {
-        if (!keys.has(assigned)) wrong.push(`line ${n}: \`${assigned}\` is not a config key`);
+        if (!keys.has(assigned)) wrong.push(`${where}: \`${assigned}\` is not a config key`);
         continue;
       }
       if (!DOTTED.test(span) || keys.has(span)) continue;
       if (!literals.has(span)) {
         wrong.push(
-          `line ${n}: \`${span}\` is neither a config key nor an event logged in src/ (no string literal '${span}')`,
+          `${where}: \`${span}\` is neither a config key nor an event logged in src/ (no string literal '${span}')`,
         );
       }
     }
@@ -112,10 +103,9 @@ describe('README names only what exists', () => {
 
   it('every [section] in a code span is a config table', () => {
     const keys = configKeys();
-    const wrong = codeSpans()
-      .map(({ n, span }) => ({ n, table: /^\[\[?([a-z_.]+)\]\]?$/.exec(span)?.[1] }))
+    const wrong = SPANS.map(({ where, span }) => ({ where, table: /^\[\[?([a-z_.]+)\]\]?$/.exec(span)?.[1] }))
       .filter(({ table }) => table !== undefined && !keys.has(table))
-      .map(({ n, table }) => `line ${n}: [${table}] is not a config table`);
+      .map(({ where, table }) => `${where}: [${table}] is not a config table`);
     expect(wrong, wrong.join('\n')).toEqual([]);
   });
 
@@ -132,6 +122,50 @@ describe('README names only what exists', () => {
     const unknown = [...documented].filter((c) => !codes.has(c));
     expect(undocumented, `problem codes without a runbook entry: ${undocumented.join(', ')}`).toEqual([]);
     expect(unknown, `runbook entries for codes the code never raises: ${unknown.join(', ')}`).toEqual([]);
+  });
+
+  it('the pages checked are README and every page of docs/', () => {
+    const files = DOCS.map((doc) => doc.file);
+    expect(files[0]).toBe('README.md');
+    expect(files).toEqual(expect.arrayContaining(['docs/postgresql.md', 'docs/benchmarks.md']));
+    // A code span on a docs/ page is read like one in README.
+    expect(SPANS.some(({ where }) => where.startsWith('docs/'))).toBe(true);
+  });
+});
+
+describe('README is the user guide, and its links and those of docs/ lead somewhere', () => {
+  it(`README stays under ${README_MAX_LINES} lines (the rest belongs in docs/)`, () => {
+    const lines = README.split('\n').length - (README.endsWith('\n') ? 1 : 0);
+    expect(lines, `README.md has ${lines} lines: move detail to a page of docs/`).toBeLessThan(
+      README_MAX_LINES,
+    );
+  });
+
+  it('every relative link points to a file that exists, and to a heading there', () => {
+    const links = DOCS.flatMap(relativeLinks);
+    // README links to each page of docs/.
+    const fromReadme = new Set(
+      links.filter((l) => l.where.startsWith('README.md:')).map((l) => l.target.split('#')[0]),
+    );
+    const unlinked = DOCS.slice(1)
+      .filter((doc) => !fromReadme.has(doc.file))
+      .map((doc) => doc.file);
+    expect(unlinked, `pages of docs/ README does not link to: ${unlinked.join(', ')}`).toEqual([]);
+    const broken = links.flatMap(({ where, target }) => {
+      const problem = brokenLink(where.split(':')[0]!, target);
+      return problem ? [`${where}: ${problem}`] : [];
+    });
+    expect(broken, broken.join('\n')).toEqual([]);
+  });
+
+  it('finds the broken links it is there to find', () => {
+    expect(brokenLink('README.md', 'docs/no-such-page.md')).toMatch(/no file docs\/no-such-page\.md/);
+    expect(brokenLink('README.md', 'docs/postgresql.md#no-such-heading')).toMatch(/no heading/);
+    expect(brokenLink('docs/api.md', '../README.md#reading-the-mirror')).toBeNull();
+    expect(brokenLink('docs/api.md', '#with-sql')).toBeNull();
+    expect(brokenLink('docs/api.md', '#a-typed-client-from-openapijson')).toBeNull();
+    expect(brokenLink('README.md', '#runbook-what-vcu-sync-status-problems-mean')).toBeNull();
+    expect(brokenLink('README.md', '../outside.md')).toMatch(/leaves the repository/);
   });
 });
 

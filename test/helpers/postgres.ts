@@ -63,6 +63,12 @@ export interface ClusterOptions {
   tls?: boolean;
   /** The server's `max_connections`, for connection-pressure tests (default: 200). */
   maxConnections?: number;
+  /**
+   * Make ICU the cluster's default locale provider with this locale (e.g. `en-US`), as `initdb
+   * --locale-provider=icu` does: databases created from its templates then sort text as people
+   * read it unless they choose otherwise (default: none, libc's `C`).
+   */
+  icuLocale?: string;
 }
 
 /** The newest installed server's bin folder, e.g. /usr/lib/postgresql/15/bin. */
@@ -154,6 +160,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         '-E',
         'UTF8',
         '--locale=C',
+        // The test's own constant, never input.
+        ...(options.icuLocale ? ['--locale-provider=icu', `--icu-locale=${options.icuLocale}`] : []),
         '--no-sync',
         '--no-instructions',
       ],
