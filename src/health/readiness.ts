@@ -17,7 +17,7 @@ export interface ReadinessFacts {
   listeners: ReadonlySet<string>;
   /** Listeners this daemon runs. */
   expectedListeners: readonly string[];
-  /** null when a write could start now; otherwise why not. */
+  /** null when a write would succeed now; otherwise why not, its cause first (see writeBlocked). */
   writeBlocked: string | null;
   /** Migrations shipped with this build that the database has not applied. */
   pendingMigrations: number;
@@ -65,7 +65,7 @@ export function writeBlocked(
   busyTimeoutMs: number,
   faults: DatabaseFaults = databaseFaultsFor(sqlite),
 ): string | null {
-  if (sqlite.readonly) return 'opened read-only';
+  if (sqlite.readonly) return 'database-read-only (this connection was opened read-only)';
   const { corruption } = faults.facts();
   if (corruption) return `database-corrupt (${corruption.detail})`;
   // Inside a transaction this connection already holds the write lock.
