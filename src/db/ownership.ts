@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { EXIT_CONFIG, UserError } from '../errors.js';
 import { createPrivateFile } from './fileMode.js';
+import { holderOfLockNamed } from './lockHolders.js';
 
 /**
  * One daemon per SQLite file.
@@ -35,7 +36,8 @@ import { createPrivateFile } from './fileMode.js';
  * unit (DynamicUser, PrivateTmp, ProtectSystem=strict) shares no writable folder with a shell
  * besides the database's own. A hard link in another folder has its inode lock there, out of sight:
  * so a file with more than one link is refused outright (a link nobody uses today is the next
- * start's second WAL), with a line saying how to find the others. Both locks are taken before the
+ * start's second WAL), naming the daemon that holds the lock over there when /proc shows it
+ * (./lockHolders.ts), else with a line saying how to find the links. Both locks are taken before the
  * database is opened; the path lock stays for the other case, another file moved to the same path
  * under a running daemon.
  */
@@ -195,11 +197,15 @@ async function lockTheFile(databasePath: string, pidWaitMs: number): Promise<Hel
   }
   const id = fileIdentity(databasePath);
   if (!id) return undefined;
-  const lock = await takeLock(fileLockPathFor(databasePath, id), databasePath, pidWaitMs);
+  const fileLockPath = fileLockPathFor(databasePath, id);
+  const lock = await takeLock(fileLockPath, databasePath, pidWaitMs);
   // Read after the lock: a daemon through another link in this folder has been refused by now.
   const links = fileIdentity(databasePath)?.nlink ?? id.nlink;
   if (links > 1n) {
     lock.release();
+    // A daemon through a link in another folder holds the same name there: named when it can be seen.
+    const owner = holderOfLockNamed(path.basename(fileLockPath), fileLockPath);
+    if (owner !== undefined) throw new UserError(ownedMessage(databasePath, owner), EXIT_DATABASE_OWNED);
     throw new UserError(linkedMessage(databasePath, links), EXIT_CONFIG);
   }
   return lock;

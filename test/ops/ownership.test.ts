@@ -10,6 +10,7 @@ import {
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { posixWriteLockHolders } from '../../src/db/lockHolders.js';
 import {
   acquireOwnership,
   EXIT_DATABASE_OWNED,
@@ -149,7 +150,7 @@ const sqliteFilesBeside = (dbFile: string) =>
   [`${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`].filter(existsSync);
 
 describe('one daemon per SQLite file, through hard links', () => {
-  it('a second `vcu-sync run` through a hard link exits 75 naming the running daemon and opens nothing; through a link in another folder it is refused too', async () => {
+  it('a second `vcu-sync run` through a hard link exits 75 naming the running daemon and opens nothing, also through a link in another folder', async () => {
     const dir = workDir();
     const dbFile = path.join(dir, 'vcu.db');
     const toml = writeToml(dir, daemonToml({ onStartup: false }));
@@ -170,17 +171,14 @@ describe('one daemon per SQLite file, through hard links', () => {
       await expectRefused(starter(other), other, first.child.pid!);
       expect(sqliteFilesBeside(other)).toEqual([]);
 
-      // A link in another folder of the same file system: its lock would be over there, so the
-      // file's second name is what refuses it, before anything is opened.
+      // A link in another folder of the same file system: its file lock would be over there, so
+      // the file's second name is what refuses it, before anything is opened; the running daemon
+      // is named from /proc (the lock file it holds open).
       const elsewhere = path.join(dir, 'elsewhere');
       mkdirSync(elsewhere);
       const far = path.join(elsewhere, 'far.db');
       linkSync(dbFile, far);
-      const third = starter(far);
-      expect(await third.exited, third.output()).toBe(EXIT_CONFIG);
-      expect(third.output().trim().split('\n')).toEqual([
-        `vcu-sync: database ${far} has 3 hard links; SQLite keys its -wal and -shm to the path, so a second path to the file corrupts it: remove the other links (find them with find <mount point> -xdev -samefile ${far}) and run every vcu-sync on one path`,
-      ]);
+      await expectRefused(starter(far), far, first.child.pid!);
       expect(sqliteFilesBeside(far)).toEqual([]);
       expect(readdirSync(elsewhere).filter((f) => !f.endsWith('.lock'))).toEqual(['far.db']);
 
@@ -265,6 +263,40 @@ describe('acquireOwnership', () => {
     const again = await acquireOwnership(path.join(dir, 'alias.db'));
     expect(again.lockPath).toBe(lockPathFor(dbFile));
     again.release();
+  });
+
+  it('a file with two names and no daemon on either is refused with the line that finds them (exit 78)', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    writeFileSync(dbFile, '');
+    mkdirSync(path.join(dir, 'elsewhere'));
+    const far = path.join(dir, 'elsewhere', 'far.db');
+    linkSync(dbFile, far);
+    for (const name of [dbFile, far]) {
+      const refused = await acquireOwnership(name).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect((refused as UserError).exitCode).toBe(EXIT_CONFIG);
+      expect((refused as UserError).message).toBe(
+        `database ${name} has 2 hard links; SQLite keys its -wal and -shm to the path, so a second path to the file corrupts it: remove the other links (find them with find <mount point> -xdev -samefile ${name}) and run every vcu-sync on one path`,
+      );
+    }
+    expect(sqliteFilesBeside(dbFile)).toEqual([]);
+    expect(sqliteFilesBeside(far)).toEqual([]);
+  });
+
+  it('reads the holders of POSIX write locks from /proc/locks, not readers, flock holders or waiters', () => {
+    const text = [
+      '1: POSIX  ADVISORY  WRITE 4242 00:2f:1234567 1073741824 1073742335',
+      '1: -> POSIX  ADVISORY  WRITE 5151 00:2f:1234567 1073741824 1073742335',
+      '2: POSIX  ADVISORY  READ 6262 00:2f:7654321 1073741826 1073742335',
+      '3: FLOCK  ADVISORY  WRITE 7373 fd:00:99 0 EOF',
+      '4: OFDLCK ADVISORY  WRITE -1 00:2f:5 0 EOF',
+      '5: POSIX  ADVISORY  WRITE 4242 00:2f:42 0 EOF',
+      '',
+    ].join('\n');
+    expect(posixWriteLockHolders(text)).toEqual([4242]);
   });
 
   it('a lock file that is not one gives one line naming it', async () => {
