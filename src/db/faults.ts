@@ -23,6 +23,25 @@ const KIND_OF_CODE: Record<string, DatabaseFaultKind> = {
   SQLITE_NOTADB: 'corrupt',
 };
 
+/**
+ * The cause of a write fault, named for a reader of /readyz: `disk-full`, `database-read-only`,
+ * `database-io-error`, `database-locked`, `database-corrupt`, or `database-write-failed` for any
+ * other code. By primary code (SQLITE_IOERR_WRITE is an I/O error). Pure.
+ */
+export function faultCause(code: string): string {
+  const primary = /^SQLITE_[A-Z]+/.exec(code)?.[0] ?? code;
+  return CAUSE_OF_CODE[primary] ?? 'database-write-failed';
+}
+
+const CAUSE_OF_CODE: Record<string, string> = {
+  SQLITE_FULL: 'disk-full',
+  SQLITE_READONLY: 'database-read-only',
+  SQLITE_IOERR: 'database-io-error',
+  SQLITE_BUSY: 'database-locked',
+  SQLITE_CORRUPT: 'database-corrupt',
+  SQLITE_NOTADB: 'database-corrupt',
+};
+
 /** How long a client should wait before trying a refused write again, seconds, by kind. */
 const RETRY_AFTER_SECONDS: Record<DatabaseFaultKind, number> = { busy: 1, write: 30, corrupt: 300 };
 

@@ -67,6 +67,10 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
     if (!options.readonly) {
       sqlite.pragma('journal_mode = WAL');
       sqlite.pragma(`synchronous = ${(options.synchronous ?? 'full').toUpperCase()}`);
+      // Freed space is zeroed, not left holding old row versions: every update of an outbox row
+      // rewrites its whole record, personal fields included, and the retention scrub must leave no
+      // copy in the file (outbox/scrub.ts). ON, not FAST: FAST leaves freed overflow pages as they were.
+      sqlite.pragma('secure_delete = ON');
     }
     sqlite.pragma('foreign_keys = ON');
   } catch (err) {

@@ -1,8 +1,10 @@
-import { closeSync, existsSync, mkdirSync, openSync, readSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { UserError } from '../errors.js';
+import { EXIT_CONFIG, UserError } from '../errors.js';
+import { createPrivateFile } from './fileMode.js';
+import { holderOfLockNamed } from './lockHolders.js';
 
 /**
  * One daemon per SQLite file.
@@ -23,6 +25,21 @@ import { UserError } from '../errors.js';
  *
  * The file is never deleted, not even on a clean stop: deleting a lock file that another process
  * may just have opened lets a third create a new one, and two would own the database.
+ *
+ * A path names a file only until someone links it elsewhere. SQLite keys its `-wal` and `-shm` to
+ * the path it was given, so a second daemon through a hard link (`ln vcu.db other.db`) would write
+ * the same file through a WAL of its own: corruption. So the daemon holds a second lock, keyed to
+ * the file itself: `vcu-sync-file-<device>-<inode>.lock` in the file's folder, the same name from
+ * every path to it. Why not lock a byte of the database itself: Node has no fcntl, and SQLite
+ * locks only its own bytes, taking them through its WAL machinery, which creates the very
+ * `-wal`/`-shm` beside the second path. Why not a runtime folder keyed to the inode: the shipped
+ * unit (DynamicUser, PrivateTmp, ProtectSystem=strict) shares no writable folder with a shell
+ * besides the database's own. A hard link in another folder has its inode lock there, out of sight:
+ * so a file with more than one link is refused outright (a link nobody uses today is the next
+ * start's second WAL), naming the daemon that holds the lock over there when /proc shows it
+ * (./lockHolders.ts), else with a line saying how to find the links. Both locks are taken before the
+ * database is opened; the path lock stays for the other case, another file moved to the same path
+ * under a running daemon.
  */
 
 /** Exit status of a `vcu-sync run` refused because another daemon owns the database (EX_TEMPFAIL). */
@@ -30,8 +47,10 @@ export const EXIT_DATABASE_OWNED = 75;
 
 /** The lock a running daemon holds on its database. */
 export interface Ownership {
-  /** The side file holding the lock. */
+  /** The side file holding the lock on the path. */
   readonly lockPath: string;
+  /** The side file holding the lock on the file itself (device and inode), when it is a file. */
+  readonly fileLockPath: string | undefined;
   /** Releases the lock (idempotent). The file stays. */
   release(): void;
 }
@@ -65,6 +84,30 @@ export function lockPathFor(databasePath: string): string {
   const dir = path.dirname(resolved);
   const realDir = existsSync(dir) ? realpathSync(dir) : dir;
   return `${path.join(realDir, path.basename(resolved))}.lock`;
+}
+
+/** A database file's identity, the same through every path to it (bigint: inodes may pass 2^53). */
+export interface FileIdentity {
+  dev: bigint;
+  ino: bigint;
+  /** How many names the file has. */
+  nlink: bigint;
+}
+
+/** The identity of the regular file at `databasePath`, or undefined when there is none. */
+export function fileIdentity(databasePath: string): FileIdentity | undefined {
+  try {
+    const stat = statSync(databasePath, { bigint: true });
+    return stat.isFile() ? { dev: stat.dev, ino: stat.ino, nlink: stat.nlink } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The side file that guards the file itself, in its real folder, named after its identity. */
+export function fileLockPathFor(databasePath: string, id: Pick<FileIdentity, 'dev' | 'ino'>): string {
+  const dir = path.dirname(realpathSync(path.resolve(databasePath)));
+  return path.join(dir, `vcu-sync-file-${id.dev}-${id.ino}.lock`);
 }
 
 /** Offset and magic of a SQLite header; `user_version` is a big-endian 32-bit integer at 60. */
@@ -104,6 +147,11 @@ export function ownedMessage(databasePath: string, pid: number | undefined): str
   return `database ${databasePath} is in use by ${who}; only one daemon may run on a SQLite file`;
 }
 
+/** The one line a start on a file with other names prints (pure). */
+export function linkedMessage(databasePath: string, links: bigint): string {
+  return `database ${databasePath} has ${links} hard links; SQLite keys its -wal and -shm to the path, so a second path to the file corrupts it: remove the other links (find them with find <mount point> -xdev -samefile ${databasePath}) and run every vcu-sync on one path`;
+}
+
 /**
  * Takes the lock or throws a UserError (exit {@link EXIT_DATABASE_OWNED}) naming the database and
  * the running daemon's pid. Call it before the database is opened, so a refused start touches
@@ -117,6 +165,60 @@ export async function acquireOwnership(
   // As openDatabase does: create only the last folder level.
   if (!existsSync(dir) && existsSync(path.dirname(dir))) mkdirSync(dir);
   const lockPath = lockPathFor(databasePath);
+  const pidWaitMs = options.pidWaitMs ?? 2_000;
+  const pathLock = await takeLock(lockPath, databasePath, pidWaitMs);
+  let fileLock: HeldLock | undefined;
+  try {
+    fileLock = await lockTheFile(databasePath, pidWaitMs);
+  } catch (err) {
+    pathLock.release();
+    throw err;
+  }
+  return {
+    lockPath,
+    fileLockPath: fileLock?.path,
+    release() {
+      fileLock?.release();
+      pathLock.release();
+    },
+  };
+}
+
+/**
+ * The lock on the database file itself, created empty first if need be (SQLite takes an empty file
+ * as a new database) so that it has an identity; undefined when the path is not a regular file,
+ * which opening it then reports. Refuses a file with more than one name.
+ */
+async function lockTheFile(databasePath: string, pidWaitMs: number): Promise<HeldLock | undefined> {
+  try {
+    createPrivateFile(databasePath);
+  } catch {
+    // Not creatable here (a folder not writable, ...): opening the database says why.
+  }
+  const id = fileIdentity(databasePath);
+  if (!id) return undefined;
+  const fileLockPath = fileLockPathFor(databasePath, id);
+  const lock = await takeLock(fileLockPath, databasePath, pidWaitMs);
+  // Read after the lock: a daemon through another link in this folder has been refused by now.
+  const links = fileIdentity(databasePath)?.nlink ?? id.nlink;
+  if (links > 1n) {
+    lock.release();
+    // A daemon through a link in another folder holds the same name there: named when it can be seen.
+    const owner = holderOfLockNamed(path.basename(fileLockPath), fileLockPath);
+    if (owner !== undefined) throw new UserError(ownedMessage(databasePath, owner), EXIT_DATABASE_OWNED);
+    throw new UserError(linkedMessage(databasePath, links), EXIT_CONFIG);
+  }
+  return lock;
+}
+
+/** One lock file held by this process. */
+interface HeldLock {
+  readonly path: string;
+  release(): void;
+}
+
+/** Takes the exclusive lock on `lockPath` or throws the UserError naming its holder. */
+async function takeLock(lockPath: string, databasePath: string, pidWaitMs: number): Promise<HeldLock> {
   const mine = held.get(lockPath);
   if (mine !== undefined) throw new UserError(ownedMessage(databasePath, mine), EXIT_DATABASE_OWNED);
 
@@ -138,12 +240,12 @@ export async function acquireOwnership(
     if (!isBusy(err)) {
       throw new UserError(`database: cannot lock ${lockPath}: ${(err as Error).message}`);
     }
-    const pid = await holderPid(lockPath, options.pidWaitMs ?? 2_000);
+    const pid = await holderPid(lockPath, pidWaitMs);
     throw new UserError(ownedMessage(databasePath, pid), EXIT_DATABASE_OWNED);
   }
   held.set(lockPath, process.pid);
   return {
-    lockPath,
+    path: lockPath,
     release() {
       if (!lock.open) return;
       lock.close();

@@ -78,7 +78,10 @@ interface CandidateRow extends NonNullable<ScrubSource['texts']> {
  * scrubFinishedRows (scrub.ts) on PostgreSQL: the same rows, columns and masks (scrubbedTextsOf),
  * the operation's webhook events masked in the same transaction, SCRUB_BATCH rows a transaction.
  * Candidates are locked SKIP LOCKED, so replicas scrubbing at once share the backlog, and a row
- * being decided right now is scrubbed at the next run. Returns the number of rows scrubbed.
+ * being decided right now is scrubbed at the next run. Each batch commits before the next starts and
+ * no snapshot spans two, so the old row versions (the personal data) are dead at once and VACUUM
+ * may reclaim them while a long backlog is still being scrubbed; what stays on disk until then is
+ * in README ("What the scrub leaves on disk"). Returns the number of rows scrubbed.
  */
 export async function scrubFinishedPg(pool: pg.Pool, nowMs: number, afterDays: number): Promise<number> {
   const cutoff = scrubCutoff(nowMs, afterDays);

@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
 import type { Sqlite } from '../db/open.js';
+import { purgeWalAfterScrub, purgeWalIfOwed } from '../db/walPurge.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
 import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
@@ -71,8 +72,11 @@ export function scrubCutoff(nowMs: number, afterDays: number): string {
  * Scrubs rows that reached a final state (approved, rejected, failed, cancelled) at least
  * `afterDays` ago (see {@link scrubbedTextsOf}), and the body and reason of the operation's webhook
  * events. Stamps `scrubbed_at`. `body_hash` is left alone, so a repeated enqueue of the original
- * input still answers 200. Synchronous, one transaction per batch. Returns the number of rows
- * scrubbed. (scrubFinishedPg in pgHooks.ts does the same on PostgreSQL.)
+ * input still answers 200. Synchronous, one transaction per batch. No copy is left in the file:
+ * writing connections zero what they free (`secure_delete`, db/open.ts), so neither the scrubbed
+ * values nor the copies earlier updates of the row left behind survive in the database file, and
+ * the WAL is emptied after (db/walPurge.ts). Returns the number of rows scrubbed.
+ * (scrubFinishedPg in pgHooks.ts does the same on PostgreSQL.)
  */
 export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: number): number {
   const cutoff = scrubCutoff(nowMs, afterDays);
@@ -97,6 +101,11 @@ export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: numb
   for (;;) {
     const n = batch.immediate();
     total += n;
-    if (n < SCRUB_BATCH) return total;
+    if (n < SCRUB_BATCH) break;
   }
+  // The rows are overwritten in the database file's pages (secure_delete, db/open.ts); their old
+  // versions are still in the WAL until it is emptied.
+  if (total > 0) purgeWalAfterScrub(sqlite);
+  else purgeWalIfOwed(sqlite);
+  return total;
 }

@@ -10,6 +10,7 @@ import { type AppContext, type Component, operatorClientFor } from '../context.j
 import { databaseFaultsFor } from '../db/faults.js';
 import { openDatabase } from '../db/open.js';
 import { boundWal } from '../db/walBound.js';
+import { purgeWalIfOwed } from '../db/walPurge.js';
 import { useWriterGate } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -129,6 +130,7 @@ export function workerSide<Out>(name: string, options: WorkerSideOptions = {}): 
       const checkpoints = setInterval(() => {
         if (faults.facts().corruption) return;
         try {
+          purgeWalIfOwed(database.sqlite);
           const { frames, full } = boundWal(database.sqlite, config.database.wal_bound_mib);
           if (full) log.debug({ event: 'database.wal.bounded', frames }, 'WAL checkpointed in full');
         } catch (err) {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApiComponent } from '../../src/api/server.js';
@@ -99,13 +100,26 @@ describe('GET /readyz', () => {
       const locked = await get('/readyz');
       expect(locked.status).toBe(503);
       expect(locked.body.reasons).toHaveLength(1);
-      expect(locked.body.reasons![0]).toMatch(/^database not writable: database is locked/);
+      expect(locked.body.reasons![0]).toBe(
+        'database not writable: database-locked (SQLITE_BUSY: database is locked)',
+      );
       expect((await get('/healthz')).status).toBe(200);
     } finally {
       holder.stdin!.write('go\n');
       await new Promise((resolve) => holder.once('exit', resolve));
     }
     expect((await get('/readyz')).status).toBe(200);
+  });
+
+  it('writes nothing while the database is healthy: the WAL does not grow across probes', async () => {
+    const wal = `${ctx.config.database.path}-wal`;
+    expect((await get('/readyz')).status).toBe(200);
+    const before = statSync(wal).size;
+    const changes = ctx.database.sqlite.prepare('SELECT total_changes()').pluck();
+    const changesBefore = changes.get();
+    for (let i = 0; i < 20; i++) expect((await get('/readyz')).status).toBe(200);
+    expect(statSync(wal).size).toBe(before);
+    expect(changes.get()).toBe(changesBefore);
   });
 
   it('names every reason at once', async () => {

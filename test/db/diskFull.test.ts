@@ -17,12 +17,20 @@ const storedRefs = () =>
     api.ctx.database.sqlite.prepare('SELECT marketplaceTransactionRef FROM outbox').pluck().all() as string[],
   );
 
+/** /readyz's status and its database reasons (this harness runs no webhook listener). */
+async function databaseReadiness(): Promise<{ status: number; reasons: string[] }> {
+  const res = await fetch(`${api.base}/readyz`);
+  const body = (await res.json()) as { reasons: string[] };
+  const reasons = body.reasons.filter((r) => r.startsWith('database'));
+  return { status: reasons.length > 0 ? res.status : 200, reasons };
+}
+
 function expectNoPersonalData(text: string): void {
   for (const value of Object.values(PERSONAL)) expect(text).not.toContain(value);
 }
 
 describe('disk full (SQLite max_page_count on the daemon connection)', () => {
-  it('enqueues answer 201 (stored) or 503 + Retry-After (not stored), status is critical with the SQLite error, and all recovers once space returns', async () => {
+  it('enqueues answer 201 (stored) or 503 + Retry-After (not stored), status is critical with the SQLite error, /readyz 503 disk-full, and all recovers once space returns (readiness first, with no traffic)', async () => {
     const { call, ctx } = api;
     expect((await call('POST', '/v1/operations', transfer('before-full'))).status).toBe(201);
     const pages = ctx.database.sqlite.pragma('page_count', { simple: true }) as number;
@@ -72,8 +80,25 @@ describe('disk full (SQLite max_page_count on the daemon connection)', () => {
     expect(problem.message).toContain('SQLITE_FULL: database or disk is full');
     expectNoPersonalData(status.text);
 
-    // Space again: the refused operations are sent again by their apps and stored; status clears.
+    // Not ready while writes fail, naming the cause: the probe's trial write is refused as well.
+    for (let i = 0; i < 2; i++)
+      expect(await databaseReadiness()).toEqual({
+        status: 503,
+        reasons: ['database not writable: disk-full (SQLITE_FULL: database or disk is full)'],
+      });
+
+    // Space again: ready again before any client writes (the probe's trial write goes through).
     ctx.database.sqlite.pragma('max_page_count = 1000000');
+    expect(await databaseReadiness()).toEqual({ status: 200, reasons: [] });
+    expect(databaseFaultsFor(ctx.database.sqlite).facts().writeFailure).toBeNull();
+    expect(
+      ctx.database.sqlite
+        .prepare(`SELECT count(*) FROM daemon_state WHERE key = 'readiness-trial'`)
+        .pluck()
+        .get(),
+    ).toBe(0);
+
+    // The refused operations are sent again by their apps and stored; status clears.
     for (const ref of refused) {
       const again = await call('POST', '/v1/operations', op(ref));
       expect(again.status, again.text).toBe(201);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { busyRetryDelay } from '../../src/db/commitQueue.js';
-import { classifyDatabaseError, NO_FAULTS } from '../../src/db/faults.js';
+import { classifyDatabaseError, faultCause, NO_FAULTS } from '../../src/db/faults.js';
 import { privateFileMode } from '../../src/db/fileMode.js';
 import { checkResult } from '../../src/db/integrity.js';
 import { judge, LOCK_WARNING_MS, type RuleInputs } from '../../src/health/rules.js';
@@ -31,6 +31,35 @@ describe('database faults: what an error means', () => {
     expect(kind('SQLITE_CONSTRAINT_UNIQUE')).toBeNull();
     expect(classifyDatabaseError(new Error('a bug'))).toBeNull();
     expect(classifyDatabaseError(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBeNull();
+  });
+
+  it('names the cause /readyz gives, extended codes by their primary one', () => {
+    const causes = Object.fromEntries(
+      [
+        'SQLITE_FULL',
+        'SQLITE_READONLY',
+        'SQLITE_READONLY_DBMOVED',
+        'SQLITE_IOERR_WRITE',
+        'SQLITE_IOERR_FSYNC',
+        'SQLITE_BUSY',
+        'SQLITE_CORRUPT',
+        'SQLITE_NOTADB',
+        'SQLITE_CANTOPEN',
+        'SQLITE_PERM',
+      ].map((code) => [code, faultCause(code)]),
+    );
+    expect(causes).toEqual({
+      SQLITE_FULL: 'disk-full',
+      SQLITE_READONLY: 'database-read-only',
+      SQLITE_READONLY_DBMOVED: 'database-read-only',
+      SQLITE_IOERR_WRITE: 'database-io-error',
+      SQLITE_IOERR_FSYNC: 'database-io-error',
+      SQLITE_BUSY: 'database-locked',
+      SQLITE_CORRUPT: 'database-corrupt',
+      SQLITE_NOTADB: 'database-corrupt',
+      SQLITE_CANTOPEN: 'database-write-failed',
+      SQLITE_PERM: 'database-write-failed',
+    });
   });
 
   it('retries a held lock every millisecond at first, then with growing waits, never more than half a second', () => {

@@ -34,8 +34,25 @@ function setOwnerAndMode(files: string[], mode: number): void {
   }
 }
 
+/**
+ * Polls /readyz until its one reason is `reason`; every answer meanwhile must be a 503 (the daemon's
+ * own worker may hold the write lock for a moment, which is a reason of its own).
+ */
+async function expectNotReadyWith(base: string, reason: string): Promise<void> {
+  let last: unknown;
+  await until(
+    () => `/readyz naming ${reason} (last: ${JSON.stringify(last)})`,
+    async () => {
+      const res = await fetch(`${base}/readyz`);
+      last = await res.json();
+      expect(res.status, JSON.stringify(last)).toBe(503);
+      return JSON.stringify(last) === JSON.stringify({ ready: false, reasons: [reason] });
+    },
+  );
+}
+
 describe('the database file is read-only', () => {
-  it('writes answer 503 + Retry-After, status is critical with SQLITE_READONLY; writable again and restarted, all is stored', async () => {
+  it('writes answer 503 + Retry-After, /readyz 503 database-read-only, status critical with SQLITE_READONLY; writable again and restarted, all is stored', async () => {
     const { dir, cleanup } = tempDir('vcu-sync-ro-');
     cleanups.push(cleanup);
     chmodSync(dir, 0o777);
@@ -45,13 +62,22 @@ describe('the database file is read-only', () => {
     setOwnerAndMode(files, 0o444);
 
     const daemon = await startDaemonChild(dir, sim.url, { as: AS });
-    const refused = await daemon.call('POST', '/v1/operations', transfer('ro-1'));
-    expect(refused.status, refused.text).toBe(503);
-    expect(refused.headers.get('retry-after')).toBe('30');
-    expect(refused.json.error).toContain('SQLITE_READONLY');
-    expect((await fetch(`${daemon.base}/healthz`)).status).toBe(200);
+    // Not ready, with the cause, before any write was tried and after: every probe finds it.
+    for (const when of ['before', 'after']) {
+      if (when === 'after') {
+        const refused = await daemon.call('POST', '/v1/operations', transfer('ro-1'));
+        expect(refused.status, refused.text).toBe(503);
+        expect(refused.headers.get('retry-after')).toBe('30');
+        expect(refused.json.error).toContain('SQLITE_READONLY');
+      }
+      await expectNotReadyWith(
+        daemon.base,
+        'database not writable: database-read-only (SQLITE_READONLY: attempt to write a readonly database)',
+      );
+    }
     expect((await daemon.call('GET', '/v1/operations')).status).toBe(200);
 
+    expect((await fetch(`${daemon.base}/healthz`)).status).toBe(200);
     const status = await daemon.call('GET', '/status');
     expect(status.status).toBe(503);
     const problem = status.json.problems.find((p: { code: string }) => p.code === 'database-write-failed');
@@ -69,6 +95,15 @@ describe('the database file is read-only', () => {
     expect(stored.status, stored.text).toBe(201);
     await until('the operation accepted by the operator', () =>
       sim.notifications.some((n) => n.ref === 'ro-1'),
+    );
+    let lastReadyz = '';
+    await until(
+      () => `/readyz 200 after the restart (last: ${lastReadyz})`,
+      async () => {
+        const res = await fetch(`${again.base}/readyz`);
+        lastReadyz = await res.text();
+        return res.status === 200;
+      },
     );
     const after = await again.call('GET', '/status');
     expect(after.json.problems.map((p: { code: string }) => p.code)).not.toContain('database-write-failed');

@@ -1,9 +1,24 @@
-import { symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireOwnership, EXIT_DATABASE_OWNED, lockPathFor } from '../../src/db/ownership.js';
-import { UserError } from '../../src/errors.js';
+import { posixWriteLockHolders } from '../../src/db/lockHolders.js';
+import {
+  acquireOwnership,
+  EXIT_DATABASE_OWNED,
+  fileIdentity,
+  fileLockPathFor,
+  lockPathFor,
+} from '../../src/db/ownership.js';
+import { EXIT_CONFIG, UserError } from '../../src/errors.js';
 import { claimOperations } from '../../src/operations/store.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
@@ -130,7 +145,102 @@ describe('one daemon per SQLite file', () => {
   });
 });
 
+/** What SQLite made beside `dbFile`: a -wal or -shm there means a connection opened it through that path. */
+const sqliteFilesBeside = (dbFile: string) =>
+  [`${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`].filter(existsSync);
+
+describe('one daemon per SQLite file, through hard links', () => {
+  it('a second `vcu-sync run` through a hard link exits 75 naming the running daemon and opens nothing, also through a link in another folder', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    const toml = writeToml(dir, daemonToml({ onStartup: false }));
+    const port = await freePort();
+    const first = spawnCli(['run'], daemonEnv(dir, sim.url, toml, { VCU_SYNC_LISTEN: `127.0.0.1:${port}` }));
+    try {
+      await untilEvent(first, 'daemon.ready');
+      const api = apiCaller(`http://127.0.0.1:${port}`, TOKEN);
+      expect((await api('POST', '/v1/operations', transfer('linked-1', { unitId: 97_101 }))).status).toBe(
+        201,
+      );
+
+      // `ln vcu.db other.db` beside the live file, then a daemon on the new name.
+      const other = path.join(dir, 'other.db');
+      linkSync(dbFile, other);
+      const starter = (db: string) =>
+        spawnCli(['run'], daemonEnv(dir, sim.url, toml, { VCU_SYNC_DB: db, VCU_SYNC_LISTEN: `127.0.0.1:0` }));
+      await expectRefused(starter(other), other, first.child.pid!);
+      expect(sqliteFilesBeside(other)).toEqual([]);
+
+      // A link in another folder of the same file system: its file lock would be over there, so
+      // the file's second name is what refuses it, before anything is opened; the running daemon
+      // is named from /proc (the lock file it holds open).
+      const elsewhere = path.join(dir, 'elsewhere');
+      mkdirSync(elsewhere);
+      const far = path.join(elsewhere, 'far.db');
+      linkSync(dbFile, far);
+      await expectRefused(starter(far), far, first.child.pid!);
+      expect(sqliteFilesBeside(far)).toEqual([]);
+      expect(readdirSync(elsewhere).filter((f) => !f.endsWith('.lock'))).toEqual(['far.db']);
+
+      // The running daemon never noticed: it serves and delivers.
+      expect(first.child.exitCode).toBeNull();
+      expect((await api('POST', '/v1/operations', transfer('linked-2', { unitId: 97_102 }))).status).toBe(
+        201,
+      );
+      await until('both accepted by the operator', () =>
+        ['linked-1', 'linked-2'].every((ref) => sim.notifications.some((n) => n.ref === ref)),
+      );
+      unlinkSync(other);
+      unlinkSync(far);
+    } finally {
+      first.child.kill('SIGTERM');
+    }
+    expect(await first.exited, first.output().slice(-3000)).toBe(0);
+    {
+      const db = new Database(dbFile, { readonly: true });
+      expect(db.pragma('quick_check', { simple: true })).toBe('ok');
+      expect(
+        db
+          .prepare(`SELECT count(*) FROM outbox WHERE marketplaceTransactionRef LIKE 'linked-%'`)
+          .pluck()
+          .get(),
+      ).toBe(2);
+      db.close();
+    }
+  });
+});
+
 describe('acquireOwnership', () => {
+  it('keys the file lock to the file: a hard link finds the same lock and is refused naming the owner; released, a file with two names is refused', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    const owner = await acquireOwnership(dbFile);
+    // The database is created for its identity, empty (SQLite takes it as a new database).
+    expect(fileIdentity(dbFile)?.nlink).toBe(1n);
+    const link = path.join(dir, 'link.db');
+    linkSync(dbFile, link);
+    expect(fileLockPathFor(link, fileIdentity(link)!)).toBe(owner.fileLockPath);
+    const refused = await acquireOwnership(link).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect((refused as UserError).exitCode).toBe(EXIT_DATABASE_OWNED);
+    expect((refused as UserError).message).toBe(
+      `database ${link} is in use by another vcu-sync daemon (pid ${process.pid}); only one daemon may run on a SQLite file`,
+    );
+    owner.release();
+    // No daemon runs, yet a second name is the next second WAL: refused until it is gone.
+    const linked = await acquireOwnership(dbFile).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect((linked as UserError).exitCode).toBe(EXIT_CONFIG);
+    expect((linked as UserError).message).toMatch(new RegExp(`^database ${dbFile} has 2 hard links; `));
+    unlinkSync(link);
+    const again = await acquireOwnership(dbFile);
+    again.release();
+  });
+
   it('refuses a second owner in the same process, by any path to the file; frees the file on release', async () => {
     const dir = workDir();
     const dbFile = path.join(dir, 'vcu.db');
@@ -153,6 +263,40 @@ describe('acquireOwnership', () => {
     const again = await acquireOwnership(path.join(dir, 'alias.db'));
     expect(again.lockPath).toBe(lockPathFor(dbFile));
     again.release();
+  });
+
+  it('a file with two names and no daemon on either is refused with the line that finds them (exit 78)', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    writeFileSync(dbFile, '');
+    mkdirSync(path.join(dir, 'elsewhere'));
+    const far = path.join(dir, 'elsewhere', 'far.db');
+    linkSync(dbFile, far);
+    for (const name of [dbFile, far]) {
+      const refused = await acquireOwnership(name).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect((refused as UserError).exitCode).toBe(EXIT_CONFIG);
+      expect((refused as UserError).message).toBe(
+        `database ${name} has 2 hard links; SQLite keys its -wal and -shm to the path, so a second path to the file corrupts it: remove the other links (find them with find <mount point> -xdev -samefile ${name}) and run every vcu-sync on one path`,
+      );
+    }
+    expect(sqliteFilesBeside(dbFile)).toEqual([]);
+    expect(sqliteFilesBeside(far)).toEqual([]);
+  });
+
+  it('reads the holders of POSIX write locks from /proc/locks, not readers, flock holders or waiters', () => {
+    const text = [
+      '1: POSIX  ADVISORY  WRITE 4242 00:2f:1234567 1073741824 1073742335',
+      '1: -> POSIX  ADVISORY  WRITE 5151 00:2f:1234567 1073741824 1073742335',
+      '2: POSIX  ADVISORY  READ 6262 00:2f:7654321 1073741826 1073742335',
+      '3: FLOCK  ADVISORY  WRITE 7373 fd:00:99 0 EOF',
+      '4: OFDLCK ADVISORY  WRITE -1 00:2f:5 0 EOF',
+      '5: POSIX  ADVISORY  WRITE 4242 00:2f:42 0 EOF',
+      '',
+    ].join('\n');
+    expect(posixWriteLockHolders(text)).toEqual([4242]);
   });
 
   it('a lock file that is not one gives one line naming it', async () => {

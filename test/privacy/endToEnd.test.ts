@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +96,12 @@ function count(sql: string, ...params: unknown[]): number {
   } finally {
     db.close();
   }
+}
+
+/** The needles found in the database file and its WAL, read as bytes. */
+function bytesFound(needles: readonly string[]): string[] {
+  const files = [dbFile(), `${dbFile()}-wal`].filter((f) => existsSync(f)).map((f) => readFileSync(f));
+  return needles.filter((n) => files.some((bytes) => bytes.includes(Buffer.from(n, 'utf8'))));
 }
 
 function notification(i: number): Record<string, unknown> {
@@ -212,6 +219,7 @@ describe('personal data and the API key under an echoing operator', () => {
       PERSONAL,
     );
     expect(inBody.length, 'the needles find the stored bodies').toBeGreaterThan(0);
+    expect(bytesFound(PERSONAL).length, 'the needles find the bodies in the files').toBeGreaterThan(0);
     const leaks = findAll(
       before.filter((t) => t.where !== 'outbox.body'),
       PERSONAL,
@@ -254,6 +262,16 @@ describe('personal data and the API key under an echoing operator', () => {
     const keyLeft = findAll(after, SECRET);
     expect(keyLeft, describeFound(keyLeft)).toEqual([]);
     expect(count(`SELECT count(*) FROM outbox WHERE scrubbed_at IS NULL`)).toBe(0);
+    // Nor any byte of them in the database file or its WAL (`strings vcu.db`), once the daemon has
+    // emptied the WAL (at a moment no reader holds an older snapshot), with the daemon still running.
+    let inFiles: string[] = [];
+    await until(
+      () => `no personal data in the database file and its WAL (found: ${inFiles.slice(0, 5).join(', ')})`,
+      () => {
+        inFiles = bytesFound(PERSONAL);
+        return inFiles.length === 0;
+      },
+    );
     await stopDaemon(second.run);
   }, 120_000);
 });
