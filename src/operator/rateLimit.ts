@@ -58,6 +58,11 @@ export function nextRate(current: RateState, event: RateEvent, config: RateConfi
 /** Options of {@link RateLimiter}. */
 export interface RateLimiterOptions {
   config: RateConfig;
+  /**
+   * Where the bucket lives: a {@link newRateBudget} buffer shared with the limiters of other
+   * threads, so that all of them together keep to one rate (default: a budget of this limiter's own).
+   */
+  budget?: SharedArrayBuffer;
   /** (default: the system clock) */
   clock?: Clock;
   /** How to wait; tests pass one that moves their clock (default: setTimeout). */
@@ -66,15 +71,127 @@ export interface RateLimiterOptions {
   onChange?: (rate: number, event: RateEvent) => void;
 }
 
+/*
+ * The budget's layout: an Int32 lock and an Int32 "initialized" flag, then the bucket as Float64s.
+ * Every read and change of the bucket happens under the lock, in a few arithmetic steps with no
+ * await, so a spin lock costs nothing measurable (contention is a handful of threads, rarely).
+ */
+const LOCK = 0;
+const READY = 1;
+const RATE = 1;
+const DECREASED_AT = 2;
+const NOT_BEFORE = 3;
+const TOKENS = 4;
+const LAST = 5;
+const BUDGET_BYTES = 6 * 8;
+
+/**
+ * A bucket's shared memory, not yet filled: the first limiter that uses it sets it up from its own
+ * config (every thread of a daemon has the same). Handed to worker threads in their settings.
+ */
+export function newRateBudget(): SharedArrayBuffer {
+  return new SharedArrayBuffer(BUDGET_BYTES);
+}
+
+/** The bucket itself: what {@link RateState} holds, plus the tokens and when they were last counted. */
+export interface Bucket {
+  state: RateState;
+  tokens: number;
+  last: number;
+}
+
+/** Reads and writes a budget's bucket under its lock. */
+class SharedBucket {
+  private readonly flags: Int32Array;
+  private readonly values: Float64Array;
+
+  constructor(buffer: SharedArrayBuffer, init: () => Bucket) {
+    this.flags = new Int32Array(buffer, 0, 2);
+    this.values = new Float64Array(buffer, 0, 6);
+    this.update((bucket) => bucket, init);
+  }
+
+  /** Runs `change` on the bucket under the lock and stores what it returns; returns its result too. */
+  update<T>(change: (bucket: Bucket) => Bucket & { result?: T }, init?: () => Bucket): T | undefined {
+    while (Atomics.compareExchange(this.flags, LOCK, 0, 1) !== 0) {
+      // Another thread is between two lines of arithmetic: try again.
+    }
+    try {
+      const current = Atomics.load(this.flags, READY) === 1 ? this.read() : init?.();
+      if (!current) throw new Error('rate budget used before any limiter set it up');
+      const next = change(current);
+      this.write(next);
+      Atomics.store(this.flags, READY, 1);
+      return next.result;
+    } finally {
+      Atomics.store(this.flags, LOCK, 0);
+    }
+  }
+
+  private read(): Bucket {
+    const v = this.values;
+    const decreasedAt = v[DECREASED_AT]!;
+    return {
+      state: {
+        rate: v[RATE]!,
+        decreasedAt: Number.isNaN(decreasedAt) ? null : decreasedAt,
+        notBefore: v[NOT_BEFORE]!,
+      },
+      tokens: v[TOKENS]!,
+      last: v[LAST]!,
+    };
+  }
+
+  private write(bucket: Bucket): void {
+    const v = this.values;
+    v[RATE] = bucket.state.rate;
+    v[DECREASED_AT] = bucket.state.decreasedAt ?? Number.NaN;
+    v[NOT_BEFORE] = bucket.state.notBefore;
+    v[TOKENS] = bucket.tokens;
+    v[LAST] = bucket.last;
+  }
+}
+
+/** Bursts hold at most one second of requests (at least one). */
+function capacity(state: RateState): number {
+  return Math.max(1, state.rate);
+}
+
+/**
+ * Takes one token at `now` (pure): the bucket after, and the milliseconds to wait before the
+ * request may leave. Tokens may go below zero: each waiter has reserved its place in time.
+ */
+export function reserveToken(bucket: Bucket, now: number): Bucket & { result: number } {
+  const { state } = bucket;
+  const start = Math.max(now, state.notBefore);
+  let { tokens, last } = bucket;
+  if (start > last) {
+    tokens = Math.min(capacity(state), tokens + ((start - last) * state.rate) / 1000);
+    last = start;
+  }
+  tokens -= 1;
+  const forTokens = tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / state.rate);
+  return { state, tokens, last, result: start - now + forTokens };
+}
+
+/** The bucket after one answer (pure): the rate follows {@link nextRate}. */
+export function bucketAfter(bucket: Bucket, event: RateEvent, config: RateConfig): Bucket {
+  const state = nextRate(bucket.state, event, config);
+  if (event.kind === 'limited') {
+    // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
+    return { state, tokens: Math.min(bucket.tokens, 1), last: Math.max(bucket.last, state.notBefore) };
+  }
+  return { state, tokens: Math.min(bucket.tokens, capacity(state)), last: bucket.last };
+}
+
 /**
  * A token bucket shared by every loop that calls the operator, so the sum of their requests stays
- * under the rate the operator accepts; its rate follows {@link nextRate}. Waiters are served in
- * arrival order. Bursts hold at most one second of requests (at least one).
+ * under the rate the operator accepts; its rate follows {@link nextRate}. Limiters of several threads
+ * given the same `budget` share one bucket, and so one rate: a 429 seen by one slows all. Waiters of
+ * one limiter are served in arrival order. Bursts hold at most one second of requests (at least one).
  */
 export class RateLimiter {
-  private state: RateState;
-  private tokens: number;
-  private last: number;
+  private readonly bucket: SharedBucket;
   private queue: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -82,14 +199,15 @@ export class RateLimiter {
   constructor(private readonly options: RateLimiterOptions) {
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? timerSleep;
-    this.state = initialRate(options.config);
-    this.tokens = this.capacity();
-    this.last = this.clock.now();
+    this.bucket = new SharedBucket(options.budget ?? newRateBudget(), () => {
+      const state = initialRate(options.config);
+      return { state, tokens: capacity(state), last: this.clock.now() };
+    });
   }
 
-  /** Requests per second allowed now. */
+  /** Requests per second allowed now (the shared bucket's, when it is shared). */
   get rate(): number {
-    return this.state.rate;
+    return this.bucket.update((b) => ({ ...b, result: b.state.rate })) ?? this.options.config.ceiling;
   }
 
   /** The configured most. */
@@ -97,21 +215,10 @@ export class RateLimiter {
     return this.options.config.ceiling;
   }
 
-  private capacity(): number {
-    return Math.max(1, this.state.rate);
-  }
-
-  /** Milliseconds to wait before one more request may go, taking its token (pure bookkeeping). */
+  /** Milliseconds to wait before one more request may go, taking its token. */
   reserve(): number {
     const now = this.clock.now();
-    const start = Math.max(now, this.state.notBefore);
-    if (start > this.last) {
-      this.tokens = Math.min(this.capacity(), this.tokens + ((start - this.last) * this.state.rate) / 1000);
-      this.last = start;
-    }
-    this.tokens -= 1;
-    const forTokens = this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.state.rate);
-    return start - now + forTokens;
+    return this.bucket.update((b) => reserveToken(b, now)) ?? 0;
   }
 
   /**
@@ -130,16 +237,11 @@ export class RateLimiter {
 
   /** Feeds one answer back into the rate. */
   feedback(event: RateEvent): void {
-    const before = this.state;
-    this.state = nextRate(before, event, this.options.config);
-    if (event.kind === 'limited') {
-      // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
-      this.tokens = Math.min(this.tokens, 1);
-      this.last = Math.max(this.last, this.state.notBefore);
-    } else {
-      this.tokens = Math.min(this.tokens, this.capacity());
-    }
-    if (this.state.rate !== before.rate) this.options.onChange?.(this.state.rate, event);
+    const rates = this.bucket.update((b) => {
+      const next = bucketAfter(b, event, this.options.config);
+      return { ...next, result: [b.state.rate, next.state.rate] as const };
+    });
+    if (rates && rates[0] !== rates[1]) this.options.onChange?.(rates[1], event);
   }
 }
 
