@@ -84,6 +84,8 @@ const NOT_BEFORE = 3;
 const TOKENS = 4;
 const LAST = 5;
 const BUDGET_BYTES = 6 * 8;
+/** A lock held this long was left by a thread that ended holding it, ms. */
+const LOCK_STALE_MS = 1_000;
 
 /**
  * A bucket's shared memory, not yet filled: the first limiter that uses it sets it up from its own
@@ -113,9 +115,7 @@ class SharedBucket {
 
   /** Runs `change` on the bucket under the lock and stores what it returns; returns its result too. */
   update<T>(change: (bucket: Bucket) => Bucket & { result?: T }, init?: () => Bucket): T | undefined {
-    while (Atomics.compareExchange(this.flags, LOCK, 0, 1) !== 0) {
-      // Another thread is between two lines of arithmetic: try again.
-    }
+    this.lock();
     try {
       const current = Atomics.load(this.flags, READY) === 1 ? this.read() : init?.();
       if (!current) throw new Error('rate budget used before any limiter set it up');
@@ -125,6 +125,21 @@ class SharedBucket {
       return next.result;
     } finally {
       Atomics.store(this.flags, LOCK, 0);
+    }
+  }
+
+  /**
+   * Takes the lock. Another thread holds it for a few lines of arithmetic: try again. One that
+   * held it for {@link LOCK_STALE_MS} ended in the middle (its thread was terminated): take it over,
+   * rather than spin for ever; the worst a wrong guess costs is one miscounted token.
+   */
+  private lock(): void {
+    let since: number | undefined;
+    for (let spins = 1; Atomics.compareExchange(this.flags, LOCK, 0, 1) !== 0; spins++) {
+      if (spins % 1024 !== 0) continue;
+      const now = Date.now();
+      since ??= now;
+      if (now - since > LOCK_STALE_MS) return;
     }
   }
 

@@ -10,10 +10,9 @@ import { SqliteOperationsStore } from '../operations/sqliteStore.js';
 import type { ClaimParams } from '../operations/store.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
-import { subscribersFromConfig } from '../subscribers/subscribers.js';
 import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
-import { type Housekeeping, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
+import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
 import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
@@ -75,7 +74,6 @@ export class Dispatcher {
   private readonly store: OperationsStore;
   private readonly hooks: OutboxHooks | null;
   private readonly scrubs: ScrubSchedule | null;
-  private readonly housekeeping: Housekeeping;
   private readonly inflight = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
   private stopping = false;
@@ -104,12 +102,9 @@ export class Dispatcher {
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log);
-    this.housekeeping = {
-      scrubAfterDays: ctx.config.outbox.scrub_after_days,
-      deliveryRetentionDays: ctx.config.subscriber_delivery.retention_days,
-      subscribers: subscribersFromConfig(ctx.config).map((sub) => sub.key),
-    };
+    this.scrubs =
+      this.hooks &&
+      new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log, housekeepingOf(ctx.config));
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
   }
 
@@ -164,7 +159,7 @@ export class Dispatcher {
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
-        this.scrubs?.maybe(this.clock.now(), this.housekeeping);
+        this.scrubs?.maybe(this.clock.now());
         const claimed = await this.claim();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.

@@ -1,3 +1,4 @@
+import type { Config } from '../config.js';
 import { commitQueueFor } from '../db/commitQueue.js';
 import type { Sqlite } from '../db/open.js';
 import { errorMessage } from '../errors.js';
@@ -6,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
 import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
 import { type PruneResult, pruneDeliveriesSqlite } from '../subscribers/prune.js';
+import { subscribersFromConfig } from '../subscribers/subscribers.js';
 import { type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { scrubFinishedRows } from './scrub.js';
 import { acceptedInboxEffects } from './settle.js';
@@ -60,6 +62,15 @@ export interface Housekeeping {
   subscribers: readonly string[];
 }
 
+/** The housekeeping `config` asks for (pure). */
+export function housekeepingOf(config: Config): Housekeeping {
+  return {
+    scrubAfterDays: config.outbox.scrub_after_days,
+    deliveryRetentionDays: config.subscriber_delivery.retention_days,
+    subscribers: subscribersFromConfig(config).map((sub) => sub.key),
+  };
+}
+
 /**
  * When the dispatcher scrubs finished rows and prunes old deliveries: at most every `everyMs`, one
  * run at a time, off its loop (a PostgreSQL backlog may take a while; SQLite's is synchronous, so
@@ -74,13 +85,14 @@ export class ScrubSchedule {
     private readonly hooks: OutboxHooks,
     private readonly everyMs: number,
     private readonly log: Logger,
+    private readonly keep: Housekeeping,
   ) {}
 
   /** Starts a run if one is due and none runs. */
-  maybe(nowMs: number, keep: Housekeeping): void {
+  maybe(nowMs: number): void {
     if (this.running || nowMs - this.lastMs < this.everyMs) return;
     this.lastMs = nowMs;
-    const run = this.scrub(nowMs, keep).then(() => this.prune(nowMs, keep));
+    const run = this.scrub(nowMs, this.keep).then(() => this.prune(nowMs, this.keep));
     this.running = run;
     void run.finally(() => {
       this.running = undefined;
