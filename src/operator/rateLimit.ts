@@ -74,7 +74,8 @@ export interface RateLimiterOptions {
 /*
  * The budget's layout: an Int32 lock and an Int32 "initialized" flag, then the bucket as Float64s.
  * Every read and change of the bucket happens under the lock, in a few arithmetic steps with no
- * await, so a spin lock costs nothing measurable (contention is a handful of threads, rarely).
+ * await and no allocation, so a spin lock costs nothing measurable (a handful of threads, rarely
+ * at the same instant).
  */
 const LOCK = 0;
 const READY = 1;
@@ -95,37 +96,27 @@ export function newRateBudget(): SharedArrayBuffer {
   return new SharedArrayBuffer(BUDGET_BYTES);
 }
 
-/** The bucket itself: what {@link RateState} holds, plus the tokens and when they were last counted. */
-export interface Bucket {
-  state: RateState;
-  tokens: number;
-  last: number;
+/** Bursts hold at most one second of requests (at least one). */
+function capacity(rate: number): number {
+  return Math.max(1, rate);
 }
 
-/** Reads and writes a budget's bucket under its lock. */
+/**
+ * Milliseconds a request waits for its token once the bucket holds `tokensAfter` (pure): none while
+ * it is not below zero; below, each waiter has reserved its place in time at `rate`.
+ */
+export function tokenWait(tokensAfter: number, rate: number): number {
+  return tokensAfter >= 0 ? 0 : Math.ceil((-tokensAfter * 1000) / rate);
+}
+
+/** The shared bucket: its fields under a lock any thread holding the same buffer respects. */
 class SharedBucket {
   private readonly flags: Int32Array;
-  private readonly values: Float64Array;
+  readonly v: Float64Array;
 
-  constructor(buffer: SharedArrayBuffer, init: () => Bucket) {
+  constructor(buffer: SharedArrayBuffer) {
     this.flags = new Int32Array(buffer, 0, 2);
-    this.values = new Float64Array(buffer, 0, 6);
-    this.update((bucket) => bucket, init);
-  }
-
-  /** Runs `change` on the bucket under the lock and stores what it returns; returns its result too. */
-  update<T>(change: (bucket: Bucket) => Bucket & { result?: T }, init?: () => Bucket): T | undefined {
-    this.lock();
-    try {
-      const current = Atomics.load(this.flags, READY) === 1 ? this.read() : init?.();
-      if (!current) throw new Error('rate budget used before any limiter set it up');
-      const next = change(current);
-      this.write(next);
-      Atomics.store(this.flags, READY, 1);
-      return next.result;
-    } finally {
-      Atomics.store(this.flags, LOCK, 0);
-    }
+    this.v = new Float64Array(buffer, 0, 6);
   }
 
   /**
@@ -133,7 +124,7 @@ class SharedBucket {
    * held it for {@link LOCK_STALE_MS} ended in the middle (its thread was terminated): take it over,
    * rather than spin for ever; the worst a wrong guess costs is one miscounted token.
    */
-  private lock(): void {
+  lock(): void {
     let since: number | undefined;
     for (let spins = 1; Atomics.compareExchange(this.flags, LOCK, 0, 1) !== 0; spins++) {
       if (spins % 1024 !== 0) continue;
@@ -143,60 +134,33 @@ class SharedBucket {
     }
   }
 
-  private read(): Bucket {
-    const v = this.values;
-    const decreasedAt = v[DECREASED_AT]!;
+  unlock(): void {
+    Atomics.store(this.flags, LOCK, 0);
+  }
+
+  /** Fills the bucket unless a limiter did before (call under the lock). */
+  initOnce(state: RateState, nowMs: number): void {
+    if (Atomics.load(this.flags, READY) === 1) return;
+    this.setState(state);
+    this.v[TOKENS] = capacity(state.rate);
+    this.v[LAST] = nowMs;
+    Atomics.store(this.flags, READY, 1);
+  }
+
+  state(): RateState {
+    const decreasedAt = this.v[DECREASED_AT]!;
     return {
-      state: {
-        rate: v[RATE]!,
-        decreasedAt: Number.isNaN(decreasedAt) ? null : decreasedAt,
-        notBefore: v[NOT_BEFORE]!,
-      },
-      tokens: v[TOKENS]!,
-      last: v[LAST]!,
+      rate: this.v[RATE]!,
+      decreasedAt: Number.isNaN(decreasedAt) ? null : decreasedAt,
+      notBefore: this.v[NOT_BEFORE]!,
     };
   }
 
-  private write(bucket: Bucket): void {
-    const v = this.values;
-    v[RATE] = bucket.state.rate;
-    v[DECREASED_AT] = bucket.state.decreasedAt ?? Number.NaN;
-    v[NOT_BEFORE] = bucket.state.notBefore;
-    v[TOKENS] = bucket.tokens;
-    v[LAST] = bucket.last;
+  setState(state: RateState): void {
+    this.v[RATE] = state.rate;
+    this.v[DECREASED_AT] = state.decreasedAt ?? Number.NaN;
+    this.v[NOT_BEFORE] = state.notBefore;
   }
-}
-
-/** Bursts hold at most one second of requests (at least one). */
-function capacity(state: RateState): number {
-  return Math.max(1, state.rate);
-}
-
-/**
- * Takes one token at `now` (pure): the bucket after, and the milliseconds to wait before the
- * request may leave. Tokens may go below zero: each waiter has reserved its place in time.
- */
-export function reserveToken(bucket: Bucket, now: number): Bucket & { result: number } {
-  const { state } = bucket;
-  const start = Math.max(now, state.notBefore);
-  let { tokens, last } = bucket;
-  if (start > last) {
-    tokens = Math.min(capacity(state), tokens + ((start - last) * state.rate) / 1000);
-    last = start;
-  }
-  tokens -= 1;
-  const forTokens = tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / state.rate);
-  return { state, tokens, last, result: start - now + forTokens };
-}
-
-/** The bucket after one answer (pure): the rate follows {@link nextRate}. */
-export function bucketAfter(bucket: Bucket, event: RateEvent, config: RateConfig): Bucket {
-  const state = nextRate(bucket.state, event, config);
-  if (event.kind === 'limited') {
-    // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
-    return { state, tokens: Math.min(bucket.tokens, 1), last: Math.max(bucket.last, state.notBefore) };
-  }
-  return { state, tokens: Math.min(bucket.tokens, capacity(state)), last: bucket.last };
 }
 
 /**
@@ -214,15 +178,18 @@ export class RateLimiter {
   constructor(private readonly options: RateLimiterOptions) {
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? timerSleep;
-    this.bucket = new SharedBucket(options.budget ?? newRateBudget(), () => {
-      const state = initialRate(options.config);
-      return { state, tokens: capacity(state), last: this.clock.now() };
-    });
+    this.bucket = new SharedBucket(options.budget ?? newRateBudget());
+    this.bucket.lock();
+    try {
+      this.bucket.initOnce(initialRate(options.config), this.clock.now());
+    } finally {
+      this.bucket.unlock();
+    }
   }
 
   /** Requests per second allowed now (the shared bucket's, when it is shared). */
   get rate(): number {
-    return this.bucket.update((b) => ({ ...b, result: b.state.rate })) ?? this.options.config.ceiling;
+    return this.bucket.v[RATE]!;
   }
 
   /** The configured most. */
@@ -233,7 +200,21 @@ export class RateLimiter {
   /** Milliseconds to wait before one more request may go, taking its token. */
   reserve(): number {
     const now = this.clock.now();
-    return this.bucket.update((b) => reserveToken(b, now)) ?? 0;
+    const b = this.bucket;
+    const v = b.v;
+    b.lock();
+    try {
+      const rate = v[RATE]!;
+      const start = Math.max(now, v[NOT_BEFORE]!);
+      if (start > v[LAST]!) {
+        v[TOKENS] = Math.min(capacity(rate), v[TOKENS]! + ((start - v[LAST]!) * rate) / 1000);
+        v[LAST] = start;
+      }
+      v[TOKENS] = v[TOKENS]! - 1;
+      return start - now + tokenWait(v[TOKENS]!, rate);
+    } finally {
+      b.unlock();
+    }
   }
 
   /**
@@ -252,11 +233,29 @@ export class RateLimiter {
 
   /** Feeds one answer back into the rate. */
   feedback(event: RateEvent): void {
-    const rates = this.bucket.update((b) => {
-      const next = bucketAfter(b, event, this.options.config);
-      return { ...next, result: [b.state.rate, next.state.rate] as const };
-    });
-    if (rates && rates[0] !== rates[1]) this.options.onChange?.(rates[1], event);
+    const b = this.bucket;
+    const v = b.v;
+    let before: number;
+    let after: number;
+    b.lock();
+    try {
+      before = v[RATE]!;
+      // At the ceiling a success changes nothing: no state to build (the common case).
+      if (event.kind === 'ok' && before >= this.options.config.ceiling) return;
+      const next = nextRate(b.state(), event, this.options.config);
+      b.setState(next);
+      after = next.rate;
+      if (event.kind === 'limited') {
+        // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
+        v[TOKENS] = Math.min(v[TOKENS]!, 1);
+        v[LAST] = Math.max(v[LAST]!, next.notBefore);
+      } else {
+        v[TOKENS] = Math.min(v[TOKENS]!, capacity(after));
+      }
+    } finally {
+      b.unlock();
+    }
+    if (after !== before) this.options.onChange?.(after, event);
   }
 }
 
