@@ -5,7 +5,7 @@ import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
-import { newRateBudget } from './operator/rateLimit.js';
+import { budgetRate, newRateBudget } from './operator/rateLimit.js';
 import { subscribersFromConfig, useSubscribers } from './subscribers/subscribers.js';
 
 /** The context every loop is built from: what it holds, and how it is made and closed. */
@@ -182,7 +182,11 @@ function contextOver(
       }
       return client;
     },
-    operatorRate: () => client?.rate ?? null,
+    // The daemon's one rate, whichever thread's client made the first request.
+    operatorRate: () => {
+      const current = budgetRate(operatorBudget);
+      return current === null ? null : { current, ceiling: config.operator.rate_per_second };
+    },
     operatorBudget,
   };
   return ctx;

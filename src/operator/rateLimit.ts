@@ -96,6 +96,12 @@ export function newRateBudget(): SharedArrayBuffer {
   return new SharedArrayBuffer(BUDGET_BYTES);
 }
 
+/** The rate of a budget now (requests per second), or null before any limiter set it up. */
+export function budgetRate(budget: SharedArrayBuffer): number | null {
+  if (Atomics.load(new Int32Array(budget, 0, 2), READY) !== 1) return null;
+  return new Float64Array(budget, 0, 6)[RATE]!;
+}
+
 /** Bursts hold at most one second of requests (at least one). */
 function capacity(rate: number): number {
   return Math.max(1, rate);
