@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
 import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
 import { type PruneResult, pruneDeliveriesSqlite } from '../subscribers/prune.js';
-import { subscribersFromConfig } from '../subscribers/subscribers.js';
+import { subscriberKeys } from '../subscribers/subscribers.js';
 import { type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { scrubFinishedRows } from './scrub.js';
 import { acceptedInboxEffects } from './settle.js';
@@ -67,7 +67,7 @@ export function housekeepingOf(config: Config): Housekeeping {
   return {
     scrubAfterDays: config.outbox.scrub_after_days,
     deliveryRetentionDays: config.subscriber_delivery.retention_days,
-    subscribers: subscribersFromConfig(config).map((sub) => sub.key),
+    subscribers: subscriberKeys(config),
   };
 }
 

@@ -1,5 +1,7 @@
+import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
+import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from './harness.js';
@@ -79,6 +81,23 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
       expect(left()).toEqual([
         { subscriber: 'risk-old', state: 'pending' },
         { subscriber: 'risk', state: 'delivered' },
+      ]);
+
+      // `deliveries list` marks the renamed subscriber's row: nothing sends it.
+      const chunks: string[] = [];
+      const stdout = new Writable({
+        write(chunk, _enc, done) {
+          chunks.push(String(chunk));
+          done();
+        },
+      });
+      expect(await runDeliveriesCommand(ctx, 'list', undefined, { json: true, stdout })).toBe(0);
+      const listed = (
+        JSON.parse(chunks.join('')) as { items: Array<{ subscriber: string; orphaned: boolean }> }
+      ).items;
+      expect(listed.map((d) => [d.subscriber, d.orphaned])).toEqual([
+        ['risk-old', true],
+        ['risk', false],
       ]);
 
       // Not before the hour is up, then on the dispatcher's clock: a week on, the rest is past it.
