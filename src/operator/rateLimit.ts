@@ -72,7 +72,8 @@ export interface RateLimiterOptions {
 }
 
 /*
- * The budget's layout: an Int32 lock and an Int32 "initialized" flag, then the bucket as Float64s.
+ * The budget's layout: an Int32 lock and an Int32 "initialized" flag (bytes 0-7, where Float64 slot
+ * 0 would be), then the bucket as Float64 slots 1-5.
  * Every read and change of the bucket happens under the lock, in a few arithmetic steps with no
  * await and no allocation, so a spin lock costs nothing measurable (a handful of threads, rarely
  * at the same instant).
@@ -111,7 +112,7 @@ function capacity(rate: number): number {
  * Milliseconds a request waits for its token once the bucket holds `tokensAfter` (pure): none while
  * it is not below zero; below, each waiter has reserved its place in time at `rate`.
  */
-export function tokenWait(tokensAfter: number, rate: number): number {
+function tokenWait(tokensAfter: number, rate: number): number {
   return tokensAfter >= 0 ? 0 : Math.ceil((-tokensAfter * 1000) / rate);
 }
 
