@@ -25,7 +25,7 @@ export interface AppContext {
   clock: Clock;
   /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
   operator(): OperatorClient;
-  /** The operator client's adaptive rate and its ceiling (requests/s); null before the client is made. */
+  /** The daemon's adaptive rate and its ceiling (requests/s); null before any of its threads made a client. */
   operatorRate(): { current: number; ceiling: number } | null;
   /**
    * The one request budget to the operator of this daemon (`operator.rate_per_second`, adapted):
