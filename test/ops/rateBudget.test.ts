@@ -19,9 +19,10 @@ const RATE = 20;
 const BURST = RATE;
 /**
  * Requests counted in a window beyond what the bucket allows: receipt times are not send times (a
- * request may wait in the socket while the test's loop is busy, and arrive with later ones).
+ * request may wait in the socket while the test's loop is busy, and arrive with later ones). Seen:
+ * up to 2 on a loaded machine; two limiters of their own exceed the bound by 50 and more.
  */
-const JITTER = 4;
+const JITTER = 6;
 const OPERATIONS = 100;
 const NOTIFY = '/integration/v1/notify';
 
