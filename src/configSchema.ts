@@ -57,7 +57,7 @@ const operatorSchema = z.strictObject({
   timeout_ms: positiveInt.default(30_000),
   /** Timeout to connect, in milliseconds (default: 5000). */
   connect_timeout_ms: positiveInt.default(5_000),
-  /** Most requests per second sent to the operator, all loops together: the adaptive rate starts here, halves on a 429 and climbs back (default: 10). */
+  /** Most requests per second sent to the operator, all loops and threads of the process together (each replica has its own): the adaptive rate starts here, halves on a 429 and climbs back (default: 10). */
   rate_per_second: z.number().positive().default(10),
   /** Least requests per second a run of 429s may bring the adaptive rate to (capped at rate_per_second) (default: 0.5). */
   min_rate_per_second: z.number().positive().default(0.5),

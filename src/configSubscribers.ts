@@ -52,6 +52,11 @@ export const subscriberDeliverySchema = z.strictObject({
   lease_seconds: positiveInt.default(60),
   /** How often the subscriber dispatcher looks for due deliveries when idle, in milliseconds (default: 500). */
   poll_ms: positiveInt.default(500),
+  /**
+   * Days a delivered or dead delivery is kept after it ended, and a pending one of a subscriber no
+   * longer configured after it was written; then it is deleted, hourly with the outbox's scrub (default: 30).
+   */
+  retention_days: z.number().positive().default(30),
   /** The oldest undelivered delivery of a subscriber older than this is a warning, in minutes (default: 15). */
   failing_warn_minutes: z.number().positive().default(15),
 });

@@ -5,6 +5,7 @@ import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
+import { budgetRate, newRateBudget } from './operator/rateLimit.js';
 import { subscribersFromConfig, useSubscribers } from './subscribers/subscribers.js';
 
 /** The context every loop is built from: what it holds, and how it is made and closed. */
@@ -24,8 +25,13 @@ export interface AppContext {
   clock: Clock;
   /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
   operator(): OperatorClient;
-  /** The operator client's adaptive rate and its ceiling (requests/s); null before the client is made. */
+  /** The daemon's adaptive rate and its ceiling (requests/s); null before any of its threads made a client. */
   operatorRate(): { current: number; ceiling: number } | null;
+  /**
+   * The one request budget to the operator of this daemon (`operator.rate_per_second`, adapted):
+   * its worker threads get it in their settings, so the dispatcher's and the syncs' clients share it.
+   */
+  operatorBudget: SharedArrayBuffer;
   metrics: Metrics;
   /** When this process's context was made (ISO): the daemon's start, for uptime. */
   startedAt: string;
@@ -61,10 +67,15 @@ export function operatorClientFor(
   config: Config,
   clock: Clock,
   metrics: Metrics,
-  extra: { log?: Logger; sleep?: ((ms: number) => Promise<void>) | undefined } = {},
+  extra: {
+    log?: Logger;
+    sleep?: ((ms: number) => Promise<void>) | undefined;
+    /** The daemon's shared budget (default: the client's own). */
+    budget?: SharedArrayBuffer;
+  } = {},
 ): OperatorClient {
   const { url } = requireOperator(config);
-  const { log, sleep } = extra;
+  const { log, sleep, budget } = extra;
   const client = new OperatorClient({
     baseUrl: url,
     apiKey: config.operator.api_key,
@@ -75,6 +86,7 @@ export function operatorClientFor(
     ratePerSecond: config.operator.rate_per_second,
     minRatePerSecond: config.operator.min_rate_per_second,
     rateIncreasePerSecond: config.operator.rate_increase_per_second,
+    rateBudget: budget,
     onRate: (rate, event) => {
       metrics.operatorRate.set(rate);
       if (event.kind === 'limited')
@@ -150,6 +162,7 @@ function contextOver(
   const metrics = options.metrics ?? createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;
+  const operatorBudget = newRateBudget();
   const ctx: AppContext = {
     config,
     // Replaced by createPgAppContext's refusal when null.
@@ -161,11 +174,20 @@ function contextOver(
     listeners: new Map(),
     operator() {
       if (!client) {
-        client = operatorClientFor(config, clock, metrics, { log: ctx.log, sleep: options.sleep });
+        client = operatorClientFor(config, clock, metrics, {
+          log: ctx.log,
+          sleep: options.sleep,
+          budget: operatorBudget,
+        });
       }
       return client;
     },
-    operatorRate: () => client?.rate ?? null,
+    // The daemon's one rate, whichever thread's client made the first request.
+    operatorRate: () => {
+      const current = budgetRate(operatorBudget);
+      return current === null ? null : { current, ceiling: config.operator.rate_per_second };
+    },
+    operatorBudget,
   };
   return ctx;
 }

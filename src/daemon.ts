@@ -136,14 +136,6 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
   // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk writes
   // give way to the API's commits. An injected clock (tests) keeps it here, as for the dispatcher.
   const syncThread = ctx.config.sync.thread && ctx.clock === systemClock ? createSyncThread(ctx) : undefined;
-  if (syncThread) {
-    // /status shows the rate of the client the syncs use, which is the thread's.
-    const own = ctx.operatorRate;
-    ctx.operatorRate = () => {
-      const current = syncThread.operatorRate();
-      return current === null ? own() : { current, ceiling: ctx.config.operator.rate_per_second };
-    };
-  }
   return [
     createApiComponent(ctx, routeRegistrars({ wakeDispatcher: dispatcher.wake, requestSync })),
     createWebhookComponent(ctx, { requestSync }),

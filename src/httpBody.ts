@@ -31,6 +31,30 @@ export function isJsonContentType(value: string | undefined): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
+/**
+ * The `charset` a content type names when it is not UTF-8 (null: none named, or UTF-8). Bodies are
+ * read as UTF-8 (RFC 8259 8.1); one declared in another charset must be refused, not misread.
+ */
+export function foreignCharset(value: string | undefined): string | null {
+  if (!value) return null;
+  for (const param of value.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const charset = param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+    if (charset !== 'utf-8' && charset !== 'utf8') return charset.slice(0, 40);
+  }
+  return null;
+}
+
+/** The 415 message for a body declared in {@link foreignCharset} `charset`. */
+export function foreignCharsetMessage(charset: string): string {
+  return `charset ${JSON.stringify(charset)} is not accepted: send the JSON body as UTF-8 (charset=utf-8, or no charset)`;
+}
+
 const tooLarge = (limit: number): BodyResult => ({
   ok: false,
   status: 413,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
+import { subscriberKeys } from '../subscribers/subscribers.js';
 import { readJsonBody } from './body.js';
 import { cursorParam, decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import {
@@ -63,13 +64,20 @@ export const DELIVERIES_ROUTE_SPECS: RouteSpec[] = [
  */
 export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, deliveries?: DeliveriesAccess): void {
   const access = deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
+  const configured = subscriberKeys(ctx.config);
   app.get('/v1/deliveries', async (c) => {
     const q = parseQuery(c, listQuery);
     const after = q.cursor === undefined ? undefined : Number(q.cursor);
     if (after !== undefined && !Number.isSafeInteger(after))
       throw new HTTPException(400, { message: 'cursor: expected the nextCursor of the previous page' });
     return c.json(
-      await listDeliveryEntries(access, { state: q.state, subscriber: q.subscriber, after, limit: q.limit }),
+      await listDeliveryEntries(access, {
+        state: q.state,
+        subscriber: q.subscriber,
+        after,
+        limit: q.limit,
+        configured,
+      }),
     );
   });
   app.post('/v1/deliveries/redrive', async (c) => {
@@ -83,6 +91,6 @@ export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, deliveries?
   app.post('/v1/deliveries/:id/retry', async (c) => {
     const id = idParam.safeParse({ id: c.req.param('id') });
     if (!id.success) throw new HTTPException(400, { message: 'id: expected a delivery id' });
-    return c.json(await retryDeliveryById(access, ctx.clock, id.data.id));
+    return c.json(await retryDeliveryById(access, ctx.clock, id.data.id, configured));
   });
 }

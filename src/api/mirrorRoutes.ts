@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
 import type { RequestSync } from '../syncRequests.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, inDateOrder, type MirrorReads, sqliteMirrorReads } from './mirrorQueries.js';
 import {
   cursorParam,
@@ -174,6 +174,7 @@ export function registerMirrorRoutes(
   requestSync?: RequestSync,
   reads: MirrorReads = sqliteMirrorReads(ctx.database.sqlite),
 ): void {
+  const cursorKey = cursorKeyFor(ctx.config.api.token);
   for (const list of LISTS) {
     const schema = listQuerySchema(list.filters);
     app.get(list.path, async (c) => {
@@ -183,7 +184,8 @@ export function registerMirrorRoutes(
         const value = q[f.param];
         if (value !== undefined) filters.push({ column: f.column, op: f.op, value });
       }
-      const cursor = q.cursor === undefined ? undefined : decodeCursor(String(q.cursor), keyCursor);
+      const cursor =
+        q.cursor === undefined ? undefined : decodeCursor(String(q.cursor), keyCursor, cursorKey);
       const dated = inDateOrder({ filters, dateOrder: list.dateOrder });
       // A date-ordered page starts after a (date, key): a cursor without the date is not one it gave.
       if (cursor && dated && cursor.d === undefined)
@@ -200,7 +202,7 @@ export function registerMirrorRoutes(
       const next =
         lastKey === null
           ? null
-          : encodeCursor(lastDate === undefined ? { k: lastKey } : { k: lastKey, d: lastDate });
+          : encodeCursor(lastDate === undefined ? { k: lastKey } : { k: lastKey, d: lastDate }, cursorKey);
       return c.json({ items: rows, next });
     });
     app.get(`${list.path}/:id`, async (c) => {

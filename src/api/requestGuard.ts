@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { declaredTooLarge, isJsonContentType } from '../httpBody.js';
+import { declaredTooLarge, foreignCharset, foreignCharsetMessage, isJsonContentType } from '../httpBody.js';
 import { isSafeMethod } from './auth.js';
 
 /** Largest accepted request body, bytes. */
@@ -66,6 +66,8 @@ export function refusal(req: GuardedRequest): Refusal | null {
       message: `content type must be application/json (got ${type === undefined ? 'none' : JSON.stringify(type.slice(0, 100))})`,
     };
   }
+  const charset = foreignCharset(type);
+  if (charset !== null) return { status: 415, message: foreignCharsetMessage(charset) };
   return null;
 }
 

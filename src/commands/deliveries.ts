@@ -8,6 +8,7 @@ import {
   redriveSince,
   retryDeliveryById,
 } from '../subscribers/manage.js';
+import { subscriberKeys } from '../subscribers/subscribers.js';
 import { textTable } from './textTable.js';
 import { withContext } from './withContext.js';
 
@@ -29,6 +30,7 @@ const COLUMNS = [
   'type',
   'marketplaceTransactionRef',
   'state',
+  'orphaned',
   'attempts',
   'nextAttemptAt',
   'lastError',
@@ -56,6 +58,7 @@ export async function runDeliveriesCommand(
         state: opts.state,
         subscriber: opts.subscriber,
         limit: 1000,
+        configured: subscriberKeys(ctx.config),
       });
       if (opts.json) print(page);
       else stdout.write(`${table(page.items)}\n`);
@@ -64,7 +67,7 @@ export async function runDeliveriesCommand(
     if (action === 'retry') {
       if (!id || !/^\d+$/.test(id))
         throw new SteerError('invalid', 'deliveries retry: a delivery id is required');
-      print(await retryDeliveryById(access, ctx.clock, Number(id)));
+      print(await retryDeliveryById(access, ctx.clock, Number(id), subscriberKeys(ctx.config)));
       return 0;
     }
     if (action === 'redrive') {

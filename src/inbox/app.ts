@@ -9,7 +9,13 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { DatabaseUnavailable } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
-import { declaredTooLarge, isJsonContentType, readRequestBody } from '../httpBody.js';
+import {
+  declaredTooLarge,
+  foreignCharset,
+  foreignCharsetMessage,
+  isJsonContentType,
+  readRequestBody,
+} from '../httpBody.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult } from './correlate.js';
 import { interpretPayload } from './interpret.js';
@@ -137,6 +143,8 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     if (!isJsonContentType(c.req.header('content-type'))) {
       return refuse(415, 'content type must be application/json', nowMs);
     }
+    const charset = foreignCharset(c.req.header('content-type'));
+    if (charset !== null) return refuse(415, foreignCharsetMessage(charset), nowMs);
     const body = await readRequestBody(c, limit);
     if (!body.ok) return refuse(body.status, body.reason, nowMs, true);
 

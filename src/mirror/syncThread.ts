@@ -33,15 +33,12 @@ export interface SyncThreadOptions {
 }
 
 /**
- * The runner in a worker thread; `operatorRate` is the worker's operator client's, once it made one.
- * Its start does not wait for the worker to load (requests queue at the worker meanwhile), so the
+ * The runner in a worker thread (its operator client shares the daemon's rate budget, which /status
+ * shows). Its start does not wait for the worker to load (requests queue at the worker meanwhile), so the
  * daemon is ready as soon as its listeners are; should the worker fail to start, syncs run in this
  * thread instead, and the log says so.
  */
-export function createSyncThread(
-  ctx: AppContext,
-  options: SyncThreadOptions = {},
-): SyncRunner & { operatorRate(): number | null } {
+export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {}): SyncRunner {
   type Pending = {
     target: SyncTarget;
     trigger: SyncTrigger;
@@ -50,7 +47,6 @@ export function createSyncThread(
   };
   const pending = new Map<number, Pending>();
   let nextId = 1;
-  let rate: number | null = null;
   let here: SyncCoordinator | undefined;
   /** Whether the worker ever started: until it has, a worker's exit is its failure to start. */
   let started = false;
@@ -72,9 +68,6 @@ export function createSyncThread(
       const request = pending.get(message.id);
       pending.delete(message.id);
       request?.resolve(message.outcome);
-    },
-    onMetric(name, method, args) {
-      if (name === 'operatorRate' && method === 'set' && typeof args[0] === 'number') rate = args[0];
     },
     onExit(stopping) {
       // Requests in flight end with the thread: their callers hear it (or, when the thread never
@@ -119,7 +112,6 @@ export function createSyncThread(
       await host.stop();
       await here?.stop();
     },
-    operatorRate: () => rate,
     request(target, trigger, full = false) {
       return new Promise<RunOutcome>((resolve) => {
         const request = { target, trigger, full, resolve };

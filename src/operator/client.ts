@@ -28,6 +28,11 @@ export interface OperatorClientOptions {
   minRatePerSecond?: number;
   /** Requests per second the rate climbs by per second of successes (default: 1). */
   rateIncreasePerSecond?: number;
+  /**
+   * The rate budget shared with the other threads of this daemon (`newRateBudget()`): their clients
+   * and this one keep to one rate together (default: a budget of this client's own).
+   */
+  rateBudget?: SharedArrayBuffer | undefined;
   /** Told the new rate whenever a 429 or a success changes it, for metrics and logs (default: none). */
   onRate?: (ratePerSecond: number, event: RateEvent) => void;
   /** How the rate limit waits; tests pass one that moves their clock (default: setTimeout). */
@@ -92,6 +97,7 @@ export class OperatorClient {
         increasePerSecond: options.rateIncreasePerSecond ?? 1,
       },
       clock: this.clock,
+      ...(options.rateBudget ? { budget: options.rateBudget } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.onRate ? { onChange: options.onRate } : {}),
     });

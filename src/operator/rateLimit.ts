@@ -58,6 +58,11 @@ export function nextRate(current: RateState, event: RateEvent, config: RateConfi
 /** Options of {@link RateLimiter}. */
 export interface RateLimiterOptions {
   config: RateConfig;
+  /**
+   * Where the bucket lives: a {@link newRateBudget} buffer shared with the limiters of other
+   * threads, so that all of them together keep to one rate (default: a budget of this limiter's own).
+   */
+  budget?: SharedArrayBuffer;
   /** (default: the system clock) */
   clock?: Clock;
   /** How to wait; tests pass one that moves their clock (default: setTimeout). */
@@ -66,15 +71,113 @@ export interface RateLimiterOptions {
   onChange?: (rate: number, event: RateEvent) => void;
 }
 
+/*
+ * The budget's layout: an Int32 lock and an Int32 "initialized" flag (bytes 0-7, where Float64 slot
+ * 0 would be), then the bucket as Float64 slots 1-5.
+ * Every read and change of the bucket happens under the lock, in a few arithmetic steps with no
+ * await and no allocation, so a spin lock costs nothing measurable (a handful of threads, rarely
+ * at the same instant).
+ */
+const LOCK = 0;
+const READY = 1;
+const RATE = 1;
+const DECREASED_AT = 2;
+const NOT_BEFORE = 3;
+const TOKENS = 4;
+const LAST = 5;
+const BUDGET_BYTES = 6 * 8;
+/** A lock held this long was left by a thread that ended holding it, ms. */
+const LOCK_STALE_MS = 1_000;
+
+/**
+ * A bucket's shared memory, not yet filled: the first limiter that uses it sets it up from its own
+ * config (every thread of a daemon has the same). Handed to worker threads in their settings.
+ */
+export function newRateBudget(): SharedArrayBuffer {
+  return new SharedArrayBuffer(BUDGET_BYTES);
+}
+
+/** The rate of a budget now (requests per second), or null before any limiter set it up. */
+export function budgetRate(budget: SharedArrayBuffer): number | null {
+  if (Atomics.load(new Int32Array(budget, 0, 2), READY) !== 1) return null;
+  return new Float64Array(budget, 0, 6)[RATE]!;
+}
+
+/** Bursts hold at most one second of requests (at least one). */
+function capacity(rate: number): number {
+  return Math.max(1, rate);
+}
+
+/**
+ * Milliseconds a request waits for its token once the bucket holds `tokensAfter` (pure): none while
+ * it is not below zero; below, each waiter has reserved its place in time at `rate`.
+ */
+function tokenWait(tokensAfter: number, rate: number): number {
+  return tokensAfter >= 0 ? 0 : Math.ceil((-tokensAfter * 1000) / rate);
+}
+
+/** The shared bucket: its fields under a lock any thread holding the same buffer respects. */
+class SharedBucket {
+  private readonly flags: Int32Array;
+  readonly v: Float64Array;
+
+  constructor(buffer: SharedArrayBuffer) {
+    this.flags = new Int32Array(buffer, 0, 2);
+    this.v = new Float64Array(buffer, 0, 6);
+  }
+
+  /**
+   * Takes the lock. Another thread holds it for a few lines of arithmetic: try again. One that
+   * held it for {@link LOCK_STALE_MS} ended in the middle (its thread was terminated): take it over,
+   * rather than spin for ever; the worst a wrong guess costs is one miscounted token.
+   */
+  lock(): void {
+    let since: number | undefined;
+    for (let spins = 1; Atomics.compareExchange(this.flags, LOCK, 0, 1) !== 0; spins++) {
+      if (spins % 1024 !== 0) continue;
+      const now = Date.now();
+      since ??= now;
+      if (now - since > LOCK_STALE_MS) return;
+    }
+  }
+
+  unlock(): void {
+    Atomics.store(this.flags, LOCK, 0);
+  }
+
+  /** Fills the bucket unless a limiter did before (call under the lock). */
+  initOnce(state: RateState, nowMs: number): void {
+    if (Atomics.load(this.flags, READY) === 1) return;
+    this.setState(state);
+    this.v[TOKENS] = capacity(state.rate);
+    this.v[LAST] = nowMs;
+    Atomics.store(this.flags, READY, 1);
+  }
+
+  state(): RateState {
+    const decreasedAt = this.v[DECREASED_AT]!;
+    return {
+      rate: this.v[RATE]!,
+      decreasedAt: Number.isNaN(decreasedAt) ? null : decreasedAt,
+      notBefore: this.v[NOT_BEFORE]!,
+    };
+  }
+
+  setState(state: RateState): void {
+    this.v[RATE] = state.rate;
+    this.v[DECREASED_AT] = state.decreasedAt ?? Number.NaN;
+    this.v[NOT_BEFORE] = state.notBefore;
+  }
+}
+
 /**
  * A token bucket shared by every loop that calls the operator, so the sum of their requests stays
- * under the rate the operator accepts; its rate follows {@link nextRate}. Waiters are served in
- * arrival order. Bursts hold at most one second of requests (at least one).
+ * under the rate the operator accepts; its rate follows {@link nextRate}. Limiters of several threads
+ * given the same `budget` share one bucket, and so one rate: a 429 seen by one slows all. Waiters of
+ * one limiter are served in arrival order. Bursts hold at most one second of requests (at least one).
  */
 export class RateLimiter {
-  private state: RateState;
-  private tokens: number;
-  private last: number;
+  private readonly bucket: SharedBucket;
   private queue: Promise<void> = Promise.resolve();
   private readonly clock: Clock;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -82,14 +185,18 @@ export class RateLimiter {
   constructor(private readonly options: RateLimiterOptions) {
     this.clock = options.clock ?? systemClock;
     this.sleep = options.sleep ?? timerSleep;
-    this.state = initialRate(options.config);
-    this.tokens = this.capacity();
-    this.last = this.clock.now();
+    this.bucket = new SharedBucket(options.budget ?? newRateBudget());
+    this.bucket.lock();
+    try {
+      this.bucket.initOnce(initialRate(options.config), this.clock.now());
+    } finally {
+      this.bucket.unlock();
+    }
   }
 
-  /** Requests per second allowed now. */
+  /** Requests per second allowed now (the shared bucket's, when it is shared). */
   get rate(): number {
-    return this.state.rate;
+    return this.bucket.v[RATE]!;
   }
 
   /** The configured most. */
@@ -97,21 +204,24 @@ export class RateLimiter {
     return this.options.config.ceiling;
   }
 
-  private capacity(): number {
-    return Math.max(1, this.state.rate);
-  }
-
-  /** Milliseconds to wait before one more request may go, taking its token (pure bookkeeping). */
+  /** Milliseconds to wait before one more request may go, taking its token. */
   reserve(): number {
     const now = this.clock.now();
-    const start = Math.max(now, this.state.notBefore);
-    if (start > this.last) {
-      this.tokens = Math.min(this.capacity(), this.tokens + ((start - this.last) * this.state.rate) / 1000);
-      this.last = start;
+    const b = this.bucket;
+    const v = b.v;
+    b.lock();
+    try {
+      const rate = v[RATE]!;
+      const start = Math.max(now, v[NOT_BEFORE]!);
+      if (start > v[LAST]!) {
+        v[TOKENS] = Math.min(capacity(rate), v[TOKENS]! + ((start - v[LAST]!) * rate) / 1000);
+        v[LAST] = start;
+      }
+      v[TOKENS] = v[TOKENS]! - 1;
+      return start - now + tokenWait(v[TOKENS]!, rate);
+    } finally {
+      b.unlock();
     }
-    this.tokens -= 1;
-    const forTokens = this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.state.rate);
-    return start - now + forTokens;
   }
 
   /**
@@ -130,16 +240,29 @@ export class RateLimiter {
 
   /** Feeds one answer back into the rate. */
   feedback(event: RateEvent): void {
-    const before = this.state;
-    this.state = nextRate(before, event, this.options.config);
-    if (event.kind === 'limited') {
-      // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
-      this.tokens = Math.min(this.tokens, 1);
-      this.last = Math.max(this.last, this.state.notBefore);
-    } else {
-      this.tokens = Math.min(this.tokens, this.capacity());
+    const b = this.bucket;
+    const v = b.v;
+    let before: number;
+    let after: number;
+    b.lock();
+    try {
+      before = v[RATE]!;
+      // At the ceiling a success changes nothing: no state to build (the common case).
+      if (event.kind === 'ok' && before >= this.options.config.ceiling) return;
+      const next = nextRate(b.state(), event, this.options.config);
+      b.setState(next);
+      after = next.rate;
+      if (event.kind === 'limited') {
+        // No saved-up burst right after a refusal, and nothing accrues while requests are forbidden.
+        v[TOKENS] = Math.min(v[TOKENS]!, 1);
+        v[LAST] = Math.max(v[LAST]!, next.notBefore);
+      } else {
+        v[TOKENS] = Math.min(v[TOKENS]!, capacity(after));
+      }
+    } finally {
+      b.unlock();
     }
-    if (this.state.rate !== before.rate) this.options.onChange?.(this.state.rate, event);
+    if (after !== before) this.options.onChange?.(after, event);
   }
 }
 

@@ -12,7 +12,7 @@ import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
-import { type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
+import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
 import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
@@ -102,7 +102,9 @@ export class Dispatcher {
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log);
+    this.scrubs =
+      this.hooks &&
+      new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log, housekeepingOf(ctx.config));
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
   }
 
@@ -157,7 +159,7 @@ export class Dispatcher {
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
-        this.scrubs?.maybe(this.clock.now(), this.ctx.config.outbox.scrub_after_days);
+        this.scrubs?.maybe(this.clock.now());
         const claimed = await this.claim();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.

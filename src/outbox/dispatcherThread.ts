@@ -5,9 +5,9 @@
  * stay on the main connection's commit queue (a 201 still means the row is on disk); the two
  * connections meet only at SQLite's write lock, held by either for one short commit.
  *
- * The operator rate limit: the worker's operator client has its own limiter at
- * `operator.rate_per_second`, separate from the mirror's. Sends and syncs rarely peak together, and
- * the operator's 429s (with Retry-After) slow both down.
+ * The operator rate limit: the worker's operator client takes its tokens from the daemon's one
+ * budget (AppContext.operatorBudget, in memory the threads share), as the mirror's does, so sends
+ * and syncs together keep to `operator.rate_per_second`, and a 429 seen by either slows both.
  */
 import type { AppContext, Component } from '../context.js';
 import type { RequestSync } from '../syncRequests.js';

@@ -5,6 +5,7 @@ import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
+import { pruneDeliveriesPg } from '../subscribers/pgPrune.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
@@ -34,6 +35,8 @@ export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {})
       );
     },
     scrubFinished: (nowMs, afterDays) => scrubFinishedPg(pool, nowMs, afterDays),
+    pruneDeliveries: (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
     pause: pgPauseRecord(pool),
   };
 }

@@ -58,9 +58,20 @@ const DESTINATION_FIELDS = [
 ];
 
 const text = z.string({ error: 'must be a string' });
+/** An id as text: plain decimal digits, no sign, spaces or leading zeros ("007" is not 7 to every reader). */
+const DIGITS = /^(0|[1-9]\d{0,14})$/;
 // Ids arrive as numbers or digit strings from apps that keep them as text; both mean the same id.
+// Any other string is refused by name rather than read leniently: " 5" and "007" are someone's bug.
 const integer = z.preprocess(
-  (v) => (typeof v === 'string' && /^\d{1,15}$/.test(v.trim()) ? Number(v.trim()) : v),
+  (v, ctx) => {
+    if (typeof v !== 'string') return v;
+    if (DIGITS.test(v)) return Number(v);
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be an integer: a number, or plain decimal digits without spaces, sign or leading zeros',
+    });
+    return z.NEVER;
+  },
   z
     .number({ error: 'must be an integer' })
     .int({ error: 'must be an integer' })

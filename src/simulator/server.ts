@@ -118,6 +118,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const res = c.env.outgoing;
     const method = c.req.method;
     const path = c.req.path;
+    state.stats.arrive(Date.now(), method, path);
     res.once('close', () => {
       const outcome = outcomeOf.get(res) ?? (res.writableFinished ? String(res.statusCode) : 'aborted');
       state.stats.record(method, path, outcome);

@@ -11,8 +11,19 @@ export interface StatsSnapshot {
   byRoute: Record<string, number>;
 }
 
+/** One interface request as it arrived: when (ms since the epoch, the simulator's clock) and where. */
+export interface Arrival {
+  at: number;
+  method: string;
+  path: string;
+}
+
+/** Arrivals kept: the latest this many (a long soak must not grow the simulator without end). */
+const MAX_ARRIVALS = 100_000;
+
 export class Stats {
   private total = 0;
+  private arrived: Arrival[] = [];
   private readonly byPath = new Map<string, Map<string, number>>();
   private readonly byRoute = new Map<string, number>();
 
@@ -28,6 +39,20 @@ export class Stats {
     this.byRoute.set(route, (this.byRoute.get(route) ?? 0) + 1);
   }
 
+  /**
+   * Notes a request as it arrives, before it is answered: what a test counts per second to check a
+   * client's rate from the receiving side.
+   */
+  arrive(at: number, method: string, path: string): void {
+    if (this.arrived.length >= MAX_ARRIVALS) this.arrived = this.arrived.slice(MAX_ARRIVALS / 2);
+    this.arrived.push({ at, method, path });
+  }
+
+  /** The requests that arrived, oldest first (the latest {@link MAX_ARRIVALS}). */
+  arrivals(): readonly Arrival[] {
+    return this.arrived;
+  }
+
   /** Requests to `path` (any outcome, or only `outcome`). */
   count(path: string, outcome?: string): number {
     const m = this.byPath.get(path);
@@ -40,6 +65,7 @@ export class Stats {
 
   reset(): void {
     this.total = 0;
+    this.arrived = [];
     this.byPath.clear();
     this.byRoute.clear();
   }

@@ -20,9 +20,12 @@ export interface DeliveryEntry {
   createdAt: string;
   deliveredAt: string | null;
   deadAt: string | null;
+  /** Its subscriber is not in the config (renamed or removed): nothing sends it (see prune.ts). */
+  orphaned: boolean;
 }
 
-export function deliveryEntry(row: DeliveryRow): DeliveryEntry {
+/** A row as shown; `configured`: the subscribers' keys in the config now. */
+export function deliveryEntry(row: DeliveryRow, configured: readonly string[]): DeliveryEntry {
   return {
     id: row.id,
     subscriber: row.subscriber,
@@ -37,6 +40,7 @@ export function deliveryEntry(row: DeliveryRow): DeliveryEntry {
     createdAt: row.created_at,
     deliveredAt: row.delivered_at,
     deadAt: row.dead_at,
+    orphaned: !configured.includes(row.subscriber),
   };
 }
 
@@ -69,6 +73,8 @@ export async function listDeliveryEntries(
     subscriber?: string | undefined;
     after?: number | undefined;
     limit?: number | undefined;
+    /** The subscribers' keys in the config now (subscriberKeys): any other's rows are orphaned. */
+    configured: readonly string[];
   },
 ): Promise<{ items: DeliveryEntry[]; nextCursor: string | null }> {
   const limit = Math.min(Math.max(f.limit ?? 100, 1), 1000);
@@ -78,7 +84,7 @@ export async function listDeliveryEntries(
     after: f.after,
     limit: limit + 1,
   });
-  const items = rows.slice(0, limit).map(deliveryEntry);
+  const items = rows.slice(0, limit).map((row) => deliveryEntry(row, f.configured));
   return { items, nextCursor: rows.length > limit ? String(items.at(-1)!.id) : null };
 }
 
@@ -87,9 +93,10 @@ export async function retryDeliveryById(
   access: DeliveriesAccess,
   clock: Clock,
   id: number,
+  configured: readonly string[],
 ): Promise<DeliveryEntry> {
   const row = await access.retry(id, isoAt(clock.now()));
-  if (row) return deliveryEntry(row);
+  if (row) return deliveryEntry(row, configured);
   const found = await access.get(id);
   if (!found) throw new SteerError('not-found', `no delivery ${id}`);
   throw new SteerError(

@@ -39,6 +39,11 @@ export function subscribersFromConfig(config: Pick<Config, 'subscribers'>): Subs
   }));
 }
 
+/** The configured subscribers' keys: any other's deliveries are orphaned (see prune.ts). */
+export function subscriberKeys(config: Pick<Config, 'subscribers'>): string[] {
+  return subscribersFromConfig(config).map((sub) => sub.key);
+}
+
 const registered = new WeakMap<Sqlite, readonly Subscriber[]>();
 
 /**

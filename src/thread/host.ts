@@ -122,6 +122,7 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
         corruption: corruption(),
         secrets: registeredSecrets(),
         writerGate: writerGateBuffer(),
+        operatorBudget: ctx.operatorBudget,
       };
       const w = new Worker(url, { workerData: settings, execArgv });
       worker = w;

@@ -12,6 +12,8 @@ export interface ThreadSettings {
   secrets: string[];
   /** The process's writer gate (db/writerGate.ts), shared so bulk writes give way to the API's. */
   writerGate: SharedArrayBuffer;
+  /** The daemon's operator rate budget (AppContext.operatorBudget): one rate for every thread. */
+  operatorBudget: SharedArrayBuffer;
 }
 
 /** Main thread → worker, for every worker; each worker adds its own. */

@@ -116,10 +116,12 @@ export function workerSide<Out>(name: string, options: WorkerSideOptions = {}): 
     startedAt: new Date().toISOString(),
     listeners: new Map(),
     operator() {
-      client ??= operatorClientFor(config, systemClock, metrics, { log });
+      // The daemon's one budget: this thread's requests count against the same rate as the others'.
+      client ??= operatorClientFor(config, systemClock, metrics, { log, budget: settings.operatorBudget });
       return client;
     },
     operatorRate: () => client?.rate ?? null,
+    operatorBudget: settings.operatorBudget,
   };
 
   return {

@@ -1,6 +1,8 @@
 /** The model of the internal API's rules and the request generators of fuzz.test.ts. */
 import fc from 'fast-check';
+import { cursorKeyFor, signedCursor } from '../../src/api/cursor.js';
 import { tokenization, transfer } from '../outbox/fixtures.js';
+import { TOKEN } from './apiHarness.js';
 import { padJson } from './rawHttp.js';
 
 export const MIB = 1024 * 1024;
@@ -60,9 +62,14 @@ function realDate(v: string): boolean {
   const d = new Date(`${v}T00:00:00Z`);
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === v;
 }
+/** The key the harness's API signs its cursors with (its token's). */
+const CURSOR_KEY = cursorKeyFor(TOKEN);
 function keyCursor(v: string): boolean {
+  const dot = v.indexOf('.');
+  // Only a cursor the API could have given out: its MAC is the API's (what is signed, then its shape).
+  if (dot < 0 || signedCursor(v.slice(0, dot), CURSOR_KEY) !== v) return false;
   try {
-    const c: unknown = JSON.parse(Buffer.from(v, 'base64url').toString('utf8'));
+    const c: unknown = JSON.parse(Buffer.from(v.slice(0, dot), 'base64url').toString('utf8'));
     return (
       typeof c === 'object' &&
       c !== null &&
@@ -131,6 +138,8 @@ export function expected(req: FuzzRequest, text: string | undefined): number[] {
     if (req.site === 'cross-site' || req.site === 'same-site') return [403];
     const hasBody = text !== undefined && (req.chunked || bytes > 0);
     if ((req.contentType !== undefined || hasBody) && !isJson(req.contentType)) return [415];
+    if (req.contentType !== undefined && /;\s*charset=(?!"?utf-?8"?\s*(;|$))/i.test(req.contentType))
+      return [415];
   }
   // POST on the operations list is the enqueue route.
   const route =
@@ -197,6 +206,8 @@ const FORGED = [
   '{"k":"x","y":1}',
   '{"__proto__":{"k":"x"}}',
 ].map(cursorOf);
+/** Forged contents behind a good MAC (a key leaked, a cursor of another version): the shape still counts. */
+const SIGNED_FORGED = FORGED.map((payload) => signedCursor(payload, CURSOR_KEY));
 
 const paramValue = (kind: ParamKind): fc.Arbitrary<string> => {
   const valid: Record<ParamKind, fc.Arbitrary<string>> = {
@@ -206,7 +217,9 @@ const paramValue = (kind: ParamKind): fc.Arbitrary<string> => {
       .date({ min: new Date('1990-01-01'), max: new Date('2099-12-31'), noInvalidDate: true })
       .map((d) => d.toISOString().slice(0, 10)),
     text: fc.string({ minLength: 1, maxLength: 12 }),
-    keyCursor: fc.string({ maxLength: 8 }).map((k) => cursorOf(JSON.stringify({ k }))),
+    keyCursor: fc
+      .string({ maxLength: 8 })
+      .map((k) => signedCursor(cursorOf(JSON.stringify({ k })), CURSOR_KEY)),
     opCursor: fc.nat({ max: 99_999 }).map(String),
     state: fc.constantFrom(...STATES),
     removed: fc.constantFrom('false', 'true', 'only'),
@@ -215,7 +228,7 @@ const paramValue = (kind: ParamKind): fc.Arbitrary<string> => {
     { weight: 3, arbitrary: valid[kind] },
     { weight: 1, arbitrary: fc.constantFrom(...LENIENT) },
     { weight: 1, arbitrary: fc.constantFrom(...BAD_DATES) },
-    { weight: 1, arbitrary: fc.constantFrom(...FORGED) },
+    { weight: 1, arbitrary: fc.constantFrom(...FORGED, ...SIGNED_FORGED) },
     { weight: 1, arbitrary: fc.string({ maxLength: 10 }) },
   );
 };
@@ -287,6 +300,7 @@ export const requestArb: fc.Arbitrary<FuzzRequest> = fc
       'application/json',
       'application/json',
       'application/json; charset=utf-8',
+      'application/json; charset=utf-16',
       'text/plain',
       'application/x-www-form-urlencoded',
       'multipart/form-data; boundary=x',

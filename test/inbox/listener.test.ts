@@ -128,6 +128,21 @@ describe('refusals: right status, nothing recorded as a decision', () => {
     assertNothingDecided();
   });
 
+  it('a body declared in another charset than UTF-8 → 415 naming it, nothing decided', async () => {
+    const msg = valid();
+    const headers = { ...msg.headers, 'content-type': 'application/json; charset=utf-16' };
+    const res = await post({ ...msg, headers, body: Buffer.from(msg.body, 'utf16le') });
+    expect(res.status).toBe(415);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^charset "utf-16" is not accepted/);
+    assertNothingDecided();
+    // The same message declared as UTF-8 is decided.
+    const ok = await post({
+      ...msg,
+      headers: { ...msg.headers, 'content-type': 'application/json; charset=UTF-8' },
+    });
+    expect(ok.status).toBe(200);
+  });
+
   it('records each refusal (status, reason) and counts it', async () => {
     const msg = valid();
     msg.headers['webhook-signature'] = 'v1,AAAA';

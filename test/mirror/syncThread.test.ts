@@ -60,10 +60,10 @@ describe('sync thread', () => {
       // Feed readers waiting in the main thread were woken by the worker's commits, up to its head.
       await expect(woken).resolves.toBe(true);
       expect(feedHead(ctx.database.sqlite)).toBeGreaterThanOrEqual(4000 + 40 + 120);
-      // The worker's counters land in the main registry; its client's rate is what /status shows.
+      // The worker's counters land in the main registry; the rate of the budget its client shares is what /status shows.
       const runsCounted = (await ctx.metrics.syncRuns.get()).values.filter((v) => v.value > 0);
       expect(runsCounted.map((v) => v.labels.resource).sort()).toEqual([...SYNC_TARGETS].sort());
-      expect(runner.operatorRate()).toBe(100_000);
+      expect(ctx.operatorRate()).toEqual({ current: 100_000, ceiling: 100_000 });
       // Its log lines reach the main logger, with the API key nowhere in them.
       const events = lines.map((l) => l.event);
       // The sync thread runs below the main thread's CPU priority, as the kernel itself reports.

@@ -5,6 +5,7 @@ import { ManualClock } from '../../src/clock.js';
 import { OperatorClient } from '../../src/operator/client.js';
 import {
   initialRate,
+  newRateBudget,
   nextRate,
   type RateConfig,
   type RateEvent,
@@ -169,6 +170,66 @@ describe('RateLimiter', () => {
     await Promise.all([0, 1, 2, 3, 4].map((i) => limiter.acquire().then(() => order.push(i))));
     expect(order).toEqual([0, 1, 2, 3, 4]);
     expect(clock.now()).toBe(T + 1500);
+  });
+});
+
+describe('limiters sharing one budget (the threads of one daemon)', () => {
+  it('keep to one rate together: a second of burst, then the rate, whoever asks', async () => {
+    const { clock, sleep } = virtualTime();
+    const budget = newRateBudget();
+    const dispatcher = new RateLimiter({ config: CONFIG, clock, sleep, budget });
+    const mirror = new RateLimiter({ config: CONFIG, clock, sleep, budget });
+    const sentAt: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      await dispatcher.acquire();
+      sentAt.push(clock.now());
+      await mirror.acquire();
+      sentAt.push(clock.now());
+    }
+    expect(sentAt.slice(0, 20).every((t) => t === T)).toBe(true);
+    // 60 in all at 20/s, as from one limiter: two limiters of their own would be done at T + 500.
+    expect(sentAt.at(-1)).toBe(T + 2000);
+  });
+
+  it("one limiter's 429 halves the rate of all and holds all until its Retry-After", async () => {
+    const { clock, sleep } = virtualTime();
+    const budget = newRateBudget();
+    const changes: number[] = [];
+    const dispatcher = new RateLimiter({ config: CONFIG, clock, sleep, budget });
+    const mirror = new RateLimiter({
+      config: CONFIG,
+      clock,
+      sleep,
+      budget,
+      onChange: (r) => changes.push(r),
+    });
+    await dispatcher.acquire();
+    const sent = clock.now();
+    mirror.feedback({ kind: 'limited', sentAt: sent, at: sent, retryAfterMs: 3000 });
+    expect(dispatcher.rate).toBe(10);
+    expect(changes).toEqual([10]);
+    await dispatcher.acquire();
+    expect(clock.now()).toBe(sent + 3000);
+    await mirror.acquire();
+    expect(clock.now()).toBe(sent + 3100);
+    // Successes through either limiter climb the one rate.
+    for (let i = 0; i < 5; i++) dispatcher.feedback({ kind: 'ok', sentAt: clock.now() });
+    expect(mirror.rate).toBeCloseTo(10.49, 2);
+  });
+
+  it('a limiter made later joins the bucket as it is, instead of starting a fresh one', async () => {
+    const { clock, sleep } = virtualTime();
+    const budget = newRateBudget();
+    const first = new RateLimiter({ config: CONFIG, clock, sleep, budget });
+    for (let i = 0; i < 20; i++) await first.acquire();
+    first.feedback({ kind: 'limited', sentAt: clock.now(), at: clock.now() });
+    const later = new RateLimiter({ config: CONFIG, clock, sleep, budget });
+    expect(later.rate).toBe(10);
+    // The burst was spent (a fresh bucket would have 20 tokens): each waits its turn at 10/s.
+    await later.acquire();
+    expect(clock.now()).toBe(T + 100);
+    await later.acquire();
+    expect(clock.now()).toBe(T + 200);
   });
 });
 

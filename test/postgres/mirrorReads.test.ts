@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { cursorKeyFor, encodeCursor } from '../../src/api/cursor.js';
 import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
 import {
   createApiComponent,
@@ -207,8 +208,13 @@ const CASES: Case[] = [
   { name: 'an unknown filter', path: () => '/v1/projects?colour=green', expect: status(400) },
   { name: 'a forged cursor', path: () => '/v1/projects?cursor=bm90LWpzb24', expect: status(400) },
   {
+    name: 'a well-formed cursor never given out',
+    path: () => `/v1/projects?cursor=${Buffer.from('{"k":"5"}').toString('base64url')}`,
+    expect: status(400),
+  },
+  {
     name: 'a key-order cursor on a date-ordered list',
-    path: () => `/v1/units?from=2016-01-01&cursor=${Buffer.from('{"k":"5"}').toString('base64url')}`,
+    path: () => `/v1/units?from=2016-01-01&cursor=${encodeCursor({ k: '5' }, cursorKeyFor(TOKEN))}`,
     expect: status(400),
   },
   { name: 'removed=maybe', path: () => '/v1/units?removed=maybe', expect: status(400) },

@@ -22,6 +22,11 @@ export const deliveryEntry = z
     createdAt: instant,
     deliveredAt: instant.nullable(),
     deadAt: instant.nullable(),
+    orphaned: z
+      .boolean()
+      .describe(
+        'its subscriber is not in the config (renamed or removed): nothing sends it; deleted subscriber_delivery.retention_days after it was written',
+      ),
   })
   .meta({ id: 'Delivery' });
 
