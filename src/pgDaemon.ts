@@ -162,10 +162,11 @@ function createPresenceComponent(
   replica: PgReplica,
   stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
   wake: () => void,
-): Component {
+): Component & { alive(): boolean } {
   let presence: ReplicaPresence | undefined;
   return {
     name: 'presence',
+    alive: () => presence?.alive() ?? false,
     async start() {
       presence = await startReplicaPresence({
         pool: replica.database.pool,
@@ -205,19 +206,29 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const requestSync = syncs.request;
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
   const deliveries = new PgDeliveriesStore(pool);
+  // Claims only while this replica holds its liveness lock: without it the others presume it dead
+  // and may hand its claims back (the presence starts first and is called only once started).
+  const mayClaim = () => presence.alive();
   const dispatcher = createDispatcherComponent(ctx, {
     requestSync,
     owner,
     store: operations,
     hooks: pgOutboxHooks(pool, { subscribers }),
+    mayClaim,
   });
-  const subscriberDispatcher = createSubscriberComponent(ctx, { store: deliveries, owner, wakeOn: signal });
+  const subscriberDispatcher = createSubscriberComponent(ctx, {
+    store: deliveries,
+    owner,
+    wakeOn: signal,
+    mayClaim,
+  });
   signal.listen(() => dispatcher.wake());
+  const presence = createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
+    dispatcher.wake();
+    subscriberDispatcher.dispatcher.wake();
+  });
   return [
-    createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
-      dispatcher.wake();
-      subscriberDispatcher.dispatcher.wake();
-    }),
+    presence,
     createFeedListenerComponent(ctx, replica),
     createApiComponent(
       ctx,

@@ -38,6 +38,12 @@ export interface SubscriberDispatcherOptions {
    * (db/pgChangeSignal.ts). Without it (or between announcements) the lanes poll as ever.
    */
   wakeOn?: ChangeSignal;
+  /**
+   * Whether claiming is safe now (default: always): a PostgreSQL replica that lost its liveness
+   * lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
+   * it holds the lock again.
+   */
+  mayClaim?: () => boolean;
 }
 
 /**
@@ -66,6 +72,7 @@ export class SubscriberDispatcher {
       random: options.random ?? Math.random,
       owner: options.owner ?? newLeaseOwner(),
       batch: options.batch ?? 64,
+      mayClaim: options.mayClaim ?? (() => true),
       store: this.store,
       sender: this.sender,
       policy: {
@@ -107,6 +114,7 @@ interface LaneShared {
   random: () => number;
   owner: string;
   batch: number;
+  mayClaim: () => boolean;
   store: DeliveriesStore;
   sender: SubscriberSender;
   policy: DeliveryPolicy;
@@ -151,6 +159,11 @@ class Lane {
     const { ctx } = this.s;
     while (!this.stopping) {
       let delay = ctx.config.subscriber_delivery.poll_ms;
+      if (!this.s.mayClaim()) {
+        // Presumed dead by the other replicas until the liveness lock is back: wait, claim nothing.
+        await this.idle.sleep(delay, this.stopping);
+        continue;
+      }
       try {
         const rows = await this.s.store.claim(() => {
           const now = this.s.clock.now();
