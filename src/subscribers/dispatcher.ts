@@ -1,4 +1,4 @@
-import { type Clock, isoAt } from '../clock.js';
+import { type Clock, cancellableSleep, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
@@ -236,21 +236,38 @@ class Lane {
       sent += 1;
       if (step.to === 'pending') break;
     }
-    this.write({
-      subscriber: this.sub.key,
-      owner: this.s.owner,
-      settled,
-      unsent: rows.slice(sent).map((row) => row.id),
-      now: isoAt(this.s.clock.now()),
-    });
+    const leases = rows.map((row) => Date.parse(row.lease_until ?? '')).filter(Number.isFinite);
+    this.write(
+      {
+        subscriber: this.sub.key,
+        owner: this.s.owner,
+        settled,
+        unsent: rows.slice(sent).map((row) => row.id),
+        now: isoAt(this.s.clock.now()),
+      },
+      leases.length > 0 ? Math.min(...leases) : this.s.clock.now(),
+    );
   }
 
   /**
-   * Submits a run's settle without waiting (the store runs the next claim after it); a failed one
-   * leaves the lease to run out (sent again).
+   * Submits a run's settle without waiting (the store runs the next claim after it). A failed one
+   * (the database away for a moment) is tried again with backoff while the run's lease lasts, each
+   * try guarded by the lease owner; given up, the lease runs out and the rows are sent again.
    */
-  private write(run: DeliveryRun): void {
-    const done = this.s.store.settle(run).catch((err: unknown) => {
+  private write(run: DeliveryRun, leaseEnd: number): void {
+    const retries = new FailureStreak(this.s.ctx.config.subscriber_delivery.poll_ms, this.s.random);
+    const attempt = async (): Promise<void> => {
+      for (;;) {
+        try {
+          return await this.s.store.settle(run);
+        } catch (err) {
+          const step = retries.failed();
+          if (this.stopping || this.s.clock.now() + step.delayMs >= leaseEnd) throw err;
+          await cancellableSleep(step.delayMs, this.cancel.signal);
+        }
+      }
+    };
+    const done = attempt().catch((err: unknown) => {
       this.s.ctx.log.error(
         { event: 'subscribers.settle.error', subscriber: this.sub.key, err },
         `subscriber ${this.sub.key}: could not record a delivery: ${errorMessage(err)}`,
