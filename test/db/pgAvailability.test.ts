@@ -43,6 +43,20 @@ describe('observeAvailability', () => {
     expect(observeAvailability(back.state, { kind: 'connected', at: 62_000 }).change).toBeNull();
   });
 
+  it('work handed back sound ends an outage only when it was begun after the outage did', () => {
+    const down: AvailabilityState = { up: false, since: 1_000, reason: 'shutting down', failures: 2 };
+    // Taken before the outage: it may have ended on the server's last words, proving nothing.
+    expect(observeAvailability(down, { kind: 'answered', at: 3_000, takenAt: 999 })).toEqual({
+      state: down,
+      change: null,
+    });
+    const back = observeAvailability(down, { kind: 'answered', at: 3_000, takenAt: 2_000 });
+    expect(back.change).toEqual({ kind: 'reachable', downMs: 2_000, failures: 2, at: 3_000 });
+    expect(
+      observeAvailability(back.state, { kind: 'answered', at: 4_000, takenAt: 3_500 }).change,
+    ).toBeNull();
+  });
+
   it('a failure that is not an outage (null reason) changes nothing, up or down', () => {
     expect(observeAvailability(up, { kind: 'failed', at: 5, reason: null })).toEqual({
       state: up,
