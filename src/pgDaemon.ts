@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { type AppContext, type Component, createPgAppContext } from './context.js';
 import { ChangeSignal } from './db/changeSignal.js';
 import { openPostgres, type PgDatabase } from './db/pg.js';
+import type { PgAvailability } from './db/pgAvailability.js';
 import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
@@ -58,6 +59,15 @@ export interface PgReplica {
 const POOL_MAX = 20;
 
 /**
+ * Connections the pool keeps open while idle: when other clients take every connection slot of the
+ * server (`max_connections`), this replica goes on with these (claims, settles, API reads and
+ * webhooks) instead of finding no slot for its next query. pg-pool counts the LISTEN's connection
+ * (checked out for good) among them: 4 for the work, 1 for the LISTEN. The liveness session is a
+ * client of its own; neither it nor the LISTEN is ever given up to make room.
+ */
+const POOL_MIN = 5;
+
+/**
  * Opens the pool (migrating first: replicas starting together migrate one after another under an
  * advisory lock) and builds the context; nothing is written to a SQLite file.
  */
@@ -69,13 +79,15 @@ export async function openPgDaemonContext(
   const database = await openPostgres(url, {
     applicationName: pgApplicationName(instanceName(config)),
     max: POOL_MAX,
-    onIdleError: (err) =>
-      log.warn(
+    min: POOL_MIN,
+    onConnectionLost: (err) =>
+      log.debug(
         { event: 'db.connection.lost', error: errorMessage(err) },
-        'an idle PostgreSQL connection failed; the next query opens a new one',
+        'a PostgreSQL connection failed; the next query opens a new one',
       ),
   });
   const ctx = createPgAppContext(config, log);
+  reportAvailability(database.availability, ctx);
   const replica: PgReplica = {
     database,
     owner: newLeaseOwner(),
@@ -84,6 +96,33 @@ export async function openPgDaemonContext(
   };
   log.info({ event: 'db.opened', database: database.label, owner: replica.owner }, 'PostgreSQL store open');
   return { ctx, replica, close: () => database.close() };
+}
+
+/**
+ * Says once when the database goes away and once when it is back (with how long it was away), and
+ * keeps the `vcu_sync_database_up` gauge in step: the pool, the LISTEN and the liveness session
+ * feed the tracker at every connection attempt, but an outage is one warning, not one per query.
+ */
+export function reportAvailability(
+  availability: PgAvailability,
+  ctx: Pick<AppContext, 'log' | 'metrics'>,
+): void {
+  ctx.metrics.databaseUp.set(availability.reachable() ? 1 : 0);
+  availability.onChange((change) => {
+    if (change.kind === 'unreachable') {
+      ctx.metrics.databaseUp.set(0);
+      ctx.log.warn(
+        { event: 'db.unreachable', reason: change.reason },
+        `PostgreSQL cannot be reached (${change.reason}): the API and webhooks answer 503, sending waits; retrying with backoff`,
+      );
+      return;
+    }
+    ctx.metrics.databaseUp.set(1);
+    ctx.log.info(
+      { event: 'db.reachable', outageMs: change.downMs, failedAttempts: change.failures },
+      `PostgreSQL is reachable again after ${Math.round(change.downMs / 1000)} s; resuming`,
+    );
+  });
 }
 
 /**
@@ -124,10 +163,11 @@ function createPresenceComponent(
   replica: PgReplica,
   stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
   wake: () => void,
-): Component {
+): Component & { alive(): boolean } {
   let presence: ReplicaPresence | undefined;
   return {
     name: 'presence',
+    alive: () => presence?.alive() ?? false,
     async start() {
       presence = await startReplicaPresence({
         pool: replica.database.pool,
@@ -142,6 +182,7 @@ function createPresenceComponent(
           (await stores.operations.releaseOwner(owner, nowIso)).length +
           (await stores.deliveries.releaseOwner(owner, nowIso)),
         onReleased: wake,
+        availability: replica.database.availability,
       });
     },
     async stop() {
@@ -166,19 +207,29 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const requestSync = syncs.request;
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
   const deliveries = new PgDeliveriesStore(pool);
+  // Claims only while this replica holds its liveness lock: without it the others presume it dead
+  // and may hand its claims back (the presence starts first and is called only once started).
+  const mayClaim = () => presence.alive();
   const dispatcher = createDispatcherComponent(ctx, {
     requestSync,
     owner,
     store: operations,
     hooks: pgOutboxHooks(pool, { subscribers }),
+    mayClaim,
   });
-  const subscriberDispatcher = createSubscriberComponent(ctx, { store: deliveries, owner, wakeOn: signal });
+  const subscriberDispatcher = createSubscriberComponent(ctx, {
+    store: deliveries,
+    owner,
+    wakeOn: signal,
+    mayClaim,
+  });
   signal.listen(() => dispatcher.wake());
+  const presence = createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
+    dispatcher.wake();
+    subscriberDispatcher.dispatcher.wake();
+  });
   return [
-    createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
-      dispatcher.wake();
-      subscriberDispatcher.dispatcher.wake();
-    }),
+    presence,
     createFeedListenerComponent(ctx, replica),
     createApiComponent(
       ctx,
@@ -187,7 +238,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         requestSync,
         mirrorReads: pgMirrorReads(pool),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, subscribers }),
-        healthReads: pgHealthReads(pool),
+        healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: pgDeliveriesAccess(pool),
         feed: pgFeedReads(pool, signal),
       }),

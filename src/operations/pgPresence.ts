@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { type BackoffPolicy, backoffDelayMs } from '../backoff.js';
 import { type Clock, isoAt, systemClock } from '../clock.js';
+import type { PgAvailability } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } from './pgLiveness.js';
@@ -60,6 +61,8 @@ export interface PresenceDeps {
   timers?: PresenceTimers;
   /** Jitter source of the re-take backoff (default: Math.random). */
   random?: () => number;
+  /** Told of each attempt to open the liveness session (default: none). */
+  availability?: PgAvailability;
 }
 
 /** A running presence. */
@@ -97,6 +100,8 @@ class Presence implements ReplicaPresence {
   private sweeps: Promise<unknown> = Promise.resolve();
   private sweepFailing = false;
   private retakeFailures = 0;
+  /** Cancels the re-take waiting on its backoff (null when none waits). */
+  private retakeWaiting: (() => void) | null = null;
 
   constructor(private readonly deps: PresenceDeps) {
     this.owner = deps.replica.owner;
@@ -105,6 +110,11 @@ class Presence implements ReplicaPresence {
   }
 
   async start(): Promise<void> {
+    // The database back after an outage: the lock is re-taken now, not at the backoff's next try
+    // (up to 30 s later), since this replica claims nothing until it holds it.
+    this.deps.availability?.onChange((change) => {
+      if (change.kind === 'reachable') this.retakeNow();
+    });
     await this.hold();
     await this.sweep();
     this.every(this.deps.heartbeatMs ?? HEARTBEAT_MS, () => this.heartbeat());
@@ -153,9 +163,14 @@ class Presence implements ReplicaPresence {
   private async hold(): Promise<void> {
     // The session is known only once held; a break before then fails holdLiveness itself.
     let held: ReplicaLiveness | undefined;
-    held = await holdLiveness(this.deps.pool, this.deps.replica, (err) => {
-      if (held) this.lost(held, err);
-    });
+    held = await holdLiveness(
+      this.deps.pool,
+      this.deps.replica,
+      (err) => {
+        if (held) this.lost(held, err);
+      },
+      this.deps.availability,
+    );
     this.liveness = held;
   }
 
@@ -167,9 +182,12 @@ class Presence implements ReplicaPresence {
     });
   }
 
-  /** Runs `work` once after `ms` unless stopped; stop waits for it. `work` must not throw. */
-  private later(ms: number, work: () => Promise<void>): void {
-    if (this.stopping) return;
+  /**
+   * Runs `work` once after `ms` unless stopped; stop waits for it. `work` must not throw. Returns
+   * what cancels it.
+   */
+  private later(ms: number, work: () => Promise<void>): () => void {
+    if (this.stopping) return () => {};
     const cancel = this.timers.after(ms, () => {
       this.pending.delete(cancel);
       if (this.stopping) return Promise.resolve();
@@ -178,6 +196,10 @@ class Presence implements ReplicaPresence {
       return run.finally(() => this.running.delete(run));
     });
     this.pending.add(cancel);
+    return () => {
+      cancel();
+      this.pending.delete(cancel);
+    };
   }
 
   private async heartbeat(): Promise<void> {
@@ -212,14 +234,24 @@ class Presence implements ReplicaPresence {
       this.deps.retakeBackoff ?? RETAKE_BACKOFF,
       this.deps.random ?? Math.random,
     );
-    this.later(delay, () => this.retake());
+    this.retakeWaiting = this.later(delay, () => this.retake());
+  }
+
+  /** A re-take waiting on its backoff goes now instead. */
+  private retakeNow(): void {
+    const waiting = this.retakeWaiting;
+    if (!waiting || this.liveness || this.stopping) return;
+    waiting();
+    this.retakeWaiting = this.later(0, () => this.retake());
   }
 
   private async retake(): Promise<void> {
+    this.retakeWaiting = null;
     try {
       await this.hold();
     } catch (err) {
-      this.deps.log.warn(
+      // Once per outage at warn (the database may be away for a while), then at debug.
+      this.deps.log[this.retakeFailures === 1 ? 'warn' : 'debug'](
         { event: 'replica.liveness.retake_failed', owner: this.owner, attempt: this.retakeFailures, err },
         `could not re-take the liveness lock: ${errorMessage(err)}`,
       );
