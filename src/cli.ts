@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig } from './config.js';
+import { loadConfig, unknownVariableWarnings } from './config.js';
 import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './errors.js';
 import { unsupportedNodeReason } from './nodeVersion.js';
 import { scrubText } from './redact.js';
@@ -17,6 +17,9 @@ type Action = (...args: never[]) => Promise<number>;
 
 function configOf(cmd: Command) {
   const { config } = cmd.optsWithGlobals<{ config?: string }>();
+  // A misspelled variable is named before the configuration is read: it may be why that fails.
+  for (const line of unknownVariableWarnings(process.env))
+    process.stderr.write(`vcu-sync: warning: ${line}\n`);
   return loadConfig({ file: config });
 }
 
