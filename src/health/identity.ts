@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import { pgConnection } from '../db/pgConfig.js';
+import { VERSION } from '../version.js';
 
 /**
  * Which vcu-sync this is: what an on-call engineer needs to know before acting on a page, and what
@@ -26,16 +26,8 @@ export interface Identity {
   node: string;
 }
 
-function readVersion(): string {
-  // src/health and dist/health both sit two levels below package.json.
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version?: string;
-  };
-  return pkg.version ?? 'unknown';
-}
-
 /** The package version, read once. */
-export const VERSION = readVersion();
+export { VERSION } from '../version.js';
 
 /** The instance name: configured, else the host name. */
 export function instanceName(config: Pick<Config, 'status'>): string {
