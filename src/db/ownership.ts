@@ -3,6 +3,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
+import { lockFileProblem } from './lockProblem.js';
 
 /**
  * One daemon per SQLite file.
@@ -124,7 +125,7 @@ export async function acquireOwnership(
   try {
     lock = new Database(lockPath);
   } catch (err) {
-    throw new UserError(`database: cannot open the lock file ${lockPath}: ${(err as Error).message}`);
+    throw lockFileProblem(lockPath, err, `cannot open the lock file ${lockPath}`);
   }
   try {
     // No waiting: a lock that is held belongs to a live process, and it keeps it.
@@ -135,9 +136,7 @@ export async function acquireOwnership(
     lock.exec('COMMIT');
   } catch (err) {
     lock.close();
-    if (!isBusy(err)) {
-      throw new UserError(`database: cannot lock ${lockPath}: ${(err as Error).message}`);
-    }
+    if (!isBusy(err)) throw lockFileProblem(lockPath, err, `cannot lock ${lockPath}`);
     const pid = await holderPid(lockPath, options.pidWaitMs ?? 2_000);
     throw new UserError(ownedMessage(databasePath, pid), EXIT_DATABASE_OWNED);
   }
