@@ -49,6 +49,7 @@ async function runOnPostgres(
   const { openPostgres } = await import('../db/pg.js');
   const { pgApplicationName } = await import('../db/pgConfig.js');
   const { pgHealthReads } = await import('../health/pgSnapshot.js');
+  const { pgReadAdvice } = await import('../health/pgAdvice.js');
   const now = Date.now();
   let database: Awaited<ReturnType<typeof openPostgres>>;
   try {
@@ -64,7 +65,7 @@ async function runOnPostgres(
     const unreachable: HealthReads = {
       snapshot: () => Promise.reject(err),
       daemonStartedAt: async () => null,
-      readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+      readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }),
       series: () => Promise.reject(err),
     };
     return print(await readHealth(unreachable, config, now), now);

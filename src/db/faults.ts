@@ -95,6 +95,8 @@ export interface DatabaseFacts {
   corruption: { detail: string; at: string; source: 'integrity-check' | 'query' } | null;
   /** Why health could not read the database (other than corruption), when it could not. */
   readError: string | null;
+  /** What to do about `readError`, when the store knows better than SQLite's file advice (PostgreSQL). */
+  readAction?: string;
 }
 
 export const NO_FAULTS: DatabaseFacts = Object.freeze({

@@ -64,11 +64,28 @@ function databaseOf(config: Pick<Config, 'database'>): Identity['database'] {
   }
 }
 
-/** One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h". */
-export function identityLine(id: Identity, formatSeconds: (ms: number) => string): string {
+/**
+ * One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h".
+ * Read from another process, uptime is unknown: SQLite says whether its daemon runs, PostgreSQL
+ * (given its `replicas`) how many replicas do.
+ */
+export function identityLine(
+  id: Identity,
+  formatSeconds: (ms: number) => string,
+  replicas?: ReadonlyArray<{ alive: boolean }>,
+): string {
   const up =
-    id.uptimeSeconds === null ? 'daemon not running' : `up ${formatSeconds(id.uptimeSeconds * 1000)}`;
+    id.uptimeSeconds !== null
+      ? `up ${formatSeconds(id.uptimeSeconds * 1000)}`
+      : replicas
+        ? replicasRunning(replicas.filter((r) => r.alive).length)
+        : 'daemon not running';
   return `vcu-sync ${id.version} on ${id.instance} (operator ${id.operatorHost ?? 'not configured'}, ${id.database.kind} ${id.database.location}), ${up}`;
+}
+
+/** PostgreSQL has no one daemon: as many replicas as hold their liveness lock are running. */
+function replicasRunning(alive: number): string {
+  return alive === 0 ? 'no replica running' : `${alive} replica${alive === 1 ? '' : 's'} running`;
 }
 
 /**

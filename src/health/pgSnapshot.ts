@@ -5,6 +5,7 @@ import { errorMessage } from '../errors.js';
 import { iso } from '../operations/pgRows.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import type { SubscriberBacklog } from '../subscribers/reads.js';
+import { pgReadAdvice } from './pgAdvice.js';
 import { readSeriesPg } from './pgSeries.js';
 import {
   type HealthReads,
@@ -251,7 +252,7 @@ export function pgHealthReads(pool: pg.Pool): HealthReads {
       }
     },
     // pg's messages name host:port at most, never the URL's password.
-    readFailed: (err) => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+    readFailed: (err) => ({ ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }),
     series: (now) => readSeriesPg(pool, now),
   };
 }

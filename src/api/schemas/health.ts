@@ -97,6 +97,8 @@ const snapshot = z.object({
       .object({ detail: z.string(), at: instant, source: z.enum(['integrity-check', 'query']) })
       .nullable(),
     readError: z.string().nullable(),
+    /** What to do about readError, when the store has its own advice (PostgreSQL: login, database, server). */
+    readAction: z.string().optional(),
   }),
   subscribers: z
     .array(
