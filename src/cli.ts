@@ -98,16 +98,21 @@ export function buildProgram(): Command {
     .argument('[ref]', 'marketplaceTransactionRef')
     .option('--json', 'machine-readable output')
     .addOption(new Option('--state <state>', 'list: only rows in this state'))
+    .addOption(new Option('--cursor <id>', 'list: start after this row (the "more" line names it)'))
     .action(
       wrap(
         async (
           action: string,
           ref: string | undefined,
-          opts: { json?: boolean; state?: string },
+          opts: { json?: boolean; state?: string; cursor?: string },
           cmd: Command,
         ) => {
           const { runOutboxCli } = await import('./commands/outboxCli.js');
-          return runOutboxCli(configOf(cmd), action, ref, { json: opts.json ?? false, state: opts.state });
+          return runOutboxCli(configOf(cmd), action, ref, {
+            json: opts.json ?? false,
+            state: opts.state,
+            cursor: opts.cursor,
+          });
         },
       ),
     );
@@ -122,13 +127,14 @@ export function buildProgram(): Command {
     .option('--json', 'machine-readable output')
     .addOption(new Option('--state <state>', 'list: only rows in this state'))
     .addOption(new Option('--subscriber <name>', 'list, redrive: only this subscriber'))
+    .addOption(new Option('--cursor <id>', 'list: start after this row (the "more" line names it)'))
     .addOption(new Option('--since <when>', 'redrive: dead since this ISO time or duration (30m, 2h, 3d)'))
     .action(
       wrap(
         async (
           action: string,
           id: string | undefined,
-          opts: { json?: boolean; state?: string; subscriber?: string; since?: string },
+          opts: { json?: boolean; state?: string; subscriber?: string; since?: string; cursor?: string },
           cmd: Command,
         ) => {
           const { runDeliveriesCli } = await import('./commands/deliveries.js');

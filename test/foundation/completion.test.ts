@@ -67,7 +67,13 @@ describe('vcu-sync completion bash', () => {
   });
 
   it("offers a command's options after a dash, and nothing in place of an option's value", () => {
-    expect(complete('vcu-sync', 'outbox', 'list', '--')).toEqual(['--json', '--state', '--help', '--config']);
+    expect(complete('vcu-sync', 'outbox', 'list', '--')).toEqual([
+      '--json',
+      '--state',
+      '--cursor',
+      '--help',
+      '--config',
+    ]);
     expect(complete('vcu-sync', 'outbox', '--state', '')).toEqual([]);
     expect(complete('vcu-sync', '-')).toContain('--version');
   });
