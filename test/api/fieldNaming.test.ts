@@ -69,10 +69,10 @@ describe('API field names', () => {
   };
   const snakeBySchema = Object.fromEntries(
     Object.entries(doc.components.schemas)
-      .map(([id, schema]) => [
-        id,
-        [...propertyNames(schema)].filter((n) => n.includes('_') && !BOOKKEEPING.test(n)),
-      ])
+      .map(
+        ([id, schema]) =>
+          [id, [...propertyNames(schema)].filter((n) => n.includes('_') && !BOOKKEEPING.test(n))] as const,
+      )
       .filter(([, names]) => names.length > 0),
   );
 
