@@ -2,10 +2,15 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
 import { Command, CommanderError, Option } from 'commander';
-import { loadConfig } from './config.js';
+import { completeArgumentsWith, runCompletion } from './commands/completion.js';
+import { loadConfig, unknownVariableWarnings } from './config.js';
 import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './errors.js';
 import { unsupportedNodeReason } from './nodeVersion.js';
 import { scrubText } from './redact.js';
+import { VERSION } from './version.js';
+
+/** What `sync` takes, for its help and completion; `vcu-sync sync` itself checks them (SYNC_TARGETS). */
+export const SYNC_RESOURCE_NAMES = ['projects', 'issuances', 'units', 'custody'] as const;
 
 /**
  * The command line. Each command loads what it needs lazily, so `vcu-sync status` does not pay
@@ -17,6 +22,9 @@ type Action = (...args: never[]) => Promise<number>;
 
 function configOf(cmd: Command) {
   const { config } = cmd.optsWithGlobals<{ config?: string }>();
+  // A misspelled variable is named before the configuration is read: it may be why that fails.
+  for (const line of unknownVariableWarnings(process.env))
+    process.stderr.write(`vcu-sync: warning: ${line}\n`);
   return loadConfig({ file: config });
 }
 
@@ -30,6 +38,7 @@ export function buildProgram(): Command {
   const program = new Command('vcu-sync')
     .description('Mirror a carbon registry operator, forward marketplace operations, receive its decisions.')
     .option('--config <file>', 'TOML configuration file (default: $VCU_SYNC_CONFIG)')
+    .version(VERSION, '-V, --version', 'print the version and exit')
     .showHelpAfterError('(run vcu-sync --help for usage)')
     .exitOverride();
 
@@ -43,10 +52,10 @@ export function buildProgram(): Command {
       }),
     );
 
-  program
+  const sync = program
     .command('sync')
     .description('sync the named resources once (all if none), then exit; 0 only if all succeeded')
-    .argument('[resources...]', 'projects, issuances, units, custody')
+    .argument('[resources...]', SYNC_RESOURCE_NAMES.join(', '))
     .option('--full', 'full scan instead of incremental (units)')
     .action(
       wrap(async (resources: string[], opts: { full?: boolean }, cmd: Command) => {
@@ -54,6 +63,7 @@ export function buildProgram(): Command {
         return runSyncCli(configOf(cmd), resources, opts.full ?? false);
       }),
     );
+  completeArgumentsWith(sync, SYNC_RESOURCE_NAMES);
 
   program
     .command('status')
@@ -88,16 +98,21 @@ export function buildProgram(): Command {
     .argument('[ref]', 'marketplaceTransactionRef')
     .option('--json', 'machine-readable output')
     .addOption(new Option('--state <state>', 'list: only rows in this state'))
+    .addOption(new Option('--cursor <id>', 'list: start after this row (the "more" line names it)'))
     .action(
       wrap(
         async (
           action: string,
           ref: string | undefined,
-          opts: { json?: boolean; state?: string },
+          opts: { json?: boolean; state?: string; cursor?: string },
           cmd: Command,
         ) => {
           const { runOutboxCli } = await import('./commands/outboxCli.js');
-          return runOutboxCli(configOf(cmd), action, ref, { json: opts.json ?? false, state: opts.state });
+          return runOutboxCli(configOf(cmd), action, ref, {
+            json: opts.json ?? false,
+            state: opts.state,
+            cursor: opts.cursor,
+          });
         },
       ),
     );
@@ -112,13 +127,14 @@ export function buildProgram(): Command {
     .option('--json', 'machine-readable output')
     .addOption(new Option('--state <state>', 'list: only rows in this state'))
     .addOption(new Option('--subscriber <name>', 'list, redrive: only this subscriber'))
+    .addOption(new Option('--cursor <id>', 'list: start after this row (the "more" line names it)'))
     .addOption(new Option('--since <when>', 'redrive: dead since this ISO time or duration (30m, 2h, 3d)'))
     .action(
       wrap(
         async (
           action: string,
           id: string | undefined,
-          opts: { json?: boolean; state?: string; subscriber?: string; since?: string },
+          opts: { json?: boolean; state?: string; subscriber?: string; since?: string; cursor?: string },
           cmd: Command,
         ) => {
           const { runDeliveriesCli } = await import('./commands/deliveries.js');
@@ -184,6 +200,14 @@ export function buildProgram(): Command {
         return runConfigCheck(configOf(cmd));
       }),
     );
+
+  program
+    .command('completion')
+    .description(
+      'print a shell completion script: vcu-sync completion bash > /etc/bash_completion.d/vcu-sync',
+    )
+    .addArgument(program.createArgument('<shell>', 'the shell (bash)').choices(['bash']))
+    .action(wrap(async (shell: string) => runCompletion(program, shell)));
   return program;
 }
 

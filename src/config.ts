@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
+import { unknownKeyProblems } from './configKeys.js';
 import { type Config, configSchema, timingProblems } from './configSchema.js';
+import { didYouMean } from './didYouMean.js';
 import { ConfigError, errorMessage } from './errors.js';
 import { registerSecret } from './redact.js';
 
@@ -28,6 +30,7 @@ const ENV_KEYS: ReadonlyArray<readonly [string, string, string]> = [
   ['VCU_SYNC_LISTEN', 'api', 'listen'],
   ['VCU_SYNC_WEBHOOK_LISTEN', 'webhook', 'listen'],
   ['VCU_SYNC_LOG_LEVEL', 'log', 'level'],
+  ['VCU_SYNC_INSTANCE_NAME', 'status', 'instance_name'],
 ];
 
 /** Secrets: [variable (also read as VARIABLE_FILE), systemd credential name, section, key]. */
@@ -37,6 +40,31 @@ const SECRET_KEYS: ReadonlyArray<readonly [string, string, string, string]> = [
   ['VCU_SYNC_WEBHOOK_SECRET', 'webhook-secret', 'webhook', 'secrets'],
   ['VCU_SYNC_DATABASE_URL', 'database-url', 'database', 'url'],
 ];
+
+/** Variables read outside the configuration: the file's path and the CLI's stack traces. */
+const OTHER_VARIABLES = ['VCU_SYNC_CONFIG', 'VCU_SYNC_DEBUG'];
+
+/** Every `VCU_SYNC_*` variable vcu-sync reads. */
+export const KNOWN_VARIABLES: readonly string[] = [
+  ...OTHER_VARIABLES,
+  ...ENV_KEYS.map(([variable]) => variable),
+  ...SECRET_KEYS.flatMap(([variable]) => [variable, `${variable}_FILE`]),
+];
+
+/**
+ * One line per `VCU_SYNC_*` variable that vcu-sync does not read, naming the one it most likely
+ * meant: a typo in a systemd unit's `Environment=` would otherwise be ignored without a word. A
+ * warning, not an error: the process may share its environment with other tools' variables.
+ */
+export function unknownVariableWarnings(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith('VCU_SYNC_') && !KNOWN_VARIABLES.includes(name))
+    .sort()
+    .map(
+      (name) =>
+        `environment variable ${name} is not one vcu-sync reads; it is ignored${didYouMean(name, KNOWN_VARIABLES, 3)}`,
+    );
+}
 
 function section(raw: Raw, name: string): Raw {
   const current = raw[name];
@@ -118,13 +146,10 @@ function issuePath(issue: z.core.$ZodIssue): string {
 
 /** One line per zod issue, naming the key; never the value (it may be a secret). */
 export function describeIssues(issues: readonly z.core.$ZodIssue[]): string[] {
-  return issues.map((issue) => {
+  return issues.flatMap((issue) => {
     const where = issuePath(issue);
-    if (issue.code === 'unrecognized_keys') {
-      const keys = issue.keys.map((k) => (where ? `${where}.${k}` : k));
-      return `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
-    }
-    return `${where || '(top level)'}: ${issue.message}`;
+    if (issue.code === 'unrecognized_keys') return unknownKeyProblems(where, issue.path, issue.keys);
+    return [`${where || '(top level)'}: ${issue.message}`];
   });
 }
 

@@ -289,7 +289,7 @@ const outboxSchema = z.strictObject({
 });
 
 const statusSchema = z.strictObject({
-  /** The name this instance shows on the status page, in /status and in metrics (default: "", the host name). */
+  /** The name this instance shows on the status page, in /status and in metrics; VCU_SYNC_INSTANCE_NAME sets it too (default: "", the host name). */
   instance_name: z.string().default(''),
   /**
    * An accepted operation with no decision after this many hours is a warning (default: 24).

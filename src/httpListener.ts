@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import { ConfigError } from './errors.js';
 
@@ -20,6 +20,50 @@ export function parseHostPort(value: string): { host: string; port: number } {
   return { host: value.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(value.slice(colon + 1)) };
 }
 
+/** The variable that sets each listen key, named with it so the fix can be made where it was set. */
+const LISTEN_VARIABLES: Record<string, string> = {
+  'api.listen': 'VCU_SYNC_LISTEN',
+  'webhook.listen': 'VCU_SYNC_WEBHOOK_LISTEN',
+};
+
+/** "api.listen 127.0.0.1:8787: cannot listen (address already in use: ...)", naming the key (pure). */
+export function cannotListen(configKey: string, listen: string, err: NodeJS.ErrnoException): ConfigError {
+  const variable = LISTEN_VARIABLES[configKey];
+  const fix = `choose another ${configKey}${variable ? ` (or ${variable})` : ''}`;
+  const why =
+    err.code === 'EADDRINUSE'
+      ? `address already in use: another process listens on port ${parseHostPort(listen).port}; stop it or ${fix}`
+      : err.code === 'EADDRNOTAVAIL'
+        ? `no interface of this host has that address; ${fix}`
+        : err.code === 'EACCES'
+          ? `permission denied: ports below 1024 need privileges; ${fix}`
+          : (err.code ?? err.message);
+  return new ConfigError([`${configKey} ${listen}: cannot listen (${why})`]);
+}
+
+/**
+ * Binds each address for a moment and lets it go: the daemon calls it before it opens (and maybe
+ * creates or migrates) the database, so a port in use is one line and exit 78 with nothing touched.
+ * Two keys on one address would pass alone and collide later, so they are refused too.
+ */
+export async function checkListenable(
+  listeners: ReadonlyArray<{ key: string; listen: string }>,
+): Promise<void> {
+  const seen = new Map<string, string>();
+  for (const { key, listen } of listeners) {
+    const { host, port } = parseHostPort(listen);
+    const other = port === 0 ? undefined : seen.get(`${host}:${port}`);
+    if (other)
+      throw new ConfigError([`${key} ${listen}: the same address as ${other}; give each its own port`]);
+    seen.set(`${host}:${port}`, key);
+    const probe = createServer();
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', (err: NodeJS.ErrnoException) => reject(cannotListen(key, listen, err)));
+      probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+    });
+  }
+}
+
 /**
  * Listens on `listen` (host:port). A port in use or an address that cannot be bound is a
  * ConfigError naming `configKey`, so the daemon exits with one clear line instead of half-running.
@@ -36,10 +80,7 @@ export async function startHttpListener(
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
-    const failed = (err: NodeJS.ErrnoException) => {
-      const why = err.code === 'EADDRINUSE' ? 'address already in use' : (err.code ?? err.message);
-      reject(new ConfigError([`${configKey} ${listen}: cannot listen (${why})`]));
-    };
+    const failed = (err: NodeJS.ErrnoException) => reject(cannotListen(configKey, listen, err));
     server.once('error', failed);
     server.listen(port, host, () => {
       server.off('error', failed);

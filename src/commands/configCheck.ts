@@ -8,8 +8,19 @@ import { configNotes, requireSettings } from '../configNeeds.js';
  */
 export async function runConfigCheck(config: Config): Promise<number> {
   requireSettings(config, 'run');
-  process.stdout.write(`${JSON.stringify(maskedConfig(config), null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(printedConfig(config), null, 2)}\n`);
   for (const note of configNotes(config)) process.stderr.write(`vcu-sync: note: ${note}\n`);
   process.stderr.write('vcu-sync: configuration is valid\n');
   return 0;
+}
+
+/**
+ * What `config check` prints: the configuration with secrets masked and, with `database.url` set,
+ * without `database.path`, which PostgreSQL never uses (printing it suggested a SQLite file in use).
+ */
+export function printedConfig(config: Config): unknown {
+  const masked = maskedConfig(config);
+  if (!masked.database.url) return masked;
+  const { path: _unused, ...database } = masked.database;
+  return { ...masked, database };
 }

@@ -9,7 +9,7 @@ import {
   retryDeliveryById,
 } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
-import { textTable } from './textTable.js';
+import { type Column, listText } from './textTable.js';
 import { withContext } from './withContext.js';
 
 /** Options of `vcu-sync deliveries`. */
@@ -18,25 +18,27 @@ export interface DeliveriesCommandOptions {
   state?: string | undefined;
   subscriber?: string | undefined;
   since?: string | undefined;
+  /** list: rows per page, 1 to 1000 (default: 100). */
+  limit?: number | undefined;
+  /** list: the nextCursor of the previous page (default: from the start). */
+  cursor?: string | undefined;
   /** Where the deliveries are (default: SQLite's, over `ctx.database`). */
   deliveries?: DeliveriesAccess;
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
 }
 
-const COLUMNS = [
-  'id',
-  'subscriber',
-  'type',
-  'marketplaceTransactionRef',
-  'state',
-  'orphaned',
-  'attempts',
-  'nextAttemptAt',
-  'lastError',
-] as const;
-
-const table = (items: readonly DeliveryEntry[]) => textTable(COLUMNS, items);
+const COLUMNS: ReadonlyArray<Column<keyof DeliveryEntry & string>> = [
+  ['ID', 'id'],
+  ['SUBSCRIBER', 'subscriber'],
+  ['EVENT', 'type'],
+  ['REF', 'marketplaceTransactionRef'],
+  ['STATE', 'state'],
+  ['ORPHANED', 'orphaned'],
+  ['ATTEMPTS', 'attempts'],
+  ['NEXT_ATTEMPT', 'nextAttemptAt'],
+  ['LAST_ERROR', 'lastError'],
+];
 
 /**
  * `vcu-sync deliveries list|retry ID|redrive --since ISO|DURATION [--subscriber NAME]`.
@@ -54,14 +56,17 @@ export async function runDeliveriesCommand(
   try {
     const access = opts.deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
     if (action === 'list') {
+      if (opts.cursor !== undefined && !/^\d{1,15}$/.test(opts.cursor))
+        throw new SteerError('invalid', 'deliveries list: --cursor must be a nextCursor value');
       const page = await listDeliveryEntries(access, {
         state: opts.state,
         subscriber: opts.subscriber,
-        limit: 1000,
         configured: subscriberKeys(ctx.config),
+        after: opts.cursor === undefined ? undefined : Number(opts.cursor),
+        limit: opts.limit,
       });
       if (opts.json) print(page);
-      else stdout.write(`${table(page.items)}\n`);
+      else stdout.write(listText(COLUMNS, page));
       return 0;
     }
     if (action === 'retry') {

@@ -109,7 +109,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   out(`  mirror        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/projects?limit=5'`);
   out(`  operations    curl -s -H 'Authorization: Bearer ${token}' ${api}/v1/operations`);
   out(`  database      ${config.database.path}`);
-  out(`  try           sqlite3 ${config.database.path} "SELECT state, count(*) FROM outbox GROUP BY state"`);
+  out(`  try           ${sqliteHint(config.database.path)}`);
   out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats)`);
   out('Queuing a sample operation every 2 seconds; Ctrl-C stops.');
   out();
@@ -165,4 +165,13 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   owned.close();
   out(`demo stopped; the database stays in ${config.database.path}`);
   return 0;
+}
+
+/**
+ * The query the demo suggests, read-only: a `sqlite3` shell left open mid-transaction would hold the
+ * daemon's write lock (README "database-locked"); the path quoted for the shell when it needs it.
+ */
+export function sqliteHint(file: string): string {
+  const quoted = /^[\w./-]+$/.test(file) ? file : `'${file.replaceAll("'", "'\\''")}'`;
+  return `sqlite3 -readonly ${quoted} "SELECT state, count(*) FROM outbox GROUP BY state"`;
 }

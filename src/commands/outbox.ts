@@ -8,7 +8,7 @@ import {
   SteerError,
   showOperation,
 } from '../outbox/manage.js';
-import { textTable } from './textTable.js';
+import { type Column, listText } from './textTable.js';
 
 /** Options of `vcu-sync outbox`. */
 export interface OutboxCommandOptions {
@@ -28,17 +28,15 @@ export interface OutboxCommandOptions {
   outbox?: OutboxAccess;
 }
 
-const COLUMNS = [
-  'id',
-  'marketplaceTransactionRef',
-  'operationType',
-  'state',
-  'attempts',
-  'next_attempt_at',
-  'last_error',
-] as const;
-
-const table = (items: readonly OutboxEntry[]) => textTable(COLUMNS, items);
+const COLUMNS: ReadonlyArray<Column<keyof OutboxEntry & string>> = [
+  ['ID', 'id'],
+  ['REF', 'marketplaceTransactionRef'],
+  ['TYPE', 'operationType'],
+  ['STATE', 'state'],
+  ['ATTEMPTS', 'attempts'],
+  ['NEXT_ATTEMPT', 'next_attempt_at'],
+  ['LAST_ERROR', 'last_error'],
+];
 
 /**
  * `vcu-sync outbox list|show REF|retry REF|cancel REF [--json]`. Personal fields are masked.
@@ -63,10 +61,7 @@ export async function runOutboxCommand(
         cursor: opts.cursor,
       });
       if (opts.json) print(page);
-      else {
-        stdout.write(`${table(page.items)}\n`);
-        if (page.nextCursor) stdout.write(`(more: --cursor ${page.nextCursor})\n`);
-      }
+      else stdout.write(listText(COLUMNS, page));
       return 0;
     }
     if (sub !== 'show' && sub !== 'retry' && sub !== 'cancel') {

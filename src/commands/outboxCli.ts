@@ -34,7 +34,7 @@ export function runOutboxCli(
   config: Config,
   action: string,
   ref: string | undefined,
-  options: { json: boolean; state: string | undefined },
+  options: { json: boolean; state: string | undefined; cursor: string | undefined },
 ): Promise<number> {
   return withOutbox(
     config,

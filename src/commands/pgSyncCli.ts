@@ -4,9 +4,9 @@ import { openPostgres } from '../db/pg.js';
 import { pgApplicationName } from '../db/pgConfig.js';
 import { errorMessage } from '../errors.js';
 import { instanceName } from '../health/identity.js';
-import { createLogger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
 import { pgBackend } from '../mirror/pg/pgBackend.js';
+import { syncLogger } from './logAboveBars.js';
 import { parseTargets, runSyncCommand } from './sync.js';
 
 /**
@@ -24,7 +24,7 @@ export async function runPgSyncCli(
 ): Promise<number> {
   // A bad resource name is refused before anything is opened.
   const targets = parseTargets(resources);
-  const log = createLogger({ level: config.log.level, fd: 2 });
+  const { log, aboveBars } = await syncLogger(config);
   // One connection holds the run's lock, the others carry its batches (one at a time).
   const database = await openPostgres(url, {
     applicationName: pgApplicationName(instanceName(config)),
@@ -42,6 +42,7 @@ export async function runPgSyncCli(
       full,
       tty: process.stderr.isTTY === true,
       backend: pgBackend(database.pool),
+      aboveBars,
     });
   } finally {
     await database.close();

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
 import type { AppContext, Component } from '../context.js';
 import { openDaemonContext, startDaemon } from '../daemon.js';
+import { checkListenable } from '../httpListener.js';
 import { createLogger, type Logger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 
@@ -33,6 +34,10 @@ async function openStore(config: Config, log: Logger): Promise<RunningStore> {
 export async function runDaemonCommand(config: Config): Promise<number> {
   requireSettings(config, 'run');
   const log = createLogger({ level: config.log.level });
+  await checkListenable([
+    { key: 'api.listen', listen: config.api.listen },
+    { key: 'webhook.listen', listen: config.webhook.listen },
+  ]);
   // One daemon per SQLite file: refuses (one line, the running daemon's pid) before touching it.
   const owned = await openStore(config, log);
   const { ctx } = owned;

@@ -51,6 +51,7 @@ async function runOnPostgres(
   const { pgApplicationName } = await import('../db/pgConfig.js');
   const { pgHealthReads } = await import('../health/pgSnapshot.js');
   const { unreachableReason } = await import('../db/pgAvailability.js');
+  const { pgReadAdvice } = await import('../health/pgAdvice.js');
   const now = Date.now();
   let database: Awaited<ReturnType<typeof openPostgres>>;
   try {
@@ -71,7 +72,7 @@ async function runOnPostgres(
       // The message names host:port/database (openPostgres's words), pg's alone would not.
       readFailed: () =>
         unreachableReason(cause) === null
-          ? { ...NO_FAULTS, readError: errorMessage(err) }
+          ? { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }
           : { ...NO_FAULTS, unreachable: { reason: errorMessage(err), since: null } },
       series: () => Promise.reject(err),
     };

@@ -4,6 +4,7 @@ import { UserError } from '../errors.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { RunCounts } from '../mirror/bookkeeping.js';
 import { type RunOutcome, runSync } from '../mirror/syncRun.js';
+import type { LogAboveBars } from './logAboveBars.js';
 
 /** Parsed arguments of `vcu-sync sync`. */
 export interface SyncCommandOptions {
@@ -19,6 +20,8 @@ export interface SyncCommandOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Where the runs read and write (default: SQLite's `ctx.database`). */
   backend?: MirrorBackend;
+  /** Routes the log lines above the bars while they are drawn (default: none, the log writes as it will). */
+  aboveBars?: LogAboveBars | undefined;
 }
 
 /** The targets named on the command line, checked; all when none (throws UserError naming a bad one). */
@@ -66,6 +69,7 @@ export async function runSyncCommand(ctx: AppContext, options: SyncCommandOption
         cliProgress.Presets.shades_grey,
       )
     : undefined;
+  if (bars) options.aboveBars?.attach(bars);
   const outcomes: RunOutcome[] = [];
   try {
     for (const target of targets) {
@@ -96,6 +100,7 @@ export async function runSyncCommand(ctx: AppContext, options: SyncCommandOption
       outcomes.push(outcome);
     }
   } finally {
+    options.aboveBars?.detach();
     bars?.stop();
   }
   for (const outcome of outcomes) out.write(`${summaryLine(outcome)}\n`);

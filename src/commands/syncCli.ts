@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
 import { noopMetrics } from '../metrics.js';
+import { syncLogger } from './logAboveBars.js';
 import { runSyncCommand } from './sync.js';
 import { withContext } from './withContext.js';
 
@@ -15,9 +16,10 @@ export async function runSyncCli(config: Config, resources: string[], full: bool
     const { runPgSyncCli } = await import('./pgSyncCli.js');
     return runPgSyncCli(config, config.database.url, resources, full);
   }
+  const { log, aboveBars } = await syncLogger(config);
   return withContext(
     config,
-    (ctx) => runSyncCommand(ctx, { targets: resources, full, tty: process.stderr.isTTY === true }),
-    { create: true, metrics: noopMetrics() },
+    (ctx) => runSyncCommand(ctx, { targets: resources, full, tty: process.stderr.isTTY === true, aboveBars }),
+    { create: true, metrics: noopMetrics(), log },
   );
 }

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { refuseSqliteUnderPostgres } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 
 /** What `vcu-sync status`, `outbox` and `db backup` say when the database is not there. */
@@ -29,6 +29,8 @@ export interface WithContextOptions {
   create?: boolean;
   /** The metrics to count into (default: a prom-client set, as the daemon has). */
   metrics?: Metrics;
+  /** The logger (default: the level configured, on stderr). */
+  log?: Logger;
 }
 
 /**
@@ -42,7 +44,7 @@ export async function withContext<T>(
 ): Promise<T> {
   refuseSqliteUnderPostgres(config);
   if (!options.create) requireDatabase(config);
-  const log = createLogger({ level: config.log.level, fd: 2 });
+  const log = options.log ?? createLogger({ level: config.log.level, fd: 2 });
   const ctx = createAppContext(config, log, { metrics: options.metrics });
   try {
     return await fn(ctx);

@@ -119,6 +119,8 @@ export interface DatabaseFacts {
    * as this process saw it (null when it does not know), and why. Never set on SQLite.
    */
   unreachable?: { reason: string; since: string | null } | null;
+  /** What to do about `readError`, when the store knows better than SQLite's file advice (PostgreSQL). */
+  readAction?: string;
 }
 
 export const NO_FAULTS: DatabaseFacts = Object.freeze({

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { EXIT_CONFIG, UserError } from '../errors.js';
 import { createPrivateFile } from './fileMode.js';
 import { holderOfLockNamed } from './lockHolders.js';
+import { lockFileProblem } from './lockProblem.js';
 
 /**
  * One daemon per SQLite file.
@@ -226,7 +227,7 @@ async function takeLock(lockPath: string, databasePath: string, pidWaitMs: numbe
   try {
     lock = new Database(lockPath);
   } catch (err) {
-    throw new UserError(`database: cannot open the lock file ${lockPath}: ${(err as Error).message}`);
+    throw lockFileProblem(lockPath, err, `cannot open the lock file ${lockPath}`);
   }
   try {
     // No waiting: a lock that is held belongs to a live process, and it keeps it.
@@ -237,9 +238,7 @@ async function takeLock(lockPath: string, databasePath: string, pidWaitMs: numbe
     lock.exec('COMMIT');
   } catch (err) {
     lock.close();
-    if (!isBusy(err)) {
-      throw new UserError(`database: cannot lock ${lockPath}: ${(err as Error).message}`);
-    }
+    if (!isBusy(err)) throw lockFileProblem(lockPath, err, `cannot lock ${lockPath}`);
     const pid = await holderPid(lockPath, pidWaitMs);
     throw new UserError(ownedMessage(databasePath, pid), EXIT_DATABASE_OWNED);
   }

@@ -114,7 +114,8 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
   },
   'database-unreadable': {
     summary: 'status cannot read the database',
-    action: 'check the file, its permissions and the kernel log for I/O errors',
+    action:
+      'SQLite: check the file, its permissions and the kernel log for I/O errors; PostgreSQL: vcu-sync status names the fix (login, database, server)',
   },
   'database-unreachable': {
     summary: 'PostgreSQL cannot be reached; the API and webhooks answer 503',

@@ -9,7 +9,7 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `vcu-sync ${verdict}${health.problems.length ? `: ${health.problems.length} problem${health.problems.length === 1 ? '' : 's'}` : ''}`,
   );
-  lines.push(identityLine(health.identity, formatDuration));
+  lines.push(identityLine(health.identity, formatDuration, health.snapshot.replicas));
   for (const p of health.problems) {
     lines.push(`  [${p.severity}] ${p.code}: ${p.message}`);
     lines.push(`      → ${p.action}`);
@@ -45,7 +45,7 @@ function replicaLines(health: Health, now: number): string[] {
   for (const r of replicas) {
     const beat = formatDuration(Math.max(0, now - Date.parse(r.lastHeartbeatAt)));
     lines.push(
-      `  ${r.name} (${r.owner}) ${r.alive ? 'alive' : 'DEAD'}, heartbeat ${beat} ago, runs ${r.runs || '-'}, ${r.claimed} claimed${r.claimedDeliveries > 0 ? `, ${r.claimedDeliveries} deliveries claimed` : ''}`,
+      `  ${r.name} (${r.owner}) ${r.alive ? 'alive' : 'DEAD'}, heartbeat ${beat} ago, runs ${r.runs || '-'}, ${r.claimed} claimed${r.claimedDeliveries > 0 ? `, ${r.claimedDeliveries} deliveries claimed` : ''}, started ${formatDuration(Math.max(0, now - Date.parse(r.startedAt)))} ago`,
     );
   }
   for (const run of runningSyncs ?? []) {

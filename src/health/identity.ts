@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import { pgConnection } from '../db/pgConfig.js';
+import { VERSION } from '../version.js';
 
 /**
  * Which vcu-sync this is: what an on-call engineer needs to know before acting on a page, and what
@@ -26,16 +26,8 @@ export interface Identity {
   node: string;
 }
 
-function readVersion(): string {
-  // src/health and dist/health both sit two levels below package.json.
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version?: string;
-  };
-  return pkg.version ?? 'unknown';
-}
-
 /** The package version, read once. */
-export const VERSION = readVersion();
+export { VERSION } from '../version.js';
 
 /** The instance name: configured, else the host name. */
 export function instanceName(config: Pick<Config, 'status'>): string {
@@ -72,11 +64,28 @@ function databaseOf(config: Pick<Config, 'database'>): Identity['database'] {
   }
 }
 
-/** One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h". */
-export function identityLine(id: Identity, formatSeconds: (ms: number) => string): string {
+/**
+ * One line for people: "vcu-sync 0.1.0 on mkt-a (operator registry.example, sqlite /var/lib/...), up 3h".
+ * Read from another process, uptime is unknown: SQLite says whether its daemon runs, PostgreSQL
+ * (given its `replicas`) how many replicas do.
+ */
+export function identityLine(
+  id: Identity,
+  formatSeconds: (ms: number) => string,
+  replicas?: ReadonlyArray<{ alive: boolean }>,
+): string {
   const up =
-    id.uptimeSeconds === null ? 'daemon not running' : `up ${formatSeconds(id.uptimeSeconds * 1000)}`;
+    id.uptimeSeconds !== null
+      ? `up ${formatSeconds(id.uptimeSeconds * 1000)}`
+      : replicas
+        ? replicasRunning(replicas.filter((r) => r.alive).length)
+        : 'daemon not running';
   return `vcu-sync ${id.version} on ${id.instance} (operator ${id.operatorHost ?? 'not configured'}, ${id.database.kind} ${id.database.location}), ${up}`;
+}
+
+/** PostgreSQL has no one daemon: as many replicas as hold their liveness lock are running. */
+function replicasRunning(alive: number): string {
+  return alive === 0 ? 'no replica running' : `${alive} replica${alive === 1 ? '' : 's'} running`;
 }
 
 /**

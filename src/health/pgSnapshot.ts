@@ -7,6 +7,7 @@ import { errorMessage } from '../errors.js';
 import { iso } from '../operations/pgRows.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import type { SubscriberBacklog } from '../subscribers/reads.js';
+import { pgReadAdvice } from './pgAdvice.js';
 import { readSeriesPg } from './pgSeries.js';
 import {
   type HealthReads,
@@ -244,7 +245,7 @@ export async function readPgSnapshot(
  */
 export function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
   const reason = unreachableReason(err);
-  if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err) };
+  if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) };
   const outage = availability?.outage();
   return { ...NO_FAULTS, unreachable: { reason, since: outage ? isoAt(outage.since) : null } };
 }

@@ -261,7 +261,7 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
 
 function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
   const problems: Problem[] = [];
-  const { corruption, readError, writeFailure, lockedSince, unreachable } = snapshot.database;
+  const { corruption, readError, readAction, writeFailure, lockedSince, unreachable } = snapshot.database;
   if (unreachable) {
     const since = ageMs(unreachable.since, inputs.now);
     problems.push({
@@ -287,6 +287,7 @@ function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem
       code: 'database-unreadable',
       message: `status cannot read the database: ${readError}`,
       action:
+        readAction ??
         'check the file, its permissions and its disk (I/O errors in the kernel log); run vcu-sync status to read it from another process',
     });
   }

@@ -101,13 +101,27 @@ export function errorForStatus(
   return new OperatorError('permanent', message, status);
 }
 
-/** Classifies a network-level failure (reset, refused, timeout) as transient. */
+/** Codes of a connection that never got to the operator: a wrong host, port or scheme is the likely cause. */
+const NOT_REACHED =
+  /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EAI_NONAME|EHOSTUNREACH|ENETUNREACH|EADDRNOTAVAIL|EPROTO|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT|ERR_TLS_CERT_ALTNAME_INVALID)/;
+
+/** Where the operator's address is set, named when it could not be reached. */
+export const OPERATOR_URL_HINT = 'check operator.url (set in the config file or by VCU_SYNC_OPERATOR_URL)';
+
+/**
+ * Classifies a network-level failure (reset, refused, timeout) as transient. One that never reached
+ * the operator (refused, unknown host, no route, TLS, a connect timeout) names `operator.url`, where
+ * the fix usually is; a reset or a slow answer is the operator's, and does not.
+ */
 export function errorForNetwork(err: unknown): OperatorError {
-  const e = err as { code?: string; message?: string; name?: string };
+  const e = err as { code?: string; message?: string; name?: string; event?: string };
   const what =
     e.code === 'ETIMEDOUT' || e.name === 'TimeoutError' ? 'timed out' : (e.code ?? e.message ?? 'failed');
+  const connecting =
+    (e.name === 'TimeoutError' && /^(lookup|connect|secureConnect)$/.test(e.event ?? '')) ||
+    NOT_REACHED.test(e.code ?? '');
   return new OperatorError(
     'transient',
-    `operator request ${what}${e.message && e.code ? `: ${e.message}` : ''}`,
+    `operator request ${what}${e.message && e.code ? `: ${e.message}` : ''}${connecting ? `; ${OPERATOR_URL_HINT}` : ''}`,
   );
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { didYouMean } from '../didYouMean.js';
 import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
 import { type OperationKind, parseOperationKind } from './operationTypes.js';
 import { normalizeTimestamp } from './timestamp.js';
@@ -202,29 +203,9 @@ function kindErrors(kind: OperationKind, n: Record<string, unknown>): FieldError
   return errors;
 }
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
-}
-
 /** "unknown field", with the field it most likely meant when one is close (a typo). */
 function unknownFieldReason(key: string): string {
-  let best: string | undefined;
-  let bestDistance = 3;
-  for (const f of NOTIFICATION_FIELDS) {
-    const d = f.toLowerCase() === key.toLowerCase() ? 0 : editDistance(f, key);
-    if (d < bestDistance) [best, bestDistance] = [f, d];
-  }
-  return `unknown field, not part of the interface's Notification${best ? ` (did you mean ${best}?)` : ''}`;
+  return `unknown field, not part of the interface's Notification${didYouMean(key, NOTIFICATION_FIELDS)}`;
 }
 
 function toFieldErrors(issues: readonly z.core.$ZodIssue[], input: Record<string, unknown>): FieldError[] {

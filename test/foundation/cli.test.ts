@@ -35,7 +35,9 @@ describe('vcu-sync command line', () => {
     writeFileSync(file, '[outbox]\nconcurency = 3\n');
     const { code, stderr } = cli(['config', 'check', '--config', file]);
     expect(code).toBe(78);
-    expect(stderr.trim().split('\n')).toEqual(['vcu-sync: config: unknown key outbox.concurency']);
+    expect(stderr.trim().split('\n')).toEqual([
+      'vcu-sync: config: unknown key outbox.concurency (did you mean outbox.concurrency?)',
+    ]);
   });
 
   it('answers an unreadable secret file with one line and a non-zero exit', () => {

@@ -112,7 +112,7 @@ describe('loadConfig', () => {
     const problems = problemsOf(() => loadConfig({ env: { VCU_SYNC_CONFIG: file } }));
     expect(problems).toEqual(
       expect.arrayContaining([
-        'unknown key operator.urll',
+        'unknown key operator.urll (did you mean operator.url?)',
         expect.stringMatching(/^operator\.url: expected an http\(s\) URL/),
         expect.stringMatching(/^outbox\.concurrency: /),
       ]),

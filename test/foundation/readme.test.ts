@@ -204,6 +204,7 @@ describe('README exit codes are what the commands return', () => {
   it('the command table documents every command and has a way here to produce each exit code', () => {
     expect([...exits.keys()].sort()).toEqual(
       [
+        'completion bash',
         'config check',
         'db backup',
         'db migrate',

@@ -245,6 +245,12 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
     ),
     78: scenario('config check with nothing set', () => vcu(['config', 'check'], noOperator)),
   },
+  'completion bash': {
+    0: scenario('completion bash', () => vcu(['completion', 'bash'], noOperator)),
+    64: scenario('completion for a shell it has no script for', () =>
+      vcu(['completion', 'tcsh'], noOperator),
+    ),
+  },
 };
 
 /** Scenarios for README's "Exit codes for errors" sentence. */

@@ -131,7 +131,7 @@ describe('replica-dead', () => {
       NOW,
     );
     expect(onPostgres).toContain(
-      '\nreplicas: 1\n  mkt-a (host-a:1) DEAD, heartbeat 10s ago, runs outbox, 2 claimed\n',
+      '\nreplicas: 1\n  mkt-a (host-a:1) DEAD, heartbeat 10s ago, runs outbox, 2 claimed, started 60m ago\n',
     );
     expect(onPostgres).toContain(
       `  sync units #7 running since ${ago(60_000)} (run lock FREE: its replica is gone)\n`,

@@ -45,6 +45,10 @@ describe('vcu-sync demo', () => {
     expect(Number(api![1])).not.toBe(8787);
     expect(output).toMatch(/^mirror: \d+ projects, \d+ issuances, \d+ unit operations \| outbox: /m);
     expect(output).toContain(`demo stopped; the database stays in ${path.join(dir, 'vcu-sync.db')}`);
+    // The query it suggests opens the database read-only, so a shell left open never blocks the daemon.
+    expect(output).toMatch(
+      /^ {2}try {11}sqlite3 -readonly \S+vcu-sync\.db "SELECT state, count\(\*\) FROM outbox GROUP BY state"$/m,
+    );
     expect(output).not.toMatch(/enqueue (answered|failed)/);
 
     const db = new Database(path.join(dir, 'vcu-sync.db'), { readonly: true });

@@ -66,6 +66,7 @@ describe('the health snapshot on SQLite and PostgreSQL', () => {
       expect(health.exitCode).toBe(2);
       expect(health.problems.map((p) => p.code)).toEqual(['database-unreadable']);
       expect(health.problems[0]?.message).toMatch(/relation "\w+" does not exist/);
+      expect(health.problems[0]?.action).toMatch(/has no vcu-sync tables: start a replica \(it migrates\)/);
       expect(health.snapshot.resources).toEqual([]);
     } finally {
       await pool.close();

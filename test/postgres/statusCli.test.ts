@@ -88,6 +88,67 @@ describe('vcu-sync status on PostgreSQL', () => {
     );
   });
 
+  it('with two replicas alive it says so, lists each with its host, pid and start, never "daemon not running"', async () => {
+    const lives: ReplicaLiveness[] = [];
+    try {
+      for (const [owner, name] of [
+        ['host-a:4101:aaaa1111', 'mkt-a'],
+        ['host-b:4102:bbbb2222', 'mkt-b'],
+      ] as const) {
+        lives.push(
+          await holdLiveness(store.pool, {
+            owner,
+            name,
+            holds: 'outbox,mirror',
+            now: new Date().toISOString(),
+          }),
+        );
+      }
+      const text = await status([]);
+      expect(text.out).not.toContain('daemon not running');
+      expect(text.out.split('\n')[1]).toMatch(/, 2 replicas running$/);
+      expect(text.out).toMatch(
+        / {2}mkt-a \(host-a:4101:aaaa1111\) alive, heartbeat \d+s ago, runs outbox,mirror, 0 claimed, started \d+s ago/,
+      );
+      expect(text.out).toMatch(/ {2}mkt-b \(host-b:4102:bbbb2222\) alive, heartbeat \d+s ago/);
+    } finally {
+      for (const live of lives) await live.close();
+    }
+    // Both gone: none running, whatever rows stay.
+    const after = await status([]);
+    expect(after.out.split('\n')[1]).toMatch(/, no replica running$/);
+  });
+
+  it('a wrong password gets PostgreSQL advice (user, password, pg_hba.conf, database.url), not SQLite advice', async () => {
+    const url = new URL(database.url);
+    url.password = 'not-the-password-0';
+    const out = await status(['--json'], { ...env, VCU_SYNC_DATABASE_URL: url.toString() });
+    expect(out.code).toBe(2);
+    expect(out.out).not.toContain('not-the-password-0');
+    const health = JSON.parse(out.out) as Health;
+    const [problem] = health.problems;
+    expect(problem?.code).toBe('database-unreadable');
+    expect(problem?.message).toContain('password authentication failed');
+    expect(problem?.action).toMatch(
+      /^PostgreSQL refused the login: check the user and password in database\.url/,
+    );
+    expect(problem?.action).toContain('VCU_SYNC_DATABASE_URL');
+    expect(problem?.action).toContain('pg_hba.conf');
+    expect(problem?.action).not.toMatch(/kernel|permissions|the file/);
+    const text = await status([], { ...env, VCU_SYNC_DATABASE_URL: url.toString() });
+    expect(text.out).toContain('→ PostgreSQL refused the login');
+  });
+
+  it('a database that does not exist says to create it or correct the URL', async () => {
+    const url = new URL(database.url);
+    url.pathname = '/no_such_database_here';
+    const out = await status(['--json'], { ...env, VCU_SYNC_DATABASE_URL: url.toString() });
+    const health = JSON.parse(out.out) as Health;
+    expect(health.problems[0]?.action).toMatch(
+      /^the database named in database\.url .* does not exist on that server/,
+    );
+  });
+
   it('a server it cannot reach is critical database-unreachable (exit 2), without the password', async () => {
     const url = database.url.replace(`:${cluster.port}/`, ':1/');
     const out = await status(['--json'], { ...env, VCU_SYNC_DATABASE_URL: url });
@@ -95,5 +156,6 @@ describe('vcu-sync status on PostgreSQL', () => {
     const health = JSON.parse(out.out) as Health;
     expect(health.problems.map((p) => p.code)).toEqual(['database-unreachable']);
     expect(health.problems[0]?.message).toContain('cannot connect to PostgreSQL at 127.0.0.1:1/');
+    expect(health.problems[0]?.action).toMatch(/^check the server \(pg_isready/);
   });
 });

@@ -98,6 +98,8 @@ const snapshot = z.object({
       .nullable(),
     readError: z.string().nullable(),
     unreachable: z.object({ reason: z.string(), since: instant.nullable() }).nullable().optional(),
+    /** What to do about readError, when the store has its own advice (PostgreSQL: login, database, server). */
+    readAction: z.string().optional(),
   }),
   subscribers: z
     .array(
