@@ -93,6 +93,59 @@ describe('vcu-sync run: SIGTERM', () => {
     }
   });
 
+  it('a SIGINT and a SIGTERM more during the graceful stop are noted and do not cut it short', async () => {
+    const dir = workDir();
+    const dbFile = path.join(dir, 'vcu.db');
+    const config = loadConfig({
+      env: { VCU_SYNC_DB: dbFile },
+      overrides: { 'operator.marketplace_id': 'mkt-ops' },
+    });
+    const seed = createAppContext(config, silentLogger);
+    expect(enqueueOperation(seed, transfer('repeat-1', { unitId: 92_001 })).status).toBe(201);
+    seed.database.close();
+
+    sim.faults.clear();
+    sim.notifications.length = 0;
+    // The one notification outlasts the dispatcher's 10 s grace: the stop is still running when
+    // the further signals land, and ends by cancelling it.
+    sim.faults.next(1, 'latency', { latencyMs: 60_000, pathPrefix: '/integration/v1/notify' });
+    const run = spawnCli(['run'], daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false }))));
+    await untilEvent(run, 'daemon.ready');
+    const db = new Database(dbFile, { readonly: true });
+    try {
+      await until(
+        'the row claimed',
+        () => db.prepare("SELECT 1 FROM outbox WHERE state = 'sending'").get() !== undefined,
+      );
+    } finally {
+      db.close();
+    }
+    run.child.kill('SIGINT');
+    await untilEvent(run, 'daemon.stopping');
+    run.child.kill('SIGINT');
+    run.child.kill('SIGTERM');
+    await untilEvent(run, 'daemon.stop.signal_repeated');
+    const code = await run.exited;
+    sim.faults.clear();
+    expect({ code, signal: run.child.signalCode }, run.output().slice(-3000)).toEqual({
+      code: 0,
+      signal: null,
+    });
+    const events = run.events().map((e) => e.event);
+    // The repeats came while the stop ran, and it ran to its end: the slow send cancelled and released.
+    expect(events.indexOf('daemon.stop.signal_repeated')).toBeLessThan(events.indexOf('daemon.stopped'));
+    expect(events).toContain('outbox.stop.cancelling');
+    expect(events).toContain('daemon.exit');
+    const after = new Database(dbFile, { readonly: true });
+    try {
+      expect(after.prepare('SELECT state, lease_owner FROM outbox').all()).toEqual([
+        { state: 'queued', lease_owner: null },
+      ]);
+    } finally {
+      after.close();
+    }
+  });
+
   it('mid-sync: the run ends interrupted with its checkpoint, and a later `vcu-sync sync` completes the mirror', async () => {
     const dir = workDir();
     const dbFile = path.join(dir, 'vcu.db');
