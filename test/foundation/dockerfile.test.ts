@@ -50,7 +50,7 @@ const of = (stage: Instruction[], keyword: string) => stage.filter((i) => i.keyw
 
 describe('Dockerfile', () => {
   it('every stage is on the Node that package.json pins (devDependencies.node)', () => {
-    const pinned = pkg.devDependencies.node;
+    const pinned = pkg.devDependencies.node ?? '';
     expect(pinned).toMatch(/^\d+\.\d+\.\d+$/);
     expect(all.length).toBeGreaterThanOrEqual(1);
     for (const stage of all) {
