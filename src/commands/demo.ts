@@ -151,8 +151,8 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   const reportTimer = setInterval(report, 5000);
   enqueue();
 
-  // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives two or three times
-  // (the terminal's, then npm's and tsx's relayed copies), and none of them may cut the settle short.
+  // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
+  // terminal's, then npm's relayed copy; tsx's too when run under tsx), and none may cut the settle short.
   await new Promise<void>((resolve) => {
     onStopSignals({ stop: () => resolve() });
     if (options.seconds !== undefined) setTimeout(resolve, options.seconds * 1000).unref();

@@ -158,14 +158,14 @@ export class Dispatcher {
       let delay = this.ctx.config.outbox.poll_ms;
       try {
         this.scrubs?.maybe(this.clock.now(), this.ctx.config.outbox.scrub_after_days);
-        const probing = this.pause.state !== null;
+        const pausedAtClaim = this.pause.state !== null;
         const claimed = await this.claim();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.
           await Promise.all(claimed.map((row) => this.release(row, 'stop')));
           break;
         }
-        if (this.pause.state && !probing) {
+        if (this.pause.state && !pausedAtClaim) {
           // A refusal paused sending while the claim was committing: these rows were claimed as
           // ordinary sends, not as the one probe, so they go back unsent.
           await Promise.all(claimed.map((row) => this.release(row, 'pause')));
