@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
+import type { ClaimParams } from '../../src/operations/store.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
@@ -322,5 +323,49 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(sim.notifications.filter((n) => n.ref === 'pg-auth-2').map((n) => n.status)).toEqual([401]);
     expect(await record.read()).toMatchObject({ status: 401 });
     expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
+  });
+
+  it('rows claimed unpaused while a refusal paused sending go back unsent, not out as extra probes', async () => {
+    const record = pgPauseRecord(pgDb.pool);
+    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    // The first claim takes one row (its send is refused); the second, begun before that answer,
+    // takes the other and commits, and its answer is held until the refusal has paused sending.
+    let claims = 0;
+    let paused: () => boolean = () => false;
+    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) }, (store) => {
+      const held: OperationsStore = Object.create(store);
+      held.claim = async (params) => {
+        claims += 1;
+        const taken = (): ClaimParams => (typeof params === 'function' ? params() : params);
+        if (claims === 1) return store.claim(() => ({ ...taken(), limit: 1 }));
+        const rows = await store.claim(params);
+        if (claims === 2) while (!paused()) await new Promise((resolve) => setTimeout(resolve, 5));
+        return rows;
+      };
+      return held;
+    });
+    paused = () => first.component.dispatcher.paused !== null;
+    await first.enqueue([
+      { ref: 'pg-auth-3', unit: 3 },
+      { ref: 'pg-auth-4', unit: 4 },
+    ]);
+    try {
+      await first.component.start();
+      for (let i = 0; i < 2_000 && (await record.read()) === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      await first.component.stop();
+    } finally {
+      first.ctx.operator().close();
+      first.ctx.dispose();
+    }
+    expect(claims).toBeGreaterThanOrEqual(2);
+    // Only the refused request went out; the row claimed meanwhile waits, queued, for the probe.
+    expect(
+      sim.notifications
+        .filter((n) => n.ref === 'pg-auth-3' || n.ref === 'pg-auth-4')
+        .map((n) => [n.ref, n.status]),
+    ).toEqual([['pg-auth-3', 401]]);
+    expect(await record.read()).toMatchObject({ status: 401 });
+    expect(await outboxState()).toEqual({ byState: { queued: 2 }, leased: 0 });
   });
 });
