@@ -7,6 +7,7 @@ import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { countsByState, unsentCount } from '../operations/reads.js';
+import { onStopSignals } from '../stopSignals.js';
 import { demoOperation } from './demoOperations.js';
 
 /** Options of `vcu-sync demo`. */
@@ -150,11 +151,13 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   const reportTimer = setInterval(report, 5000);
   enqueue();
 
+  // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
+  // terminal's, then npm's relayed copy; tsx's too when run under tsx), and none may cut the settle short.
   await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    onStopSignals({ stop: () => resolve() });
     if (options.seconds !== undefined) setTimeout(resolve, options.seconds * 1000).unref();
   });
+  out(`stopping: waiting (up to ${SETTLE_MS / 1000} s) for the operations in flight to be sent and decided`);
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
   await Promise.all(inFlight);

@@ -5,6 +5,7 @@ import { openDaemonContext, startDaemon } from '../daemon.js';
 import { checkListenable } from '../httpListener.js';
 import { createLogger, type Logger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
+import { onStopSignals } from '../stopSignals.js';
 
 /** The daemon's context on its store, the components to run (SQLite's default when absent), and its close. */
 interface RunningStore {
@@ -58,12 +59,19 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   }
   const notifier = createSdNotifier(log);
   notifier.ready(`serving API on ${config.api.listen}, webhooks on ${config.webhook.listen}`);
-  const onSignal = (signal: NodeJS.Signals) => {
-    notifier.stopping();
-    void daemon.stop(signal);
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  // Kept for the process's life: a repeated signal during the stop is noted, never fatal.
+  onStopSignals({
+    stop(signal) {
+      notifier.stopping();
+      void daemon.stop(signal);
+    },
+    repeated(signal, count) {
+      log.info(
+        { event: 'daemon.stop.signal_repeated', signal, count },
+        `${signal} again: already stopping gracefully`,
+      );
+    },
+  });
   await daemon.stopped;
   notifier.close();
   ctx.operator().close();

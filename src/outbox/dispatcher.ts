@@ -175,12 +175,19 @@ export class Dispatcher {
       }
       try {
         this.scrubs?.maybe(this.clock.now());
+        const pausedAtClaim = this.pause.state !== null;
         const claimed = await this.claim();
         this.storeWorks();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.
-          await Promise.all(claimed.map((row) => this.release(row)));
+          await Promise.all(claimed.map((row) => this.release(row, 'stop')));
           break;
+        }
+        if (this.pause.state && !pausedAtClaim) {
+          // A refusal paused sending while the claim was committing: these rows were claimed as
+          // ordinary sends, not as the one probe, so they go back unsent.
+          await Promise.all(claimed.map((row) => this.release(row, 'pause')));
+          continue;
         }
         for (const row of claimed) this.track(this.send(row));
         if (
@@ -273,7 +280,9 @@ export class Dispatcher {
   private async startRefilled(rows: readonly OperationRow[]): Promise<void> {
     const released: Promise<void>[] = [];
     for (const row of rows) {
-      if (this.stopping) released.push(this.release(row));
+      // Claimed unpaused: a pause that began since then holds them back as it does the rest.
+      if (this.stopping || this.pause.state)
+        released.push(this.release(row, this.stopping ? 'stop' : 'pause'));
       else this.track(this.send(row));
     }
     await Promise.all(released);
@@ -307,7 +316,7 @@ export class Dispatcher {
       outcome = { kind: 'answered', status: result.status, body: result.body };
     } catch (err) {
       if (this.cancel.signal.aborted) {
-        await this.release(row);
+        await this.release(row, 'stop');
         return;
       }
       outcome = { kind: 'error', error: err instanceof OperatorError ? err : errorForNetwork(err) };
@@ -327,10 +336,11 @@ export class Dispatcher {
   }
 
   /**
-   * Hands a row whose request a stop cancelled back to the queue. The operator may have received
-   * it: delivery is at-least-once and the ref is the same on the next attempt.
+   * Hands a row back to the queue: its request cancelled by a stop (the operator may have received
+   * it: delivery is at-least-once and the ref is the same on the next attempt), or claimed unsent
+   * when a stop or an auth pause came first.
    */
-  private async release(row: OperationRow): Promise<void> {
+  private async release(row: OperationRow, cause: 'stop' | 'pause'): Promise<void> {
     const ref = row.marketplaceTransactionRef;
     try {
       const released = await this.store.release({
@@ -340,8 +350,10 @@ export class Dispatcher {
         now: isoAt(this.clock.now()),
       });
       this.ctx.log.warn(
-        { event: 'outbox.released', ref, id: row.id, released },
-        `${ref}: request cancelled by the stop; row queued again`,
+        { event: 'outbox.released', ref, id: row.id, released, cause },
+        cause === 'stop'
+          ? `${ref}: request cancelled by the stop; row queued again`
+          : `${ref}: claimed as sending paused; row queued again unsent`,
       );
     } catch (err) {
       // The lease runs out and another claim takes the row: late, never lost.
@@ -391,6 +403,11 @@ export class Dispatcher {
     const ref = row.marketplaceTransactionRef;
     const nowIso = isoAt(now);
     const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
+    // The pause moves before the settle is submitted, not after it commits: a refused row goes back
+    // queued and due at once, so in the commit's round trip the loop could claim it and send it
+    // again unpaused, and that answer (a 202) "resumed" the pause it was recording and cleared the
+    // record. A refusal is reported by the pause, not as the row's step.
+    const reportStep = this.pause.apply(next, outcome, now);
     // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
     const settling = this.settleDurably(row, request);
     const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso, settling) : undefined;
@@ -406,8 +423,7 @@ export class Dispatcher {
         `lease on ${ref} was taken over; its new owner settles it`,
       );
     }
-    // A refusal is reported by the pause, not as the row's step.
-    if (this.pause.apply(next, outcome, now)) logStep(this.ctx.log, row, next);
+    if (reportStep) logStep(this.ctx.log, row, next);
     if (effects.length > 0)
       reportDecisionEffects(
         { log: this.ctx.log, metrics: this.ctx.metrics, requestSync: this.options.requestSync },

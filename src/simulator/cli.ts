@@ -3,6 +3,7 @@
  * runner that prints the URL on one line and closes cleanly on SIGINT/SIGTERM.
  */
 
+import { onStopSignals } from '../stopSignals.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from './server.js';
 import type { WebhookPolicy } from './webhooks.js';
 
@@ -138,15 +139,11 @@ export async function runSimulatorCli(
   // One line, no key or secret: the output may end up in a journal.
   out(`operator simulator listening on ${sim.url}`);
   const close = sim.close;
-  const stop = () => {
-    void close().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // A repeated signal (one Ctrl-C relayed by npm and tsx) must not cut the close short.
+  const unlisten = onStopSignals({ stop: () => void close().then(() => process.exit(0)) });
   // Closing by hand (tests, the demo) must not leave signal handlers behind.
   sim.close = async () => {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    unlisten();
     await close();
   };
   return sim;

@@ -140,5 +140,5 @@ describe('vcu-sync run: SIGKILL mid-drain and mid-sync, then restart', () => {
     } finally {
       reader.close();
     }
-  });
+  }, 600_000); // a safety net for two child daemons and 1,000 operations, not a speed target
 });

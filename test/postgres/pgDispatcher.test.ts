@@ -3,6 +3,8 @@ import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { PgInboxStore } from '../../src/inbox/pgStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
+import type { ClaimParams } from '../../src/operations/store.js';
+import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent, type DispatcherOptions } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { pgOutboxHooks, pgPauseRecord } from '../../src/outbox/pgHooks.js';
@@ -42,8 +44,14 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** A dispatcher on the PostgreSQL store, its context on a throwaway SQLite file and a manual clock. */
-function pgDispatcher(options: DispatcherOptions = {}) {
+/**
+ * A dispatcher on the PostgreSQL store, its context on a throwaway SQLite file and a manual clock;
+ * `wrapStore` puts a test's seam around the store the dispatcher uses.
+ */
+function pgDispatcher(
+  options: DispatcherOptions = {},
+  wrapStore: (store: PgOperationsStore) => OperationsStore = (store) => store,
+) {
   const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
   const ctx = testContext({
     clock,
@@ -65,7 +73,7 @@ function pgDispatcher(options: DispatcherOptions = {}) {
       },
     },
   });
-  const component = createDispatcherComponent(pgCtx, { store, owner: OWNER, ...options });
+  const component = createDispatcherComponent(pgCtx, { store: wrapStore(store), owner: OWNER, ...options });
   /** Queues tokenizations through the same validation as the API, each on its unit. */
   const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number; extra?: Record<string, unknown> }>) =>
     store.insert(
@@ -274,5 +282,90 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(await record.read()).toBeNull();
     const statuses = sim.notifications.filter((n) => n.ref === 'pg-auth-1').map((n) => n.status);
     expect(statuses).toEqual([401, 202]);
+  });
+
+  it('a refusal pauses sending before its settle commits: the row, due again at once, is not sent again unpaused', async () => {
+    const record = pgPauseRecord(pgDb.pool);
+    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    // The refused row's settle commits, then its answer is held until the dispatcher is paused or
+    // its loop has claimed again: a busy machine's slow round trip, made certain. Paused only after
+    // the commit, the loop would claim the row (queued, due now) and send it unpaused.
+    let committed = false;
+    let claimsAfterCommit = 0;
+    let paused: () => boolean = () => false;
+    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) }, (store) => {
+      const held: OperationsStore = Object.create(store);
+      held.claim = (params) => {
+        if (committed) claimsAfterCommit++;
+        return store.claim(params);
+      };
+      held.settle = async (claim, attempt, step) => {
+        const settled = await store.settle(claim, attempt, step);
+        committed = true;
+        while (!paused() && claimsAfterCommit === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        return settled;
+      };
+      return held;
+    });
+    paused = () => first.component.dispatcher.paused !== null;
+    await first.enqueue([{ ref: 'pg-auth-2', unit: 2 }]);
+    try {
+      await first.component.start();
+      for (let i = 0; i < 2_000 && (await record.read()) === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      await first.component.stop();
+    } finally {
+      first.ctx.operator().close();
+      first.ctx.dispose();
+    }
+    expect(committed).toBe(true);
+    expect(claimsAfterCommit).toBe(0);
+    expect(sim.notifications.filter((n) => n.ref === 'pg-auth-2').map((n) => n.status)).toEqual([401]);
+    expect(await record.read()).toMatchObject({ status: 401 });
+    expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
+  });
+
+  it('rows claimed unpaused while a refusal paused sending go back unsent, not out as extra probes', async () => {
+    const record = pgPauseRecord(pgDb.pool);
+    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    // The first claim takes one row (its send is refused); the second, begun before that answer,
+    // takes the other and commits, and its answer is held until the refusal has paused sending.
+    let claims = 0;
+    let paused: () => boolean = () => false;
+    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) }, (store) => {
+      const held: OperationsStore = Object.create(store);
+      held.claim = async (params) => {
+        claims += 1;
+        const taken = (): ClaimParams => (typeof params === 'function' ? params() : params);
+        if (claims === 1) return store.claim(() => ({ ...taken(), limit: 1 }));
+        const rows = await store.claim(params);
+        if (claims === 2) while (!paused()) await new Promise((resolve) => setTimeout(resolve, 5));
+        return rows;
+      };
+      return held;
+    });
+    paused = () => first.component.dispatcher.paused !== null;
+    await first.enqueue([
+      { ref: 'pg-auth-3', unit: 3 },
+      { ref: 'pg-auth-4', unit: 4 },
+    ]);
+    try {
+      await first.component.start();
+      for (let i = 0; i < 2_000 && (await record.read()) === null; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      await first.component.stop();
+    } finally {
+      first.ctx.operator().close();
+      first.ctx.dispose();
+    }
+    expect(claims).toBeGreaterThanOrEqual(2);
+    // Only the refused request went out; the row claimed meanwhile waits, queued, for the probe.
+    expect(
+      sim.notifications
+        .filter((n) => n.ref === 'pg-auth-3' || n.ref === 'pg-auth-4')
+        .map((n) => [n.ref, n.status]),
+    ).toEqual([['pg-auth-3', 401]]);
+    expect(await record.read()).toMatchObject({ status: 401 });
+    expect(await outboxState()).toEqual({ byState: { queued: 2 }, leased: 0 });
   });
 });
