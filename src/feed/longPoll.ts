@@ -38,7 +38,7 @@ export async function longPoll(deps: LongPollDeps, q: FeedQuery, waitMs: number)
   try {
     while (rows.length === 0 && (await signal.whenChanged(version, stop))) {
       version = signal.version;
-      rows = await feed.readAfterWake(version, q);
+      rows = await feed.read(q);
     }
     return rows;
   } finally {
