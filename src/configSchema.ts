@@ -114,7 +114,7 @@ const apiSchema = z.strictObject({
   /** Change feed long-polls waiting at once; one more is answered 503 with Retry-After (default: 2000). */
   max_long_polls: z.number().int().min(1).default(2000),
   /** Bytes an event stream's client may leave untaken before it is closed to reconnect with Last-Event-ID (default: 262144). */
-  stream_buffer_bytes: z.number().int().min(16_384).default(262_144),
+  stream_buffer_bytes: z.number().int().min(131_072).default(262_144),
 });
 
 const webhookFieldsSchema = z.strictObject({

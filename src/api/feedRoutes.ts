@@ -144,9 +144,11 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
         { after, limit: q.limit ?? 100, resource: q.resource },
         waitMs,
       );
-      const head = await feed.head();
+      const last = items.length ? items[items.length - 1]!.seq : after;
+      // The head is shared per announcement (feed/pageCache.ts): rows read since may be past it.
+      const head = Math.max(await feed.head(), last);
       return c.json(
-        { items, last: items.length ? items[items.length - 1]!.seq : after, head },
+        { items, last, head },
         200,
         // Answered because the API stops: a keep-alive socket left open would hold the stop.
         closing.aborted ? { connection: 'close' } : {},

@@ -28,11 +28,15 @@ function keyOf(q: FeedQuery): string {
   return `${q.after}:${q.limit}:${q.resource ?? ''}`;
 }
 
-/** `inner` with its reads shared as above; `signal` and `head` are passed through. */
+/**
+ * `inner` with its reads shared as above; the head too, per announcement (a caller that also holds
+ * rows takes the larger of the two: rows read later in the same version may pass a shared head).
+ */
 export function sharedFeedReads(inner: FeedReads, fullPages = SHARED_FULL_PAGES): FeedReads {
   const full = new Map<string, FeedEntry[]>();
   const short = new Map<string, Answer>();
   let shortVersion = -1;
+  let head: { version: number; answer: number | Promise<number> } | undefined;
 
   const keepFull = (key: string, rows: FeedEntry[]) => {
     full.delete(key);
@@ -49,7 +53,18 @@ export function sharedFeedReads(inner: FeedReads, fullPages = SHARED_FULL_PAGES)
 
   return {
     signal: inner.signal,
-    head: () => inner.head(),
+    head() {
+      const version = inner.signal.version;
+      if (head?.version === version) return head.answer;
+      const answer = inner.head();
+      const mine = { version, answer };
+      head = mine;
+      if (typeof answer !== 'number')
+        answer.catch(() => {
+          if (head === mine) head = undefined;
+        });
+      return answer;
+    },
     read(q) {
       const key = keyOf(q);
       const kept = full.get(key);

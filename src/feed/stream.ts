@@ -28,7 +28,10 @@ export interface StreamDeps {
   heartbeatMs: number;
   /** Entries read and written at once. */
   pageSize: number;
-  /** The most a client may leave untaken, bytes: past it the stream closes it. */
+  /**
+   * The most a backed-up client may leave untaken, bytes: past it the stream closes it. Above the
+   * connection's high-water mark (64 KiB) and a page, or a client merely catching up is closed.
+   */
   maxBacklogBytes: number;
   /** Aborts when the client goes away or the server stops: the stream ends. */
   ended: AbortSignal;
@@ -88,8 +91,12 @@ export type Move = 'read' | 'heartbeat' | 'wait' | 'wait-drain' | 'close-behind'
  * holds neither memory nor a stream slot for long.
  */
 export function nextMove(s: StreamState, maxBacklog: number): Move {
-  if (s.backlog > maxBacklog) return 'close-behind';
-  if (s.backedUp) return s.committed ? 'read' : s.beatDue ? 'close-stalled' : 'wait-drain';
+  if (s.backedUp) {
+    // Only a backed-up client is judged: pacing alone leaves at most the connection's high-water
+    // mark and a page, which a fast client may hold for a moment (writes of one tick are corked).
+    if (s.backlog > maxBacklog) return 'close-behind';
+    return s.committed ? 'read' : s.beatDue ? 'close-stalled' : 'wait-drain';
+  }
   if (s.more || s.committed) return 'read';
   return s.beatDue ? 'heartbeat' : 'wait';
 }

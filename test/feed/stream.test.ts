@@ -284,7 +284,9 @@ describe('nextMove', () => {
     [{ backedUp: true, committed: true }, 'read'],
     [{ backedUp: true, beatDue: true }, 'close-stalled'],
     [{ backedUp: true, committed: true, backlog: 1_001 }, 'close-behind'],
-    [{ backlog: 1_000, committed: true }, 'read'],
+    [{ backedUp: true, backlog: 1_001 }, 'close-behind'],
+    [{ backedUp: true, committed: true, backlog: 1_000 }, 'read'],
+    [{ backlog: 5_000, more: true }, 'read'],
   ] as const)('%o -> %s', (seen, move) => {
     expect(nextMove({ ...idle, ...seen }, 1_000)).toBe(move);
   });
