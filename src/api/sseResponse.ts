@@ -29,25 +29,10 @@ export function nodeEventSink(res: ServerResponse): EventSink {
     get backlog() {
       return res.writableLength;
     },
-    get needsDrain() {
-      return res.writableNeedDrain;
+    onDrain(fn) {
+      res.on('drain', fn);
+      return () => res.off('drain', fn);
     },
-    drained: (stop) =>
-      new Promise<void>((resolve) => {
-        if (!res.writableNeedDrain || res.destroyed || stop.aborted) {
-          resolve();
-          return;
-        }
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          stop.removeEventListener('abort', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-        stop.addEventListener('abort', done, { once: true });
-      }),
     close: () => res.destroy(),
   };
 }

@@ -140,7 +140,7 @@ class HeldSink implements EventSink {
   readonly chunks: string[] = [];
   held = 0;
   closed = false;
-  private waiters = new Set<() => void>();
+  private readonly drainListeners = new Set<() => void>();
   constructor(private readonly highWater: number) {}
   write(chunk: Uint8Array): boolean {
     this.chunks.push(Buffer.from(chunk).toString());
@@ -150,21 +150,18 @@ class HeldSink implements EventSink {
   get backlog(): number {
     return this.held;
   }
-  get needsDrain(): boolean {
-    return this.held >= this.highWater;
+  onDrain(fn: () => void): () => void {
+    this.drainListeners.add(fn);
+    return () => this.drainListeners.delete(fn);
   }
-  drained(stop: AbortSignal): Promise<void> {
-    if (!this.needsDrain || stop.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.waiters.add(resolve);
-      stop.addEventListener('abort', () => resolve(), { once: true });
-    });
-  }
-  /** The client reads everything held. */
+  /** The client reads everything held; the connection says it drained, as Node's does, if it was full. */
   take(): void {
+    const wasFull = this.held >= this.highWater;
     this.held = 0;
-    for (const w of this.waiters) w();
-    this.waiters.clear();
+    if (wasFull) for (const fn of this.drainListeners) fn();
+  }
+  get listening(): number {
+    return this.drainListeners.size;
   }
   close(): void {
     this.closed = true;
@@ -229,14 +226,17 @@ describe('streamFeed (backpressure and the backlog cap)', () => {
     sink.take();
     await settle();
     expect(sink.chunks).toHaveLength(10);
-    // Idle now: the heartbeat is the next thing written.
+    // Idle now: a tick finds the writes since the last, the next finds none, and a heartbeat goes.
+    s.timers.fire();
+    await settle();
+    expect(sink.chunks).toHaveLength(10);
     s.timers.fire();
     await settle();
     expect(sink.chunks[10]).toBe(HEARTBEAT);
     s.end();
-    sink.take();
     expect(await s.done).toBe('ended');
     expect(s.timers.armed).toBe(0);
+    expect(sink.listening).toBe(0);
     expect(seqsOf(sink.chunks)).toEqual(range(1, 1_000));
   });
 
@@ -259,12 +259,16 @@ describe('streamFeed (backpressure and the backlog cap)', () => {
     expect(sink.held).toBeLessThan(40_000 + 100 * 200);
   });
 
-  it('a backed-up client that takes nothing for a heartbeat interval is closed as stalled', async () => {
+  it('a backed-up client that takes nothing for a whole heartbeat tick is closed as stalled', async () => {
     const { feed } = backlogFeed(300);
     const sink = new HeldSink(1);
     const s = run(feed, sink, 10_000_000);
     await settle();
     expect(sink.chunks).toHaveLength(1);
+    // The first tick finds the write since the stream began; the next finds nothing taken.
+    s.timers.fire(15_000);
+    await settle();
+    expect(sink.closed).toBe(false);
     s.timers.fire(15_000);
     expect(await s.done).toBe('stalled');
     expect(sink.closed).toBe(true);
