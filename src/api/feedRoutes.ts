@@ -112,15 +112,20 @@ function nodeResponse(c: Context): ServerResponse<IncomingMessage> | undefined {
 }
 
 /**
- * Aborts when the client goes away. From Node's response when there is one: `c.req.raw.signal`
- * would build a whole web Request per waiting client just to carry it.
+ * Aborts when the client goes away or the API stops; `unlink` lets go of the API's signal. From
+ * Node's response when there is one: `c.req.raw.signal` would build a whole web Request per waiting
+ * client just to carry it. Not AbortSignal.any: it registers every request with the long-lived
+ * `closing` signal until a collection runs (garbage that outlives the request).
  */
-function clientGone(c: Context): AbortSignal {
-  const res = nodeResponse(c);
-  if (!res) return c.req.raw.signal;
+function clientGone(c: Context, closing: AbortSignal): { signal: AbortSignal; unlink: () => void } {
   const gone = new AbortController();
-  res.once('close', () => gone.abort());
-  return gone.signal;
+  const abort = () => gone.abort();
+  const res = nodeResponse(c);
+  if (res) res.once('close', abort);
+  else c.req.raw.signal.addEventListener('abort', abort, { once: true });
+  if (closing.aborted) gone.abort();
+  else closing.addEventListener('abort', abort, { once: true });
+  return { signal: gone.signal, unlink: () => closing.removeEventListener('abort', abort) };
 }
 
 export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
@@ -138,9 +143,10 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
     const waitMs = (q.wait ?? 0) * 1000;
     // Only a request that may wait holds a slot: without `wait` it is one page read.
     if (waitMs > 0 && !polls.take()) return busy(c, 'long-polls', 'api.max_long_polls', polls.max);
+    const gone = clientGone(c, closing);
     try {
       const items = await longPoll(
-        { feed, schedule, disconnected: AbortSignal.any([clientGone(c), closing]) },
+        { feed, schedule, disconnected: gone.signal },
         { after, limit: q.limit ?? 100, resource: q.resource },
         waitMs,
       );
@@ -154,6 +160,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
         closing.aborted ? { connection: 'close' } : {},
       );
     } finally {
+      gone.unlink();
       if (waitMs > 0) polls.give();
     }
   });
@@ -166,6 +173,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       throw new HTTPException(501, { message: 'event streams are served by the daemon listener only' });
     if (!streams.take()) return busy(c, 'event streams', 'api.max_streams', streams.max);
     const sink = nodeEventSink(res);
+    const gone = clientGone(c, closing);
     void streamFeed(
       {
         feed,
@@ -173,7 +181,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
         heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
         pageSize: STREAM_PAGE,
         maxBacklogBytes: limits.stream_buffer_bytes,
-        ended: AbortSignal.any([clientGone(c), closing]),
+        ended: gone.signal,
       },
       sink,
       { after, resource: q.resource },
@@ -197,6 +205,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
         },
       )
       .finally(() => {
+        gone.unlink();
         streams.give();
         if (!res.destroyed) res.end();
       });

@@ -28,7 +28,7 @@ import { quantile, until } from './lib/timing.js';
  * peak, and after the clients close; enqueue p99 with and without the readers; /healthz p99.
  */
 
-const RATE = 20;
+const RATE = 10;
 
 interface Phase {
   enqueue: number[];
