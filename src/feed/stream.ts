@@ -183,4 +183,3 @@ export async function streamFeed(
     ended.removeEventListener('abort', wakeUp);
   }
 }
-

@@ -59,7 +59,12 @@ async function setup(overrides: Record<string, unknown> = {}) {
     commitQueueFor(sqlite).submit(() =>
       recordChanges(
         sqlite,
-        Array.from({ length: count }, () => ({ resource: 'projects', recordId: `r-${++n}`, kind: 'insert', at: AT })),
+        Array.from({ length: count }, () => ({
+          resource: 'projects',
+          recordId: `r-${++n}`,
+          kind: 'insert',
+          at: AT,
+        })),
       ),
     );
   const get = (path: string, headers: Record<string, string> = {}) =>
@@ -72,7 +77,8 @@ async function setup(overrides: Record<string, unknown> = {}) {
     get,
     logLines: capture.lines,
     signal: changeSignalFor(sqlite),
-    stream: (path: string, headers?: Record<string, string>) => openStream(started.base, path, TOKEN, headers),
+    stream: (path: string, headers?: Record<string, string>) =>
+      openStream(started.base, path, TOKEN, headers),
   };
 }
 
@@ -188,9 +194,10 @@ describe('readers share reads', () => {
     counted.reads = 0;
     await commit(1);
     const answers = await Promise.all(polls);
-    for (const a of answers) expect(((await a.json()) as { items: Array<{ seq: number }> }).items).toEqual([
-      expect.objectContaining({ seq: 6 }),
-    ]);
+    for (const a of answers)
+      expect(((await a.json()) as { items: Array<{ seq: number }> }).items).toEqual([
+        expect.objectContaining({ seq: 6 }),
+      ]);
     for (const s of streams) await s.until((e) => seqs(e).includes(6), 'the change');
     expect(counted.reads).toBe(1);
     for (const s of streams) s.close();
