@@ -8,6 +8,7 @@ import { tokenization } from '../outbox/fixtures.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import {
+  cpuSeconds,
   LongPoller,
   resentOnReset,
   rssMb,
@@ -28,20 +29,31 @@ import { quantile, until } from './lib/timing.js';
  * peak, and after the clients close; enqueue p99 with and without the readers; /healthz p99.
  */
 
-const RATE = 10;
+const RATE = 5;
 
 interface Phase {
   enqueue: number[];
   healthz: number[];
   peakRss: number;
   resets: { count: number };
+  /** CPU seconds the daemon and this process (the clients) used during the phase, and its length. */
+  cpu: { daemon: number; clients: number; seconds: number };
 }
 
 /** Enqueues `count` at RATE per second while timing /healthz every 50 ms and sampling RSS. */
 async function loadPhase(port: number, pid: number, count: number, tag: string): Promise<Phase> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
   const probe = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const phase: Phase = { enqueue: [], healthz: [], peakRss: await rssMb(pid), resets: { count: 0 } };
+  const phase: Phase = {
+    enqueue: [],
+    healthz: [],
+    peakRss: await rssMb(pid),
+    resets: { count: 0 },
+    cpu: { daemon: 0, clients: 0, seconds: 0 },
+  };
+  const daemonCpu0 = await cpuSeconds(pid);
+  const clientsCpu0 = process.cpuUsage();
+  const t0 = performance.now();
   let running = true;
   const probing = (async () => {
     while (running) {
@@ -84,6 +96,12 @@ async function loadPhase(port: number, pid: number, count: number, tag: string):
     agent.destroy();
     probe.destroy();
   }
+  const used = process.cpuUsage(clientsCpu0);
+  phase.cpu = {
+    daemon: (await cpuSeconds(pid)) - daemonCpu0,
+    clients: (used.user + used.system) / 1e6,
+    seconds: (performance.now() - t0) / 1000,
+  };
   return phase;
 }
 
@@ -172,7 +190,6 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
     );
     const reconnects = readers.reduce((n, r) => n + r.reconnects, 0);
     const refused = readers.reduce((n, r) => n + r.refused, 0) + pollers.reduce((n, p) => n + p.refused, 0);
-    const stalledOpen = sockets.filter((s) => !s.destroyed && !s.readableEnded).length;
     for (const r of readers) r.close();
     for (const p of pollers) p.stop();
     for (const s of sockets) s.destroy();
@@ -197,8 +214,8 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
         ratio: peak / idle,
         target: '< 300 MB, back near idle after',
         met: peak < 300 && after < idle * 1.25,
-        notes: `RSS idle ${fmt(idle)} MB (after ${enqueues} enqueues, ${backlog} backlog), peak ${fmt(peak)} MB with the readers, ${fmt(after)} MB 10 s after they closed; SSE reconnects ${reconnects}, answers refused ${refused}, stalled sockets still open at the end ${stalledOpen}/${stalled}`,
-        extra: { idle, peak, after, reconnects, refused, stalledOpen },
+        notes: `RSS idle ${fmt(idle)} MB (after ${enqueues} enqueues, ${backlog} backlog), peak ${fmt(peak)} MB with the readers, ${fmt(after)} MB 10 s after they closed; SSE reconnects ${reconnects}, answers refused ${refused}`,
+        extra: { idle, peak, after, reconnects, refused },
       },
       {
         scenario: `enqueue at ${RATE}/s with the feed's readers`,
@@ -208,7 +225,7 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
         ratio: enqueueP99 / quietP99,
         target: '<= 2x without readers',
         met: enqueueP99 <= 2 * quietP99,
-        notes: `${enqueues} enqueues each (${loaded.resets.count + quiet.resets.count} resent after a keep-alive reset): with readers p50 ${fmt(quantile(loaded.enqueue, 0.5))} ms, max ${fmt(Math.max(...loaded.enqueue))} ms; without p50 ${fmt(quantile(quiet.enqueue, 0.5))} ms`,
+        notes: `${enqueues} enqueues each (${loaded.resets.count + quiet.resets.count} resent after a keep-alive reset): with readers p50 ${fmt(quantile(loaded.enqueue, 0.5))} ms, max ${fmt(Math.max(...loaded.enqueue))} ms; without p50 ${fmt(quantile(quiet.enqueue, 0.5))} ms; CPU s used over the phase's ${fmt(loaded.cpu.seconds)} s: daemon ${fmt(loaded.cpu.daemon)}, clients ${fmt(loaded.cpu.clients)} (without readers: ${fmt(quiet.cpu.daemon)} / ${fmt(quiet.cpu.clients)} over ${fmt(quiet.cpu.seconds)} s)`,
         extra: { p99: enqueueP99, quietP99 },
       },
       {

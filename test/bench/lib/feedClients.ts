@@ -170,3 +170,11 @@ export async function rssMb(pid: number): Promise<number> {
   const kb = status.match(/^VmRSS:\s+(\d+) kB/m);
   return kb ? Number(kb[1]) / 1024 : Number.NaN;
 }
+
+/** CPU seconds (user + system) process `pid` has used so far (Linux, clock ticks of 100 Hz). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
