@@ -116,8 +116,8 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
   const sse = options.quick ? 50 : 1_000;
   const polls = options.quick ? 25 : 500;
   const stalled = options.quick ? 10 : 100;
-  const backlog = options.quick ? 200 : 2_000;
-  const enqueues = options.quick ? 40 : 300;
+  const backlog = options.quick ? 100 : 2_000;
+  const enqueues = options.quick ? 20 : 300;
   const limit = openFileLimit();
   if (limit < sse + polls + stalled + 200)
     throw new Error(`ulimit -n is ${limit}: raise it (the clients need ${sse + polls + stalled + 200})`);
