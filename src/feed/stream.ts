@@ -7,7 +7,7 @@ import type { FeedReads } from './reads.js';
  * behind the client is and decides (see {@link nextMove}).
  */
 export interface EventSink {
-  /** Hands `chunk` to the connection; false once it holds more than it wants (wait for `drained`). */
+  /** Hands `chunk` to the connection; false once it holds more than it wants (until `onDrain` says). */
   write(chunk: Uint8Array): boolean;
   /** Bytes handed over that the client has not taken yet (the connection's and the socket's buffers). */
   readonly backlog: number;
@@ -86,7 +86,7 @@ export type Move = 'read' | 'heartbeat' | 'wait' | 'wait-drain' | 'close-behind'
  * anyway, so a client slower than the feed falls behind in its buffer, and past `maxBacklog` bytes
  * is closed (it reconnects with Last-Event-ID and loses nothing). A backed-up client that took
  * nothing for a whole heartbeat interval has stalled: it is closed too, so a socket that never reads
- * holds neither memory nor a stream slot for long.
+ * holds neither memory nor a stream slot for long (closed after one to two heartbeat ticks).
  */
 export function nextMove(s: StreamState, maxBacklog: number): Move {
   if (s.backedUp) {
