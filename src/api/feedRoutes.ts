@@ -18,7 +18,7 @@ import { nodeEventSink } from './sseResponse.js';
 
 /** Longest `wait` a long-poll may ask for, seconds. */
 export const MAX_WAIT_SECONDS = 60;
-/** Idle time before an event stream sends a `: keep-alive` comment, ms. */
+/** The event stream's heartbeat tick, ms: a `: keep-alive` comment after one to two idle ticks. */
 export const HEARTBEAT_MS = 15_000;
 /** Entries an event stream reads and writes at once (the page its readers share). */
 export const STREAM_PAGE = 100;
@@ -62,7 +62,7 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
     path: '/v1/changes/stream',
     operationId: 'streamChanges',
     summary:
-      'The change feed as server-sent events (id: seq, data: the change as JSON) from after, or from the Last-Event-ID header, which wins; a `: keep-alive` comment every 15 s when idle',
+      'The change feed as server-sent events (id: seq, data: the change as JSON) from after, or from the Last-Event-ID header, which wins; a `: keep-alive` comment after 15-30 s idle; a client too far behind (api.stream_buffer_bytes) or stalled is closed and resumes with Last-Event-ID',
     query: streamQuery,
     produces: 'text/event-stream',
     responses: {
