@@ -109,6 +109,12 @@ const apiSchema = z.strictObject({
   listen: hostPort.default('127.0.0.1:8787'),
   /** Bearer token the internal API requires (default: none, which refuses every call but /healthz). */
   token: z.string().min(1).optional(),
+  /** Change feed event streams open at once; one more is answered 503 with Retry-After (default: 2000). */
+  max_streams: z.number().int().min(1).default(2000),
+  /** Change feed long-polls waiting at once; one more is answered 503 with Retry-After (default: 2000). */
+  max_long_polls: z.number().int().min(1).default(2000),
+  /** Bytes an event stream's client may leave untaken before it is closed to reconnect with Last-Event-ID (default: 262144). */
+  stream_buffer_bytes: z.number().int().min(131_072).default(262_144),
 });
 
 const webhookFieldsSchema = z.strictObject({

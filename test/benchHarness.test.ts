@@ -21,6 +21,7 @@ const ROWS = [
   'verified webhooks against a bare durable insert',
   'start-up with a',
   'long-poll wake-up, 200 waiting clients',
+  'feed readers (',
   'subscriber deliveries,',
 ];
 

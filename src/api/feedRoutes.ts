@@ -1,22 +1,26 @@
-import type { Hono } from 'hono';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import type { Context, Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
+import { BUSY_RETRY_AFTER_SECONDS, OpenSlots } from '../feed/admission.js';
 import { longPoll, realSchedule, type Schedule } from '../feed/longPoll.js';
+import { sharedFeedReads } from '../feed/pageCache.js';
 import { type FeedReads, sqliteFeedReads } from '../feed/reads.js';
 import { streamFeed } from '../feed/stream.js';
 import { decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { changesPage } from './schemas/mirror.js';
+import { nodeEventSink } from './sseResponse.js';
 
 /** The change feed over HTTP: a page (optionally long-polled) and a server-sent event stream. */
 
 /** Longest `wait` a long-poll may ask for, seconds. */
 export const MAX_WAIT_SECONDS = 60;
-/** Idle time before an event stream sends a `: keep-alive` comment, ms. */
+/** The event stream's heartbeat tick, ms: a `: keep-alive` comment after one to two idle ticks. */
 export const HEARTBEAT_MS = 15_000;
-/** Entries an event stream reads and writes at once (its memory per client). */
+/** Entries an event stream reads and writes at once (the page its readers share). */
 export const STREAM_PAGE = 100;
 
 const afterParam = decimalParam(0).optional().describe('last seq already seen (default: 0, from the start)');
@@ -48,14 +52,17 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
     summary:
       'The change feed after a seq: mirror inserts, updates and removals, and operations entering a state; long-polls with wait',
     query: changesQuery,
-    responses: { '200': { description: 'call again with after=last', schema: changesPage } },
+    responses: {
+      '200': { description: 'call again with after=last', schema: changesPage },
+      '503': 'api.max_long_polls long-polls are waiting: ask again after Retry-After',
+    },
   },
   {
     method: 'get',
     path: '/v1/changes/stream',
     operationId: 'streamChanges',
     summary:
-      'The change feed as server-sent events (id: seq, data: the change as JSON) from after, or from the Last-Event-ID header, which wins; a `: keep-alive` comment every 15 s when idle',
+      'The change feed as server-sent events (id: seq, data: the change as JSON) from after, or from the Last-Event-ID header, which wins; a `: keep-alive` comment after 15-30 s idle; a client too far behind (api.stream_buffer_bytes) or stalled is closed and resumes with Last-Event-ID',
     query: streamQuery,
     produces: 'text/event-stream',
     responses: {
@@ -64,6 +71,7 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
         contentType: 'text/event-stream',
       },
       '400': 'a bad after, resource or Last-Event-ID, named in the error',
+      '503': 'api.max_streams streams are open: ask again after Retry-After',
     },
   },
 ];
@@ -91,58 +99,116 @@ function streamStart(header: string | undefined, after: number | undefined): num
   return parsed.data;
 }
 
+/** The 503 of a full house: which limit, and when to ask again. */
+function busy(c: Context, what: string, key: string, max: number): Response {
+  return c.json({ error: `${max} ${what} are open (${key}): ask again later` }, 503, {
+    'retry-after': String(BUSY_RETRY_AFTER_SECONDS),
+  });
+}
+
+/** Node's response under Hono's, when the app runs on @hono/node-server (absent in `app.request()`). */
+function nodeResponse(c: Context): ServerResponse<IncomingMessage> | undefined {
+  return (c.env as { outgoing?: ServerResponse<IncomingMessage> } | undefined)?.outgoing;
+}
+
+/**
+ * Aborts when the client goes away or the API stops; `unlink` lets go of the API's signal. From
+ * Node's response when there is one: `c.req.raw.signal` would build a whole web Request per waiting
+ * client just to carry it. Not AbortSignal.any: it registers every request with the long-lived
+ * `closing` signal until a collection runs (garbage that outlives the request).
+ */
+function clientGone(c: Context, closing: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+  const gone = new AbortController();
+  const abort = () => gone.abort();
+  const res = nodeResponse(c);
+  if (res) res.once('close', abort);
+  else c.req.raw.signal.addEventListener('abort', abort, { once: true });
+  if (closing.aborted) gone.abort();
+  else closing.addEventListener('abort', abort, { once: true });
+  return { signal: gone.signal, unlink: () => closing.removeEventListener('abort', abort) };
+}
+
 export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
-  const feed = options.feed ?? sqliteFeedReads(ctx.database.sqlite);
+  // Readers asking the same question share one read and its encoded events, whatever the store.
+  const feed = sharedFeedReads(options.feed ?? sqliteFeedReads(ctx.database.sqlite));
   const schedule = options.schedule ?? realSchedule;
   const closing = options.closing ?? new AbortController().signal;
+  const limits = ctx.config.api;
+  const streams = new OpenSlots(limits.max_streams);
+  const polls = new OpenSlots(limits.max_long_polls);
 
   app.get('/v1/changes', async (c) => {
     const q = parseQuery(c, changesQuery);
     const after = q.after ?? 0;
-    const items = await longPoll(
-      { feed, schedule, disconnected: AbortSignal.any([c.req.raw.signal, closing]) },
-      { after, limit: q.limit ?? 100, resource: q.resource },
-      (q.wait ?? 0) * 1000,
-    );
-    const head = await feed.head();
-    return c.json(
-      { items, last: items.length ? items[items.length - 1]!.seq : after, head },
-      200,
-      // Answered because the API stops: a keep-alive socket left open would hold the stop.
-      closing.aborted ? { connection: 'close' } : {},
-    );
+    const waitMs = (q.wait ?? 0) * 1000;
+    // Only a request that may wait holds a slot: without `wait` it is one page read.
+    if (waitMs > 0 && !polls.take()) return busy(c, 'long-polls', 'api.max_long_polls', polls.max);
+    const gone = clientGone(c, closing);
+    try {
+      const items = await longPoll(
+        { feed, schedule, disconnected: gone.signal },
+        { after, limit: q.limit ?? 100, resource: q.resource },
+        waitMs,
+      );
+      const last = items.length ? items[items.length - 1]!.seq : after;
+      // The head is shared per announcement (feed/pageCache.ts): rows read since may be past it.
+      const head = Math.max(await feed.head(), last);
+      return c.json(
+        { items, last, head },
+        200,
+        // Answered because the API stops: a keep-alive socket left open would hold the stop.
+        closing.aborted ? { connection: 'close' } : {},
+      );
+    } finally {
+      gone.unlink();
+      if (waitMs > 0) polls.give();
+    }
   });
 
   app.get('/v1/changes/stream', (c) => {
     const q = parseQuery(c, streamQuery);
     const after = streamStart(c.req.header('last-event-id'), q.after);
-    // The stream is the connection's last answer: once it ends (the API stopping, say), the socket
-    // closes instead of idling as keep-alive and holding the stop. A client reconnects anyway.
-    const response = streamSSE(c, async (stream) => {
-      const gone = new AbortController();
-      stream.onAbort(() => gone.abort());
-      const ended = AbortSignal.any([gone.signal, c.req.raw.signal, closing]);
-      try {
-        await streamFeed(
-          {
-            feed,
-            schedule,
-            heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
-            pageSize: STREAM_PAGE,
-            ended,
-          },
-          { write: async (text) => void (await stream.write(text)) },
-          { after, resource: q.resource },
-        );
-      } catch (err) {
-        // The client reconnects with Last-Event-ID and loses nothing; say why the stream ended.
-        ctx.log.warn(
-          { event: 'api.stream_failed', error: errorMessage(err) },
-          'change stream ended by an error',
-        );
-      }
-    });
-    response.headers.set('connection', 'close');
-    return response;
+    const res = nodeResponse(c);
+    if (!res)
+      throw new HTTPException(501, { message: 'event streams are served by the daemon listener only' });
+    if (!streams.take()) return busy(c, 'event streams', 'api.max_streams', streams.max);
+    const sink = nodeEventSink(res);
+    const gone = clientGone(c, closing);
+    void streamFeed(
+      {
+        feed,
+        schedule,
+        heartbeatMs: options.heartbeatMs ?? HEARTBEAT_MS,
+        pageSize: STREAM_PAGE,
+        maxBacklogBytes: limits.stream_buffer_bytes,
+        ended: gone.signal,
+      },
+      sink,
+      { after, resource: q.resource },
+    )
+      .then(
+        (end) => {
+          // The client reconnects with Last-Event-ID and loses nothing.
+          if (end !== 'ended')
+            ctx.log.info(
+              { event: 'api.stream_closed', reason: end },
+              end === 'behind'
+                ? 'change stream closed: its client fell behind'
+                : 'change stream closed: its client stalled',
+            );
+        },
+        (err: unknown) => {
+          ctx.log.warn(
+            { event: 'api.stream_failed', error: errorMessage(err) },
+            'change stream ended by an error',
+          );
+        },
+      )
+      .finally(() => {
+        gone.unlink();
+        streams.give();
+        if (!res.destroyed) res.end();
+      });
+    return RESPONSE_ALREADY_SENT;
   });
 }

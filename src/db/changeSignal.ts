@@ -58,6 +58,22 @@ export class ChangeSignal {
     });
   }
 
+  /**
+   * Calls `wake` once at the next announcement after `version` (at once when one came already):
+   * a waiter with no promise and no abort signal, for a loop that waits again and again with the
+   * same function (feed/stream.ts: a thousand streams woken by every commit allocate nothing to
+   * wait). {@link unpark} removes it when the loop is woken by something else.
+   */
+  park(version: number, wake: () => void): void {
+    if (this.announced !== version) wake();
+    else this.waiters.add(wake);
+  }
+
+  /** Removes a parked `wake` (no effect if it was woken already). */
+  unpark(wake: () => void): void {
+    this.waiters.delete(wake);
+  }
+
   /** Calls `listener(seq)` on every announcement; returns the unsubscribe. */
   listen(listener: (seq: number) => void): () => void {
     this.listeners.add(listener);

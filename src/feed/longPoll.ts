@@ -32,16 +32,20 @@ export async function longPoll(deps: LongPollDeps, q: FeedQuery, waitMs: number)
   let version = signal.version;
   let rows = await feed.read(q);
   if (rows.length > 0 || waitMs <= 0 || deps.disconnected.aborted) return rows;
+  // One controller for the wait's two ends, linked by a listener removed after: AbortSignal.any
+  // would register each long-poll with the long-lived signal it follows, garbage that outlives it.
   const ended = new AbortController();
-  const cancelTimer = deps.schedule(waitMs, () => ended.abort());
-  const stop = AbortSignal.any([ended.signal, deps.disconnected]);
+  const end = () => ended.abort();
+  const cancelTimer = deps.schedule(waitMs, end);
+  deps.disconnected.addEventListener('abort', end);
   try {
-    while (rows.length === 0 && (await signal.whenChanged(version, stop))) {
+    while (rows.length === 0 && (await signal.whenChanged(version, ended.signal))) {
       version = signal.version;
-      rows = await feed.readAfterWake(version, q);
+      rows = await feed.read(q);
     }
     return rows;
   } finally {
     cancelTimer();
+    deps.disconnected.removeEventListener('abort', end);
   }
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import type { FeedEntry, FeedQuery } from './queries.js';
-import { type FeedReads, wakeCache } from './reads.js';
+import type { FeedReads } from './reads.js';
 
 /**
  * Reads of the change feed on PostgreSQL, the same answers as ./queries.ts gives on SQLite:
@@ -36,19 +36,12 @@ export async function feedHeadPg(pool: pg.Pool): Promise<number> {
 /**
  * The feed's reads on PostgreSQL for the API's routes, woken by `signal`, which this process's
  * LISTEN feeds (db/pgChangeSignal.ts `listenForChanges`: every replica's commits announce on it).
- * Readers woken by one announcement share one query in flight per question (./reads.ts WakeCache);
- * a query that fails is not shared with later askers.
+ * Readers asking the same question share one query in flight (./pageCache.ts, above this seam).
  */
 export function pgFeedReads(pool: pg.Pool, signal: ChangeSignal): FeedReads {
-  const afterWake = wakeCache((q: FeedQuery) => readFeedPg(pool, q));
   return {
     signal,
     read: (q) => readFeedPg(pool, q),
-    readAfterWake(version, q) {
-      const page = afterWake.get(version, q);
-      page.catch(() => afterWake.forget(version, q, page));
-      return page;
-    },
     head: () => feedHeadPg(pool),
   };
 }

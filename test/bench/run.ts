@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { enqueueLatencyScenario } from './enqueueLatency.js';
+import { feedLoadScenario } from './feedLoad.js';
 import { fullSyncScenarios } from './fullSync.js';
 import { describeMachine } from './lib/machine.js';
 import { ROOT } from './lib/proc.js';
@@ -32,6 +33,7 @@ const SCENARIOS: Record<string, Scenario> = {
   startup: startupScenario,
   scaling: scalingScenario,
   longpoll: longPollScenario,
+  feedload: feedLoadScenario,
   subscribers: subscribersScenario,
   pgsync: pgSyncScenario,
   pgdrain: pgDrainScenario,

@@ -3,8 +3,9 @@ import type { AppContext, Component } from '../../src/context.js';
 import { ChangeSignal, changeSignalFor } from '../../src/db/changeSignal.js';
 import { recordChanges } from '../../src/db/changes.js';
 import { commitQueueFor } from '../../src/db/commitQueue.js';
+import type { FeedReads } from '../../src/feed/reads.js';
 import { sqliteFeedReads } from '../../src/feed/reads.js';
-import { HEARTBEAT, streamFeed } from '../../src/feed/stream.js';
+import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { ManualTimers, openStream, startFeedApi } from './helpers.js';
@@ -48,6 +49,7 @@ async function setup(heartbeatMs?: number) {
 
 const seqs = (events: Array<{ id?: string }>) => events.filter((e) => e.id).map((e) => Number(e.id));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+const seqsOf = (chunks: string[]) => [...chunks.join('').matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 
 describe('GET /v1/changes/stream', () => {
   it('sends the backlog after `after`, then each change as it commits, one event per change', async () => {
@@ -133,60 +135,163 @@ describe('GET /v1/changes/stream', () => {
   });
 });
 
-describe('streamFeed (backpressure)', () => {
-  it('reads the next page only once the previous write was taken: a stalled client costs one page', async () => {
-    ctx = testContext();
-    const sqlite = ctx.database.sqlite;
-    sqlite.transaction(recordChanges)(
-      sqlite,
-      Array.from({ length: 1_000 }, (_, i) => ({
-        resource: 'projects',
-        recordId: `${i}`,
-        kind: 'insert',
-        at: AT,
-      })),
-    );
-    const writes: string[] = [];
-    let release!: () => void;
-    const ended = new AbortController();
-    const timers = new ManualTimers();
-    const done = streamFeed(
-      {
-        feed: { ...sqliteFeedReads(sqlite), signal: new ChangeSignal() },
-        schedule: timers.schedule,
-        heartbeatMs: 1,
-        pageSize: 100,
-        ended: ended.signal,
-      },
-      {
-        write: (text) => {
-          writes.push(text);
-          return new Promise<void>((resolve) => {
-            release = resolve;
-          });
-        },
-      },
-      { after: 0 },
-    );
-    for (let i = 0; i < 100; i++) await new Promise((r) => setImmediate(r));
-    // One page handed over, none read behind it while the client does not take it.
-    expect(writes).toHaveLength(1);
-    expect(writes[0]!.match(/^id: /gm)).toHaveLength(100);
+/** A connection the test drains by hand: it holds what was written until `take()`. */
+class HeldSink implements EventSink {
+  readonly chunks: string[] = [];
+  held = 0;
+  closed = false;
+  private readonly drainListeners = new Set<() => void>();
+  constructor(private readonly highWater: number) {}
+  write(chunk: Uint8Array): boolean {
+    this.chunks.push(Buffer.from(chunk).toString());
+    this.held += chunk.byteLength;
+    return this.held < this.highWater;
+  }
+  get backlog(): number {
+    return this.held;
+  }
+  onDrain(fn: () => void): () => void {
+    this.drainListeners.add(fn);
+    return () => this.drainListeners.delete(fn);
+  }
+  /** The client reads everything held; the connection says it drained, as Node's does, if it was full. */
+  take(): void {
+    const wasFull = this.held >= this.highWater;
+    this.held = 0;
+    if (wasFull) for (const fn of this.drainListeners) fn();
+  }
+  get listening(): number {
+    return this.drainListeners.size;
+  }
+  close(): void {
+    this.closed = true;
+  }
+}
+
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
+
+function backlogFeed(n: number) {
+  ctx = testContext();
+  const sqlite = ctx.database.sqlite;
+  const rows = (from: number, count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      resource: 'projects',
+      recordId: `${from + i}`,
+      kind: 'insert',
+      at: AT,
+    }));
+  sqlite.transaction(recordChanges)(sqlite, rows(0, n));
+  const signal = new ChangeSignal();
+  const commit = (count: number) => {
+    sqlite.transaction(recordChanges)(sqlite, rows(n, count));
+    signal.announce(0);
+  };
+  return { feed: { ...sqliteFeedReads(sqlite), signal }, commit };
+}
+
+function run(feed: FeedReads, sink: EventSink, maxBacklogBytes: number) {
+  const ended = new AbortController();
+  const timers = new ManualTimers();
+  const done = streamFeed(
+    {
+      feed,
+      schedule: timers.schedule,
+      heartbeatMs: 15_000,
+      pageSize: 100,
+      maxBacklogBytes,
+      ended: ended.signal,
+    },
+    sink,
+    { after: 0 },
+  );
+  return { done, timers, end: () => ended.abort() };
+}
+
+describe('streamFeed (backpressure and the backlog cap)', () => {
+  it('reads the next page only once the client drained: a slow client catching up costs its buffer', async () => {
+    const { feed } = backlogFeed(1_000);
+    // Held past 1 byte: every page backs the client up until it reads.
+    const sink = new HeldSink(1);
+    const s = run(feed, sink, 10_000_000);
+    await settle();
+    expect(sink.chunks).toHaveLength(1);
+    expect(sink.chunks[0]!.match(/^id: /gm)).toHaveLength(100);
     for (let page = 2; page <= 10; page++) {
-      release();
-      for (let i = 0; i < 5 && writes.length < page; i++) await new Promise((r) => setImmediate(r));
-      expect(writes).toHaveLength(page);
+      sink.take();
+      await settle();
+      expect(sink.chunks).toHaveLength(page);
     }
-    release();
-    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-    expect(writes).toHaveLength(10);
-    // Idle now: the heartbeat is the next thing written.
-    timers.fire();
-    for (let i = 0; i < 5 && writes.length < 11; i++) await new Promise((r) => setImmediate(r));
-    expect(writes[10]).toBe(HEARTBEAT);
-    ended.abort();
-    release();
-    await done;
-    expect(timers.armed).toBe(0);
+    sink.take();
+    await settle();
+    expect(sink.chunks).toHaveLength(10);
+    // Idle now: a tick finds the writes since the last, the next finds none, and a heartbeat goes.
+    s.timers.fire();
+    await settle();
+    expect(sink.chunks).toHaveLength(10);
+    s.timers.fire();
+    await settle();
+    expect(sink.chunks[10]).toBe(HEARTBEAT);
+    s.end();
+    expect(await s.done).toBe('ended');
+    expect(s.timers.armed).toBe(0);
+    expect(sink.listening).toBe(0);
+    expect(seqsOf(sink.chunks)).toEqual(range(1, 1_000));
+  });
+
+  it('a backed-up client gets each commit anyway, and is closed once its backlog passes the cap', async () => {
+    const { feed, commit } = backlogFeed(100);
+    const sink = new HeldSink(1);
+    const s = run(feed, sink, 40_000);
+    await settle();
+    expect(sink.chunks).toHaveLength(1);
+    let commits = 0;
+    while (!sink.closed && commits < 1_000) {
+      commit(100);
+      commits++;
+      await settle();
+    }
+    expect(await s.done).toBe('behind');
+    expect(sink.closed).toBe(true);
+    // Closed at the first write past the cap: at most one page over it.
+    expect(sink.held).toBeGreaterThan(40_000);
+    expect(sink.held).toBeLessThan(40_000 + 100 * 200);
+  });
+
+  it('a backed-up client that takes nothing for a whole heartbeat tick is closed as stalled', async () => {
+    const { feed } = backlogFeed(300);
+    const sink = new HeldSink(1);
+    const s = run(feed, sink, 10_000_000);
+    await settle();
+    expect(sink.chunks).toHaveLength(1);
+    // The first tick finds the write since the stream began; the next finds nothing taken.
+    s.timers.fire(15_000);
+    await settle();
+    expect(sink.closed).toBe(false);
+    s.timers.fire(15_000);
+    expect(await s.done).toBe('stalled');
+    expect(sink.closed).toBe(true);
+    expect(s.timers.armed).toBe(0);
+  });
+});
+
+describe('nextMove', () => {
+  const idle = { more: false, committed: false, backedUp: false, beatDue: false, backlog: 0 };
+  it.each([
+    [{}, 'wait'],
+    [{ committed: true }, 'read'],
+    [{ more: true }, 'read'],
+    [{ beatDue: true }, 'heartbeat'],
+    [{ backedUp: true }, 'wait-drain'],
+    [{ backedUp: true, more: true }, 'wait-drain'],
+    [{ backedUp: true, committed: true }, 'read'],
+    [{ backedUp: true, beatDue: true }, 'close-stalled'],
+    [{ backedUp: true, committed: true, backlog: 1_001 }, 'close-behind'],
+    [{ backedUp: true, backlog: 1_001 }, 'close-behind'],
+    [{ backedUp: true, committed: true, backlog: 1_000 }, 'read'],
+    [{ backlog: 5_000, more: true }, 'read'],
+  ] as const)('%o -> %s', (seen, move) => {
+    expect(nextMove({ ...idle, ...seen }, 1_000)).toBe(move);
   });
 });
