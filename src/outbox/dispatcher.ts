@@ -1,5 +1,5 @@
 import { type Clock, isoAt } from '../clock.js';
-import type { AppContext, Component } from '../context.js';
+import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../health/identity.js';
@@ -11,57 +11,15 @@ import { SqliteOperationsStore } from '../operations/sqliteStore.js';
 import type { ClaimParams } from '../operations/store.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
-import type { RequestSync } from '../syncRequests.js';
 import { AuthPause } from './authPause.js';
+import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
 import { logStep, maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
 import { WakeableSleep } from './wakeableSleep.js';
 
-/** What the dispatcher needs from the daemon. */
-export type DispatcherContext = Pick<
-  AppContext,
-  'config' | 'database' | 'clock' | 'log' | 'metrics' | 'operator'
->;
-
-/** Options of the dispatcher; everything else comes from `config.outbox`. */
-export interface DispatcherOptions {
-  /** Asks the mirror for a custody sync when a decision calls for one (default: none). */
-  requestSync?: RequestSync | undefined;
-  /** Where time comes from (default: ctx.clock). */
-  clock?: Clock;
-  /** Random source for backoff jitter (default: Math.random). */
-  random?: () => number;
-  /** This dispatcher's lease owner name (default: host:pid:random). */
-  owner?: string;
-  /** How often personal fields of finished rows are scrubbed, ms (default: 3600000). */
-  scrubEveryMs?: number;
-  /**
-   * On stop, how long requests in flight may take to finish before they are cancelled and their
-   * rows handed back to the queue, ms (default: 10000).
-   */
-  stopGraceMs?: number;
-  /**
-   * Whether claiming is safe now (default: always): a PostgreSQL replica that lost its liveness
-   * lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
-   * it holds the lock again (rows it has in flight are settled as ever, guarded by their lease).
-   */
-  mayClaim?: () => boolean;
-  /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
-  onCommitted?: () => void;
-  /**
-   * Where rows are claimed, settled and released (default: the SQLite store over ctx.database,
-   * whose calls join the connection's group commit).
-   */
-  store?: OperationsStore;
-  /**
-   * The inbox side of an accepted row and the scrub of finished rows, on the store's database
-   * (`pgOutboxHooks` beside a PostgreSQL store); null runs without them (default: the SQLite hooks
-   * over ctx.database when `store` is not given, else null).
-   */
-  hooks?: OutboxHooks | null;
-}
+export type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 
 /**
  * Sends queued notifications to the operator's /notify. Rows are claimed by one UPDATE ...
