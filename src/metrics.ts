@@ -18,7 +18,7 @@ export function createMetrics() {
   const { Counter, Gauge, Histogram, Registry } = require('prom-client') as typeof PromClient;
   const registry = new Registry();
   const registers = [registry];
-  return {
+  const metrics = {
     registry,
     syncRuns: new Counter({
       name: 'vcu_sync_sync_runs_total',
@@ -154,6 +154,12 @@ export function createMetrics() {
       labelNames: ['subscriber', 'outcome'] as const,
       registers,
     }),
+    /** Set by a PostgreSQL replica when its database goes away and comes back (pgDaemon.ts). */
+    databaseUp: new Gauge({
+      name: 'vcu_sync_database_up',
+      help: 'Whether the database could be reached at the last connection attempt (1) or not (0); always 1 on SQLite.',
+      registers,
+    }),
     /** Set by the API at scrape time from the health module. */
     subscriberBacklog: new Gauge({
       name: 'vcu_sync_subscriber_deliveries',
@@ -162,6 +168,9 @@ export function createMetrics() {
       registers,
     }),
   };
+  // Up until a PostgreSQL replica's tracker says otherwise; a SQLite file is never "unreachable".
+  metrics.databaseUp.set(1);
+  return metrics;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { type AppContext, type Component, createPgAppContext } from './context.js';
 import { ChangeSignal } from './db/changeSignal.js';
 import { openPostgres, type PgDatabase } from './db/pg.js';
+import type { PgAvailability } from './db/pgAvailability.js';
 import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
@@ -58,6 +59,14 @@ export interface PgReplica {
 const POOL_MAX = 20;
 
 /**
+ * Connections the pool keeps open while idle: when other clients take every connection slot of the
+ * server (`max_connections`), this replica goes on with these (claims, settles, API reads and
+ * webhooks) instead of finding no slot for its next query. The LISTEN and the liveness session are
+ * held apart and never given up to make room.
+ */
+const POOL_MIN = 4;
+
+/**
  * Opens the pool (migrating first: replicas starting together migrate one after another under an
  * advisory lock) and builds the context; nothing is written to a SQLite file.
  */
@@ -69,13 +78,15 @@ export async function openPgDaemonContext(
   const database = await openPostgres(url, {
     applicationName: pgApplicationName(instanceName(config)),
     max: POOL_MAX,
-    onIdleError: (err) =>
-      log.warn(
+    min: POOL_MIN,
+    onConnectionLost: (err) =>
+      log.debug(
         { event: 'db.connection.lost', error: errorMessage(err) },
-        'an idle PostgreSQL connection failed; the next query opens a new one',
+        'a PostgreSQL connection failed; the next query opens a new one',
       ),
   });
   const ctx = createPgAppContext(config, log);
+  reportAvailability(database.availability, ctx);
   const replica: PgReplica = {
     database,
     owner: newLeaseOwner(),
@@ -84,6 +95,33 @@ export async function openPgDaemonContext(
   };
   log.info({ event: 'db.opened', database: database.label, owner: replica.owner }, 'PostgreSQL store open');
   return { ctx, replica, close: () => database.close() };
+}
+
+/**
+ * Says once when the database goes away and once when it is back (with how long it was away), and
+ * keeps the `vcu_sync_database_up` gauge in step: the pool, the LISTEN and the liveness session
+ * feed the tracker at every connection attempt, but an outage is one warning, not one per query.
+ */
+export function reportAvailability(
+  availability: PgAvailability,
+  ctx: Pick<AppContext, 'log' | 'metrics'>,
+): void {
+  ctx.metrics.databaseUp.set(availability.reachable() ? 1 : 0);
+  availability.onChange((change) => {
+    if (change.kind === 'unreachable') {
+      ctx.metrics.databaseUp.set(0);
+      ctx.log.warn(
+        { event: 'db.unreachable', reason: change.reason },
+        `PostgreSQL cannot be reached (${change.reason}): the API and webhooks answer 503, sending waits; retrying with backoff`,
+      );
+      return;
+    }
+    ctx.metrics.databaseUp.set(1);
+    ctx.log.info(
+      { event: 'db.reachable', outageMs: change.downMs, failedAttempts: change.failures },
+      `PostgreSQL is reachable again after ${Math.round(change.downMs / 1000)} s; resuming`,
+    );
+  });
 }
 
 /**
@@ -142,6 +180,7 @@ function createPresenceComponent(
           (await stores.operations.releaseOwner(owner, nowIso)).length +
           (await stores.deliveries.releaseOwner(owner, nowIso)),
         onReleased: wake,
+        availability: replica.database.availability,
       });
     },
     async stop() {

@@ -28,10 +28,10 @@ export async function withPgStore<T>(
     applicationName: pgApplicationName(instanceName(config)),
     max: 2,
     migrate: false,
-    onIdleError: (err) =>
+    onConnectionLost: (err) =>
       log.warn(
         { event: 'db.connection.lost', error: errorMessage(err) },
-        'an idle PostgreSQL connection failed; the next query opens a new one',
+        'a PostgreSQL connection failed; the next query opens a new one',
       ),
   });
   try {

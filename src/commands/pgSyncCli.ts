@@ -29,10 +29,10 @@ export async function runPgSyncCli(
   const database = await openPostgres(url, {
     applicationName: pgApplicationName(instanceName(config)),
     max: 4,
-    onIdleError: (err) =>
+    onConnectionLost: (err) =>
       log.warn(
         { event: 'db.connection.lost', error: errorMessage(err) },
-        'an idle PostgreSQL connection failed; the next query opens a new one',
+        'a PostgreSQL connection failed; the next query opens a new one',
       ),
   });
   try {

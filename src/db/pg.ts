@@ -2,9 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
+import { systemClock } from '../clock.js';
 import { errorMessage, UserError } from '../errors.js';
 import { scrubText } from '../redact.js';
+import { PgAvailability } from './pgAvailability.js';
 import { type PgConnection, pgConnection } from './pgConfig.js';
+import { ObservedPool } from './pgPool.js';
 import * as schema from './schema-pg/index.js';
 
 export type PgDb = NodePgDatabase<typeof schema>;
@@ -15,6 +18,8 @@ export interface PgDatabase {
   db: PgDb;
   /** `host:port/database`, for messages: no user, no password. */
   label: string;
+  /** Whether the server could be reached at the last connection attempt (fed by the pool). */
+  availability: PgAvailability;
   close(): Promise<void>;
 }
 
@@ -27,12 +32,27 @@ export interface PgOpenOptions {
   /** Most connections the pool opens (default: 10, pg's). */
   max?: number;
   /**
-   * Called when an idle pooled connection fails (server restart, network cut). pg emits this as an
-   * `error` event that would end the process unhandled; the pool drops that connection and opens a
-   * new one on the next query (default: ignored).
+   * Connections kept open while idle, so a busy server (`max_connections` reached by others) does
+   * not take them from this process between two bursts (default: 0, pg's).
    */
-  onIdleError?: (err: Error) => void;
+  min?: number;
+  /**
+   * Longest wait for a connection: a new one to open, or a busy pool to free one; then the query
+   * fails with an error the callers retry (default: 10000 ms).
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Called once when a pooled connection breaks, idle or in use (server restart, backend ended,
+   * network cut). pg emits this as an `error` event that would end the process unhandled; the broken
+   * connection is dropped and the next query opens a new one (default: ignored).
+   */
+  onConnectionLost?: (err: Error) => void;
+  /** The tracker the pool's connection attempts feed (default: a new one on the system clock). */
+  availability?: PgAvailability;
 }
+
+/** Default of {@link PgOpenOptions.connectTimeoutMs}. */
+export const PG_CONNECT_TIMEOUT_MS = 10_000;
 
 /** The PostgreSQL migrations folder (drizzle/pg), found from this file in both src/ and dist/. */
 export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/pg', import.meta.url));
@@ -125,8 +145,18 @@ export async function appliedMigrations(pool: pg.Pool): Promise<number> {
 export async function openPostgres(url: string, options: PgOpenOptions = {}): Promise<PgDatabase> {
   const connection = pgConnection(url, { applicationName: options.applicationName });
   const client = await resolvePrefer(connection);
-  const pool = new pg.Pool({ ...client, max: options.max ?? 10 });
-  pool.on('error', options.onIdleError ?? (() => {}));
+  const availability = options.availability ?? new PgAvailability(systemClock);
+  const pool = new ObservedPool(
+    {
+      ...client,
+      max: options.max ?? 10,
+      min: options.min ?? 0,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? PG_CONNECT_TIMEOUT_MS,
+      // TCP keepalive: an idle connection to a host that vanished is found dead, not kept for hours.
+      keepAlive: true,
+    },
+    { availability, onConnectionLost: options.onConnectionLost ?? (() => {}) },
+  );
   let closed = false;
   const close = async () => {
     if (closed) return;
@@ -147,7 +177,7 @@ export async function openPostgres(url: string, options: PgOpenOptions = {}): Pr
       throw err;
     }
   }
-  return { pool, db: drizzle(pool, { schema }), label: connection.label, close };
+  return { pool, db: drizzle(pool, { schema }), label: connection.label, availability, close };
 }
 
 /**
@@ -159,15 +189,19 @@ export async function inPgTransaction<T>(
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  // A connection whose ROLLBACK failed is in no known state (most often it broke): destroyed, not pooled.
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+      broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+    });
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }

@@ -56,11 +56,21 @@ export function listenForChanges(deps: ChangeListenerDeps): ChangeListener {
    */
   const holdOne = async (reconnect: boolean): Promise<void> => {
     const held = await deps.pool.connect();
+    let failed = false;
+    // `on`, not `once`: pg emits the server's message, then "Connection terminated unexpectedly".
+    const onHeldError = (err: Error) => {
+      if (failed) return;
+      failed = true;
+      deps.onError?.(err);
+    };
+    let resolveLost: () => void = () => {};
+    const onLost = (err: Error) => {
+      onHeldError(err);
+      resolveLost();
+    };
+    held.on('error', onLost);
     const lost = new Promise<void>((resolve) => {
-      held.once('error', (err: Error) => {
-        deps.onError?.(err);
-        resolve();
-      });
+      resolveLost = resolve;
       held.once('end', () => resolve());
       stopping.signal.addEventListener('abort', () => resolve(), { once: true });
     });
@@ -73,8 +83,14 @@ export function listenForChanges(deps: ChangeListenerDeps): ChangeListener {
       await lost;
       healthy = stopping.signal.aborted;
       if (healthy) await held.query(`UNLISTEN ${FEED_CHANNEL}`);
+    } catch (err) {
+      // LISTEN itself failed: the connection broke as it was asked (its error event said so).
+      if (!failed) onHeldError(err instanceof Error ? err : new Error(String(err)));
+      throw err;
     } finally {
       held.off('notification', onNotification);
+      // Later errors of a broken one reach the pool's lifelong listener (./pgPool.ts).
+      held.off('error', onLost);
       // A connection that failed is destroyed rather than returned to the pool.
       held.release(healthy ? undefined : true);
     }
@@ -87,9 +103,10 @@ export function listenForChanges(deps: ChangeListenerDeps): ChangeListener {
       try {
         await holdOne(connections++ > 0);
         failures = 0;
-      } catch (err) {
+      } catch {
+        // No connection (the database is away: its tracker says so once, not per attempt) or it
+        // broke at LISTEN (told above): try again after the backoff.
         failures++;
-        deps.onError?.(err instanceof Error ? err : new Error(String(err)));
       }
       if (stopping.signal.aborted) break;
       readyNow = new Promise<void>((resolve) => {

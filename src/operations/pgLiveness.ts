@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { PgAvailability } from '../db/pgAvailability.js';
 
 /**
  * Replica liveness on PostgreSQL. Each replica holds a session advisory lock keyed by its lease
@@ -48,6 +49,7 @@ export async function holdLiveness(
   pool: pg.Pool,
   replica: ReplicaInfo,
   onLost: (err: Error) => void = () => {},
+  availability?: PgAvailability,
 ): Promise<ReplicaLiveness> {
   // Not a pooled connection: the pool could hand it to others or close it when idle. A heartbeat
   // on a connection cut without a FIN would wait forever: after the timeout it fails, the replica
@@ -58,9 +60,16 @@ export async function holdLiveness(
     password: pool.options.password,
     query_timeout: LIVENESS_QUERY_TIMEOUT_MS,
   });
+  // pg emits the server's message, then "Connection terminated unexpectedly": both are handled.
   client.on('error', onLost);
   const { owner } = replica;
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    availability?.noteConnectFailed(err);
+    throw err;
+  }
+  availability?.noteConnected();
   try {
     // A host that vanishes sends no FIN: with the server's default keepalive (hours, from the OS)
     // its session, and so its lock, would outlive it that long. Probes after 10 s idle, 5 s apart,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { type BackoffPolicy, backoffDelayMs } from '../backoff.js';
 import { type Clock, isoAt, systemClock } from '../clock.js';
+import type { PgAvailability } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
 import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } from './pgLiveness.js';
@@ -60,6 +61,8 @@ export interface PresenceDeps {
   timers?: PresenceTimers;
   /** Jitter source of the re-take backoff (default: Math.random). */
   random?: () => number;
+  /** Told of each attempt to open the liveness session (default: none). */
+  availability?: PgAvailability;
 }
 
 /** A running presence. */
@@ -153,9 +156,14 @@ class Presence implements ReplicaPresence {
   private async hold(): Promise<void> {
     // The session is known only once held; a break before then fails holdLiveness itself.
     let held: ReplicaLiveness | undefined;
-    held = await holdLiveness(this.deps.pool, this.deps.replica, (err) => {
-      if (held) this.lost(held, err);
-    });
+    held = await holdLiveness(
+      this.deps.pool,
+      this.deps.replica,
+      (err) => {
+        if (held) this.lost(held, err);
+      },
+      this.deps.availability,
+    );
     this.liveness = held;
   }
 
@@ -219,7 +227,8 @@ class Presence implements ReplicaPresence {
     try {
       await this.hold();
     } catch (err) {
-      this.deps.log.warn(
+      // Once per outage at warn (the database may be away for a while), then at debug.
+      this.deps.log[this.retakeFailures === 1 ? 'warn' : 'debug'](
         { event: 'replica.liveness.retake_failed', owner: this.owner, attempt: this.retakeFailures, err },
         `could not re-take the liveness lock: ${errorMessage(err)}`,
       );
