@@ -18,6 +18,11 @@ export const SHORT_TIMES: FaultTimes = {
   idleTxSeconds: 3,
 };
 
+/** The rig's progress lines, on stderr with the time when CHAOS_PROGRESS is set (default: silent). */
+export const progress = (line: string): void => {
+  if (process.env.CHAOS_PROGRESS) process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+};
+
 /** The tests' offered load: lighter than the bench's 100/s, the machine is shared. */
 export const SHORT_RATE = 25;
 

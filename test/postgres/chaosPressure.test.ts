@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { type ChaosRig, startChaos } from '../helpers/chaos/harness.js';
 import { tempDir } from '../helpers/context.js';
-import { runAndCheck, SHORT_RATE, SHORT_TIMES } from './chaosCheck.js';
+import { progress, runAndCheck, SHORT_RATE, SHORT_TIMES } from './chaosCheck.js';
 
 /**
  * Chaos, the database there but hostile (issue 25): two replicas under a fixed-rate producer
@@ -21,6 +21,7 @@ beforeAll(async () => {
     cleanSeconds: 2,
     recoverySeconds: 3,
     times: SHORT_TIMES,
+    say: progress,
     // Few slots: the fault fills them quickly.
     maxConnections: 60,
   });
