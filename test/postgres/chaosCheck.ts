@@ -35,8 +35,13 @@ export const SHORT_RATE = 25;
 export async function runAndCheck(rig: ChaosRig, faults: readonly FaultName[]): Promise<ChaosVerdict> {
   const observed = await rig.run(faults);
   const verdict = chaosVerdict(observed);
+  const origin = observed.windows[0]?.startMs ?? 0;
+  const windows = observed.windows.map(
+    (w) =>
+      `${w.kind} ${w.fault ?? ''} ${w.startMs - origin}..${w.endMs - origin} ms, in flight ${w.inFlightAtFault}`,
+  );
   const context = () =>
-    `${JSON.stringify({ ...verdict, phases: verdict.phases }, null, 1).slice(0, 3000)}\n${rig.outputs()}`;
+    `${JSON.stringify({ ...verdict, windows }, null, 1).slice(0, 6000)}\n${rig.outputs()}`;
   expect(verdict.unexpectedExits, context()).toBe(0);
   expect(verdict.aliveAtEnd, context()).toBe(2);
   expect(verdict.phases.map((p) => p.fault)).toEqual(faults);

@@ -113,13 +113,22 @@ function roleClient(info: ClusterInfo, database: string): pg.Client {
   return client;
 }
 
-/** `pg_ctl stop -m fast`, the down time, `pg_ctl start`. */
+/**
+ * `pg_ctl stop -m fast`, the down time, `pg_ctl start`. In flight: the larger of the rows being
+ * sent just before the stop and those still being sent as the server is back (claims made between
+ * the first count and the stop are in the second, unless settled first).
+ */
 async function postgresRestart(target: FaultTarget, times: FaultTimes): Promise<FaultReport> {
-  const inFlight = await withDatabaseAdmin(target, (c) => sendingNow(c));
+  const before = await withDatabaseAdmin(target, (c) => sendingNow(c));
   await target.cluster.halt('fast');
   await target.producer.afterTicks(ticksOf(target, times.restartDownSeconds));
   await target.cluster.resume();
-  return { injections: 1, inFlightAtFault: inFlight, detail: `down ${times.restartDownSeconds} s` };
+  const after = await withDatabaseAdmin(target, (c) => sendingNow(c));
+  return {
+    injections: 1,
+    inFlightAtFault: Math.max(before, after),
+    detail: `down ${times.restartDownSeconds} s`,
+  };
 }
 
 /** Terminates the database's active and idle-in-transaction backends, `killsPerSecond` times a second. */
@@ -167,11 +176,15 @@ async function poolExhaustion(target: FaultTarget, times: FaultTimes): Promise<F
   return { injections: 1, inFlightAtFault: inFlight, detail: `${held.length} slots held` };
 }
 
-/** SIGKILLs the first replica, starts it again after the down time (same ports, a new owner). */
+/**
+ * SIGKILLs the first replica, starts it again after the down time (same ports, a new owner). In
+ * flight: the rows the dead process held in `sending`, counted once it is gone.
+ */
 async function crashRecovery(target: FaultTarget, times: FaultTimes): Promise<FaultReport> {
   const victim = target.replicas[0]!;
-  const inFlight = await withDatabaseAdmin(target, (c) => sendingNow(c, victim.owner() ?? ''));
+  const owner = victim.owner() ?? '';
   await victim.kill();
+  const inFlight = await withDatabaseAdmin(target, (c) => sendingNow(c, owner));
   await target.producer.afterTicks(ticksOf(target, times.crashDownSeconds));
   await victim.start();
   return {

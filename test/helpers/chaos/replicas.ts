@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT } from '../cli.js';
 
@@ -66,7 +68,11 @@ export function replicaSlot(options: ReplicaOptions): Replica {
   const runs: RunningProcess[] = [];
   const events = new Map<string, number>();
   let tail = '';
+  // CHAOS_LOG_DIR=DIR keeps every line of every replica process in DIR/replica-N.log, to debug a run.
+  const logFile =
+    process.env.CHAOS_LOG_DIR && path.join(process.env.CHAOS_LOG_DIR, `replica-${options.index}.log`);
   const keep = (text: string) => {
+    if (logFile) appendFileSync(logFile, text);
     tail += text;
     if (tail.length > OUTPUT_TAIL_CHARS) tail = tail.slice(-OUTPUT_TAIL_CHARS / 2);
   };

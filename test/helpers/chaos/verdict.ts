@@ -69,6 +69,8 @@ export interface ChaosVerdict {
   phases: PhaseVerdict[];
   /** Totals over the whole run (the clean phase included). */
   duplicates: number;
+  /** The first duplicated refs with their receipt times (ms into the run), for a failure's message. */
+  duplicated: Array<{ ref: string; receivedAt: number[] }>;
   inFlightAtFaults: number;
   lostAcknowledged: string[];
   lostDecisions: string[];
@@ -105,6 +107,18 @@ export function duplicateReceipts(notifications: ChaosObservations['notification
     else seen.add(n.ref);
   }
   return extra;
+}
+
+/** Refs received more than once, with every receipt time in ms after `originMs`. */
+export function duplicatedRefs(
+  notifications: ChaosObservations['notifications'],
+  originMs: number,
+): Array<{ ref: string; receivedAt: number[] }> {
+  const byRef = new Map<string, number[]>();
+  for (const n of notifications) byRef.set(n.ref, [...(byRef.get(n.ref) ?? []), n.atMs - originMs]);
+  return [...byRef]
+    .filter(([, times]) => times.length > 1)
+    .map(([ref, times]) => ({ ref, receivedAt: times.sort((a, b) => a - b) }));
 }
 
 /** Acknowledged refs whose row is missing or not final. */
@@ -164,6 +178,7 @@ export function chaosVerdict(obs: ChaosObservations): ChaosVerdict {
     cleanRate,
     phases,
     duplicates: duplicates.length,
+    duplicated: duplicatedRefs(obs.notifications, clean.startMs).slice(0, 20),
     inFlightAtFaults: obs.windows.reduce((sum, w) => sum + w.inFlightAtFault, 0),
     lostAcknowledged: lostAck,
     lostDecisions: lostDec,
