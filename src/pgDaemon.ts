@@ -226,7 +226,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         requestSync,
         mirrorReads: pgMirrorReads(pool),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, subscribers }),
-        healthReads: pgHealthReads(pool),
+        healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: pgDeliveriesAccess(pool),
         feed: pgFeedReads(pool, signal),
       }),

@@ -89,8 +89,13 @@ export const STATUS_ROUTE_SPECS: RouteSpec[] = [
 /** Copies the health figures into the gauges, so Prometheus sees what `vcu-sync status` sees. */
 export function updateGauges(metrics: Metrics, health: Health, now: number): void {
   const s = health.snapshot;
+  // The verdict always: an unreadable or unreachable database is when the alerts matter most.
+  metrics.status.set(health.exitCode);
+  // Only the problems present now: a resolved one's series goes stale and its alert resolves.
+  metrics.problem.reset();
+  for (const p of health.problems) metrics.problem.set({ code: p.code, severity: p.severity }, 1);
   // An unreadable database has no figures: the gauges keep their last values rather than drop to 0.
-  if (s.database.readError || s.resources.length === 0) return;
+  if (s.database.readError || s.database.unreachable || s.resources.length === 0) return;
   for (const state of OPERATION_STATES) metrics.outboxDepth.set({ state }, s.outbox.byState[state] ?? 0);
   metrics.outboxOldestQueuedAge.set(
     s.outbox.oldestQueuedAt ? (now - Date.parse(s.outbox.oldestQueuedAt)) / 1000 : 0,
@@ -109,10 +114,6 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
     1,
   );
   if (id.startedAt) metrics.startTime.set(Date.parse(id.startedAt) / 1000);
-  metrics.status.set(health.exitCode);
-  // Only the problems present now: a resolved one's series goes stale and its alert resolves.
-  metrics.problem.reset();
-  for (const p of health.problems) metrics.problem.set({ code: p.code, severity: p.severity }, 1);
   metrics.subscriberBacklog.reset();
   for (const b of s.subscribers ?? []) {
     metrics.subscriberBacklog.set({ subscriber: b.subscriber, state: 'pending' }, b.pending);

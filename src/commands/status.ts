@@ -38,7 +38,8 @@ export async function runStatusCommand(config: Config, options: { json: boolean 
 
 /**
  * The same status from PostgreSQL: no migration (status only reads), one connection. A server that
- * cannot be reached is a critical `database-unreadable` problem, as an unreadable SQLite file is.
+ * cannot be reached is a critical `database-unreachable` problem (exit 2); one that refuses the
+ * connection for another reason (a wrong password) is `database-unreadable`.
  */
 async function runOnPostgres(
   config: Config,
@@ -48,7 +49,8 @@ async function runOnPostgres(
   // Loaded here so the SQLite commands never load pg.
   const { openPostgres } = await import('../db/pg.js');
   const { pgApplicationName } = await import('../db/pgConfig.js');
-  const { pgHealthReads } = await import('../health/pgSnapshot.js');
+  const { pgHealthReads, pgReadFailed } = await import('../health/pgSnapshot.js');
+  const { unreachableReason } = await import('../db/pgAvailability.js');
   const now = Date.now();
   let database: Awaited<ReturnType<typeof openPostgres>>;
   try {
@@ -60,11 +62,16 @@ async function runOnPostgres(
   } catch (err) {
     // A configuration it cannot read stays a configuration error (exit 78), not a status.
     if (err instanceof UserError && err.exitCode === EXIT_CONFIG) throw err;
-    // openPostgres's errors name host:port/database only, never the password.
+    // openPostgres's errors name host:port/database only, never the password. A server that is
+    // not there is `database-unreachable`; one that refuses us (a wrong password) is unreadable.
+    const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
     const unreachable: HealthReads = {
       snapshot: () => Promise.reject(err),
       daemonStartedAt: async () => null,
-      readFailed: () => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+      readFailed: () =>
+        unreachableReason(cause) === null
+          ? { ...NO_FAULTS, readError: errorMessage(err) }
+          : pgReadFailed(cause),
       series: () => Promise.reject(err),
     };
     return print(await readHealth(unreachable, config, now), now);

@@ -95,6 +95,11 @@ export interface DatabaseFacts {
   corruption: { detail: string; at: string; source: 'integrity-check' | 'query' } | null;
   /** Why health could not read the database (other than corruption), when it could not. */
   readError: string | null;
+  /**
+   * PostgreSQL only: the server could not be reached at all (refused, shut down, cut), since when
+   * as this process saw it (null when it does not know), and why. Never set on SQLite.
+   */
+  unreachable?: { reason: string; since: string | null } | null;
 }
 
 export const NO_FAULTS: DatabaseFacts = Object.freeze({

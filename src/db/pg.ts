@@ -77,8 +77,11 @@ function pgErrorLine(err: unknown): string {
   return scrubText(message.split('\n')[0] ?? '');
 }
 
+/** The one-line error of a failed open; `cause` keeps pg's error, for callers that classify it. */
 function connectProblem(label: string, err: unknown): UserError {
-  return new UserError(`database: cannot connect to PostgreSQL at ${label}: ${pgErrorLine(err)}`);
+  const problem = new UserError(`database: cannot connect to PostgreSQL at ${label}: ${pgErrorLine(err)}`);
+  problem.cause = err;
+  return problem;
 }
 
 /** The server refused TLS ('N' to SSLRequest): what libpq's `prefer` falls back to plain text on. */

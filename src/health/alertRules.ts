@@ -116,6 +116,10 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
     summary: 'status cannot read the database',
     action: 'check the file, its permissions and the kernel log for I/O errors',
   },
+  'database-unreachable': {
+    summary: 'PostgreSQL cannot be reached; the API and webhooks answer 503',
+    action: 'check the server (pg_isready, its log) and the network; the daemon reconnects on its own',
+  },
   'database-locked': {
     summary: 'another process holds the database write lock; API writes answer 503',
     action: 'find the holder (fuser -v or lsof on the database file) and end its transaction',

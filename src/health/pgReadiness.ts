@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { migrationsNewerThan } from '../db/migrations.js';
 import { PG_MIGRATIONS_FOLDER } from '../db/pg.js';
+import { unreachableReason } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
 import { realSchedule, type Schedule } from '../feed/longPoll.js';
 import { iso } from '../operations/pgRows.js';
@@ -31,7 +32,7 @@ export interface PgReadinessOptions {
 /** What the database said, or why it said nothing. */
 type DatabaseFacts = Pick<
   ReadinessFacts,
-  'databaseUnanswered' | 'writeBlocked' | 'pendingMigrations' | 'sendingPaused'
+  'databaseUnanswered' | 'databaseUnreachable' | 'writeBlocked' | 'pendingMigrations' | 'sendingPaused'
 >;
 
 const UNKNOWN = { writeBlocked: null, pendingMigrations: 0, sendingPaused: null } as const;
@@ -68,6 +69,10 @@ async function readDatabaseFacts(pool: pg.Pool): Promise<DatabaseFacts> {
       sendingPaused: pauseOf(pause)?.reason ?? null,
     };
   } catch (err) {
+    // A server that is not there at all is its own reason (`database-unreachable`), as status says.
+    const unreachable = unreachableReason(err);
+    if (unreachable !== null)
+      return { databaseUnanswered: null, databaseUnreachable: unreachable, ...UNKNOWN };
     return { databaseUnanswered: problem(err), ...UNKNOWN };
   }
 }

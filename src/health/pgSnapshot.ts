@@ -1,6 +1,8 @@
 import type pg from 'pg';
-import { NO_FAULTS } from '../db/faults.js';
+import { isoAt } from '../clock.js';
+import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
 import { inPgTransaction } from '../db/pg.js';
+import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
 import { iso } from '../operations/pgRows.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
@@ -236,8 +238,19 @@ export async function readPgSnapshot(
   });
 }
 
-/** The health reads of a PostgreSQL database. */
-export function pgHealthReads(pool: pg.Pool): HealthReads {
+/**
+ * How a failed read of the PostgreSQL snapshot is reported: a server that cannot be reached is
+ * `unreachable` (since when `availability` says, when given), anything else a read error.
+ */
+export function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
+  const reason = unreachableReason(err);
+  if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err) };
+  const outage = availability?.outage();
+  return { ...NO_FAULTS, unreachable: { reason, since: outage ? isoAt(outage.since) : null } };
+}
+
+/** The health reads of a PostgreSQL database; `availability` dates an outage (default: undated). */
+export function pgHealthReads(pool: pg.Pool, availability?: PgAvailability): HealthReads {
   return {
     snapshot: (window, pageSize) => readPgSnapshot(pool, window, pageSize),
     async daemonStartedAt() {
@@ -251,7 +264,7 @@ export function pgHealthReads(pool: pg.Pool): HealthReads {
       }
     },
     // pg's messages name host:port at most, never the URL's password.
-    readFailed: (err) => ({ ...NO_FAULTS, readError: errorMessage(err) }),
+    readFailed: (err) => pgReadFailed(err, availability),
     series: (now) => readSeriesPg(pool, now),
   };
 }

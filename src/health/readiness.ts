@@ -12,6 +12,8 @@ import { readPause } from '../outbox/pause.js';
 export interface ReadinessFacts {
   /** null when the database answered; otherwise why not (its error, or no answer within the bound). */
   databaseUnanswered: string | null;
+  /** PostgreSQL only: why the server cannot be reached at all (refused, shut down, cut), else null. */
+  databaseUnreachable?: string | null;
   /** Listeners up now, by component name. */
   listeners: ReadonlySet<string>;
   /** Listeners this daemon runs. */
@@ -32,6 +34,7 @@ export interface Readiness {
 
 export function judgeReadiness(facts: ReadinessFacts): Readiness {
   const reasons: string[] = [];
+  if (facts.databaseUnreachable) reasons.push(`database-unreachable: ${facts.databaseUnreachable}`);
   if (facts.databaseUnanswered) reasons.push(`database not answering: ${facts.databaseUnanswered}`);
   if (facts.writeBlocked) reasons.push(`database not writable: ${facts.writeBlocked}`);
   if (facts.pendingMigrations > 0)

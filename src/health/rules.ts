@@ -34,6 +34,7 @@ export const PROBLEM_SEVERITIES = {
   'database-write-failed': ['critical'],
   'database-unreadable': ['critical'],
   'database-locked': ['warning'],
+  'database-unreachable': ['critical'],
   'subscriber-dead-letter': ['warning'],
   'subscriber-failing': ['warning'],
   'replica-dead': ['warning'],
@@ -260,7 +261,17 @@ function inboxProblems(snapshot: HealthSnapshot): Problem[] {
 
 function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[] {
   const problems: Problem[] = [];
-  const { corruption, readError, writeFailure, lockedSince } = snapshot.database;
+  const { corruption, readError, writeFailure, lockedSince, unreachable } = snapshot.database;
+  if (unreachable) {
+    const since = ageMs(unreachable.since, inputs.now);
+    problems.push({
+      severity: 'critical',
+      code: 'database-unreachable',
+      message: `PostgreSQL cannot be reached${since === null ? '' : ` for ${formatDuration(since)}`}: ${unreachable.reason}; the API and webhooks answer 503, nothing is sent or recorded until it is back`,
+      action:
+        'check the server (pg_isready, systemctl status postgresql, its log), the network and database.url; the daemon reconnects on its own, no restart needed',
+    });
+  }
   if (corruption) {
     problems.push({
       severity: 'critical',

@@ -1,6 +1,7 @@
 import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage } from '../errors.js';
+import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../health/identity.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
@@ -15,7 +16,7 @@ import { AuthPause } from './authPause.js';
 import { type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
-import { logStep, maskerFor, settleRequest, withMessage } from './settle.js';
+import { logStep, maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
 import { WakeableSleep } from './wakeableSleep.js';
 
 /** What the dispatcher needs from the daemon. */
@@ -80,6 +81,8 @@ export class Dispatcher {
   private cancel = new AbortController();
   private readonly idle = new WakeableSleep();
   private readonly pause: AuthPause;
+  /** The loop's store failures in a row: backoff, and one log line per run of them. */
+  private readonly storeFailures: FailureStreak;
 
   constructor(
     private readonly ctx: DispatcherContext,
@@ -104,6 +107,7 @@ export class Dispatcher {
           : sqliteOutboxHooks(ctx.database.sqlite);
     this.scrubs = this.hooks && new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log);
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
+    this.storeFailures = new FailureStreak(c.poll_ms, this.random);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -159,6 +163,7 @@ export class Dispatcher {
       try {
         this.scrubs?.maybe(this.clock.now(), this.ctx.config.outbox.scrub_after_days);
         const claimed = await this.claim();
+        this.storeWorks();
         if (this.stopping) {
           // A stop arrived while the claim was committing: hand the rows back unsent.
           await Promise.all(claimed.map((row) => this.release(row)));
@@ -173,14 +178,34 @@ export class Dispatcher {
           continue;
         delay = await this.idleDelay();
       } catch (err) {
-        // A locked or busy database: log and try again at the next poll rather than die.
-        this.ctx.log.error({ event: 'outbox.loop.error', err }, `dispatcher: ${errorMessage(err)}`);
+        // A locked, busy or unreachable database: try again after a backoff rather than die.
+        const step = this.storeFailures.failed();
+        delay = step.delayMs;
+        this.ctx.log[step.first ? 'error' : 'debug'](
+          { event: 'outbox.loop.error', err },
+          `dispatcher: ${errorMessage(err)}; trying again with backoff`,
+        );
       }
       await this.idle.sleep(delay, this.stopping);
     }
     await Promise.allSettled([...this.inflight]);
     await this.scrubs?.settled();
     await this.pause.recorded();
+  }
+
+  private settleDurably(row: OperationRow, request: ReturnType<typeof settleRequest>): Promise<boolean> {
+    const { store, clock, random, ctx } = this;
+    return settleDurably({ store, clock, random, ctx, cancel: this.cancel.signal }, row, request);
+  }
+
+  /** A claim went through: a run of store failures, if any, is over. */
+  private storeWorks(): void {
+    const failed = this.storeFailures.succeeded();
+    if (failed > 0)
+      this.ctx.log.info(
+        { event: 'outbox.loop.recovered', failedTries: failed },
+        `dispatcher: the store works again after ${failed} failed tries; claiming`,
+      );
   }
 
   private track(task: Promise<void>): void {
@@ -353,7 +378,7 @@ export class Dispatcher {
     const nowIso = isoAt(now);
     const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
     // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
-    const settling = this.store.settle(request.claim, request.attempt, request.step);
+    const settling = this.settleDurably(row, request);
     const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =

@@ -1,10 +1,14 @@
-import { isoAt } from '../clock.js';
+import { type Clock, cancellableSleep, isoAt } from '../clock.js';
+import type { AppContext } from '../context.js';
 import type { Sqlite } from '../db/open.js';
+import { errorMessage } from '../errors.js';
+import { FailureStreak } from '../failureStreak.js';
 import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, SettleStep } from '../operations/store.js';
+import type { OperationsStore } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
@@ -113,4 +117,44 @@ export function logStep(log: Logger, row: OperationRow, next: NextStep): void {
       `${ref} will be retried`,
     );
   }
+}
+
+/**
+ * The row's settle, tried again with backoff while the store fails (PostgreSQL away for a moment),
+ * for as long as this dispatcher's lease on the row lasts: the operator has answered, and a settle
+ * given up would send the row again once its lease ran out. Each try is guarded by the lease
+ * owner, so a settle that did commit before its answer was lost, or a row another replica took
+ * back meanwhile, is left as it is. The first try starts in the caller's turn (SQLite's group commit).
+ */
+export function settleDurably(
+  d: {
+    store: OperationsStore;
+    clock: Clock;
+    random: () => number;
+    ctx: Pick<AppContext, 'config' | 'log'>;
+    cancel: AbortSignal;
+  },
+  row: OperationRow,
+  request: ReturnType<typeof settleRequest>,
+): Promise<boolean> {
+  const leaseEnd =
+    Date.parse(row.lease_until ?? '') || d.clock.now() + d.ctx.config.outbox.lease_seconds * 1000;
+  const retries = new FailureStreak(d.ctx.config.outbox.poll_ms, d.random);
+  const attempt = async (): Promise<boolean> => {
+    for (;;) {
+      try {
+        return await d.store.settle(request.claim, request.attempt, request.step);
+      } catch (err) {
+        const step = retries.failed();
+        if (d.cancel.aborted || d.clock.now() + step.delayMs >= leaseEnd) throw err;
+        if (step.first)
+          d.ctx.log.warn(
+            { event: 'outbox.settle.retrying', ref: row.marketplaceTransactionRef, id: row.id, err },
+            `could not record the attempt yet (${errorMessage(err)}); trying again while the lease lasts`,
+          );
+        await cancellableSleep(step.delayMs, d.cancel);
+      }
+    }
+  };
+  return attempt();
 }

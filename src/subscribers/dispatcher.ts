@@ -2,6 +2,7 @@ import { type Clock, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../health/identity.js';
 import { WakeableSleep } from '../outbox/wakeableSleep.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
@@ -117,11 +118,15 @@ class Lane {
   private readonly idle = new WakeableSleep();
   private cancel = new AbortController();
   private readonly writes = new Set<Promise<unknown>>();
+  /** The loop's store failures in a row: backoff, and one log line per run of them. */
+  private readonly storeFailures: FailureStreak;
 
   constructor(
     private readonly s: LaneShared,
     private readonly sub: Subscriber,
-  ) {}
+  ) {
+    this.storeFailures = new FailureStreak(s.ctx.config.subscriber_delivery.poll_ms, s.random);
+  }
 
   start(): void {
     if (this.running) return;
@@ -157,13 +162,22 @@ class Lane {
             limit: this.s.batch,
           };
         });
+        const failed = this.storeFailures.succeeded();
+        if (failed > 0)
+          ctx.log.info(
+            { event: 'subscribers.loop.recovered', subscriber: this.sub.key, failedTries: failed },
+            `subscriber ${this.sub.key}: the store works again after ${failed} failed tries`,
+          );
         if (rows.length > 0) {
           await this.sendInOrder(rows);
           continue;
         }
         delay = await this.idleDelay(delay);
       } catch (err) {
-        ctx.log.error(
+        // A locked, busy or unreachable database: try again after a backoff, one log line a run.
+        const step = this.storeFailures.failed();
+        delay = step.delayMs;
+        ctx.log[step.first ? 'error' : 'debug'](
           { event: 'subscribers.loop.error', subscriber: this.sub.key, err },
           `subscriber ${this.sub.key}: ${errorMessage(err)}`,
         );

@@ -97,6 +97,7 @@ const snapshot = z.object({
       .object({ detail: z.string(), at: instant, source: z.enum(['integrity-check', 'query']) })
       .nullable(),
     readError: z.string().nullable(),
+    unreachable: z.object({ reason: z.string(), since: instant.nullable() }).nullable().optional(),
   }),
   subscribers: z
     .array(
