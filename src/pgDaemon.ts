@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { pgMirrorReads } from './api/pgMirrorQueries.js';
 import { createApiComponent, routeRegistrars } from './api/server.js';
 import { isoAt } from './clock.js';
@@ -19,7 +20,9 @@ import type { Logger } from './log.js';
 import { pgBackend } from './mirror/pg/pgBackend.js';
 import { createMirrorComponent } from './mirror/scheduler.js';
 import { type ReplicaPresence, startReplicaPresence } from './operations/pgPresence.js';
-import { PgOperationsStore } from './operations/pgStore.js';
+import { PgOperationsStore, type PgOperationsStoreOptions } from './operations/pgStore.js';
+import type { OperationRow } from './operations/rows.js';
+import type { ClaimParams } from './operations/store.js';
 import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
@@ -162,10 +165,11 @@ function createPresenceComponent(
   replica: PgReplica,
   stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
   wake: () => void,
-): Component {
+): Component & { alive(): boolean } {
   let presence: ReplicaPresence | undefined;
   return {
     name: 'presence',
+    alive: () => presence?.alive() ?? false,
     async start() {
       presence = await startReplicaPresence({
         pool: replica.database.pool,
@@ -190,6 +194,31 @@ function createPresenceComponent(
   };
 }
 
+/**
+ * The outbox store of a replica that claims only while it holds its liveness lock. While the lock
+ * is lost (the database restarted, the session was ended) the other replicas presume this one dead
+ * and their sweep hands its claims back: a row it claimed meanwhile was sent by both (seen in the
+ * chaos tests, issue 25). Claims wait for the lock to be re-taken; settles go on (lease-guarded).
+ */
+class LivenessGatedStore extends PgOperationsStore {
+  constructor(
+    pool: pg.Pool,
+    options: PgOperationsStoreOptions,
+    private readonly mayClaim: () => boolean,
+  ) {
+    super(pool, options);
+  }
+
+  override claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
+    return this.mayClaim() ? super.claim(params) : Promise.resolve([]);
+  }
+
+  /** Nothing is due for a replica that may not claim: its dispatcher polls instead of spinning. */
+  override nextDueAt(): Promise<string | null> {
+    return this.mayClaim() ? super.nextDueAt() : Promise.resolve(null);
+  }
+}
+
 /** What a replica runs, as its `replicas` row says: everything the daemon does. */
 const REPLICA_RUNS = 'api,webhooks,outbox,deliveries,mirror';
 
@@ -203,7 +232,8 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const { owner, subscribers, signal } = replica;
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
-  const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
+  // The gate reads presence (made below) when a claim runs, never before the components start.
+  const operations = new LivenessGatedStore(pool, { leaseOwner: owner, subscribers }, () => presence.alive());
   const deliveries = new PgDeliveriesStore(pool);
   const dispatcher = createDispatcherComponent(ctx, {
     requestSync,
@@ -213,11 +243,12 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   });
   const subscriberDispatcher = createSubscriberComponent(ctx, { store: deliveries, owner, wakeOn: signal });
   signal.listen(() => dispatcher.wake());
+  const presence = createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
+    dispatcher.wake();
+    subscriberDispatcher.dispatcher.wake();
+  });
   return [
-    createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
-      dispatcher.wake();
-      subscriberDispatcher.dispatcher.wake();
-    }),
+    presence,
     createFeedListenerComponent(ctx, replica),
     createApiComponent(
       ctx,
