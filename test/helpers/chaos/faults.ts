@@ -68,6 +68,9 @@ export interface FaultReport {
 const ticksOf = (target: FaultTarget, seconds: number) =>
   Math.max(1, Math.round(seconds * target.ratePerSecond));
 
+/** Sessions tried by {@link withDatabaseAdmin} before it gives up (200 ms apart). */
+const ADMIN_ATTEMPTS = 150;
+
 /** A superuser session on the replicas' database (a reserved slot: it works when the others are full). */
 async function adminClient(info: ClusterInfo, database: string): Promise<pg.Client> {
   const client = new pg.Client({
@@ -82,14 +85,31 @@ async function adminClient(info: ClusterInfo, database: string): Promise<pg.Clie
   return client;
 }
 
-async function withDatabaseAdmin<T>(target: FaultTarget, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = await adminClient(target.cluster.info, target.database);
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => {});
+/**
+ * Runs `fn` on a fresh admin session, again on a new one if the session breaks (the server may be
+ * just back from a restart, or still ending sessions): the harness's own reads must not fail a run.
+ */
+export async function databaseAdmin<T>(
+  info: ClusterInfo,
+  database: string,
+  fn: (client: pg.Client) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    let client: pg.Client | undefined;
+    try {
+      client = await adminClient(info, database);
+      return await fn(client);
+    } catch (err) {
+      if (attempt >= ADMIN_ATTEMPTS) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      await client?.end().catch(() => {});
+    }
   }
 }
+
+const withDatabaseAdmin = <T>(target: FaultTarget, fn: (client: pg.Client) => Promise<T>) =>
+  databaseAdmin(target.cluster.info, target.database, fn);
 
 /** Rows being sent right now, of one lease owner or of all. */
 async function sendingNow(client: pg.Client, owner?: string): Promise<number> {
@@ -137,8 +157,8 @@ async function backendKill(target: FaultTarget, times: FaultTimes): Promise<Faul
   const every = ticksOf(target, 1 / times.killsPerSecond);
   let inFlight = 0;
   let terminated = 0;
-  await withDatabaseAdmin(target, async (admin) => {
-    for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < rounds; round++) {
+    await withDatabaseAdmin(target, async (admin) => {
       inFlight += await sendingNow(admin);
       const { rows } = await admin.query<{ n: number }>(
         `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
@@ -147,9 +167,9 @@ async function backendKill(target: FaultTarget, times: FaultTimes): Promise<Faul
         [target.database],
       );
       terminated += rows[0]!.n;
-      await target.producer.afterTicks(every);
-    }
-  });
+    });
+    await target.producer.afterTicks(every);
+  }
   return { injections: rounds, inFlightAtFault: inFlight, detail: `${terminated} backends terminated` };
 }
 
@@ -178,13 +198,16 @@ async function poolExhaustion(target: FaultTarget, times: FaultTimes): Promise<F
 
 /**
  * SIGKILLs the first replica, starts it again after the down time (same ports, a new owner). In
- * flight: the rows the dead process held in `sending`, counted once it is gone.
+ * flight: the rows the dead process held in `sending`, the larger of the counts just before the
+ * kill and once it is gone (unless the survivor's sweep took them back in between).
  */
 async function crashRecovery(target: FaultTarget, times: FaultTimes): Promise<FaultReport> {
   const victim = target.replicas[0]!;
   const owner = victim.owner() ?? '';
+  const before = await withDatabaseAdmin(target, (c) => sendingNow(c, owner));
   await victim.kill();
-  const inFlight = await withDatabaseAdmin(target, (c) => sendingNow(c, owner));
+  const after = await withDatabaseAdmin(target, (c) => sendingNow(c, owner));
+  const inFlight = Math.max(before, after);
   await target.producer.afterTicks(ticksOf(target, times.crashDownSeconds));
   await victim.start();
   return {

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { type Simulator, startSimulator } from '../../../src/simulator/index.js';
 import { daemonEnv, until, writeToml } from '../../ops/child.js';
 import { transfer } from '../../outbox/fixtures.js';
@@ -6,7 +5,7 @@ import { cliArgs as sourceCliArgs } from '../cli.js';
 import { freePort } from '../net.js';
 import { type Cluster, createTestDatabase, startCluster, type TestDatabase } from '../postgres.js';
 import { type Balancer, startBalancer } from './balancer.js';
-import { type FaultName, type FaultTimes, injectFault } from './faults.js';
+import { databaseAdmin, type FaultName, type FaultTimes, injectFault } from './faults.js';
 import { type Producer, startProducer } from './producer.js';
 import { type Replica, replicaSlot } from './replicas.js';
 import type { ChaosObservations, PhaseWindow } from './verdict.js';
@@ -83,32 +82,9 @@ export interface ChaosRig {
   close(): Promise<Array<number | null>>;
 }
 
-/** A superuser session on the replicas' database. */
-async function databaseAdmin<T>(
-  cluster: Cluster,
-  database: string,
-  fn: (c: pg.Client) => Promise<T>,
-): Promise<T> {
-  const { info } = cluster;
-  const client = new pg.Client({
-    host: info.host,
-    port: info.port,
-    user: info.adminUser,
-    password: info.adminPassword,
-    database,
-  });
-  client.on('error', () => {});
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-
 /** Rows not yet in a final state. */
 async function unfinishedRows(cluster: Cluster, database: string): Promise<number> {
-  return databaseAdmin(cluster, database, async (c) => {
+  return databaseAdmin(cluster.info, database, async (c) => {
     const { rows } = await c.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM outbox WHERE state NOT IN ('approved', 'rejected', 'failed', 'cancelled')`,
     );
@@ -121,7 +97,7 @@ async function databaseSide(
   cluster: Cluster,
   database: string,
 ): Promise<Pick<ChaosObservations, 'rows' | 'recordedWebhookIds'>> {
-  return databaseAdmin(cluster, database, async (c) => {
+  return databaseAdmin(cluster.info, database, async (c) => {
     const rows = await c.query<{ ref: string; state: string; finished_at: Date | null }>(
       `SELECT "marketplaceTransactionRef" AS ref, state, finished_at FROM outbox`,
     );
@@ -238,6 +214,8 @@ export async function startChaos(options: ChaosOptions): Promise<ChaosRig> {
         for (const fault of faults) {
           say(`chaos: ${fault}`);
           await phase('fault', fault, () => injectFault(fault, target, options.times));
+          const w = windows.at(-1)!;
+          say(`chaos: ${fault} over after ${((w.endMs - w.startMs) / 1000).toFixed(1)} s (${w.detail})`);
           await phase('recovery', fault, () => hold(options.recoverySeconds));
         }
       } finally {
