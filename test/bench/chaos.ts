@@ -83,7 +83,7 @@ function phaseRows(v: ChaosVerdict, p: PhaseVerdict): ScenarioResult[] {
       ratio: null,
       target: `< ${MAX_LATENCY_MS} ms`,
       met: p.maxLatencyMs < MAX_LATENCY_MS && p.hung === 0,
-      notes: `${p.hung} requests unanswered`,
+      notes: `${p.hung} requests unanswered; ${p.shed} ticks shed (200 requests in flight already)`,
     },
   ];
 }
@@ -104,7 +104,7 @@ function runRow(v: ChaosVerdict): ScenarioResult {
     ratio: null,
     target: 'replicas alive, 0 lost, all final',
     met: ok,
-    notes: `${v.acknowledged} acknowledged; ${v.unexpectedExits} unexpected exits; ${v.aliveAtEnd}/${v.replicas} alive; ${v.lostAcknowledged.length} acknowledged lost; ${v.lostDecisions.length} decisions lost; ${v.unfinished.length} rows not final; ${v.duplicates} duplicates for ${v.inFlightAtFaults} in flight`,
+    notes: `${v.acknowledged} acknowledged, ${v.shed} ticks shed; ${v.unexpectedExits} unexpected exits; ${v.aliveAtEnd}/${v.replicas} alive; ${v.lostAcknowledged.length} acknowledged lost; ${v.lostDecisions.length} decisions lost; ${v.unfinished.length} rows not final; ${v.duplicates} duplicates for ${v.inFlightAtFaults} in flight`,
     extra: { acknowledged: v.acknowledged, duplicates: v.duplicates, inFlightAtFaults: v.inFlightAtFaults },
   };
 }

@@ -40,6 +40,7 @@ function observations(patch: Partial<ChaosObservations> = {}): ChaosObservations
       { ref: 'b', api: 1, startedMs: 10_500, ms: 4_000, outcome: 503 },
       { ref: 'b', api: 0, startedMs: 14_500, ms: 20, outcome: 201 },
       { ref: 'c', api: 0, startedMs: 11_000, ms: 30_000, outcome: 'hung' },
+      { ref: 'd', api: -1, startedMs: 12_500, ms: 0, outcome: 'shed' },
     ],
     produced: [
       { ref: 'a', atMs: 1_000 },
@@ -85,7 +86,7 @@ describe('the chaos verdict', () => {
     expect(v.phases).toHaveLength(1);
     const [p] = v.phases;
     expect(p).toMatchObject({ fault: 'postgres_restart', rateDuring: 0.5, rateAfter: 1.5, duplicates: 2 });
-    expect(p).toMatchObject({ inFlightAtFault: 3, lostAcknowledged: 0, lostDecisions: 0, hung: 1 });
+    expect(p).toMatchObject({ inFlightAtFault: 3, lostAcknowledged: 0, lostDecisions: 0, hung: 1, shed: 1 });
     expect(p?.maxLatencyMs).toBe(30_000);
     expect(v).toMatchObject({ duplicates: 2, inFlightAtFaults: 3, hung: 1, acknowledged: 2, unfinished: [] });
   });
@@ -151,5 +152,6 @@ describe('the chaos producer', () => {
     expect(worthRetrying(201)).toBe(false);
     expect(worthRetrying(200)).toBe(false);
     expect(worthRetrying(409)).toBe(false);
+    expect(worthRetrying('shed')).toBe(false);
   });
 });

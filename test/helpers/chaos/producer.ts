@@ -7,8 +7,11 @@
  * enqueue is idempotent by ref). A ref is acknowledged when a request for it was answered 2xx.
  */
 
-/** How one HTTP request of the producer ended. */
-export type RequestOutcome = number | 'network' | 'hung';
+/**
+ * How one HTTP request of the producer ended; `shed` when the tick found the client's every slot
+ * busy and sent nothing (the operation was never offered).
+ */
+export type RequestOutcome = number | 'network' | 'hung' | 'shed';
 
 /** One request as sent, for the latency figures. */
 export interface ProducerRequest {
@@ -34,6 +37,12 @@ export interface ProducerOptions {
   refPrefix: string;
   /** A request unanswered this long is aborted and counted as hung (default: 30000). */
   hangMs?: number;
+  /**
+   * Operations in flight at most, as a client's connection pool bounds them; a tick beyond it is
+   * shed (default: 200). Without a bound, a saturated replica's queue and the retries of its
+   * timeouts would grow without end.
+   */
+  maxInFlight?: number;
 }
 
 /** A running producer. */
@@ -54,6 +63,7 @@ export interface Producer {
 
 /** Whether an outcome deserves one more try at the other replica: no trustworthy answer came. */
 export function worthRetrying(outcome: RequestOutcome): boolean {
+  if (outcome === 'shed') return false;
   return typeof outcome !== 'number' || outcome >= 500;
 }
 
@@ -64,6 +74,7 @@ export function ticksDue(startMs: number, nowMs: number, ratePerSecond: number):
 
 export function startProducer(options: ProducerOptions): Producer {
   const hangMs = options.hangMs ?? 30_000;
+  const maxInFlight = options.maxInFlight ?? 200;
   const requests: ProducerRequest[] = [];
   const produced: Array<{ ref: string; atMs: number }> = [];
   const acknowledged = new Set<string>();
@@ -107,6 +118,12 @@ export function startProducer(options: ProducerOptions): Producer {
     if (stopped) return;
     const due = ticksDue(startMs, Date.now(), options.ratePerSecond);
     while (produced.length < due) {
+      if (inflight.size >= maxInFlight) {
+        const ref = `${options.refPrefix}${String(produced.length).padStart(6, '0')}`;
+        produced.push({ ref, atMs: Date.now() });
+        requests.push({ ref, api: -1, startedMs: Date.now(), ms: 0, outcome: 'shed' });
+        continue;
+      }
       const task = send(produced.length);
       inflight.add(task);
       void task.finally(() => inflight.delete(task));

@@ -59,6 +59,8 @@ export interface PhaseVerdict {
   maxLatencyMs: number;
   /** Requests of the fault or its recovery that got no answer before the producer gave up. */
   hung: number;
+  /** Ticks of the fault or its recovery not sent: the producer's every slot was busy. */
+  shed: number;
   detail: string;
 }
 
@@ -77,6 +79,7 @@ export interface ChaosVerdict {
   /** Rows not in a final state at the end. */
   unfinished: string[];
   hung: number;
+  shed: number;
   maxLatencyMs: number;
   acknowledged: number;
   unexpectedExits: number;
@@ -171,6 +174,7 @@ export function chaosVerdict(obs: ChaosObservations): ChaosVerdict {
       lostDecisions: producedIn(lostDec, spans),
       maxLatencyMs: maxOf(requests.map((r) => r.ms)),
       hung: requests.filter((r) => r.outcome === 'hung').length,
+      shed: requests.filter((r) => r.outcome === 'shed').length,
       detail: w.detail,
     });
   });
@@ -184,6 +188,7 @@ export function chaosVerdict(obs: ChaosObservations): ChaosVerdict {
     lostDecisions: lostDec,
     unfinished: obs.rows.filter((r) => !FINAL.has(r.state)).map((r) => r.ref),
     hung: obs.requests.filter((r) => r.outcome === 'hung').length,
+    shed: obs.requests.filter((r) => r.outcome === 'shed').length,
     maxLatencyMs: maxOf(obs.requests.map((r) => r.ms)),
     acknowledged: obs.acknowledged.size,
     unexpectedExits: obs.unexpectedExits,
