@@ -64,10 +64,11 @@ const POOL_MAX = 20;
 /**
  * Connections the pool keeps open while idle: when other clients take every connection slot of the
  * server (`max_connections`), this replica goes on with these (claims, settles, API reads and
- * webhooks) instead of finding no slot for its next query. The LISTEN and the liveness session are
- * held apart and never given up to make room.
+ * webhooks) instead of finding no slot for its next query. pg-pool counts the LISTEN's connection
+ * (checked out for good) among them: 4 for the work, 1 for the LISTEN. The liveness session is a
+ * client of its own; neither it nor the LISTEN is ever given up to make room.
  */
-const POOL_MIN = 4;
+const POOL_MIN = 5;
 
 /**
  * Opens the pool (migrating first: replicas starting together migrate one after another under an
@@ -235,13 +236,22 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   // The gate reads presence (made below) when a claim runs, never before the components start.
   const operations = new LivenessGatedStore(pool, { leaseOwner: owner, subscribers }, () => presence.alive());
   const deliveries = new PgDeliveriesStore(pool);
+  // Claims only while this replica holds its liveness lock: without it the others presume it dead
+  // and may hand its claims back (the presence starts first and is called only once started).
+  const mayClaim = () => presence.alive();
   const dispatcher = createDispatcherComponent(ctx, {
     requestSync,
     owner,
     store: operations,
     hooks: pgOutboxHooks(pool, { subscribers }),
+    mayClaim,
   });
-  const subscriberDispatcher = createSubscriberComponent(ctx, { store: deliveries, owner, wakeOn: signal });
+  const subscriberDispatcher = createSubscriberComponent(ctx, {
+    store: deliveries,
+    owner,
+    wakeOn: signal,
+    mayClaim,
+  });
   signal.listen(() => dispatcher.wake());
   const presence = createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
     dispatcher.wake();

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import type { AppContext } from '../context.js';
 import { databaseFaultsFor, unavailableFor } from '../db/faults.js';
+import { unreachableReason } from '../db/pgAvailability.js';
 import { pgUnavailableReason } from '../db/pgFaults.js';
 
 /**
@@ -25,7 +26,8 @@ export function databaseUnavailableResponse(ctx: AppContext, c: Context, err: un
 function pgUnavailableResponse(ctx: AppContext, c: Context, err: unknown): Response | undefined {
   const reason = pgUnavailableReason(err);
   if (reason === null) return undefined;
-  ctx.log.warn(
+  // A server that is not there is logged once per outage (db.unreachable), not once per request.
+  ctx.log[unreachableReason(err) === null ? 'warn' : 'debug'](
     { event: 'api.database_unavailable', kind: 'postgres', method: c.req.method, path: c.req.path },
     reason,
   );

@@ -49,7 +49,7 @@ async function runOnPostgres(
   // Loaded here so the SQLite commands never load pg.
   const { openPostgres } = await import('../db/pg.js');
   const { pgApplicationName } = await import('../db/pgConfig.js');
-  const { pgHealthReads, pgReadFailed } = await import('../health/pgSnapshot.js');
+  const { pgHealthReads } = await import('../health/pgSnapshot.js');
   const { unreachableReason } = await import('../db/pgAvailability.js');
   const now = Date.now();
   let database: Awaited<ReturnType<typeof openPostgres>>;
@@ -68,10 +68,11 @@ async function runOnPostgres(
     const unreachable: HealthReads = {
       snapshot: () => Promise.reject(err),
       daemonStartedAt: async () => null,
+      // The message names host:port/database (openPostgres's words), pg's alone would not.
       readFailed: () =>
         unreachableReason(cause) === null
           ? { ...NO_FAULTS, readError: errorMessage(err) }
-          : pgReadFailed(cause),
+          : { ...NO_FAULTS, unreachable: { reason: errorMessage(err), since: null } },
       series: () => Promise.reject(err),
     };
     return print(await readHealth(unreachable, config, now), now);

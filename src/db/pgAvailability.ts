@@ -4,9 +4,10 @@ import { scrubText } from '../redact.js';
 
 /**
  * Whether PostgreSQL can be reached now, as this process last saw it: fed by every attempt to open
- * a connection (the pool's, the LISTEN's, the liveness session's). An attempt that fails because
- * the server cannot be reached (refused, reset, shutting down, starting up, timed out) makes it
- * unreachable; the next connection that opens makes it reachable again. A connection that breaks
+ * a connection (the pool's, the LISTEN's, the liveness session's) and every pooled connection
+ * handed back sound. An attempt that fails because the server cannot be reached (refused, reset,
+ * shutting down, starting up, timed out) makes it unreachable; the next connection that opens or
+ * answers makes it reachable again. A connection that breaks
  * is not by itself an outage (one backend may be ended on its own): the next attempt decides.
  * A server that refuses for want of free connection slots (53300) is reachable: this process goes
  * on with the connections it holds.
@@ -23,6 +24,8 @@ export type AvailabilityState =
 /** What was seen: a connection opened, or an attempt failed for `reason` (null: not an outage). */
 export type AvailabilityObservation =
   | { kind: 'connected'; at: number }
+  /** A pooled connection did its work and was handed back sound; it was taken at `takenAt`. */
+  | { kind: 'answered'; at: number; takenAt: number }
   | { kind: 'failed'; at: number; reason: string | null };
 
 /** A change worth telling: the database went away, or came back after `downMs`. */
@@ -35,6 +38,12 @@ export function observeAvailability(
   state: AvailabilityState,
   observation: AvailabilityObservation,
 ): { state: AvailabilityState; change: AvailabilityChange | null } {
+  if (observation.kind === 'answered') {
+    // Only work begun after the outage did proves the server back: a connection taken before may
+    // have finished on the server's last words (57P01) before its socket closed.
+    if (state.up || observation.takenAt < state.since) return { state, change: null };
+    return observeAvailability(state, { kind: 'connected', at: observation.at });
+  }
   if (observation.kind === 'connected') {
     if (state.up) return { state, change: null };
     return {
@@ -96,6 +105,16 @@ export class PgAvailability {
   /** A connection opened: the server is there. */
   noteConnected(): void {
     this.apply({ kind: 'connected', at: this.clock.now() });
+  }
+
+  /** A pooled connection taken at `takenAt` ({@link now}) did its work and came back sound. */
+  noteAnswered(takenAt: number): void {
+    this.apply({ kind: 'answered', at: this.clock.now(), takenAt });
+  }
+
+  /** The tracker's time, for {@link noteAnswered}. */
+  now(): number {
+    return this.clock.now();
   }
 
   /** A connection attempt failed with `err`. */

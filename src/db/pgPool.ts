@@ -12,7 +12,7 @@ import type { PgAvailability } from './pgAvailability.js';
  * whole life, on the pool's `connect` event. A broken client is not queryable any more, and pg-pool
  * destroys rather than keeps a released client in that state.
  *
- * Every connection attempt also feeds the availability tracker (./pgAvailability.ts), and one
+ * Every connection attempt, and every client handed back sound, also feeds the availability tracker (./pgAvailability.ts), and one
  * refused for want of a free connection slot on the server (53300, `max_connections` reached by
  * others) is tried again with backoff until the connect timeout, taking a connection this pool
  * releases meanwhile, instead of failing the caller at once.
@@ -49,15 +49,23 @@ export class ObservedPool extends pg.Pool {
     super(config);
     // Idle clients' errors reach the pool's `error` event too; the lifelong listener reports them.
     this.on('error', () => {});
+    const broken = new WeakSet<pg.PoolClient>();
+    const takenAt = new WeakMap<pg.PoolClient, number>();
+    this.on('acquire', (client) => takenAt.set(client, observer.availability.now()));
     this.on('connect', (client) => {
       observer.availability.noteConnected();
-      let lost = false;
       client.on('error', (err: Error) => {
         // pg emits the server's message, then "Connection terminated unexpectedly": one report.
-        if (lost) return;
-        lost = true;
+        if (broken.has(client)) return;
+        broken.add(client);
         observer.onConnectionLost(err);
       });
+    });
+    // A client handed back sound after its work: the server answered. An idle connection reused
+    // after a failed attempt elsewhere proves the server there as well as a new one would.
+    this.on('release', (err, client) => {
+      const taken = takenAt.get(client);
+      if (!err && !broken.has(client) && taken !== undefined) observer.availability.noteAnswered(taken);
     });
   }
 

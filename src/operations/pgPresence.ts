@@ -100,6 +100,8 @@ class Presence implements ReplicaPresence {
   private sweeps: Promise<unknown> = Promise.resolve();
   private sweepFailing = false;
   private retakeFailures = 0;
+  /** Cancels the re-take waiting on its backoff (null when none waits). */
+  private retakeWaiting: (() => void) | null = null;
 
   constructor(private readonly deps: PresenceDeps) {
     this.owner = deps.replica.owner;
@@ -108,6 +110,11 @@ class Presence implements ReplicaPresence {
   }
 
   async start(): Promise<void> {
+    // The database back after an outage: the lock is re-taken now, not at the backoff's next try
+    // (up to 30 s later), since this replica claims nothing until it holds it.
+    this.deps.availability?.onChange((change) => {
+      if (change.kind === 'reachable') this.retakeNow();
+    });
     await this.hold();
     await this.sweep();
     this.every(this.deps.heartbeatMs ?? HEARTBEAT_MS, () => this.heartbeat());
@@ -175,9 +182,12 @@ class Presence implements ReplicaPresence {
     });
   }
 
-  /** Runs `work` once after `ms` unless stopped; stop waits for it. `work` must not throw. */
-  private later(ms: number, work: () => Promise<void>): void {
-    if (this.stopping) return;
+  /**
+   * Runs `work` once after `ms` unless stopped; stop waits for it. `work` must not throw. Returns
+   * what cancels it.
+   */
+  private later(ms: number, work: () => Promise<void>): () => void {
+    if (this.stopping) return () => {};
     const cancel = this.timers.after(ms, () => {
       this.pending.delete(cancel);
       if (this.stopping) return Promise.resolve();
@@ -186,6 +196,10 @@ class Presence implements ReplicaPresence {
       return run.finally(() => this.running.delete(run));
     });
     this.pending.add(cancel);
+    return () => {
+      cancel();
+      this.pending.delete(cancel);
+    };
   }
 
   private async heartbeat(): Promise<void> {
@@ -220,10 +234,19 @@ class Presence implements ReplicaPresence {
       this.deps.retakeBackoff ?? RETAKE_BACKOFF,
       this.deps.random ?? Math.random,
     );
-    this.later(delay, () => this.retake());
+    this.retakeWaiting = this.later(delay, () => this.retake());
+  }
+
+  /** A re-take waiting on its backoff goes now instead. */
+  private retakeNow(): void {
+    const waiting = this.retakeWaiting;
+    if (!waiting || this.liveness || this.stopping) return;
+    waiting();
+    this.retakeWaiting = this.later(0, () => this.retake());
   }
 
   private async retake(): Promise<void> {
+    this.retakeWaiting = null;
     try {
       await this.hold();
     } catch (err) {

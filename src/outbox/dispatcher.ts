@@ -42,6 +42,12 @@ export interface DispatcherOptions {
    * rows handed back to the queue, ms (default: 10000).
    */
   stopGraceMs?: number;
+  /**
+   * Whether claiming is safe now (default: always): a PostgreSQL replica that lost its liveness
+   * lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
+   * it holds the lock again (rows it has in flight are settled as ever, guarded by their lease).
+   */
+  mayClaim?: () => boolean;
   /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
   onCommitted?: () => void;
   /**
@@ -160,6 +166,11 @@ export class Dispatcher {
     await this.pause.restore(this.clock.now());
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
+      if (this.options.mayClaim?.() === false) {
+        // Presumed dead by the other replicas until the liveness lock is back: wait, claim nothing.
+        await this.idle.sleep(delay, this.stopping);
+        continue;
+      }
       try {
         this.scrubs?.maybe(this.clock.now(), this.ctx.config.outbox.scrub_after_days);
         const claimed = await this.claim();
@@ -246,6 +257,7 @@ export class Dispatcher {
    * (one fsync for both instead of a settle commit, a wake-up and a claim commit).
    */
   private refill(): Promise<OperationRow[]> {
+    if (this.options.mayClaim?.() === false) return Promise.resolve([]);
     return this.store
       .claim(() => this.claimParams(this.clock.now(), 1))
       .catch((err: unknown) => {

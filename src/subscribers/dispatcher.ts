@@ -1,4 +1,4 @@
-import { type Clock, isoAt } from '../clock.js';
+import { type Clock, cancellableSleep, isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
@@ -38,6 +38,12 @@ export interface SubscriberDispatcherOptions {
    * (db/pgChangeSignal.ts). Without it (or between announcements) the lanes poll as ever.
    */
   wakeOn?: ChangeSignal;
+  /**
+   * Whether claiming is safe now (default: always): a PostgreSQL replica that lost its liveness
+   * lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
+   * it holds the lock again.
+   */
+  mayClaim?: () => boolean;
 }
 
 /**
@@ -66,6 +72,7 @@ export class SubscriberDispatcher {
       random: options.random ?? Math.random,
       owner: options.owner ?? newLeaseOwner(),
       batch: options.batch ?? 64,
+      mayClaim: options.mayClaim ?? (() => true),
       store: this.store,
       sender: this.sender,
       policy: {
@@ -107,6 +114,7 @@ interface LaneShared {
   random: () => number;
   owner: string;
   batch: number;
+  mayClaim: () => boolean;
   store: DeliveriesStore;
   sender: SubscriberSender;
   policy: DeliveryPolicy;
@@ -151,6 +159,11 @@ class Lane {
     const { ctx } = this.s;
     while (!this.stopping) {
       let delay = ctx.config.subscriber_delivery.poll_ms;
+      if (!this.s.mayClaim()) {
+        // Presumed dead by the other replicas until the liveness lock is back: wait, claim nothing.
+        await this.idle.sleep(delay, this.stopping);
+        continue;
+      }
       try {
         const rows = await this.s.store.claim(() => {
           const now = this.s.clock.now();
@@ -223,21 +236,38 @@ class Lane {
       sent += 1;
       if (step.to === 'pending') break;
     }
-    this.write({
-      subscriber: this.sub.key,
-      owner: this.s.owner,
-      settled,
-      unsent: rows.slice(sent).map((row) => row.id),
-      now: isoAt(this.s.clock.now()),
-    });
+    const leases = rows.map((row) => Date.parse(row.lease_until ?? '')).filter(Number.isFinite);
+    this.write(
+      {
+        subscriber: this.sub.key,
+        owner: this.s.owner,
+        settled,
+        unsent: rows.slice(sent).map((row) => row.id),
+        now: isoAt(this.s.clock.now()),
+      },
+      leases.length > 0 ? Math.min(...leases) : this.s.clock.now(),
+    );
   }
 
   /**
-   * Submits a run's settle without waiting (the store runs the next claim after it); a failed one
-   * leaves the lease to run out (sent again).
+   * Submits a run's settle without waiting (the store runs the next claim after it). A failed one
+   * (the database away for a moment) is tried again with backoff while the run's lease lasts, each
+   * try guarded by the lease owner; given up, the lease runs out and the rows are sent again.
    */
-  private write(run: DeliveryRun): void {
-    const done = this.s.store.settle(run).catch((err: unknown) => {
+  private write(run: DeliveryRun, leaseEnd: number): void {
+    const retries = new FailureStreak(this.s.ctx.config.subscriber_delivery.poll_ms, this.s.random);
+    const attempt = async (): Promise<void> => {
+      for (;;) {
+        try {
+          return await this.s.store.settle(run);
+        } catch (err) {
+          const step = retries.failed();
+          if (this.stopping || this.s.clock.now() + step.delayMs >= leaseEnd) throw err;
+          await cancellableSleep(step.delayMs, this.cancel.signal);
+        }
+      }
+    };
+    const done = attempt().catch((err: unknown) => {
       this.s.ctx.log.error(
         { event: 'subscribers.settle.error', subscriber: this.sub.key, err },
         `subscriber ${this.sub.key}: could not record a delivery: ${errorMessage(err)}`,

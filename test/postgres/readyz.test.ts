@@ -89,7 +89,8 @@ describe('GET /readyz on PostgreSQL', () => {
     const { readyz } = await serve(pgReadiness(pool({ host: '127.0.0.1', port })));
     const answer = await readyz();
     expect(answer.status).toBe(503);
-    expect(answer.body.reasons).toEqual([`database not answering: connect ECONNREFUSED 127.0.0.1:${port}`]);
+    // A server that is not there is its own reason, as status's `database-unreachable` problem.
+    expect(answer.body.reasons).toEqual([`database-unreachable: connect ECONNREFUSED 127.0.0.1:${port}`]);
     expect(answer.text).not.toContain(PASSWORD);
   });
 

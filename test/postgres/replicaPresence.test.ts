@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
+import { PgAvailability } from '../../src/db/pgAvailability.js';
 import { holdLiveness } from '../../src/operations/pgLiveness.js';
 import {
   HEARTBEAT_MS,
@@ -52,7 +53,7 @@ async function releaseOwner(store: PgOperationsStore, owner: string, nowIso: str
   return rows.length + (deliveries.rowCount ?? 0);
 }
 
-async function startReplica(owner: string): Promise<TestReplica> {
+async function startReplica(owner: string, availability?: PgAvailability): Promise<TestReplica> {
   const clock = new ManualClock(T0);
   const timers = new ManualTimers(clock);
   const store = new PgOperationsStore(pg.db.pool, { leaseOwner: owner });
@@ -67,6 +68,7 @@ async function startReplica(owner: string): Promise<TestReplica> {
     clock,
     timers,
     random: () => 0,
+    availability,
   });
   const replica = { owner, presence, timers, store, released, lines };
   started.push(replica);
@@ -228,6 +230,29 @@ describe('replica presence on PostgreSQL', () => {
     // And it heartbeats through the new session, on its period.
     await c.timers.advance(HEARTBEAT_MS);
     expect((await replicas()).find((r) => r.owner === 'replica-c')?.beat).toBe(isoAt(T0 + HEARTBEAT_MS));
+  });
+
+  it('re-takes its lock as soon as the database is back, not at the end of its backoff', async () => {
+    const availability = new PgAvailability(new ManualClock(T0));
+    const g = await startReplica('replica-g', availability);
+    const pid = g.presence.pid() as number;
+    await terminateBackend(cluster, pid);
+    await untilLost(g);
+    // The database away a while (attempts refused): the re-take waits on its backoff meanwhile.
+    availability.noteConnectFailed(
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    );
+    await g.timers.advance(0);
+    expect(g.presence.alive()).toBe(false);
+    // Back (a pooled connection opened): the re-take goes now, with no backoff time passing.
+    availability.noteConnected();
+    await g.timers.advance(0);
+    expect(g.presence.alive()).toBe(true);
+    expect(g.presence.pid()).not.toBe(pid);
+    expect(g.lines.join('')).toContain('"event":"replica.liveness.retaken"');
+    // One re-take waiting at most: the backoff's own timer was cancelled, not left to fire again.
+    await g.timers.advance(RETAKE_BACKOFF.capMs);
+    expect(g.lines.filter((l) => l.includes('"event":"replica.liveness.retaken"'))).toHaveLength(1);
   });
 
   it('stop() drops its lock and its replicas row, and leaves no timer set', async () => {

@@ -88,12 +88,12 @@ describe('vcu-sync status on PostgreSQL', () => {
     );
   });
 
-  it('a server it cannot reach is critical database-unreadable (exit 2), without the password', async () => {
+  it('a server it cannot reach is critical database-unreachable (exit 2), without the password', async () => {
     const url = database.url.replace(`:${cluster.port}/`, ':1/');
     const out = await status(['--json'], { ...env, VCU_SYNC_DATABASE_URL: url });
     expect(out.code).toBe(2);
     const health = JSON.parse(out.out) as Health;
-    expect(health.problems.map((p) => p.code)).toEqual(['database-unreadable']);
+    expect(health.problems.map((p) => p.code)).toEqual(['database-unreachable']);
     expect(health.problems[0]?.message).toContain('cannot connect to PostgreSQL at 127.0.0.1:1/');
   });
 });
