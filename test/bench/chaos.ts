@@ -7,8 +7,11 @@ import { postgresBinDir } from '../helpers/postgres.js';
 import { cliRunner } from './lib/build.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 
-/** The issue's producer: 100 operations a second through both APIs. */
-const RATE = 100;
+/**
+ * The issue's producer: 100 operations a second through both APIs; `BENCH_CHAOS_RATE=N` offers N
+ * instead, to see the faults' effect on a machine where two replicas cannot keep up with 100.
+ */
+const RATE = Number(process.env.BENCH_CHAOS_RATE ?? '') || 100;
 /** Seconds of the clean phase and of each recovery phase. */
 const CLEAN_SECONDS = 20;
 const RECOVERY_SECONDS = 20;
@@ -27,8 +30,7 @@ const MAX_LATENCY_MS = 10_000;
 const DURING_TARGET: Partial<Record<FaultName, number>> = { idle_in_tx: 0.7, pool_exhaustion: 0.7 };
 const AFTER_TARGET = 0.9;
 
-const NOTES =
-  'two `vcu-sync run` replicas on a private cluster (fsync off, max_connections 100), in-process simulator approving every operation by webhook through a balancer, 100 ops/s POSTed to both APIs; rates are operations reaching a final state per second';
+const NOTES = `two \`vcu-sync run\` replicas on a private cluster (fsync off, max_connections 100), in-process simulator approving every operation by webhook through a balancer, ${RATE} ops/s POSTed to both APIs; rates are operations reaching a final state per second`;
 
 /** One fault's rows of the table. */
 function phaseRows(v: ChaosVerdict, p: PhaseVerdict): ScenarioResult[] {
