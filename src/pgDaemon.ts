@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { pgMirrorReads } from './api/pgMirrorQueries.js';
 import { createApiComponent, routeRegistrars } from './api/server.js';
 import { isoAt } from './clock.js';
@@ -20,9 +19,7 @@ import type { Logger } from './log.js';
 import { pgBackend } from './mirror/pg/pgBackend.js';
 import { createMirrorComponent } from './mirror/scheduler.js';
 import { type ReplicaPresence, startReplicaPresence } from './operations/pgPresence.js';
-import { PgOperationsStore, type PgOperationsStoreOptions } from './operations/pgStore.js';
-import type { OperationRow } from './operations/rows.js';
-import type { ClaimParams } from './operations/store.js';
+import { PgOperationsStore } from './operations/pgStore.js';
 import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
@@ -195,31 +192,6 @@ function createPresenceComponent(
   };
 }
 
-/**
- * The outbox store of a replica that claims only while it holds its liveness lock. While the lock
- * is lost (the database restarted, the session was ended) the other replicas presume this one dead
- * and their sweep hands its claims back: a row it claimed meanwhile was sent by both (seen in the
- * chaos tests, issue 25). Claims wait for the lock to be re-taken; settles go on (lease-guarded).
- */
-class LivenessGatedStore extends PgOperationsStore {
-  constructor(
-    pool: pg.Pool,
-    options: PgOperationsStoreOptions,
-    private readonly mayClaim: () => boolean,
-  ) {
-    super(pool, options);
-  }
-
-  override claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
-    return this.mayClaim() ? super.claim(params) : Promise.resolve([]);
-  }
-
-  /** Nothing is due for a replica that may not claim: its dispatcher polls instead of spinning. */
-  override nextDueAt(): Promise<string | null> {
-    return this.mayClaim() ? super.nextDueAt() : Promise.resolve(null);
-  }
-}
-
 /** What a replica runs, as its `replicas` row says: everything the daemon does. */
 const REPLICA_RUNS = 'api,webhooks,outbox,deliveries,mirror';
 
@@ -233,8 +205,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const { owner, subscribers, signal } = replica;
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
-  // The gate reads presence (made below) when a claim runs, never before the components start.
-  const operations = new LivenessGatedStore(pool, { leaseOwner: owner, subscribers }, () => presence.alive());
+  const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
   const deliveries = new PgDeliveriesStore(pool);
   // Claims only while this replica holds its liveness lock: without it the others presume it dead
   // and may hand its claims back (the presence starts first and is called only once started).
