@@ -26,10 +26,13 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Starts a balancer on loopback over `targets` (base URLs; the request's path is appended). */
-export async function startBalancer(targets: readonly string[]): Promise<Balancer> {
+/**
+ * Starts a balancer on loopback over `targets` (base URLs now, read per request; the request's path
+ * is appended).
+ */
+export async function startBalancer(targetsNow: () => readonly string[]): Promise<Balancer> {
   let turn = 0;
-  const forwarded = targets.map(() => 0);
+  const forwarded: number[] = [];
   const forward = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await readBody(req);
     const headers: Record<string, string> = {};
@@ -37,6 +40,7 @@ export async function startBalancer(targets: readonly string[]): Promise<Balance
       const value = req.headers[name];
       if (typeof value === 'string') headers[name] = value;
     }
+    const targets = targetsNow();
     const first = turn++ % targets.length;
     for (let k = 0; k < targets.length; k++) {
       const target = (first + k) % targets.length;
@@ -51,7 +55,7 @@ export async function startBalancer(targets: readonly string[]): Promise<Balance
       } catch {
         continue; // Not reachable (or no answer): the next replica.
       }
-      forwarded[target]!++;
+      forwarded[target] = (forwarded[target] ?? 0) + 1;
       const text = Buffer.from(await answer.arrayBuffer());
       res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' });
       res.end(text);

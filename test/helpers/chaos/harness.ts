@@ -2,7 +2,6 @@ import { type Simulator, startSimulator } from '../../../src/simulator/index.js'
 import { daemonEnv, until, writeToml } from '../../ops/child.js';
 import { transfer } from '../../outbox/fixtures.js';
 import { cliArgs as sourceCliArgs } from '../cli.js';
-import { freePort } from '../net.js';
 import { type Cluster, createTestDatabase, startCluster, type TestDatabase } from '../postgres.js';
 import { type Balancer, startBalancer } from './balancer.js';
 import { databaseAdmin, type FaultName, type FaultTimes, injectFault } from './faults.js';
@@ -143,9 +142,9 @@ export async function startChaos(options: ChaosOptions): Promise<ChaosRig> {
   };
   try {
     const database = await createTestDatabase(cluster.info);
-    const ports = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-    const webhookBases = [ports[1], ports[3]].map((p) => `http://127.0.0.1:${p}`);
-    const balancer = await startBalancer(webhookBases);
+    // The replicas' slots first: the balancer and the producer read their URLs when they send.
+    const replicas: Replica[] = [];
+    const balancer = await startBalancer(() => replicas.map((r) => r.webhookBase()));
     closers.push(() => balancer.close());
     // Decisions retried as an operator would over an outage: 10 tries from 200 ms, doubling.
     const sim = await startSimulator({
@@ -163,15 +162,8 @@ export async function startChaos(options: ChaosOptions): Promise<ChaosRig> {
     const env = daemonEnv(options.dir, sim.url, writeToml(options.dir, REPLICA_TOML), {
       VCU_SYNC_DATABASE_URL: database.url,
     });
-    const replicas = [0, 1].map((index) =>
-      replicaSlot({
-        index,
-        apiPort: ports[index * 2]!,
-        webhookPort: ports[index * 2 + 1]!,
-        cliArgs: options.cliArgs ?? sourceCliArgs,
-        env,
-      }),
-    );
+    for (const index of [0, 1])
+      replicas.push(replicaSlot({ index, cliArgs: options.cliArgs ?? sourceCliArgs, env }));
     closers.push(async () => {
       for (const r of replicas) await r.kill();
     });
@@ -181,7 +173,7 @@ export async function startChaos(options: ChaosOptions): Promise<ChaosRig> {
     const run = async (faults: readonly FaultName[]): Promise<ChaosObservations> => {
       const rate = options.ratePerSecond;
       const producer: Producer = startProducer({
-        apis: replicas.map((r) => r.api),
+        apis: () => replicas.map((r) => r.api()),
         token: TOKEN,
         ratePerSecond: rate,
         refPrefix: 'chaos-',

@@ -25,8 +25,8 @@ export interface ProducerRequest {
 
 /** Options of {@link startProducer}. */
 export interface ProducerOptions {
-  /** The replicas' API base URLs, e.g. http://127.0.0.1:PORT. */
-  apis: readonly string[];
+  /** The replicas' API base URLs now, e.g. http://127.0.0.1:PORT (read per request: they may move). */
+  apis: () => readonly string[];
   /** Bearer token of the API. */
   token: string;
   /** New operations per second (the issue's 100). */
@@ -89,7 +89,7 @@ export function startProducer(options: ProducerOptions): Producer {
     const t0 = performance.now();
     let outcome: RequestOutcome;
     try {
-      const res = await fetch(`${options.apis[api]}/v1/operations`, {
+      const res = await fetch(`${options.apis()[api]}/v1/operations`, {
         method: 'POST',
         headers: { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' },
         body,
@@ -108,9 +108,10 @@ export function startProducer(options: ProducerOptions): Producer {
     const ref = `${options.refPrefix}${String(i).padStart(6, '0')}`;
     produced.push({ ref, atMs: Date.now() });
     const body = JSON.stringify(options.operation(ref, i));
-    const first = i % options.apis.length;
+    const count = options.apis().length;
+    const first = i % count;
     let outcome = await post(ref, first, body);
-    if (worthRetrying(outcome)) outcome = await post(ref, (first + 1) % options.apis.length, body);
+    if (worthRetrying(outcome)) outcome = await post(ref, (first + 1) % count, body);
     if (typeof outcome === 'number' && outcome >= 200 && outcome < 300) acknowledged.add(ref);
   };
 

@@ -3,11 +3,13 @@ import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { ROOT } from '../cli.js';
+import { freePort } from '../net.js';
 
 /**
  * One replica of the chaos harness: a `vcu-sync run` child process on fixed loopback ports, so a
  * replica started again after a SIGKILL answers where its clients (the producer, the webhook
- * balancer) already send. Its output is kept bounded (the tail, for a failing test's message) and
+ * balancer) already send. A port taken meanwhile by another process (a free port is only free when
+ * picked) is replaced by a new one, and the clients read the URLs when they send. Its output is kept bounded (the tail, for a failing test's message) and
  * its pino events are counted by name as they arrive.
  */
 
@@ -17,9 +19,10 @@ const OUTPUT_TAIL_CHARS = 200_000;
 /** A replica slot: ports and environment that outlive the processes run in it. */
 export interface Replica {
   index: number;
-  api: string;
-  /** The webhook listener's base URL (the operator's path is appended by the balancer). */
-  webhookBase: string;
+  /** The API's base URL now. */
+  api(): string;
+  /** The webhook listener's base URL now (the operator's path is appended by the balancer). */
+  webhookBase(): string;
   /** The running process's lease owner (its `db.opened` event), null before it said so. */
   owner(): string | null;
   /** Whether the current process is running. */
@@ -41,8 +44,6 @@ export interface Replica {
 /** Options of {@link replicaSlot}. */
 export interface ReplicaOptions {
   index: number;
-  apiPort: number;
-  webhookPort: number;
   /** `node` arguments that run `vcu-sync ARGS` (the sources through tsx, or dist). */
   cliArgs: (args: string[]) => string[];
   env: NodeJS.ProcessEnv;
@@ -64,7 +65,11 @@ interface RunningProcess {
 }
 
 export function replicaSlot(options: ReplicaOptions): Replica {
-  const api = `http://127.0.0.1:${options.apiPort}`;
+  let ports: { api: number; webhook: number } | null = null;
+  const pickPorts = async () => {
+    ports = { api: await freePort(), webhook: await freePort() };
+  };
+  const api = () => `http://127.0.0.1:${ports?.api ?? 0}`;
   const runs: RunningProcess[] = [];
   const events = new Map<string, number>();
   let tail = '';
@@ -88,8 +93,8 @@ export function replicaSlot(options: ReplicaOptions): Replica {
       env: {
         PATH: process.env.PATH,
         ...options.env,
-        VCU_SYNC_LISTEN: `127.0.0.1:${options.apiPort}`,
-        VCU_SYNC_WEBHOOK_LISTEN: `127.0.0.1:${options.webhookPort}`,
+        VCU_SYNC_LISTEN: `127.0.0.1:${ports?.api ?? 0}`,
+        VCU_SYNC_WEBHOOK_LISTEN: `127.0.0.1:${ports?.webhook ?? 0}`,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -125,7 +130,7 @@ export function replicaSlot(options: ReplicaOptions): Replica {
   return {
     index: options.index,
     api,
-    webhookBase: `http://127.0.0.1:${options.webhookPort}`,
+    webhookBase: () => `http://127.0.0.1:${ports?.webhook ?? 0}`,
     owner: () => current()?.owner ?? null,
     alive,
     exits: () => runs.map((r) => r.exit),
@@ -133,20 +138,29 @@ export function replicaSlot(options: ReplicaOptions): Replica {
     output: () => tail,
     async start() {
       if (alive()) throw new Error(`replica ${options.index} is running already`);
-      const run = spawnProcess();
-      runs.push(run);
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        if (run.exit !== null)
-          throw new Error(`replica ${options.index} exited while starting:\n${tail.slice(-3000)}`);
-        const up = await fetch(`${api}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (up && run.owner !== null) return;
-        if (Date.now() > deadline)
-          throw new Error(`replica ${options.index} not up after 120 s:\n${tail.slice(-3000)}`);
-        await new Promise((r) => setTimeout(r, 50));
+      if (!ports) await pickPorts();
+      for (let attempt = 1; ; attempt++) {
+        const run = spawnProcess();
+        runs.push(run);
+        const deadline = Date.now() + 120_000;
+        for (;;) {
+          if (run.exit !== null) break;
+          const up = await fetch(`${api()}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+          if (up && run.owner !== null) return;
+          if (Date.now() > deadline)
+            throw new Error(`replica ${options.index} not up after 120 s:\n${tail.slice(-3000)}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        // Not a crash of the daemon's: one of its ports was taken by another process meanwhile.
+        if (attempt < 5 && /address already in use/.test(tail.slice(-2000))) {
+          run.exit = { ...run.exit, killed: true };
+          await pickPorts();
+          continue;
+        }
+        throw new Error(`replica ${options.index} exited while starting:\n${tail.slice(-3000)}`);
       }
     },
     async kill() {
