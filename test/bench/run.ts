@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { chaosScenario } from './chaos.js';
 import { enqueueLatencyScenario } from './enqueueLatency.js';
 import { feedLoadScenario } from './feedLoad.js';
 import { fullSyncScenarios } from './fullSync.js';
@@ -37,10 +38,11 @@ const SCENARIOS: Record<string, Scenario> = {
   subscribers: subscribersScenario,
   pgsync: pgSyncScenario,
   pgdrain: pgDrainScenario,
+  chaos: chaosScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */
-const FULL_ONLY = new Set(['scaling']);
+const FULL_ONLY = new Set(['scaling', 'chaos']);
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
   let quick = false;
