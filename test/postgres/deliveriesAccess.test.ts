@@ -151,7 +151,7 @@ describe('deliveries routes and CLI answer the same on SQLite and PostgreSQL', (
     }
     const list = await cli('list', undefined);
     expect(list.code).toBe(0);
-    expect(list.out.split('\n')[0]).toMatch(/^id\s+subscriber\s+type/);
+    expect(list.out.split('\n')[0]).toMatch(/^ID\s+SUBSCRIBER\s+EVENT/);
     expect(list.out.split('\n').filter((l) => /^\d/.test(l))).toHaveLength(6);
     const dead = await cli('list', undefined, { json: true, state: 'pending', subscriber: 'b' });
     expect((JSON.parse(dead.out) as { items: Array<{ id: number }> }).items.map((i) => i.id)).toEqual([3, 6]);
