@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import { scrubText } from '../redact.js';
+import { NETWORK_CODES } from './pgFaults.js';
 
 /**
  * Whether PostgreSQL can be reached now, as this process last saw it: fed by every attempt to open
@@ -66,16 +67,6 @@ export function observeAvailability(
 
 /** SQLSTATEs of a server that is there but not taking this session: shutting down, starting up. */
 const UNREACHABLE_STATES = ['57P01', '57P02', '57P03'];
-
-/** Node's network error codes of a connection that could not be made. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENOTFOUND',
-  'EPIPE',
-]);
 
 /**
  * Why a failed connection attempt means the server cannot be reached, or null when it does not

@@ -16,7 +16,7 @@ const RETRYABLE_STATES: ReadonlyArray<[prefix: string, reason: string]> = [
 ];
 
 /** Node's network error codes of a connection that could not be made or was cut. */
-const NETWORK_CODES = new Set([
+export const NETWORK_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
