@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { OperationRow } from './rows.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './store.js';
 
@@ -89,4 +90,37 @@ export function claimsByOwner(
     else byOwner.set(claim.params.owner, [claim]);
   }
   return [...byOwner.values()];
+}
+
+/**
+ * How long a release waits for a row another transaction holds (ms): a transaction left
+ * idle after updating outbox rows must not hold a stop's or a pause's releases for as long as it
+ * idles (the row's lease runs out instead). Short waits (a concurrent claim's candidates) go through.
+ */
+export const RELEASE_LOCK_TIMEOUT_MS = 200;
+
+/** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
+export class RowLockedError extends Error {
+  /** PostgreSQL's lock_not_available, as a timed-out lock would report. */
+  readonly code = '55P03';
+  constructor(id: number) {
+    super(`outbox row ${id} is locked by another transaction`);
+    this.name = 'RowLockedError';
+  }
+}
+
+/**
+ * Locks the rows about to be settled, stepping over those another transaction holds (returned set:
+ * the rows this transaction now holds). Not a wait bounded by lock_timeout: a timed-out wait aborts
+ * the transaction, so one held row would fail the whole group, and waiting even briefly per held
+ * row would stall every settle and claim queued behind the group. Who else locks a row in flight:
+ * a person's cancel, another replica's sweep, or a stray transaction; the settle is tried again.
+ */
+export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await client.query<{ id: number }>(
+    'SELECT id::float8 AS id FROM outbox WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED',
+    [ids],
+  );
+  return new Set(rows.map((r) => r.id));
 }
