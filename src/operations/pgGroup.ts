@@ -93,11 +93,12 @@ export function claimsByOwner(
 }
 
 /**
- * How long a release waits for a row another transaction holds (ms): a transaction left
- * idle after updating outbox rows must not hold a stop's or a pause's releases for as long as it
- * idles (the row's lease runs out instead). Short waits (a concurrent claim's candidates) go through.
+ * How long a settle or a release waits for a row another transaction holds (ms). Concurrent
+ * claims hold rows for a moment (candidates past their cut, rows failing the re-check), which a
+ * wait this long outlasts; a transaction left idle after updating outbox rows must not hold the
+ * dispatcher's settles, and the send slots and groups behind them, for as long as it idles.
  */
-export const RELEASE_LOCK_TIMEOUT_MS = 200;
+export const ROW_LOCK_TIMEOUT_MS = 200;
 
 /** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
 export class RowLockedError extends Error {
@@ -110,11 +111,10 @@ export class RowLockedError extends Error {
 }
 
 /**
- * Locks the rows about to be settled, stepping over those another transaction holds (returned set:
- * the rows this transaction now holds). Not a wait bounded by lock_timeout: a timed-out wait aborts
- * the transaction, so one held row would fail the whole group, and waiting even briefly per held
- * row would stall every settle and claim queued behind the group. Who else locks a row in flight:
- * a person's cancel, another replica's sweep, or a stray transaction; the settle is tried again.
+ * Locks the rows about to be settled; returns those this transaction now holds. Rows nobody holds,
+ * the usual case, take one statement. A row held elsewhere is waited for up to
+ * {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out wait (55P03) aborts what it
+ * is in, and one held row must not fail the whole group; that row alone is left out.
  */
 export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
@@ -122,5 +122,22 @@ export async function lockSettleRows(client: pg.ClientBase, ids: readonly number
     'SELECT id::float8 AS id FROM outbox WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED',
     [ids],
   );
-  return new Set(rows.map((r) => r.id));
+  const locked = new Set(rows.map((r) => r.id));
+  const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
+  if (held.length === 0) return locked;
+  await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
+  for (const id of held) {
+    await client.query('SAVEPOINT settle_lock');
+    try {
+      await client.query('SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE', [id]);
+      await client.query('RELEASE SAVEPOINT settle_lock');
+      locked.add(id);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+      await client.query('ROLLBACK TO SAVEPOINT settle_lock');
+    }
+  }
+  // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
+  await client.query('SET LOCAL lock_timeout TO DEFAULT');
+  return locked;
 }

@@ -7,7 +7,7 @@ import {
   type GroupJob,
   GroupRunner,
   lockSettleRows,
-  RELEASE_LOCK_TIMEOUT_MS,
+  ROW_LOCK_TIMEOUT_MS,
   RowLockedError,
   type SettleJob,
   shareClaimed,
@@ -226,8 +226,8 @@ export class PgOperationsStore implements OperationsStore {
     const { moved, locked, shares } = await this.tx(async (client) => {
       const moved = new Set<number>();
       const changes: StateChange[] = [];
-      // A row another transaction holds (one left idle after updating it) is stepped over, not
-      // waited for: its settle alone fails and is tried again, the rest of the group commits.
+      // A row another transaction holds for long (one left idle after updating it) is stepped over
+      // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
       const locked = await lockSettleRows(
         client,
         settles.map((j) => j.claim.id),
@@ -288,7 +288,7 @@ export class PgOperationsStore implements OperationsStore {
       [claim.now, claim.owner, claim.id],
       { ref: claim.ref, from: 'sending', to: 'queued', at: claim.now },
       // A row held by another transaction fails fast: its lease runs out and it is claimed again.
-      RELEASE_LOCK_TIMEOUT_MS,
+      ROW_LOCK_TIMEOUT_MS,
     );
   }
 
