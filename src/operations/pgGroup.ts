@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { OperationRow } from './rows.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './store.js';
 
@@ -89,4 +90,54 @@ export function claimsByOwner(
     else byOwner.set(claim.params.owner, [claim]);
   }
   return [...byOwner.values()];
+}
+
+/**
+ * How long a settle or a release waits for a row another transaction holds (ms). Concurrent
+ * claims hold rows for a moment (candidates past their cut, rows failing the re-check), which a
+ * wait this long outlasts; a transaction left idle after updating outbox rows must not hold the
+ * dispatcher's settles, and the send slots and groups behind them, for as long as it idles.
+ */
+export const ROW_LOCK_TIMEOUT_MS = 200;
+
+/** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
+export class RowLockedError extends Error {
+  /** PostgreSQL's lock_not_available, as a timed-out lock would report. */
+  readonly code = '55P03';
+  constructor(id: number) {
+    super(`outbox row ${id} is locked by another transaction`);
+    this.name = 'RowLockedError';
+  }
+}
+
+/**
+ * Locks the rows about to be settled; returns those this transaction now holds. Rows nobody holds,
+ * the usual case, take one statement. A row held elsewhere is waited for up to
+ * {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out wait (55P03) aborts what it
+ * is in, and one held row must not fail the whole group; that row alone is left out.
+ */
+export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await client.query<{ id: number }>(
+    'SELECT id::float8 AS id FROM outbox WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED',
+    [ids],
+  );
+  const locked = new Set(rows.map((r) => r.id));
+  const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
+  if (held.length === 0) return locked;
+  await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
+  for (const id of held) {
+    await client.query('SAVEPOINT settle_lock');
+    try {
+      await client.query('SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE', [id]);
+      await client.query('RELEASE SAVEPOINT settle_lock');
+      locked.add(id);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+      await client.query('ROLLBACK TO SAVEPOINT settle_lock');
+    }
+  }
+  // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
+  await client.query('SET LOCAL lock_timeout TO DEFAULT');
+  return locked;
 }

@@ -6,6 +6,9 @@ import {
   claimsByOwner,
   type GroupJob,
   GroupRunner,
+  lockSettleRows,
+  ROW_LOCK_TIMEOUT_MS,
+  RowLockedError,
   type SettleJob,
   shareClaimed,
 } from './pgGroup.js';
@@ -152,9 +155,16 @@ export class PgOperationsStore implements OperationsStore {
   }
 
   /** One guarded UPDATE of one row; its state change commits with it, or nothing when refused. */
-  private moveOne(sql: string, values: unknown[], change: StateChange | null): Promise<boolean> {
+  private moveOne(
+    sql: string,
+    values: unknown[],
+    change: StateChange | null,
+    lockTimeoutMs?: number,
+  ): Promise<boolean> {
     return this.tx(async (client) => {
+      if (lockTimeoutMs !== undefined) await client.query(`SET LOCAL lock_timeout = ${lockTimeoutMs}`);
       const { rowCount } = await client.query(sql, values);
+      if (lockTimeoutMs !== undefined) await client.query('SET LOCAL lock_timeout TO DEFAULT');
       if (!rowCount) return false;
       if (change) await stateChangedPg(client, this.subscribers, [change]);
       return true;
@@ -213,11 +223,17 @@ export class PgOperationsStore implements OperationsStore {
   private async flushGroup(jobs: GroupJob[]): Promise<void> {
     const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
     const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
-    const { moved, shares } = await this.tx(async (client) => {
+    const { moved, locked, shares } = await this.tx(async (client) => {
       const moved = new Set<number>();
       const changes: StateChange[] = [];
+      // A row another transaction holds for long (one left idle after updating it) is stepped over
+      // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
+      const locked = await lockSettleRows(
+        client,
+        settles.map((j) => j.claim.id),
+      );
       for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
-        const these = settles.filter((j) => j.step.to === to);
+        const these = settles.filter((j) => j.step.to === to && locked.has(j.claim.id));
         if (these.length === 0) continue;
         const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
         const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
@@ -256,9 +272,12 @@ export class PgOperationsStore implements OperationsStore {
         });
       }
       await stateChangedPg(client, this.subscribers, changes);
-      return { moved, shares };
+      return { moved, locked, shares };
     });
-    for (const j of settles) j.resolve(moved.has(j.claim.id));
+    for (const j of settles) {
+      if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
+      else j.reject(new RowLockedError(j.claim.id));
+    }
     for (const j of claims) j.resolve(shares.get(j) ?? []);
   }
 
@@ -268,6 +287,8 @@ export class PgOperationsStore implements OperationsStore {
        ${where('release')}`,
       [claim.now, claim.owner, claim.id],
       { ref: claim.ref, from: 'sending', to: 'queued', at: claim.now },
+      // A row held by another transaction fails fast: its lease runs out and it is claimed again.
+      ROW_LOCK_TIMEOUT_MS,
     );
   }
 

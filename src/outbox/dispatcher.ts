@@ -14,7 +14,7 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
-import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
+import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
 import { logStep, maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
 import { WakeableSleep } from './wakeableSleep.js';
@@ -39,7 +39,13 @@ export class Dispatcher {
   private readonly store: OperationsStore;
   private readonly hooks: OutboxHooks | null;
   private readonly scrubs: ScrubSchedule | null;
+  /** The sends in flight (each holds one of `outbox.concurrency` slots until its settle's first try). */
   private readonly inflight = new Set<Promise<void>>();
+  /**
+   * Settles still owed after the operator answered (their first try failed: the row is locked by
+   * another transaction, the store is away): retried in the background, the send slot freed.
+   */
+  private readonly owed = new Set<Promise<void>>();
   private running: Promise<void> | undefined;
   private stopping = false;
   private cancel = new AbortController();
@@ -166,14 +172,25 @@ export class Dispatcher {
       }
       await this.idle.sleep(delay, this.stopping);
     }
-    await Promise.allSettled([...this.inflight]);
+    // Owed settles too: a stop leaves no answered row unrecorded that its lease could still record.
+    while (this.inflight.size > 0 || this.owed.size > 0)
+      await Promise.allSettled([...this.inflight, ...this.owed]);
     await this.scrubs?.settled();
     await this.pause.recorded();
   }
 
-  private settleDurably(row: OperationRow, request: ReturnType<typeof settleRequest>): Promise<boolean> {
+  private settleDurably(
+    row: OperationRow,
+    request: ReturnType<typeof settleRequest>,
+    onOwed: () => void,
+  ): Promise<boolean> {
     const { store, clock, random, ctx } = this;
-    return settleDurably({ store, clock, random, ctx, cancel: this.cancel.signal }, row, request);
+    return settleDurably({ store, clock, random, ctx, cancel: this.cancel.signal }, row, request, onOwed);
+  }
+
+  /** Settles still being retried in the background (their sends are done). */
+  get owedSettles(): number {
+    return this.owed.size;
   }
 
   /** A claim went through: a run of store failures, if any, is over. */
@@ -285,11 +302,7 @@ export class Dispatcher {
     try {
       await this.settle(row, outcome, startedMs, durationMs);
     } catch (err) {
-      // The lease runs out and the row is claimed again: at-least-once, never lost.
-      this.ctx.log.error(
-        { event: 'outbox.settle.error', ref: row.marketplaceTransactionRef, err },
-        `could not record the attempt: ${errorMessage(err)}`,
-      );
+      this.logSettleError(row, err);
     }
   }
 
@@ -358,7 +371,6 @@ export class Dispatcher {
       now,
       this.random,
     );
-    const ref = row.marketplaceTransactionRef;
     const nowIso = isoAt(now);
     const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
     // The pause moves before the settle is submitted, not after it commits: a refused row goes back
@@ -367,11 +379,55 @@ export class Dispatcher {
     // record. A refusal is reported by the pause, not as the row's step.
     const reportStep = this.pause.apply(next, outcome, now);
     // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
-    const settling = this.settleDurably(row, request);
+    let owe = (): void => {};
+    const owing = new Promise<'owed'>((resolve) => {
+      owe = () => resolve('owed');
+    });
+    const settling = this.settleDurably(row, request, owe);
     const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
+    const finished = this.afterSettle(row, next, reportStep, settling, inbox).then(
+      () => null,
+      (err: unknown) => ({ err }),
+    );
+    // The send's slot is held until the settle's first try: when that fails (the row locked by
+    // another transaction, the store away), the settle goes on in the background and the slot
+    // takes the next row. Per-key order holds: a row's newer rows stay unclaimable until it settles.
+    const first = await Promise.race([finished, owing]);
+    if (first === 'owed') this.trackOwed(row, finished);
+    // Refilled rows are this dispatcher's whatever became of the settle: sent, or handed back.
+    if (refilled) await this.startRefilled(await refilled);
+    if (first && first !== 'owed') throw first.err;
+  }
+
+  /** An owed settle's background end: a failure is logged as the send's own would be. */
+  private trackOwed(row: OperationRow, finished: Promise<{ err: unknown } | null>): void {
+    const task = finished.then((failed) => {
+      if (failed) this.logSettleError(row, failed.err);
+    });
+    this.owed.add(task);
+    void task.finally(() => this.owed.delete(task));
+  }
+
+  private logSettleError(row: OperationRow, err: unknown): void {
+    // The lease runs out and the row is claimed again: at-least-once, never lost.
+    this.ctx.log.error(
+      { event: 'outbox.settle.error', ref: row.marketplaceTransactionRef, err },
+      `could not record the attempt: ${errorMessage(err)}`,
+    );
+  }
+
+  /** Once the settle commits (or is given up): its inbox effects, the step's log, the lease lost. */
+  private async afterSettle(
+    row: OperationRow,
+    next: NextStep,
+    reportStep: boolean,
+    settling: Promise<boolean>,
+    inbox: Promise<DecisionEffect[]> | undefined,
+  ): Promise<void> {
+    const ref = row.marketplaceTransactionRef;
     const settled = await settling;
     const effects = inbox ? await inbox : [];
     this.options.onCommitted?.();
@@ -387,7 +443,6 @@ export class Dispatcher {
         { log: this.ctx.log, metrics: this.ctx.metrics, requestSync: this.options.requestSync },
         effects,
       );
-    if (refilled) await this.startRefilled(await refilled);
   }
 }
 

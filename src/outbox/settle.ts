@@ -136,6 +136,8 @@ export function settleDurably(
   },
   row: OperationRow,
   request: ReturnType<typeof settleRequest>,
+  /** Called once, when the first try failed and the settle goes on trying (it is owed). */
+  onOwed?: () => void,
 ): Promise<boolean> {
   const leaseEnd =
     Date.parse(row.lease_until ?? '') || d.clock.now() + d.ctx.config.outbox.lease_seconds * 1000;
@@ -147,6 +149,7 @@ export function settleDurably(
       } catch (err) {
         const step = retries.failed();
         if (d.cancel.aborted || d.clock.now() + step.delayMs >= leaseEnd) throw err;
+        if (step.first) onOwed?.();
         if (step.first)
           d.ctx.log.warn(
             { event: 'outbox.settle.retrying', ref: row.marketplaceTransactionRef, id: row.id, err },

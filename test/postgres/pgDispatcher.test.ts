@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
@@ -51,6 +52,7 @@ afterAll(async () => {
 function pgDispatcher(
   options: DispatcherOptions = {},
   wrapStore: (store: PgOperationsStore) => OperationsStore = (store) => store,
+  concurrency = 8,
 ) {
   const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
   const ctx = testContext({
@@ -61,7 +63,7 @@ function pgDispatcher(
       'operator.rate_per_second': 100_000,
       'operator.timeout_ms': 10_000,
       'outbox.poll_ms': 5,
-      'outbox.concurrency': 8,
+      'outbox.concurrency': concurrency,
     },
   });
   const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
@@ -155,6 +157,65 @@ describe('Dispatcher on the PostgreSQL store', () => {
     );
     expect(attempts.rows[0]).toEqual({ n: String(total), rows: String(total) });
     expect(commits).toBeGreaterThanOrEqual(total);
+  });
+
+  it('a row held by an idle transaction does not stall the other units: its settle waits in the background', async () => {
+    // A client that updated row A and left its transaction open (chaos `idle_in_tx`).
+    const locker = new pg.Client({ connectionString: database.url });
+    locker.on('error', () => {});
+    await locker.connect();
+    let lockedA: number | null = null;
+    let lockedTries = 0;
+    class LockingA extends PgOperationsStore {
+      override async settle(...args: Parameters<PgOperationsStore['settle']>) {
+        const [claim] = args;
+        if (claim.ref === 'pg-idle-A' && lockedA === null) {
+          // A was sent and answered: its row is locked before its settle reaches the database.
+          await locker.query('BEGIN');
+          await locker.query('UPDATE outbox SET updated_at = updated_at WHERE id = $1', [claim.id]);
+          lockedA = claim.id;
+        }
+        if (claim.ref === 'pg-idle-A') lockedTries++;
+        return super.settle(...args);
+      }
+    }
+    const store = new LockingA(pgDb.pool, { leaseOwner: OWNER });
+    // One slot: a settle that held it would stop every other unit.
+    const { ctx, component, enqueue } = pgDispatcher({ store }, undefined, 1);
+    const others = Array.from({ length: 6 }, (_, i) => ({ ref: `pg-idle-${i}`, unit: 10 + i }));
+    await enqueue([{ ref: 'pg-idle-A', unit: 1 }]);
+    await enqueue(others);
+    const rowState = async (ref: string) =>
+      (
+        await pgDb.pool.query<{ state: string }>(
+          'SELECT state FROM outbox WHERE "marketplaceTransactionRef" = $1',
+          [ref],
+        )
+      ).rows[0]?.state;
+    try {
+      await component.start();
+      await waitFor('the other units accepted', (s) => s.byState.accepted === others.length);
+      // A's settle is still owed (the lock holds), and it kept trying without taking the slot.
+      expect(await rowState('pg-idle-A')).toBe('sending');
+      expect(lockedTries).toBeGreaterThanOrEqual(1);
+      expect(component.dispatcher.owedSettles).toBe(1);
+      await locker.query('ROLLBACK');
+      await waitFor('A accepted', (s) => s.byState.accepted === others.length + 1);
+      expect(component.dispatcher.owedSettles).toBe(0);
+    } finally {
+      await locker.end();
+      await component.stop();
+      ctx.operator().close();
+      ctx.dispose();
+    }
+    // A was sent once and settled once: the owed settle kept its lease, nobody sent it again.
+    expect(sim.notifications.filter((n) => n.ref === 'pg-idle-A')).toHaveLength(1);
+    const attempts = await pgDb.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM outbox_attempts WHERE outbox_id = $1',
+      [lockedA],
+    );
+    expect(attempts.rows[0]?.n).toBe('1');
+    expect(await outboxState()).toEqual({ byState: { accepted: others.length + 1 }, leased: 0 });
   });
 
   it('while every slot is busy it waits for a send to end instead of asking the store when a row is due', async () => {
