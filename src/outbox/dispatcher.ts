@@ -3,8 +3,6 @@ import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../health/identity.js';
-import type { DecisionEffect } from '../inbox/correlate.js';
-import { reportDecisionEffects } from '../inbox/report.js';
 import { maskReceived } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import { SqliteOperationsStore } from '../operations/sqliteStore.js';
@@ -14,9 +12,16 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
-import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './nextStep.js';
+import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import type { OutboxPause } from './pause.js';
-import { logStep, maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
+import { maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
+import {
+  afterSettle,
+  inboxEffects,
+  logSettleError,
+  releaseRow,
+  type SettleEffectsDeps,
+} from './settleEffects.js';
 import { WakeableSleep } from './wakeableSleep.js';
 
 export type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
@@ -302,55 +307,20 @@ export class Dispatcher {
     try {
       await this.settle(row, outcome, startedMs, durationMs);
     } catch (err) {
-      this.logSettleError(row, err);
+      logSettleError(this.ctx.log, row, err);
     }
   }
 
-  /**
-   * Hands a row back to the queue: its request cancelled by a stop (the operator may have received
-   * it: delivery is at-least-once and the ref is the same on the next attempt), or claimed unsent
-   * when a stop or an auth pause came first.
-   */
-  private async release(row: OperationRow, cause: 'stop' | 'pause'): Promise<void> {
-    const ref = row.marketplaceTransactionRef;
-    try {
-      const released = await this.store.release({
-        id: row.id,
-        ref,
-        owner: this.owner,
-        now: isoAt(this.clock.now()),
-      });
-      this.ctx.log.warn(
-        { event: 'outbox.released', ref, id: row.id, released, cause },
-        cause === 'stop'
-          ? `${ref}: request cancelled by the stop; row queued again`
-          : `${ref}: claimed as sending paused; row queued again unsent`,
-      );
-    } catch (err) {
-      // The lease runs out and another claim takes the row: late, never lost.
-      this.ctx.log.error(
-        { event: 'outbox.release.error', ref, id: row.id, err },
-        `could not release ${ref}: ${errorMessage(err)}`,
-      );
-    }
+  /** Hands a row back to the queue unsent (or with its request cancelled by a stop). */
+  private release(row: OperationRow, cause: 'stop' | 'pause'): Promise<void> {
+    const { store, owner, clock } = this;
+    return releaseRow({ store, owner, clock, log: this.ctx.log }, row, cause);
   }
 
-  /**
-   * The hooks' inbox side of an accepted row; a failure is logged, not thrown: the row is settled
-   * all the same, and the inbox's periodic sweep applies its early decisions later.
-   */
-  private inboxEffects(
-    row: OperationRow,
-    nowIso: string,
-    settled: Promise<boolean>,
-  ): Promise<DecisionEffect[]> | undefined {
-    return this.hooks?.afterAccepted(row, nowIso, settled).catch((err: unknown) => {
-      this.ctx.log.error(
-        { event: 'outbox.inbox.error', ref: row.marketplaceTransactionRef, id: row.id, err },
-        `could not apply the early decisions of ${row.marketplaceTransactionRef}: ${errorMessage(err)}`,
-      );
-      return [];
-    });
+  /** What a settle's aftermath needs: the log, metrics, the custody sync and the commit hook. */
+  private get effectsDeps(): SettleEffectsDeps {
+    const { log, metrics } = this.ctx;
+    return { log, metrics, requestSync: this.options.requestSync, onCommitted: this.options.onCommitted };
   }
 
   private async settle(
@@ -384,11 +354,12 @@ export class Dispatcher {
       owe = () => resolve('owed');
     });
     const settling = this.settleDurably(row, request, owe);
-    const inbox = next.state === 'accepted' ? this.inboxEffects(row, nowIso, settling) : undefined;
+    const inbox =
+      next.state === 'accepted' ? inboxEffects(this.hooks, this.ctx.log, row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
     const refilled =
       next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
-    const finished = this.afterSettle(row, next, reportStep, settling, inbox).then(
+    const finished = afterSettle(this.effectsDeps, row, next, reportStep, settling, inbox).then(
       () => null,
       (err: unknown) => ({ err }),
     );
@@ -405,44 +376,10 @@ export class Dispatcher {
   /** An owed settle's background end: a failure is logged as the send's own would be. */
   private trackOwed(row: OperationRow, finished: Promise<{ err: unknown } | null>): void {
     const task = finished.then((failed) => {
-      if (failed) this.logSettleError(row, failed.err);
+      if (failed) logSettleError(this.ctx.log, row, failed.err);
     });
     this.owed.add(task);
     void task.finally(() => this.owed.delete(task));
-  }
-
-  private logSettleError(row: OperationRow, err: unknown): void {
-    // The lease runs out and the row is claimed again: at-least-once, never lost.
-    this.ctx.log.error(
-      { event: 'outbox.settle.error', ref: row.marketplaceTransactionRef, err },
-      `could not record the attempt: ${errorMessage(err)}`,
-    );
-  }
-
-  /** Once the settle commits (or is given up): its inbox effects, the step's log, the lease lost. */
-  private async afterSettle(
-    row: OperationRow,
-    next: NextStep,
-    reportStep: boolean,
-    settling: Promise<boolean>,
-    inbox: Promise<DecisionEffect[]> | undefined,
-  ): Promise<void> {
-    const ref = row.marketplaceTransactionRef;
-    const settled = await settling;
-    const effects = inbox ? await inbox : [];
-    this.options.onCommitted?.();
-    if (!settled) {
-      this.ctx.log.warn(
-        { event: 'outbox.lease.lost', ref, id: row.id },
-        `lease on ${ref} was taken over; its new owner settles it`,
-      );
-    }
-    if (reportStep) logStep(this.ctx.log, row, next);
-    if (effects.length > 0)
-      reportDecisionEffects(
-        { log: this.ctx.log, metrics: this.ctx.metrics, requestSync: this.options.requestSync },
-        effects,
-      );
   }
 }
 
