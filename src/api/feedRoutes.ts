@@ -112,20 +112,50 @@ function nodeResponse(c: Context): ServerResponse<IncomingMessage> | undefined {
 }
 
 /**
- * Aborts when the client goes away or the API stops; `unlink` lets go of the API's signal. From
- * Node's response when there is one: `c.req.raw.signal` would build a whole web Request per waiting
- * client just to carry it. Not AbortSignal.any: it registers every request with the long-lived
- * `closing` signal until a collection runs (garbage that outlives the request).
+ * The API's stop, fanned out to the feed's open requests from one listener on `closing`: a Set
+ * entry per request, not an EventTarget listener each (Node's addEventListener walks the signal's
+ * listeners for a duplicate, so 1,500 open requests made each new one pay for all the others).
  */
-function clientGone(c: Context, closing: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+function stopFanout(closing: AbortSignal): Set<() => void> {
+  const stops = new Set<() => void>();
+  const stopAll = () => {
+    for (const stop of [...stops]) stop();
+    stops.clear();
+  };
+  // Already stopped: clientGone aborts each request itself.
+  if (!closing.aborted) closing.addEventListener('abort', stopAll, { once: true });
+  return stops;
+}
+
+/** The abort reason of every feed request: `abort()` without one builds a DOMException (a stack) per request. */
+const CLIENT_GONE = new Error('the client went away or the API stopped');
+
+/**
+ * Aborts when the client goes away or the API stops; `unlink` lets go of both. From Node's response
+ * when there is one: `c.req.raw.signal` would build a whole web Request per waiting client just to
+ * carry it. Not AbortSignal.any: it registers every request with the long-lived `closing` signal
+ * until a collection runs (garbage that outlives the request).
+ */
+function clientGone(
+  c: Context,
+  closing: AbortSignal,
+  stops: Set<() => void>,
+): { signal: AbortSignal; unlink: () => void } {
   const gone = new AbortController();
-  const abort = () => gone.abort();
+  const abort = () => gone.abort(CLIENT_GONE);
   const res = nodeResponse(c);
   if (res) res.once('close', abort);
   else c.req.raw.signal.addEventListener('abort', abort, { once: true });
-  if (closing.aborted) gone.abort();
-  else closing.addEventListener('abort', abort, { once: true });
-  return { signal: gone.signal, unlink: () => closing.removeEventListener('abort', abort) };
+  if (closing.aborted) abort();
+  else stops.add(abort);
+  return {
+    signal: gone.signal,
+    unlink: () => {
+      stops.delete(abort);
+      // Answered: the response's close (after every answer) need not abort a wait that is over.
+      res?.off('close', abort);
+    },
+  };
 }
 
 export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
@@ -133,6 +163,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
   const feed = sharedFeedReads(options.feed ?? sqliteFeedReads(ctx.database.sqlite));
   const schedule = options.schedule ?? realSchedule;
   const closing = options.closing ?? new AbortController().signal;
+  const stops = stopFanout(closing);
   const limits = ctx.config.api;
   const streams = new OpenSlots(limits.max_streams);
   const polls = new OpenSlots(limits.max_long_polls);
@@ -143,7 +174,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
     const waitMs = (q.wait ?? 0) * 1000;
     // Only a request that may wait holds a slot: without `wait` it is one page read.
     if (waitMs > 0 && !polls.take()) return busy(c, 'long-polls', 'api.max_long_polls', polls.max);
-    const gone = clientGone(c, closing);
+    const gone = clientGone(c, closing, stops);
     try {
       const items = await longPoll(
         { feed, schedule, disconnected: gone.signal },
@@ -173,7 +204,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       throw new HTTPException(501, { message: 'event streams are served by the daemon listener only' });
     if (!streams.take()) return busy(c, 'event streams', 'api.max_streams', streams.max);
     const sink = nodeEventSink(res);
-    const gone = clientGone(c, closing);
+    const gone = clientGone(c, closing, stops);
     void streamFeed(
       {
         feed,
