@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { BUSY_RETRY_AFTER_SECONDS, OpenSlots } from '../feed/admission.js';
-import { longPoll, realSchedule, type Schedule } from '../feed/longPoll.js';
+import { longPoll, longPollAnswer, realSchedule, type Schedule } from '../feed/longPoll.js';
 import { sharedFeedReads } from '../feed/pageCache.js';
 import { type FeedReads, sqliteFeedReads } from '../feed/reads.js';
 import { streamFeed } from '../feed/stream.js';
@@ -184,12 +184,11 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       const last = items.length ? items[items.length - 1]!.seq : after;
       // The head is shared per announcement (feed/pageCache.ts): rows read since may be past it.
       const head = Math.max(await feed.head(), last);
-      return c.json(
-        { items, last, head },
-        200,
+      return c.body(longPollAnswer(items, last, head), 200, {
+        'content-type': 'application/json',
         // Answered because the API stops: a keep-alive socket left open would hold the stop.
-        closing.aborted ? { connection: 'close' } : {},
-      );
+        ...(closing.aborted ? { connection: 'close' } : {}),
+      });
     } finally {
       gone.unlink();
       if (waitMs > 0) polls.give();
