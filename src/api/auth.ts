@@ -8,7 +8,12 @@ const digest = (value: string) => createHash('sha256').update(value).digest();
 
 /** Whether `given` equals `expected`, in time that depends on neither (digests have one length). */
 export function tokenMatches(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
+  return digestMatches(given, digest(expected));
+}
+
+/** {@link tokenMatches} against a digest taken once (one hash per request, not two). */
+function digestMatches(given: string, expectedDigest: Buffer): boolean {
+  return timingSafeEqual(digest(given), expectedDigest);
 }
 
 /** Methods that only read: everything else changes state. */
@@ -36,16 +41,17 @@ function offeredCredentials(header: string): { scheme: 'bearer' | 'basic'; token
  * is refused: an internal API that writes to the outbox is never open by accident.
  */
 export function bearerAuth(token: string | undefined): MiddlewareHandler {
+  const expectedDigest = token ? digest(token) : undefined;
   return async (c, next) => {
     if (PUBLIC_PATHS.has(c.req.path)) return next();
-    if (!token) {
+    if (!expectedDigest) {
       return c.json(
         { error: 'the internal API has no token configured (set api.token or VCU_SYNC_API_TOKEN)' },
         401,
       );
     }
     const offered = offeredCredentials(c.req.header('authorization') ?? '');
-    if (offered === undefined || !tokenMatches(offered.token, token)) {
+    if (offered === undefined || !digestMatches(offered.token, expectedDigest)) {
       // Browsers prompt for Basic credentials only when challenged with it: do so for the status page.
       c.header('www-authenticate', c.req.path === '/' ? 'Basic realm="vcu-sync", charset="UTF-8"' : 'Bearer');
       return c.json({ error: 'missing or wrong bearer token' }, 401);

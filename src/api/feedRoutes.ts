@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { BUSY_RETRY_AFTER_SECONDS, OpenSlots } from '../feed/admission.js';
-import { longPoll, realSchedule, type Schedule } from '../feed/longPoll.js';
+import { longPoll, longPollAnswer, realSchedule, type Schedule } from '../feed/longPoll.js';
 import { sharedFeedReads } from '../feed/pageCache.js';
 import { type FeedReads, sqliteFeedReads } from '../feed/reads.js';
 import { streamFeed } from '../feed/stream.js';
@@ -112,20 +112,78 @@ function nodeResponse(c: Context): ServerResponse<IncomingMessage> | undefined {
 }
 
 /**
- * Aborts when the client goes away or the API stops; `unlink` lets go of the API's signal. From
- * Node's response when there is one: `c.req.raw.signal` would build a whole web Request per waiting
- * client just to carry it. Not AbortSignal.any: it registers every request with the long-lived
- * `closing` signal until a collection runs (garbage that outlives the request).
+ * The API's stop, fanned out to the feed's open requests from one listener on `closing`: a Set
+ * entry per request, not an EventTarget listener each (Node's addEventListener walks the signal's
+ * listeners for a duplicate, so 1,500 open requests made each new one pay for all the others).
  */
-function clientGone(c: Context, closing: AbortSignal): { signal: AbortSignal; unlink: () => void } {
+function stopFanout(closing: AbortSignal): Set<() => void> {
+  const stops = new Set<() => void>();
+  const stopAll = () => {
+    for (const stop of [...stops]) stop();
+    stops.clear();
+  };
+  // Already stopped: clientGone aborts each request itself.
+  if (!closing.aborted) closing.addEventListener('abort', stopAll, { once: true });
+  return stops;
+}
+
+/** The abort reason of every feed request: `abort()` without one builds a DOMException (a stack) per request. */
+const CLIENT_GONE = new Error('the client went away or the API stopped');
+
+/**
+ * Aborts when the client goes away or the API stops; `unlink` lets go of both. From Node's response
+ * when there is one: `c.req.raw.signal` would build a whole web Request per waiting client just to
+ * carry it. Not AbortSignal.any: it registers every request with the long-lived `closing` signal
+ * until a collection runs (garbage that outlives the request).
+ */
+function clientGone(
+  c: Context,
+  closing: AbortSignal,
+  stops: Set<() => void>,
+): { signal: AbortSignal; unlink: () => void } {
   const gone = new AbortController();
-  const abort = () => gone.abort();
+  const abort = () => gone.abort(CLIENT_GONE);
   const res = nodeResponse(c);
   if (res) res.once('close', abort);
   else c.req.raw.signal.addEventListener('abort', abort, { once: true });
-  if (closing.aborted) gone.abort();
-  else closing.addEventListener('abort', abort, { once: true });
-  return { signal: gone.signal, unlink: () => closing.removeEventListener('abort', abort) };
+  if (closing.aborted) abort();
+  else stops.add(abort);
+  return {
+    signal: gone.signal,
+    unlink: () => {
+      stops.delete(abort);
+      // Answered: the response's close (after every answer) need not abort a wait that is over.
+      res?.off('close', abort);
+    },
+  };
+}
+
+/** Distinct long-poll query strings whose parse is kept (a commit's re-polls mostly share one). */
+const PARSED_QUERIES_KEPT = 64;
+
+/**
+ * The query of `/v1/changes`, parsed once per distinct query string: the 500 long-polls a commit
+ * answers ask again with the same `after=HEAD&wait=30`, and zod's parse was a tenth of their cost.
+ * Only valid queries are kept (a small LRU; the parsed object is only read); a bad one is parsed,
+ * and refused, every time.
+ */
+function changesQueryParser(): (c: Context) => z.output<typeof changesQuery> {
+  const kept = new Map<string, z.output<typeof changesQuery>>();
+  return (c) => {
+    const url = c.req.url;
+    const at = url.indexOf('?');
+    const search = at < 0 ? '' : url.slice(at);
+    const hit = kept.get(search);
+    if (hit !== undefined) {
+      kept.delete(search);
+      kept.set(search, hit);
+      return hit;
+    }
+    const parsed = Object.freeze(parseQuery(c, changesQuery));
+    kept.set(search, parsed);
+    if (kept.size > PARSED_QUERIES_KEPT) kept.delete(kept.keys().next().value as string);
+    return parsed;
+  };
 }
 
 export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
@@ -133,17 +191,19 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
   const feed = sharedFeedReads(options.feed ?? sqliteFeedReads(ctx.database.sqlite));
   const schedule = options.schedule ?? realSchedule;
   const closing = options.closing ?? new AbortController().signal;
+  const stops = stopFanout(closing);
   const limits = ctx.config.api;
   const streams = new OpenSlots(limits.max_streams);
   const polls = new OpenSlots(limits.max_long_polls);
 
+  const changesQueryOf = changesQueryParser();
   app.get('/v1/changes', async (c) => {
-    const q = parseQuery(c, changesQuery);
+    const q = changesQueryOf(c);
     const after = q.after ?? 0;
     const waitMs = (q.wait ?? 0) * 1000;
     // Only a request that may wait holds a slot: without `wait` it is one page read.
     if (waitMs > 0 && !polls.take()) return busy(c, 'long-polls', 'api.max_long_polls', polls.max);
-    const gone = clientGone(c, closing);
+    const gone = clientGone(c, closing, stops);
     try {
       const items = await longPoll(
         { feed, schedule, disconnected: gone.signal },
@@ -153,12 +213,11 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       const last = items.length ? items[items.length - 1]!.seq : after;
       // The head is shared per announcement (feed/pageCache.ts): rows read since may be past it.
       const head = Math.max(await feed.head(), last);
-      return c.json(
-        { items, last, head },
-        200,
+      return c.body(longPollAnswer(items, last, head), 200, {
+        'content-type': 'application/json',
         // Answered because the API stops: a keep-alive socket left open would hold the stop.
-        closing.aborted ? { connection: 'close' } : {},
-      );
+        ...(closing.aborted ? { connection: 'close' } : {}),
+      });
     } finally {
       gone.unlink();
       if (waitMs > 0) polls.give();
@@ -173,7 +232,7 @@ export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRout
       throw new HTTPException(501, { message: 'event streams are served by the daemon listener only' });
     if (!streams.take()) return busy(c, 'event streams', 'api.max_streams', streams.max);
     const sink = nodeEventSink(res);
-    const gone = clientGone(c, closing);
+    const gone = clientGone(c, closing, stops);
     void streamFeed(
       {
         feed,

@@ -11,8 +11,18 @@ import { perHandle } from './perHandle.js';
  * worker thread forwards its commits to the main thread (feed/bridge.ts), and how a PostgreSQL
  * store would feed LISTEN/NOTIFY in.
  */
+/**
+ * Waiters woken per event-loop turn. A commit wakes every waiting reader, and each answers (a page
+ * read from the shared cache, a socket write): 1,500 of them in one turn kept an enqueue or a
+ * /healthz arriving meanwhile waiting ~100 ms. In batches, other requests are served between them.
+ */
+export const WAKE_BATCH = 100;
+
 export class ChangeSignal {
-  private readonly waiters = new Set<() => void>();
+  private waiters = new Set<() => void>();
+  /** Woken by an announcement but not called yet: called WAKE_BATCH per turn. */
+  private readonly waking = new Set<() => void>();
+  private wakingScheduled = false;
   private readonly listeners = new Set<(seq: number) => void>();
   /** Counts announcements, so a reader can tell whether one came since it last looked. */
   private announced = 0;
@@ -27,13 +37,38 @@ export class ChangeSignal {
     return this.waiters.size;
   }
 
-  /** Says the feed holds rows up to `seq` (committed): wakes every waiter, tells every listener. */
+  /**
+   * Says the feed holds rows up to `seq` (committed): wakes every waiter (the first WAKE_BATCH at
+   * once, the rest over the next turns), tells every listener.
+   */
   announce(seq: number): void {
     this.announced++;
-    const woken = [...this.waiters];
-    this.waiters.clear();
-    for (const wake of woken) wake();
+    const woken = this.waiters;
+    this.waiters = new Set();
+    for (const wake of woken) this.waking.add(wake);
+    this.wakeBatch();
     for (const listener of this.listeners) listener(seq);
+  }
+
+  /**
+   * Calls up to WAKE_BATCH woken waiters, and schedules the next batch after the loop's I/O. A
+   * waiter removed meanwhile (unpark, abort) is still called: its announcement came, and a stream
+   * woken by something else would otherwise miss it (a spurious wake only costs a read).
+   */
+  private wakeBatch(): void {
+    let n = 0;
+    for (const wake of this.waking) {
+      if (n++ >= WAKE_BATCH) break;
+      this.waking.delete(wake);
+      wake();
+    }
+    if (this.waking.size > 0 && !this.wakingScheduled) {
+      this.wakingScheduled = true;
+      setImmediate(() => {
+        this.wakingScheduled = false;
+        this.wakeBatch();
+      });
+    }
   }
 
   /**

@@ -49,3 +49,18 @@ export async function longPoll(deps: LongPollDeps, q: FeedQuery, waitMs: number)
     deps.disconnected.removeEventListener('abort', end);
   }
 }
+
+/**
+ * A long-poll's answer, `{"items":[...],"last":N,"head":N}` (what JSON.stringify gives), with the
+ * items encoded once per page: the 500 long-polls a commit answers hold the same shared page
+ * (./pageCache.ts), so they share its JSON instead of stringifying it each.
+ */
+const encodedItems = new WeakMap<readonly FeedEntry[], string>();
+export function longPollAnswer(items: readonly FeedEntry[], last: number, head: number): string {
+  let json = encodedItems.get(items);
+  if (json === undefined) {
+    json = JSON.stringify(items);
+    encodedItems.set(items, json);
+  }
+  return `{"items":${json},"last":${JSON.stringify(last)},"head":${JSON.stringify(head)}}`;
+}

@@ -2,13 +2,12 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import type net from 'node:net';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
+import type { ProbePhase } from './children/feedProbes.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import {
-  cpuSeconds,
   LongPoller,
   resentOnReset,
   rssMb,
@@ -16,7 +15,7 @@ import {
   stalledReader,
   timedRequest,
 } from './lib/feedClients.js';
-import { spawnNode, waitForHealthz } from './lib/proc.js';
+import { type Child, spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { quantile, until } from './lib/timing.js';
@@ -30,79 +29,47 @@ import { quantile, until } from './lib/timing.js';
  */
 
 const RATE = 5;
+/** The daemon prints its loop delay every this many ms (lib/loopDelay.mjs). */
+const LOOP_TICK_MS = 1_000;
+const LOOP_DELAY_PRELOAD = path.join(import.meta.dirname, 'lib/loopDelay.mjs');
 
-interface Phase {
-  enqueue: number[];
-  healthz: number[];
-  peakRss: number;
-  resets: { count: number };
-  /** CPU seconds the daemon and this process (the clients) used during the phase, and its length. */
-  cpu: { daemon: number; clients: number; seconds: number };
+interface Phase extends ProbePhase {
+  /** CPU seconds the load clients (this process) used over the phase. */
+  clientsCpu: number;
+  /** The daemon's main-thread event-loop delay over the phase: worst per-second p99, and max (ms). */
+  loop: { p99: number; max: number } | undefined;
 }
 
-/** Enqueues `count` at RATE per second while timing /healthz every 50 ms and sampling RSS. */
-async function loadPhase(port: number, pid: number, count: number, tag: string): Promise<Phase> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  const probe = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const phase: Phase = {
-    enqueue: [],
-    healthz: [],
-    peakRss: await rssMb(pid),
-    resets: { count: 0 },
-    cpu: { daemon: 0, clients: 0, seconds: 0 },
-  };
-  const daemonCpu0 = await cpuSeconds(pid);
+/** The daemon's loop-delay ticks (lib/loopDelay.mjs) within [from, to]. */
+function loopDelayOver(stderr: string, from: number, to: number): Phase['loop'] {
+  const ticks = [...stderr.matchAll(/BENCH_LOOP_DELAY_TICK (\d+) p99=([\d.]+) max=([\d.]+)/g)]
+    .map((m) => ({ at: Number(m[1]), p99: Number(m[2]), max: Number(m[3]) }))
+    .filter((t) => t.at > from && t.at <= to + LOOP_TICK_MS);
+  if (ticks.length === 0) return undefined;
+  return { p99: Math.max(...ticks.map((t) => t.p99)), max: Math.max(...ticks.map((t) => t.max)) };
+}
+
+/**
+ * Enqueues `count` at RATE per second while timing /healthz every 50 ms and sampling RSS, from a
+ * child process (children/feedProbes.ts): the load clients here saturate this process's loop.
+ */
+async function loadPhase(daemon: Child, port: number, count: number, tag: string): Promise<Phase> {
+  const pid = daemon.proc.pid!;
   const clientsCpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  let running = true;
-  const probing = (async () => {
-    while (running) {
-      const h = await resentOnReset(() => timedRequest(probe, port, 'GET', '/healthz'), phase.resets);
-      if (h.status >= 500) throw new Error(`/healthz answered ${h.status}`);
-      phase.healthz.push(h.ms);
-      phase.peakRss = Math.max(phase.peakRss, await rssMb(pid));
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  // Awaited in `finally`; a failure meanwhile must not be an unhandled rejection.
-  probing.catch(() => {});
-  try {
-    const start = performance.now();
-    const sends: Promise<void>[] = [];
-    for (let i = 0; i < count; i++) {
-      const due = start + (i * 1000) / RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const body = JSON.stringify(tokenization(`feedload-${tag}-${i}`, { marketplaceId: 'mkt-bench' }));
-      const sent = resentOnReset(
-        () => timedRequest(agent, port, 'POST', '/v1/operations', body),
-        phase.resets,
-      );
-      sends.push(
-        sent.then((a) => {
-          if (a.status !== 201) throw new Error(`enqueue answered ${a.status}: ${a.body.slice(0, 200)}`);
-          phase.enqueue.push(a.ms);
-        }),
-      );
-      // Settled by Promise.all below; a failure meanwhile must not be an unhandled rejection.
-      sends.at(-1)!.catch(() => {});
-    }
-    await Promise.all(sends);
-  } finally {
-    running = false;
-    await probing.catch((err: unknown) => {
-      throw new Error(`/healthz probe failed: ${(err as Error).message}`);
-    });
-    agent.destroy();
-    probe.destroy();
-  }
+  const probes = spawnNode(
+    tsx('test/bench/children/feedProbes.ts', [String(port), String(pid), String(count), tag, String(RATE)]),
+  );
+  const code = await probes.exited;
+  const line = probes.lines.find((l) => l.startsWith('probes '));
+  if (code !== 0 || line === undefined)
+    throw new Error(`the probes failed (${code}): ${probes.stderr().slice(-2000)}`);
+  const phase = JSON.parse(line.slice('probes '.length)) as ProbePhase;
   const used = process.cpuUsage(clientsCpu0);
-  phase.cpu = {
-    daemon: (await cpuSeconds(pid)) - daemonCpu0,
-    clients: (used.user + used.system) / 1e6,
-    seconds: (performance.now() - t0) / 1000,
+  return {
+    ...phase,
+    clientsCpu: (used.user + used.system) / 1e6,
+    loop: loopDelayOver(daemon.stderr(), phase.from, phase.to),
   };
-  return phase;
 }
 
 /** Raises nothing itself: says how many descriptors this process may open (the clients need ~1,700). */
@@ -111,6 +78,7 @@ function openFileLimit(): number {
 }
 
 const fmt = (v: number) => v.toFixed(1);
+const loopText = (l: Phase['loop']) => (l ? `${fmt(l.p99)} / ${fmt(l.max)}` : 'n/a');
 
 export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioResult[]> {
   const sse = options.quick ? 50 : 1_000;
@@ -130,10 +98,10 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
     count: 1_000_000,
     pathPrefix: '/integration/v1/notify',
   });
-  const daemon = spawnNode(
-    cli.args(['run', '--config', config]),
-    daemonEnv({ db: path.join(options.dir, 'feedload.db'), operatorUrl: sim.url, apiPort, webhookPort }),
-  );
+  const daemon = spawnNode(cli.args(['run', '--config', config], [LOOP_DELAY_PRELOAD]), {
+    ...daemonEnv({ db: path.join(options.dir, 'feedload.db'), operatorUrl: sim.url, apiPort, webhookPort }),
+    BENCH_LOOP_DELAY_TICK_MS: String(LOOP_TICK_MS),
+  });
   const pid = daemon.proc.pid!;
   const readers: SseReader[] = [];
   const pollers: LongPoller[] = [];
@@ -162,7 +130,7 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
     }
     fill.destroy();
     options.say(`feed load: ${enqueues} enqueues at ${RATE}/s without readers`);
-    const quiet = await loadPhase(apiPort, pid, enqueues, 'quiet');
+    const quiet = await loadPhase(daemon, apiPort, enqueues, 'quiet');
     const idle = await rssMb(pid);
     options.say(`feed load: ${sse} SSE readers, ${polls} long-polls, ${stalled} stalled readers`);
     for (let i = 0; i < stalled; i++) sockets.push(stalledReader(apiPort));
@@ -180,7 +148,7 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
     await until('every SSE reader at the head', () => readers.every((r) => r.last >= head()), 300_000, 100);
     await until('every long-poll at the head', () => pollers.every((p) => p.last >= head()), 300_000, 100);
     options.say(`feed load: ${enqueues} enqueues at ${RATE}/s with the readers`);
-    const loaded = await loadPhase(apiPort, pid, enqueues, 'loaded');
+    const loaded = await loadPhase(daemon, apiPort, enqueues, 'loaded');
     const total = backlog + 2 * enqueues;
     await until(
       'every SSE reader at the new head',
@@ -225,8 +193,12 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
         ratio: enqueueP99 / quietP99,
         target: '<= 2x without readers',
         met: enqueueP99 <= 2 * quietP99,
-        notes: `${enqueues} enqueues each (${loaded.resets.count + quiet.resets.count} resent after a keep-alive reset): with readers p50 ${fmt(quantile(loaded.enqueue, 0.5))} ms, max ${fmt(Math.max(...loaded.enqueue))} ms; without p50 ${fmt(quantile(quiet.enqueue, 0.5))} ms; CPU s used over the phase's ${fmt(loaded.cpu.seconds)} s: daemon ${fmt(loaded.cpu.daemon)}, clients ${fmt(loaded.cpu.clients)} (without readers: ${fmt(quiet.cpu.daemon)} / ${fmt(quiet.cpu.clients)} over ${fmt(quiet.cpu.seconds)} s)`,
-        extra: { p99: enqueueP99, quietP99 },
+        notes: `${enqueues} enqueues each (${loaded.resets + quiet.resets} resent after a keep-alive reset): with readers p50 ${fmt(quantile(loaded.enqueue, 0.5))} ms, max ${fmt(Math.max(...loaded.enqueue))} ms; without p50 ${fmt(quantile(quiet.enqueue, 0.5))} ms; CPU s used over the phase's ${fmt(loaded.cpu.seconds)} s: daemon ${fmt(loaded.cpu.daemon)}, clients ${fmt(loaded.clientsCpu)}, probes ${fmt(loaded.cpu.probes)} (without readers: ${fmt(quiet.cpu.daemon)} / ${fmt(quiet.clientsCpu)} / ${fmt(quiet.cpu.probes)} over ${fmt(quiet.cpu.seconds)} s); daemon loop delay (worst 1 s p99 / max) ${loopText(loaded.loop)} ms with readers, ${loopText(quiet.loop)} ms without`,
+        extra: {
+          p99: enqueueP99,
+          quietP99,
+          ...(loaded.loop ? { loopP99: loaded.loop.p99, loopMax: loaded.loop.max } : {}),
+        },
       },
       {
         scenario: "/healthz with the feed's readers",
@@ -236,7 +208,7 @@ export async function feedLoadScenario(options: BenchOptions): Promise<ScenarioR
         ratio: null,
         target: '< 50 ms',
         met: healthP99 < 50,
-        notes: `${loaded.healthz.length} probes every 50 ms while enqueueing; max ${fmt(Math.max(...loaded.healthz))} ms`,
+        notes: `${loaded.healthz.length} probes every 50 ms while enqueueing (from a process of their own, apart from the load clients); max ${fmt(Math.max(...loaded.healthz))} ms`,
         extra: { p99: healthP99 },
       },
     ];

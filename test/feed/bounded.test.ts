@@ -203,3 +203,30 @@ describe('readers share reads', () => {
     for (const s of streams) s.close();
   });
 });
+
+describe('an event stream on the wire', () => {
+  it('is the events alone after the headers, ended by the connection (no chunk framing per write)', async () => {
+    const { port, commit, signal } = await setup();
+    await commit(2);
+    const socket = net.connect(port, '127.0.0.1');
+    sockets.push(socket);
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => {
+      text += d;
+    });
+    socket.write(
+      `GET /v1/changes/stream?after=0 HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${TOKEN}\r\n\r\n`,
+    );
+    await until(() => signal.waiting === 1 && text.includes('id: 2\n'), 'the first page and the wait');
+    await commit(1);
+    await until(() => text.includes('id: 3\n'), 'the third event');
+    await until(() => text.endsWith('\n\n'), 'the whole third event');
+    const [head, body] = text.split('\r\n\r\n') as [string, string];
+    expect(head.toLowerCase()).not.toContain('transfer-encoding');
+    expect(head.toLowerCase()).toContain('connection: close');
+    // Exactly three events, back to back: no chunk sizes between the writes.
+    expect([...body.matchAll(/id: (\d+)\ndata: \{[^\n]*\}\n\n/g)].map((m) => m[0]).join('')).toBe(body);
+    expect(seqs(body.split('\n\n').map((e) => ({ id: /^id: (\d+)/.exec(e)?.[1] })))).toEqual([1, 2, 3]);
+  });
+});

@@ -127,4 +127,21 @@ describe('GET /v1/changes?wait=', () => {
     expect(answer.json.error).toMatch(new RegExp(`^${name}: `));
     expect(signal.waiting).toBe(0);
   });
+  it('a query string asked again is answered alike: a kept parse for a valid one, a 400 each time for a bad one', async () => {
+    const { call, commit } = await setup();
+    await commit('projects', 'a');
+    await commit('projects', 'b');
+    for (let i = 0; i < 2; i++) {
+      const page = await call('GET', '/v1/changes?after=1&limit=5');
+      expect(page.status).toBe(200);
+      expect(page.json).toMatchObject({ last: 2, head: 2 });
+      expect((page.json.items as Array<{ seq: number }>).map((e) => e.seq)).toEqual([2]);
+      const bad = await call('GET', '/v1/changes?after=1&limit=0');
+      expect(bad.status).toBe(400);
+      expect(bad.json.error).toMatch(/^limit: /);
+    }
+    // Another after is another question, not the kept answer of the first.
+    const other = await call('GET', '/v1/changes?after=0&limit=5');
+    expect((other.json.items as Array<{ seq: number }>).map((e) => e.seq)).toEqual([1, 2]);
+  });
 });

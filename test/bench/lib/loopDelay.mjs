@@ -17,3 +17,19 @@ process.on('exit', () => {
     `\n${isMainThread ? 'BENCH_LOOP_DELAY' : `BENCH_WORKER_LOOP_DELAY thread ${threadId}`} p50=${ms(histogram.percentile(50))} p99=${ms(histogram.percentile(99))} max=${ms(histogram.max)}\n`,
   );
 });
+
+// BENCH_LOOP_DELAY_TICK_MS=N: the main thread also prints its delay over each N ms (then resets),
+// stamped with the wall clock, so a bench can take the figures of one phase only.
+const tickMs = Number(process.env.BENCH_LOOP_DELAY_TICK_MS);
+if (isMainThread && tickMs > 0) {
+  const tickHistogram = monitorEventLoopDelay({ resolution: 5 });
+  tickHistogram.enable();
+  setInterval(() => {
+    const ms = (ns) => (ns / 1e6).toFixed(1);
+    writeSync(
+      2,
+      `\nBENCH_LOOP_DELAY_TICK ${Date.now()} p99=${ms(tickHistogram.percentile(99))} max=${ms(tickHistogram.max)}\n`,
+    );
+    tickHistogram.reset();
+  }, tickMs).unref();
+}
