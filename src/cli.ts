@@ -241,17 +241,14 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * One-shot `sync` and the daemon keep their heap small: Node 24's V8 lets the young generation grow
- * to 2 x 64 MiB on a host with this much memory (Node 20: 2 x 16 MiB), and a 1,000,000-record sync
- * peaked at ~280 MB RSS, ~120 MB of it young-generation pages (`npm run bench -- --only rss`,
- * `--trace-gc`). The daemon's change feed under 1,600 clients allocates per request and per commit
- * fast enough to grow it as far, and V8 keeps the pages once the clients leave (`npm run bench --
- * --only feedload`: peak and after ~420 MB, idle ~220). The flag must be set before the heap grows;
- * the heap limit flags cannot be changed once V8 has started, this one is read as the heap is sized.
+ * One-shot `sync` keeps its heap small: Node 24's V8 lets the young generation grow to 2 x 64 MiB on
+ * a host with this much memory (Node 20: 2 x 16 MiB), and a 1,000,000-record sync peaked at ~280 MB
+ * RSS, ~120 MB of it young-generation pages (`npm run bench -- --only rss`, `--trace-gc`). The flag
+ * must be set before the heap grows; the heap limit flags cannot be changed once V8 has started, this
+ * one is read as the heap is sized. The daemon is left as it is (its memory is steady, not a peak).
  */
 export function leanHeapFor(argv: readonly string[]): void {
-  if (argv[0] === 'sync' || argv[0] === 'run' || argv.includes('sync'))
-    v8.setFlagsFromString('--optimize-for-size');
+  if (argv.includes('sync')) v8.setFlagsFromString('--optimize-for-size');
 }
 
 /** Runs the CLI as a process: sets the exit code from {@link main}. Used by bin/vcu-sync.js and `tsx src/cli.ts`. */
