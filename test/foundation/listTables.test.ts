@@ -61,7 +61,9 @@ describe('the two list commands', () => {
     expect(await runOutboxCommand(ctx, 'list', undefined, outbox.streams)).toBe(0);
     expect(await runDeliveriesCommand(ctx, 'list', undefined, deliveries.streams)).toBe(0);
     expect(outbox.out()).toBe('ID  REF  TYPE  STATE  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n');
-    expect(deliveries.out()).toBe('ID  SUBSCRIBER  EVENT  REF  STATE  ORPHANED  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n');
+    expect(deliveries.out()).toBe(
+      'ID  SUBSCRIBER  EVENT  REF  STATE  ORPHANED  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n',
+    );
   });
 
   it('outbox list pages by --cursor, and says where the next page starts', async () => {
