@@ -55,6 +55,13 @@ interface Run {
   said: string;
 }
 
+/**
+ * A test here starts up to 22 CLI processes one after another (each a Node start and a TypeScript
+ * load, seconds apiece on a machine whose cores are all busy): 60 s was too short under the flake
+ * loop's CPU burners (.ci/flake-loop), and the time is the processes' start, not a wait.
+ */
+const CLI_TEST_TIMEOUT_MS = 180_000;
+
 const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
 
 /** One child on `side`; with the checks every PostgreSQL run must pass. */
@@ -106,7 +113,7 @@ async function onBothStores(sql: string): Promise<void> {
   await store.pool.query(sql);
 }
 
-describe('vcu-sync enqueue and outbox on PostgreSQL', () => {
+describe('vcu-sync enqueue and outbox on PostgreSQL', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
   it('outbox before anything was queued: refused as a missing database is (exit 1), nothing created', async () => {
     const [onSqlite, onPostgres] = await Promise.all([
       run('sqlite', ['outbox', 'list']),
@@ -213,9 +220,13 @@ describe('vcu-sync enqueue and outbox on PostgreSQL', () => {
     expect(late.code).toBe(1);
     expect(late.said).toMatch(/cannot cancel op-2: it is accepted; the operator has already accepted it/);
 
-    expect((await both(['outbox', 'show', 'nope'])).code).toBe(3);
-    expect((await both(['outbox', 'cancel', 'nope'])).code).toBe(3);
-    expect((await both(['outbox', 'show'])).code).toBe(64);
-    expect((await both(['outbox', 'list', '--state', 'bogus'])).code).toBe(64);
+    // Independent of each other and of the rows: run together (each pair is two process starts).
+    const [noShow, noCancel, usage, badState] = await Promise.all([
+      both(['outbox', 'show', 'nope']),
+      both(['outbox', 'cancel', 'nope']),
+      both(['outbox', 'show']),
+      both(['outbox', 'list', '--state', 'bogus']),
+    ]);
+    expect([noShow.code, noCancel.code, usage.code, badState.code]).toEqual([3, 3, 64, 64]);
   });
 });
