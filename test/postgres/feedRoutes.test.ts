@@ -73,7 +73,8 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     const seq = await store.commit([{ resource: 'operations', recordId: 'ref-1', kind: 'queued', at: AT }]);
     expect(seq).toBe(start + 1);
     expect((await poll).json).toEqual({
-      items: [{ seq, resource: 'operations', record_id: 'ref-1', kind: 'queued', at: AT }],
+      // The camelCase name and its deprecated snake_case alias, the same value (docs/api.md "Field names").
+      items: [{ seq, resource: 'operations', recordId: 'ref-1', record_id: 'ref-1', kind: 'queued', at: AT }],
       last: seq,
       head: seq,
     });
@@ -121,6 +122,7 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     expect(JSON.parse(s.events.at(-1)!.data!)).toEqual({
       seq: start + 22,
       resource: 'operations',
+      recordId: 'operations-1',
       record_id: 'operations-1',
       kind: 'queued',
       at: AT,
