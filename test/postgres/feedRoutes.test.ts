@@ -87,6 +87,13 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     const now = await call('GET', `/v1/changes?after=${start}&limit=2&wait=60`);
     expect(now.json).toMatchObject({ last: start + 2, head: start + 3 });
     expect(now.json.items.map((e: { seq: number }) => e.seq)).toEqual([start + 1, start + 2]);
+    // Each change under recordId and its deprecated alias record_id, the same value.
+    expect(
+      now.json.items.map((e: { recordId: string; record_id: string }) => [e.recordId, e.record_id]),
+    ).toEqual([
+      ['projects-0', 'projects-0'],
+      ['projects-1', 'projects-1'],
+    ]);
     expect(timers.armed).toBe(0);
     const poll = call('GET', `/v1/changes?after=${start + 3}&wait=5`);
     await until(() => signal.waiting === 1, 'the poll waits');
