@@ -4,12 +4,6 @@ import type { AttemptRow, OperationRow } from '../operations/rows.js';
 import { isSensitiveKey, maskDeep } from '../redact.js';
 
 /**
- * How an outbox row is shown to people and internal apps (CLI, read API): the stored columns,
- * with `body` and `response` parsed and their personal fields masked (they are for the operator
- * only). Text columns are stored masked already; they are masked again with the row's own values
- * here, so a row stored by an older version is not shown as it was.
- */
-/**
  * The stored columns shown under their snake_case names before the API chose camelCase: each is
  * shown under both names (fieldAliases.ts), the snake_case one a deprecated alias. So is `attempt_log`.
  */
@@ -47,7 +41,13 @@ export type AttemptEntry = WithCamelTwins<AttemptRow, (typeof ATTEMPT_ALIASES)[n
 
 type ShownRow = Omit<OperationRow, 'body' | 'response'> & { body: unknown; response: unknown };
 
-/** An operation as shown; the attempt log (GET /v1/operations/{ref}) under both names. */
+/**
+ * How an outbox row is shown to people and internal apps (CLI, read API): the stored columns,
+ * with `body` and `response` parsed and their personal fields masked (they are for the operator
+ * only). Text columns are stored masked already; they are masked again with the row's own values
+ * here, so a row stored by an older version is not shown as it was.
+ * Each aliased column comes under both names, and so does the attempt log (GET /v1/operations/{ref}).
+ */
 export type OutboxEntry = WithCamelTwins<ShownRow, (typeof OPERATION_ALIASES)[number]> & {
   attemptLog?: AttemptEntry[];
   /** Deprecated alias of attemptLog. */
