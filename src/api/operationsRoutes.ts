@@ -60,7 +60,7 @@ export function operationsRouteSpecs(config: Pick<Config, 'outbox'>): RouteSpec[
       summary: 'One operation with its attempts and decision (personal fields masked)',
       params: refParam,
       responses: {
-        '200': { description: 'the entry, with attempt_log', schema: entry },
+        '200': { description: 'the entry, with attemptLog', schema: entry },
         '404': 'unknown ref',
       },
     },

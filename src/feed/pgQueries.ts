@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import type { FeedEntry, FeedQuery } from './queries.js';
+import { type FeedEntry, type FeedQuery, type StoredChange, toChange } from './queries.js';
 import type { FeedReads } from './reads.js';
 
 /**
@@ -16,13 +16,13 @@ const COLUMNS = `SELECT seq::float8 AS seq, resource, record_id, kind,
 export async function readFeedPg(pool: pg.Pool, q: FeedQuery): Promise<FeedEntry[]> {
   const result =
     q.resource === undefined
-      ? await pool.query<FeedEntry>(`${COLUMNS} WHERE seq > $1 ORDER BY seq LIMIT $2`, [q.after, q.limit])
-      : await pool.query<FeedEntry>(`${COLUMNS} WHERE seq > $1 AND resource = $2 ORDER BY seq LIMIT $3`, [
+      ? await pool.query<StoredChange>(`${COLUMNS} WHERE seq > $1 ORDER BY seq LIMIT $2`, [q.after, q.limit])
+      : await pool.query<StoredChange>(`${COLUMNS} WHERE seq > $1 AND resource = $2 ORDER BY seq LIMIT $3`, [
           q.after,
           q.resource,
           q.limit,
         ]);
-  return result.rows;
+  return result.rows.map(toChange);
 }
 
 /** The newest seq in the feed (0 when empty). */

@@ -1,17 +1,57 @@
+import { twinsOf, type WithCamelTwins, withCamelTwins } from '../fieldAliases.js';
 import { type Masker, maskPersonal, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { AttemptRow, OperationRow } from '../operations/rows.js';
 import { isSensitiveKey, maskDeep } from '../redact.js';
+
+/**
+ * The stored columns shown under their snake_case names before the API chose camelCase: each is
+ * shown under both names (fieldAliases.ts), the snake_case one a deprecated alias. So is `attempt_log`.
+ */
+export const OPERATION_ALIASES = [
+  'order_key',
+  'body_hash',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'last_error',
+  'last_status',
+  'decision_reason',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+] as const satisfies ReadonlyArray<keyof OperationRow>;
+
+/** An attempt's columns shown under both names. */
+export const ATTEMPT_ALIASES = [
+  'outbox_id',
+  'started_at',
+  'duration_ms',
+  'status_code',
+] as const satisfies ReadonlyArray<keyof AttemptRow>;
+
+const OPERATION_TWINS = twinsOf(OPERATION_ALIASES);
+const ATTEMPT_TWINS = twinsOf(ATTEMPT_ALIASES);
+
+/** One delivery attempt as shown: its error masked, each aliased column under both names. */
+export type AttemptEntry = WithCamelTwins<AttemptRow, (typeof ATTEMPT_ALIASES)[number]>;
+
+type ShownRow = Omit<OperationRow, 'body' | 'response'> & { body: unknown; response: unknown };
 
 /**
  * How an outbox row is shown to people and internal apps (CLI, read API): the stored columns,
  * with `body` and `response` parsed and their personal fields masked (they are for the operator
  * only). Text columns are stored masked already; they are masked again with the row's own values
  * here, so a row stored by an older version is not shown as it was.
+ * Each aliased column comes under both names, and so does the attempt log (GET /v1/operations/{ref}).
  */
-export type OutboxEntry = Omit<OperationRow, 'body' | 'response'> & {
-  body: unknown;
-  response: unknown;
-  attempt_log?: AttemptRow[];
+export type OutboxEntry = WithCamelTwins<ShownRow, (typeof OPERATION_ALIASES)[number]> & {
+  attemptLog?: AttemptEntry[];
+  /** Deprecated alias of attemptLog. */
+  attempt_log?: AttemptEntry[];
 };
 
 function parsedBody(text: string): unknown {
@@ -36,16 +76,26 @@ function parsedResponse(text: string | null, mask: Masker): unknown {
 
 const masked = (text: string | null, mask: Masker) => (text === null ? null : mask(text));
 
-/** The row as shown; `attempts` (the list) only when given. */
+/**
+ * The row as the API and the CLI's JSON show it (the one place an operation's shape is made, on
+ * either store); `attempts` (the list) only when given.
+ */
 export function toEntry(row: OperationRow, attempts?: AttemptRow[]): OutboxEntry {
   const mask = personalMasker(personalValuesOf(row.body));
-  const entry: OutboxEntry = {
+  const shown: ShownRow = {
     ...row,
     body: parsedBody(row.body),
     response: parsedResponse(row.response, mask),
     last_error: masked(row.last_error, mask),
     decision_reason: masked(row.decision_reason, mask),
   };
-  if (attempts) entry.attempt_log = attempts.map((a) => ({ ...a, error: masked(a.error, mask) }));
+  const entry: OutboxEntry = withCamelTwins(shown, OPERATION_TWINS);
+  if (attempts) {
+    const log = attempts.map(
+      (a): AttemptEntry => withCamelTwins({ ...a, error: masked(a.error, mask) }, ATTEMPT_TWINS),
+    );
+    entry.attemptLog = log;
+    entry.attempt_log = log;
+  }
   return entry;
 }

@@ -40,7 +40,10 @@ type Body = paths['/v1/operations']['post']['requestBody']['content']['applicati
 const unitIsClosed: Equal<Body['transactionUnit'], 'tCO2e' | 'kgCO2e'> = true;
 // Open on input: any spelling the daemon accepts.
 const typeIsOpen: Equal<Body['operationType'], string> = true;
-void [stateIsClosed, sentTypeIsClosed, unitIsClosed, typeIsOpen];
+// A deprecated snake_case alias has its camelCase twin's type (docs/api.md "Field names").
+const aliasIsTwin: Equal<Operation['decision_reason'], Operation['decisionReason']> = true;
+const logAliasIsTwin: Equal<Operation['attempt_log'], Operation['attemptLog']> = true;
+void [stateIsClosed, sentTypeIsClosed, unitIsClosed, typeIsOpen, aliasIsTwin, logAliasIsTwin];
 
 const client = createClient<paths>({
   baseUrl: process.env.VCU_API,
@@ -74,7 +77,7 @@ async function readDecision(ref: string): Promise<Decision> {
   const { data, error } = await client.GET('/v1/operations/{ref}', { params: { path: { ref } } });
   if (error) throw new Error(error.error);
   if (data.state === 'approved' || data.state === 'rejected')
-    return { decided: true, state: data.state, reason: data.decision_reason };
+    return { decided: true, state: data.state, reason: data.decisionReason };
   return { decided: false, state: data.state };
 }
 
@@ -98,7 +101,7 @@ export async function calls(): Promise<void> {
   });
   await client.GET('/v1/operation/{ref}', { params: { path: { ref: 'a' } } }); // wrong: path
   const { data } = await client.GET('/v1/operations/{ref}', { params: { path: { ref: 'a' } } });
-  console.log(data?.decisionReason); // wrong: field
+  console.log(data?.reason); // wrong: field
   await client.POST('/v1/sync/{resource}', { params: { path: { resource: 'everything' } } }); // wrong: sync target
   const page = await client.GET('/v1/projects', { params: { query: { limit: '10' } } }); // wrong: limit
   console.log(page.data?.items[0]?.projectID.toFixed()); // wrong: key is text

@@ -213,7 +213,11 @@ describe('every answer is what the document says', () => {
     );
     // The decided operation's state and reason are there to read.
     const rejected = (await call('GET', '/v1/operations/status-rej-1')).json;
-    expect(rejected).toMatchObject({ state: 'rejected', decision_reason: REJECTION_REASON });
+    expect(rejected).toMatchObject({
+      state: 'rejected',
+      decisionReason: REJECTION_REASON,
+      decision_reason: REJECTION_REASON,
+    });
     // And the check is not blind: an undocumented field, a state outside the seven, a missing field.
     const entrySchema = responseSchema(doc, 'get', '/v1/operations/{ref}', 200);
     const { body: _body, ...noBody } = rejected;

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { longPollAnswer } from '../../src/feed/longPoll.js';
-import type { FeedEntry } from '../../src/feed/queries.js';
+import { type FeedEntry, toChange } from '../../src/feed/queries.js';
 
-const entry = (seq: number, recordId: string): FeedEntry => ({
-  seq,
-  resource: 'projects',
-  record_id: recordId,
-  kind: 'upsert',
-  at: '2026-11-26T14:00:00.000Z',
-});
+const entry = (seq: number, recordId: string): FeedEntry =>
+  toChange({
+    seq,
+    resource: 'projects',
+    record_id: recordId,
+    kind: 'upsert',
+    at: '2026-11-26T14:00:00.000Z',
+  });
 
 describe('longPollAnswer', () => {
   it('is exactly the JSON of { items, last, head }, quotes and non-ASCII ids included', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { sharedFeedReads } from '../../src/feed/pageCache.js';
-import type { FeedEntry, FeedQuery } from '../../src/feed/queries.js';
+import { type FeedEntry, type FeedQuery, toChange } from '../../src/feed/queries.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 
 /**
@@ -18,7 +18,7 @@ function promisedStore() {
   const entries = (q: FeedQuery): FeedEntry[] => {
     const rows: FeedEntry[] = [];
     for (let seq = q.after + 1; seq <= state.head && rows.length < q.limit; seq++)
-      rows.push({ seq, resource: 'projects', record_id: `r-${seq}`, kind: 'insert', at: AT });
+      rows.push(toChange({ seq, resource: 'projects', record_id: `r-${seq}`, kind: 'insert', at: AT }));
     return rows;
   };
   const inner: FeedReads = {

@@ -63,6 +63,7 @@ describe('GET /v1/changes/stream', () => {
     expect(JSON.parse(s.events.at(-1)!.data!)).toEqual({
       seq: 253,
       resource: 'operations',
+      recordId: 'r-2',
       record_id: 'r-2',
       kind: 'insert',
       at: AT,

@@ -73,7 +73,8 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     const seq = await store.commit([{ resource: 'operations', recordId: 'ref-1', kind: 'queued', at: AT }]);
     expect(seq).toBe(start + 1);
     expect((await poll).json).toEqual({
-      items: [{ seq, resource: 'operations', record_id: 'ref-1', kind: 'queued', at: AT }],
+      // The camelCase name and its deprecated snake_case alias, the same value (docs/api.md "Field names").
+      items: [{ seq, resource: 'operations', recordId: 'ref-1', record_id: 'ref-1', kind: 'queued', at: AT }],
       last: seq,
       head: seq,
     });
@@ -86,6 +87,13 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     const now = await call('GET', `/v1/changes?after=${start}&limit=2&wait=60`);
     expect(now.json).toMatchObject({ last: start + 2, head: start + 3 });
     expect(now.json.items.map((e: { seq: number }) => e.seq)).toEqual([start + 1, start + 2]);
+    // Each change under recordId and its deprecated alias record_id, the same value.
+    expect(
+      now.json.items.map((e: { recordId: string; record_id: string }) => [e.recordId, e.record_id]),
+    ).toEqual([
+      ['projects-0', 'projects-0'],
+      ['projects-1', 'projects-1'],
+    ]);
     expect(timers.armed).toBe(0);
     const poll = call('GET', `/v1/changes?after=${start + 3}&wait=5`);
     await until(() => signal.waiting === 1, 'the poll waits');
@@ -121,6 +129,7 @@ describe.each(STORES)('the change feed routes on %s', (_name, open) => {
     expect(JSON.parse(s.events.at(-1)!.data!)).toEqual({
       seq: start + 22,
       resource: 'operations',
+      recordId: 'operations-1',
       record_id: 'operations-1',
       kind: 'queued',
       at: AT,

@@ -40,6 +40,7 @@ describe('the change feed on a real PostgreSQL server', () => {
       {
         seq: first,
         resource: 'operations',
+        recordId: 'op-1',
         record_id: 'op-1',
         kind: 'queued',
         at: '2026-11-23T10:00:00.123Z',
@@ -47,6 +48,7 @@ describe('the change feed on a real PostgreSQL server', () => {
       {
         seq: first + 1,
         resource: 'projects',
+        recordId: 'p-1',
         record_id: 'p-1',
         kind: 'queued',
         at: '2026-11-23T10:00:00.123Z',
@@ -54,6 +56,7 @@ describe('the change feed on a real PostgreSQL server', () => {
       {
         seq: first + 2,
         resource: 'operations',
+        recordId: 'op-2',
         record_id: 'op-2',
         kind: 'queued',
         at: '2026-11-23T10:00:00.123Z',

@@ -65,6 +65,38 @@ const refsOf = (pages: Answer[]) =>
     ),
   );
 const json = (a: Answer) => JSON.parse(a.text) as Record<string, unknown>;
+
+/** `next_attempt_at` → `nextAttemptAt` (written here: the check must not lean on the code it checks). */
+const camel = (snake: string) => snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * The snake_case fields of an answer's object, each checked to sit beside its camelCase twin with
+ * the same value (docs/api.md "Field names": the snake_case one is a deprecated alias).
+ */
+function aliasesOf(value: Record<string, unknown>): string[] {
+  const snake = Object.keys(value).filter((k) => k.includes('_'));
+  for (const name of snake) expect(value[camel(name)], `${name} beside ${camel(name)}`).toEqual(value[name]);
+  return snake;
+}
+
+/** The operation's stored columns shown under both names. */
+const ENTRY_ALIASES = [
+  'order_key',
+  'body_hash',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'last_error',
+  'last_status',
+  'decision_reason',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+];
 const ref = (r: string) => `"marketplaceTransactionRef" = '${r}'`;
 
 /** A step: SQL moves first (same on both), then requests; `expect` judges SQLite's answers. */
@@ -99,6 +131,7 @@ const STEPS: Step[] = [
         attempts: 0,
       });
       expect(json(a!).next_attempt_at).toBe('2026-03-01T12:00:01.000Z');
+      expect(aliasesOf(json(a!))).toEqual(ENTRY_ALIASES);
       for (const v of Object.values(PERSONAL)) expect(a!.text).not.toContain(v);
     },
   },
@@ -122,6 +155,7 @@ const STEPS: Step[] = [
       expect(a!.status).toBe(409);
       expect(json(a!).error).toMatch(/op-1 is already queued with a different body/);
       expect(json(a!).entry).toMatchObject({ id: 1, state: 'queued' });
+      expect(aliasesOf(json(a!).entry as Record<string, unknown>)).toEqual(ENTRY_ALIASES);
     },
   },
   {
@@ -171,6 +205,18 @@ const STEPS: Step[] = [
         [entry.id, '2026-03-01T12:00:02.125Z', 102, 500],
       ]);
       expect(a!.text).not.toContain(PERSONAL.originUserEmail);
+      // Every stored column under its camelCase name too, the same value (the masked error included).
+      expect(aliasesOf(entry)).toEqual([...ENTRY_ALIASES, 'attempt_log']);
+      expect(entry.lastError).toBe(entry.last_error);
+      expect(entry.finishedAt).toBe('2026-03-01T12:00:07.250Z');
+      for (const l of log)
+        expect(aliasesOf(l)).toEqual(['outbox_id', 'started_at', 'duration_ms', 'status_code']);
+      expect((entry.attemptLog as Array<Record<string, unknown>>)[1]).toMatchObject({
+        outboxId: entry.id,
+        startedAt: '2026-03-01T12:00:02.125Z',
+        durationMs: 102,
+        statusCode: 500,
+      });
     },
   },
   {
@@ -186,6 +232,9 @@ const STEPS: Step[] = [
       expect(json(answers[2]!).nextCursor).toBeNull();
       expect(refsOf(answers.slice(3, 4))).toEqual(['op-2']);
       expect(refsOf(answers.slice(4))).toEqual(['op-1', 'op-3', 'op-4', 'op-5']);
+      // A list's entries carry both names too (no attempt log in a list).
+      for (const item of json(answers[0]!).items as Array<Record<string, unknown>>)
+        expect(aliasesOf(item)).toEqual(ENTRY_ALIASES);
     },
   },
   {
@@ -214,6 +263,8 @@ const STEPS: Step[] = [
         finished_at: null,
         retried_at: '2026-03-01T12:00:09.000Z',
         next_attempt_at: '2026-03-01T12:00:09.000Z',
+        retriedAt: '2026-03-01T12:00:09.000Z',
+        nextAttemptAt: '2026-03-01T12:00:09.000Z',
       });
       expect(json(shown!).attempt_log).toHaveLength(2);
     },
@@ -274,6 +325,8 @@ const STEPS: Step[] = [
         state: 'cancelled',
         lease_owner: null,
         finished_at: '2026-03-01T12:00:13.000Z',
+        leaseOwner: null,
+        finishedAt: '2026-03-01T12:00:13.000Z',
       });
       expect(again!.text).toBe(first!.text);
     },

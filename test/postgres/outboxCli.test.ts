@@ -207,6 +207,10 @@ describe('vcu-sync enqueue and outbox on PostgreSQL', { timeout: CLI_TEST_TIMEOU
     expect(JSON.parse(failed.stdout)).toMatchObject({
       state: 'failed',
       attempt_log: [{ duration_ms: 42, status_code: 500, error: 'HTTP 500' }],
+      // The CLI prints the API's JSON: the camelCase twins too (docs/api.md "Field names").
+      attemptLog: [{ durationMs: 42, statusCode: 500, error: 'HTTP 500' }],
+      lastError: 'operator answered 500',
+      last_error: 'operator answered 500',
     });
     const retried = await both(['outbox', 'retry', 'op-2']);
     expect(retried.code).toBe(0);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { aliasDescription, type CamelCase, camelCase } from '../../fieldAliases.js';
 
 /**
  * Answers shared by many routes, as zod: the same schemas type the handlers' values and generate
@@ -43,4 +44,24 @@ export function mirrorPage<T extends z.ZodType>(item: T) {
     items: z.array(item),
     next: z.string().nullable().describe('pass as `cursor` for the next page; null on the last page'),
   });
+}
+
+/**
+ * `shape` with each of `aliased` shown under both names (src/fieldAliases.ts): its camelCase twin
+ * (the schema as given, description and all) just before it, and the snake_case name marked
+ * deprecated, "alias of twin; removed in the next major version".
+ */
+export function withDeprecatedAliases<
+  Shape extends Record<string, z.ZodType>,
+  Aliased extends keyof Shape & string,
+>(shape: Shape, aliased: readonly Aliased[]) {
+  const out: Record<string, z.ZodType> = {};
+  for (const [name, schema] of Object.entries(shape)) {
+    if ((aliased as readonly string[]).includes(name)) {
+      const twin = camelCase(name);
+      out[twin] = schema;
+      out[name] = schema.meta({ deprecated: true, description: aliasDescription(twin) });
+    } else out[name] = schema;
+  }
+  return out as Shape & { [K in Aliased as CamelCase<K>]: Shape[K] };
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { SYNC_TARGETS } from '../../context.js';
+import { CHANGE_ALIASES } from '../../feed/queries.js';
 import { type FieldDef, type FieldType, RESOURCE_FIELDS, type ResourceName } from '../../operator/fields.js';
-import { instant, mirrorPage } from './common.js';
+import { instant, mirrorPage, withDeprecatedAliases } from './common.js';
 
 /**
  * The mirror's records as the read API shows them (mirrorQueries.ts decodeRow), derived from the
@@ -65,21 +66,26 @@ export const MIRROR_PAGES = Object.fromEntries(
 
 /** One entry of the change feed (feed/queries.ts FeedEntry). */
 export const changeRow = z
-  .object({
-    seq: z.number().int().describe('increasing; pass the last one seen as `after`'),
-    resource: z
-      .string()
-      .describe(
-        'the table: projects, issuances, unit_operations, custody_*, ..., or operations (the outbox)',
-      ),
-    record_id: z.string().describe("the record's key; for operations its marketplaceTransactionRef"),
-    kind: z
-      .string()
-      .describe(
-        'insert, update or remove; for operations the state entered: queued, accepted, approved, rejected, failed, cancelled (other kinds may be added: ignore unknown ones)',
-      ),
-    at: instant,
-  })
+  .object(
+    withDeprecatedAliases(
+      {
+        seq: z.number().int().describe('increasing; pass the last one seen as `after`'),
+        resource: z
+          .string()
+          .describe(
+            'the table: projects, issuances, unit_operations, custody_*, ..., or operations (the outbox)',
+          ),
+        record_id: z.string().describe("the record's key; for operations its marketplaceTransactionRef"),
+        kind: z
+          .string()
+          .describe(
+            'insert, update or remove; for operations the state entered: queued, accepted, approved, rejected, failed, cancelled (other kinds may be added: ignore unknown ones)',
+          ),
+        at: instant,
+      },
+      CHANGE_ALIASES,
+    ),
+  )
   .meta({ id: 'Change' });
 
 /** GET /v1/changes. */

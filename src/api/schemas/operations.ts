@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
 import { OPERATION_STATES } from '../../operations/states.js';
-import type { OutboxEntry } from '../../outbox/entry.js';
+import { ATTEMPT_ALIASES, OPERATION_ALIASES, type OutboxEntry } from '../../outbox/entry.js';
 import type { OperationPage } from '../../outbox/manage.js';
 import { OPERATION_KINDS } from '../../outbox/operationTypes.js';
-import { errorBody, instant } from './common.js';
+import { errorBody, instant, withDeprecatedAliases } from './common.js';
 
 /**
  * The outbox as the API shows it (outbox/entry.ts toEntry, outbox/manage.ts), as zod. The handlers'
@@ -22,14 +22,23 @@ export const outboxState = z
 
 /** One delivery attempt (outbox/queries.ts AttemptRow). */
 const attempt = z
-  .object({
-    id: z.number().int(),
-    outbox_id: z.number().int(),
-    started_at: instant,
-    duration_ms: z.number().int(),
-    status_code: z.number().int().nullable().describe("the operator's HTTP status; null when none came back"),
-    error: z.string().nullable(),
-  })
+  .object(
+    withDeprecatedAliases(
+      {
+        id: z.number().int(),
+        outbox_id: z.number().int(),
+        started_at: instant,
+        duration_ms: z.number().int(),
+        status_code: z
+          .number()
+          .int()
+          .nullable()
+          .describe("the operator's HTTP status; null when none came back"),
+        error: z.string().nullable(),
+      },
+      ATTEMPT_ALIASES,
+    ),
+  )
   .meta({ id: 'Attempt' });
 
 const text = z.string().nullable();
@@ -41,45 +50,50 @@ const text = z.string().nullable();
 export function outboxEntrySchema(wire: Config['outbox']['wire_spelling']) {
   const spellings = [...new Set(OPERATION_KINDS.map((k) => wire[k]))] as [string, ...string[]];
   return z
-    .object({
-      id: z.number().int().describe('position in the queue'),
-      marketplaceTransactionRef: z.string(),
-      operationType: z
-        .enum(spellings)
-        .describe(
-          'the spelling sent to the operator (outbox.wire_spelling of this daemon; an operation queued under an earlier setting keeps the spelling it was sent with)',
-        )
-        .meta({ id: 'OperationTypeSent' }),
-      order_key: text.describe(
-        'operations with the same key (unit:<id> or issuance:<id>) leave in queue order',
+    .object(
+      withDeprecatedAliases(
+        {
+          id: z.number().int().describe('position in the queue'),
+          marketplaceTransactionRef: z.string(),
+          operationType: z
+            .enum(spellings)
+            .describe(
+              'the spelling sent to the operator (outbox.wire_spelling of this daemon; an operation queued under an earlier setting keeps the spelling it was sent with)',
+            )
+            .meta({ id: 'OperationTypeSent' }),
+          order_key: text.describe(
+            'operations with the same key (unit:<id> or issuance:<id>) leave in queue order',
+          ),
+          body: z
+            .record(z.string(), z.unknown())
+            .describe('the notification exactly as sent to the operator, personal fields masked'),
+          body_hash: z.string(),
+          state: outboxState,
+          attempts: z.number().int(),
+          next_attempt_at: instant,
+          lease_owner: text,
+          lease_until: instant.nullable(),
+          last_error: text.describe('why the last attempt failed (masked)'),
+          last_status: z.number().int().nullable(),
+          response: z.unknown().describe("the operator's answer to the accepted attempt (masked), or null"),
+          decision_reason: text.describe(
+            "the operator's reason, with a rejection (or an approval that gave one)",
+          ),
+          created_at: instant,
+          updated_at: instant,
+          accepted_at: instant.nullable(),
+          decided_at: instant.nullable().describe('when the approval or rejection arrived'),
+          finished_at: instant.nullable(),
+          scrubbed_at: instant.nullable().describe('when its personal fields were scrubbed'),
+          retried_at: instant.nullable(),
+          attempt_log: z
+            .array(attempt)
+            .optional()
+            .describe('every delivery attempt: GET /v1/operations/{ref} only'),
+        },
+        [...OPERATION_ALIASES, 'attempt_log'],
       ),
-      body: z
-        .record(z.string(), z.unknown())
-        .describe('the notification exactly as sent to the operator, personal fields masked'),
-      body_hash: z.string(),
-      state: outboxState,
-      attempts: z.number().int(),
-      next_attempt_at: instant,
-      lease_owner: text,
-      lease_until: instant.nullable(),
-      last_error: text.describe('why the last attempt failed (masked)'),
-      last_status: z.number().int().nullable(),
-      response: z.unknown().describe("the operator's answer to the accepted attempt (masked), or null"),
-      decision_reason: text.describe(
-        "the operator's reason, with a rejection (or an approval that gave one)",
-      ),
-      created_at: instant,
-      updated_at: instant,
-      accepted_at: instant.nullable(),
-      decided_at: instant.nullable().describe('when the approval or rejection arrived'),
-      finished_at: instant.nullable(),
-      scrubbed_at: instant.nullable().describe('when its personal fields were scrubbed'),
-      retried_at: instant.nullable(),
-      attempt_log: z
-        .array(attempt)
-        .optional()
-        .describe('every delivery attempt: GET /v1/operations/{ref} only'),
-    })
+    )
     .meta({ id: 'Operation' });
 }
 
