@@ -2,8 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Guards against a hang, not a measure of speed (tests never rely on them). The child-process
+    // tests (CLI runs, daemons, crash loops) take several times their quiet duration when every core
+    // is busy: under .ci/flake-loop's burners a 3-run `vcu-sync sync` test took 61 s against 60.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     pool: 'forks',
     reporters: ['default', './test/helpers/summaryReporter.ts'],
     projects: [

@@ -27,7 +27,7 @@ beforeAll(() => {
     },
   );
   expect(build.status, build.stdout + build.stderr).toBe(0);
-}, 120_000);
+}, 300_000);
 
 const bin = (args: string[]) => runNode([path.join(ROOT, 'bin/vcu-sync.js'), ...args]);
 

@@ -89,5 +89,5 @@ describe('adaptive rate against an operator limiting to 20 req/s', () => {
       ctx.dispose();
       await sim.close();
     }
-  }, 120_000);
+  }, 300_000);
 });

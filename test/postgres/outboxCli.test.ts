@@ -55,13 +55,6 @@ interface Run {
   said: string;
 }
 
-/**
- * A test here starts up to 22 CLI processes one after another (each a Node start and a TypeScript
- * load, seconds apiece on a machine whose cores are all busy): 60 s was too short under the flake
- * loop's CPU burners (.ci/flake-loop), and the time is the processes' start, not a wait.
- */
-const CLI_TEST_TIMEOUT_MS = 180_000;
-
 const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g;
 
 /** One child on `side`; with the checks every PostgreSQL run must pass. */
@@ -113,7 +106,7 @@ async function onBothStores(sql: string): Promise<void> {
   await store.pool.query(sql);
 }
 
-describe('vcu-sync enqueue and outbox on PostgreSQL', { timeout: CLI_TEST_TIMEOUT_MS }, () => {
+describe('vcu-sync enqueue and outbox on PostgreSQL', () => {
   it('outbox before anything was queued: refused as a missing database is (exit 1), nothing created', async () => {
     const [onSqlite, onPostgres] = await Promise.all([
       run('sqlite', ['outbox', 'list']),

@@ -273,5 +273,5 @@ describe('personal data and the API key under an echoing operator', () => {
       },
     );
     await stopDaemon(second.run);
-  }, 120_000);
+  }, 300_000);
 });

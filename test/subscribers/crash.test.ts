@@ -92,5 +92,5 @@ describe('subscriber deliveries survive SIGKILL', () => {
     } finally {
       db.database.close();
     }
-  }, 120_000);
+  }, 300_000);
 });
