@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
+import { startWorker } from '../startWorker.js';
 import { classifyDatabaseError, databaseFaultsFor } from './faults.js';
 import type { OpenDatabase, Sqlite } from './open.js';
 
@@ -51,7 +51,7 @@ try {
 function quickCheckInWorker(file: string): Promise<CheckResult> {
   const module = createRequire(import.meta.url).resolve('better-sqlite3');
   return new Promise((resolve) => {
-    const worker = new Worker(WORKER_SOURCE, {
+    const worker = startWorker(WORKER_SOURCE, {
       eval: true,
       workerData: { file, module, maxErrors: MAX_ERRORS },
     });

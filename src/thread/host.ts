@@ -9,13 +9,14 @@
  * (workerSide.ts), since copying pages into the file and its fsync were the longest stalls left on
  * the API's loop.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { AppContext } from '../context.js';
 import { databaseFaultsFor } from '../db/faults.js';
 import { writerGateBuffer } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { registeredSecrets } from '../redact.js';
+import { startWorker } from '../startWorker.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 
 /** What a hosted worker is and how its own messages are handled. */
@@ -124,7 +125,7 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
         writerGate: writerGateBuffer(),
         operatorBudget: ctx.operatorBudget,
       };
-      const w = new Worker(url, { workerData: settings, execArgv });
+      const w = startWorker(url, { workerData: settings, execArgv });
       worker = w;
       let started = false;
       w.on('message', (message: ThreadMessage | Out) => {

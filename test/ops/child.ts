@@ -16,15 +16,17 @@ export interface CliChild {
 }
 
 /**
- * Runs `vcu-sync ARGS` from the sources with exactly `env` (plus PATH unless given); as another
- * user when `as` is given (tests running as root use it to meet file permissions for real).
+ * Runs `vcu-sync ARGS` (test/helpers/cli.ts `cliArgs`) with exactly `env` (plus PATH unless given);
+ * as another user when `as` is given (tests running as root use it to meet file permissions for
+ * real); `nodeFlags` go to node before the command, as a service unit's ExecStart may put them.
  */
 export function spawnCli(
   args: string[],
   env: NodeJS.ProcessEnv,
   as?: { uid: number; gid: number },
+  nodeFlags: readonly string[] = [],
 ): CliChild {
-  const child = spawn(process.execPath, cliArgs(args), {
+  const child = spawn(process.execPath, [...nodeFlags, ...cliArgs(args)], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

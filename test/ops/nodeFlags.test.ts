@@ -1,0 +1,81 @@
+import { once } from 'node:events';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createAppContext } from '../../src/context.js';
+import { silentLogger } from '../../src/log.js';
+import { enqueueOperation } from '../../src/outbox/enqueue.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { refusedFlags, startWorker } from '../../src/startWorker.js';
+import { tempDir } from '../helpers/context.js';
+import { transfer } from '../outbox/fixtures.js';
+import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
+
+/**
+ * A service unit may give node flags of its own (`ExecStart=node --max-old-space-size=256
+ * bin/vcu-sync.js run`). Worker threads inherit the process's flags and refuse the process-wide
+ * ones, which stopped the daemon at start ("dispatcher failed to start").
+ */
+
+/** V8 heap flags: valid for the process, refused by `new Worker`. */
+const HEAP_FLAGS = ['--max-old-space-size=256', '--max-semi-space-size=16'];
+
+let sim: Simulator;
+const cleanups: Array<() => void> = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ webhook: { policy: 'none' } });
+});
+afterAll(async () => {
+  await sim.close();
+  for (const cleanup of cleanups) cleanup();
+});
+
+describe('node flags before the command', () => {
+  it('a worker refuses heap flags; startWorker starts it without them, the rest kept', async () => {
+    let refusal: NodeJS.ErrnoException | undefined;
+    try {
+      new Worker('', { eval: true, execArgv: [...HEAP_FLAGS, '--no-warnings'] });
+    } catch (err) {
+      refusal = err as NodeJS.ErrnoException;
+    }
+    expect(refusal?.code).toBe('ERR_WORKER_INVALID_EXEC_ARGV');
+    expect(refusedFlags(refusal!.message)).toEqual(new Set(HEAP_FLAGS));
+
+    const worker = startWorker("require('node:worker_threads').parentPort.postMessage(process.execArgv)", {
+      eval: true,
+      execArgv: [...HEAP_FLAGS, '--no-warnings'],
+    });
+    const [execArgv] = (await once(worker, 'message')) as [string[]];
+    expect(execArgv).toEqual(['--no-warnings']);
+    await worker.terminate();
+  });
+
+  it('vcu-sync run under node heap flags: its threads start, an operation is delivered, SIGTERM exits 0', async () => {
+    const { dir, cleanup } = tempDir('vcu-sync-node-flags-');
+    cleanups.push(cleanup);
+    const dbFile = path.join(dir, 'vcu.db');
+    const seed = createAppContext(
+      loadConfig({ env: { VCU_SYNC_DB: dbFile }, overrides: { 'operator.marketplace_id': 'mkt-ops' } }),
+      silentLogger,
+    );
+    expect(enqueueOperation(seed, transfer('flags-1', { unitId: 93_001 })).status).toBe(201);
+    seed.database.close();
+    sim.faults.clear();
+
+    const run = spawnCli(
+      ['run'],
+      daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false }))),
+      undefined,
+      HEAP_FLAGS,
+    );
+    await untilEvent(run, 'daemon.ready');
+    await until('flags-1 delivered to the operator', () =>
+      sim.notifications.some((n) => n.ref === 'flags-1'),
+    );
+    expect(run.events().map((e) => e.event)).toContain('outbox.thread.started');
+    run.child.kill('SIGTERM');
+    expect(await run.exited, run.output().slice(-3000)).toBe(0);
+  });
+});
