@@ -16,7 +16,7 @@ import { pgHealthReads } from './health/pgSnapshot.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { PgInboxStore } from './inbox/pgStore.js';
 import type { Logger } from './log.js';
-import { pgBackend } from './mirror/pg/pgBackend.js';
+import { interruptOrphanedRuns, pgBackend } from './mirror/pg/pgBackend.js';
 import { createMirrorComponent } from './mirror/scheduler.js';
 import { type ReplicaPresence, startReplicaPresence } from './operations/pgPresence.js';
 import { PgOperationsStore } from './operations/pgStore.js';
@@ -181,6 +181,7 @@ function createPresenceComponent(
         releaseOwner: async (owner, nowIso) =>
           (await stores.operations.releaseOwner(owner, nowIso)).length +
           (await stores.deliveries.releaseOwner(owner, nowIso)),
+        settleOrphans: (nowIso) => interruptOrphanedRuns(replica.database.pool, ctx.log, nowIso),
         onReleased: wake,
         availability: replica.database.availability,
       });

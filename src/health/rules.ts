@@ -319,7 +319,7 @@ function replicaProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Problem[
       severity: 'warning',
       code: 'replica-dead',
       message: `${run.resource} sync run ${run.id} is marked running but no replica holds its run lock: the replica running it is gone`,
-      action: `the next ${run.resource} sync on any replica marks it interrupted and resumes; run "vcu-sync sync ${run.resource}" to do it now`,
+      action: `a live replica's sweep (every 2 s) marks it interrupted and the next ${run.resource} sync resumes from its checkpoint: if this lasts, no replica is alive; start one, or run "vcu-sync sync ${run.resource}"`,
     });
   }
   return problems;

@@ -47,6 +47,11 @@ export interface PresenceDeps {
    * returns how many came back. Called under that owner's liveness lock, one owner at a time.
    */
   releaseOwner(owner: string, nowIso: string): Promise<number>;
+  /**
+   * Settles what dead replicas left that no owner names, e.g. sync runs still marked running with
+   * their lock free; returns how many (default: nothing). Called after each sweep's releases.
+   */
+  settleOrphans?: (nowIso: string) => Promise<number>;
   /** Called with the count when a sweep handed anything back, e.g. to wake the dispatchers (default: none). */
   onReleased?: (count: number) => void;
   /** Heartbeat period, ms (default: {@link HEARTBEAT_MS}). */
@@ -277,6 +282,7 @@ class Presence implements ReplicaPresence {
         owner,
         count: await this.deps.releaseOwner(owner, isoAt(this.clock.now())),
       }));
+      await this.deps.settleOrphans?.(isoAt(this.clock.now()));
     } catch (err) {
       // Logged once per outage, not every sweep (the database may be down for a while).
       if (!this.sweepFailing)

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
-import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { interruptOrphanedRuns, pgBackend } from '../../src/mirror/pg/pgBackend.js';
 import { custodyResources, listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
@@ -168,6 +168,37 @@ describe('replicas on one PostgreSQL database', () => {
       status: 'succeeded',
       counts: { unchanged: 230 },
     });
+  });
+
+  it('a survivor’s sweep marks a dead replica’s run interrupted at once; a live replica’s run is left running', async () => {
+    const { a, b, backendA, backendB } = await twoReplicas();
+    const lines = captureLog(h!.ctx);
+    const acquired = await backendA.acquireRun(h!.ctx, 'projects');
+    expect(acquired.ok).toBe(true);
+    const deadRun = await backendA.startRun('projects', 'full', 'schedule', new Date().toISOString(), null);
+    await terminateLockHolder(b);
+    // B runs issuances meanwhile: its lock is held, so its row is not an orphan.
+    const live = await backendB.acquireRun(h!.ctx, 'issuances');
+    if (!live.ok) throw new Error('B could not take the issuances lock');
+    const liveRun = await backendB.startRun('issuances', 'full', 'schedule', new Date().toISOString(), null);
+
+    expect(await interruptOrphanedRuns(b.pool, h!.ctx.log, '2026-11-26T12:00:00.000Z')).toBe(1);
+    const rows = await runRows(a);
+    expect(rows.map((r) => [Number(r.id), r.status, r.error])).toEqual([
+      [deadRun, 'interrupted', 'the replica running it ended before it finished'],
+      [liveRun, 'running', null],
+    ]);
+    expect(lines.filter((l) => l.event === 'sync.run.interrupted').map((l) => l.runId)).toEqual([deadRun]);
+    // Nothing more to mark on the next sweep, and no lock is left behind by this one: B's
+    // projects run starts at once.
+    expect(await interruptOrphanedRuns(b.pool, h!.ctx.log, '2026-11-26T12:00:02.000Z')).toBe(0);
+    await backendB.finishRun(liveRun, new Date().toISOString(), 'succeeded', null, emptyCounts());
+    await live.lease.release();
+    expect(await runSync(h!.ctx, 'projects', { backend: backendB, sleep: noSleep })).toMatchObject({
+      status: 'succeeded',
+      counts: { inserted: 230 },
+    });
+    if (acquired.ok) await acquired.lease.release();
   });
 
   it('custody too: the other replica skips while one runs; the holder’s connection killed, it stops and cannot end a custody; the other runs it', async () => {

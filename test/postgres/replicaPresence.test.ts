@@ -34,6 +34,8 @@ interface TestReplica {
   store: PgOperationsStore;
   /** What each onReleased call carried. */
   released: number[];
+  /** The time each settleOrphans call was given. */
+  orphanSweeps: string[];
   lines: string[];
 }
 
@@ -59,18 +61,23 @@ async function startReplica(owner: string, availability?: PgAvailability): Promi
   const store = new PgOperationsStore(pg.db.pool, { leaseOwner: owner });
   const { log, lines } = capturingLogger();
   const released: number[] = [];
+  const orphanSweeps: string[] = [];
   const presence = await startReplicaPresence({
     pool: pg.db.pool,
     replica: { owner, name: 'vcu-sync', holds: 'outbox', now: isoAt(T0) },
     log,
     releaseOwner: (dead, nowIso) => releaseOwner(store, dead, nowIso),
     onReleased: (count) => released.push(count),
+    settleOrphans: async (nowIso) => {
+      orphanSweeps.push(nowIso);
+      return 0;
+    },
     clock,
     timers,
     random: () => 0,
     availability,
   });
-  const replica = { owner, presence, timers, store, released, lines };
+  const replica = { owner, presence, timers, store, released, orphanSweeps, lines };
   started.push(replica);
   return replica;
 }
@@ -185,6 +192,13 @@ describe('replica presence on PostgreSQL', () => {
     await b.timers.advance(SWEEP_MS);
     expect(b.released).toEqual([1]);
     expect(await deliveries()).toEqual([{ ref: 'op-0', state: 'pending', owner: null }]);
+  });
+
+  it("settles dead replicas' orphans (their sync runs) at start and after every sweep, at the sweep's time", async () => {
+    const e = await startReplica('replica-e');
+    expect(e.orphanSweeps).toEqual([isoAt(T0)]);
+    await e.timers.advance(SWEEP_MS);
+    expect(e.orphanSweeps).toEqual([isoAt(T0), isoAt(T0 + SWEEP_MS)]);
   });
 
   it('heartbeats on its period, by the injected clock', async () => {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { isoAt } from '../../clock.js';
 import type { AppContext, SyncTarget } from '../../context.js';
+import type { Logger } from '../../log.js';
 import type { MirrorBackend, RunAcquire } from '../backend.js';
 import { readCheckpointState } from '../scan/checkpoint.js';
 import { pgCustodyIds } from './pgCustodyIds.js';
@@ -13,8 +14,9 @@ import { RunLockLost } from './runLockLost.js';
  * The mirror's backend on PostgreSQL, shared by any number of replicas. One run of a resource at a
  * time across all of them: a run holds a session advisory lock named after its resource, on a
  * connection of its own, from before its `sync_runs` row starts until after it finishes. A replica
- * that dies drops its connection and so the lock: the next schedule, on any replica, takes it and
- * marks the dead run's row (still `running`, its lock free) `interrupted`.
+ * that dies drops its connection and so the lock: a live replica's sweep (interruptOrphanedRuns),
+ * or the next schedule on any replica, marks the dead run's row (still `running`, its lock free)
+ * `interrupted`.
  */
 
 /** The advisory lock key of a resource's runs (64-bit, from its name). */
@@ -76,6 +78,39 @@ export function pgBackend(pool: pg.Pool): MirrorBackend {
   };
 }
 
+/**
+ * Marks `interrupted` every run still `running` whose resource's run lock nobody holds: its replica
+ * died. The presence's sweep calls it (seconds after the death) so status stops reporting a dead
+ * run once a survivor has seen it, instead of until that resource's next schedule (a day, for a
+ * daily one). Each row's lock is tried for the statement's transaction only: a run starting
+ * meanwhile takes it first, or waits for this commit and finds its row already settled. CASE keeps
+ * the lock tried on running rows only (the planner may order plain AND terms as it likes; a lock
+ * taken for a finished run would make a replica starting that resource skip its run). Returns the
+ * runs marked.
+ */
+export async function interruptOrphanedRuns(pool: pg.Pool, log: Logger, nowIso: string): Promise<number> {
+  const { rows } = await pool.query<{ id: string; resource: string; pid: number | null }>(
+    `UPDATE sync_runs SET status = 'interrupted', finished_at = $1, error = $2
+     WHERE CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${LOCK_KEY.replace('$1', 'resource')}) ELSE false END
+     RETURNING id, resource, pid`,
+    [nowIso, INTERRUPTED],
+  );
+  logInterrupted(log, rows);
+  return rows.length;
+}
+
+/** One warning per run marked interrupted because its replica died. */
+function logInterrupted(
+  log: Logger,
+  runs: ReadonlyArray<{ id: string; resource: string; pid: number | null }>,
+): void {
+  for (const run of runs)
+    log.warn(
+      { event: 'sync.run.interrupted', runId: Number(run.id), resource: run.resource, pid: run.pid },
+      'marked a run that died as interrupted',
+    );
+}
+
 /** Takes the resource's run lock on a connection of its own, then marks its dead runs. */
 async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): Promise<RunAcquire> {
   const client = await pool.connect();
@@ -103,17 +138,12 @@ async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): P
       };
     }
     // Holding the lock, no replica runs this resource: a row still `running` is a dead replica's.
-    const dead = await client.query<{ id: string; pid: number | null }>(
+    const dead = await client.query<{ id: string; resource: string; pid: number | null }>(
       `UPDATE sync_runs SET status = 'interrupted', finished_at = $1, error = $2
-       WHERE resource = $3 AND status = 'running' RETURNING id, pid`,
+       WHERE resource = $3 AND status = 'running' RETURNING id, resource, pid`,
       [isoAt(ctx.clock.now()), INTERRUPTED, target],
     );
-    for (const row of dead.rows) {
-      ctx.log.warn(
-        { event: 'sync.run.interrupted', runId: Number(row.id), resource: target, pid: row.pid },
-        'marked a run that died as interrupted',
-      );
-    }
+    logInterrupted(ctx.log, dead.rows);
   } catch (err) {
     if (locked) await client.query(`SELECT pg_advisory_unlock(${LOCK_KEY})`, [target]).catch(() => {});
     locked = false;
