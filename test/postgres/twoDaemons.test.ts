@@ -251,7 +251,10 @@ describe('two daemons on one PostgreSQL', () => {
       problems: Array<{ code: string }>;
     };
     expect(status.snapshot.replicas?.map((r) => [r.owner, r.alive])).toEqual([[b.owner, true]]);
-    expect(status.problems.map((p) => p.code)).not.toContain('replica-dead');
+    expect(
+      status.problems.map((p) => p.code),
+      JSON.stringify(status.problems),
+    ).not.toContain('replica-dead');
 
     b.cli.child.kill('SIGTERM');
     expect(await b.cli.exited, b.cli.output().slice(-3000)).toBe(0);
