@@ -130,6 +130,22 @@ const CLAIM_SQL = `
   WHERE outbox.id = c.id AND ${eventAppliesSql('claim', 'outbox.', PG_GUARD)}
   RETURNING ${operationColumns('outbox.')}, c.from_state`;
 
+/**
+ * The claim's plan, pinned for its transaction (set_config(..., true) is SET LOCAL): the ordered
+ * walk of `(state, id)` that stops after $4 claimable rows. The planner picks it only when its
+ * statistics say many rows are queued, and they rarely do when it matters: a fresh table before
+ * autoanalyze, or one whose last ANALYZE saw every row settled, before a burst. Estimating a few
+ * queued rows, it read them all (bitmap or `(state, next_attempt_at)` scan), tested every one's
+ * NOT EXISTS (itself a bitmap AND over every queued row) and sorted: a claim cost O(queued²), 100-200
+ * ms behind 1,000 queued rows of 50 keys, and 2,000 operations over 50 units drained at 24 a second
+ * through the daemon. With sorts, bitmaps and sequential scans priced out, the walk is the only
+ * plan left (the union's small sort stays, priced out but with nothing cheaper), and JIT, which
+ * those prices would otherwise trigger, is off. Held to the end of the group's transaction; what
+ * follows the claims (the feed's append, subscribers' rows) reads by primary or unique keys alone.
+ */
+const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+  set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
+
 /** Options of {@link PgOperationsStore}. */
 export interface PgOperationsStoreOptions {
   /** Who gets deliveries for each state change (default: nobody). */
@@ -247,6 +263,7 @@ export class PgOperationsStore implements OperationsStore {
         job,
         params: typeof job.given === 'function' ? job.given() : job.given,
       }));
+      if (taken.length > 0) await client.query(CLAIM_PLAN_SQL);
       for (const group of claimsByOwner(taken)) {
         // One statement for the owner's claims, at the first one's time and lease.
         const { now, owner, leaseUntil } = group[0]!.params;
