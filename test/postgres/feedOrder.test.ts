@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { appendChangesPg, inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { FEED_CHANNEL, recordChangesPg } from '../../src/db/pgChanges.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 /**
  * The feed's promise on PostgreSQL: a reader that pages by `seq > last` never skips a row, even
- * when writers commit out of the order they started in. Writers hold their transaction open after
- * the insert for a varying number of round trips, so without the feed lock a later seq would
- * commit before an earlier one and the tailing reader would step past it.
+ * when writers commit out of the order they started in. Writers hold their transactions open for
+ * a varying number of round trips before and after recording their rows, so without the feed lock
+ * (taken by the append that rides each COMMIT) a later seq would commit before an earlier one and
+ * the tailing reader would step past it.
  */
 describe('recordChangesPg on a real server', () => {
   const cluster = inject('postgres');
@@ -47,7 +48,9 @@ describe('recordChangesPg on a real server', () => {
       Array.from({ length: writers }, async (_, w) => {
         for (let i = 0; i < perWriter; i++) {
           await inPgTransaction(store.pool, async (client) => {
-            await recordChangesPg(client, [
+            // Other statements first: the feed's lock is taken only by the append at the commit.
+            for (let k = 0; k < (i + w) % 3; k++) await client.query('SELECT 1');
+            recordChangesPg(client, [
               {
                 resource: 'operations',
                 recordId: `w${w}-${i}-a`,
@@ -61,8 +64,8 @@ describe('recordChangesPg on a real server', () => {
                 at: new Date().toISOString(),
               },
             ]);
-            // Keep the transaction open a while after taking its seq (other writers queue meanwhile).
-            for (let k = 0; k < (i + w) % 3; k++) await client.query('SELECT 1');
+            // Still open after recording: the rows wait for the commit, which appends them.
+            for (let k = 0; k < (i + w) % 2; k++) await client.query('SELECT 1');
           });
         }
       }),
@@ -89,17 +92,15 @@ describe('recordChangesPg on a real server', () => {
     try {
       await expect(
         inPgTransaction(store.pool, async (client) => {
-          await recordChangesPg(client, [
+          recordChangesPg(client, [
             { resource: 'projects', recordId: 'p-rolled', kind: 'insert', at: new Date().toISOString() },
           ]);
           throw new Error('rolled back on purpose');
         }),
       ).rejects.toThrow('rolled back on purpose');
-      const last = await inPgTransaction(store.pool, (client) =>
-        recordChangesPg(client, [
-          { resource: 'projects', recordId: 'p-kept', kind: 'insert', at: new Date().toISOString() },
-        ]),
-      );
+      const last = await appendChangesPg(store.pool, [
+        { resource: 'projects', recordId: 'p-kept', kind: 'insert', at: new Date().toISOString() },
+      ]);
       // A round trip on the listening connection delivers notifications that arrived before it.
       await listener.query('SELECT 1');
       expect(heard).toEqual([String(last)]);
