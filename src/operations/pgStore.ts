@@ -118,7 +118,7 @@ const candidateBranches = fromStates('claim').map(
   )`,
 );
 
-const CLAIM_SQL = `
+export const CLAIM_SQL = `
   WITH ${candidateBranches.join(',\n  ')},
   candidates AS (
     SELECT id, from_state FROM (${candidateBranches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL ')}) AS b
@@ -143,7 +143,7 @@ const CLAIM_SQL = `
  * those prices would otherwise trigger, is off. Held to the end of the group's transaction; what
  * follows the claims (the feed's append, subscribers' rows) reads by primary or unique keys alone.
  */
-const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
 
 /** Options of {@link PgOperationsStore}. */

@@ -82,6 +82,61 @@ describe('recordChangesPg on a real server', () => {
     expect(all[a + 1]?.record_id).toBe('w3-7-b');
   });
 
+  it('keeps every character of the rows it appends, and their order, through the commit message', async () => {
+    const odd = [
+      "it's",
+      'back\\slash',
+      'quote"d',
+      "both ' and \\ '' E'x'",
+      'line\nbreak',
+      'ünïcødé 🌱',
+      '$1 $$ ; COMMIT',
+    ];
+    const at = '2026-11-23T10:00:00.123Z';
+    await appendChangesPg(
+      store.pool,
+      odd.map((recordId, i) => ({ resource: 'odd', recordId, kind: `k${i}`, at })),
+    );
+    const { rows } = await store.pool.query<{ record_id: string; kind: string; at: Date }>(
+      "SELECT record_id, kind, at FROM changes WHERE resource = 'odd' ORDER BY seq",
+    );
+    expect(rows.map((r) => r.record_id)).toEqual(odd);
+    expect(rows.map((r) => r.kind)).toEqual(odd.map((_, i) => `k${i}`));
+    expect(rows.every((r) => r.at.toISOString() === at)).toBe(true);
+  });
+
+  it('refuses rows recorded outside inPgTransaction rather than dropping them', async () => {
+    const client = await store.pool.connect();
+    try {
+      expect(() =>
+        recordChangesPg(client, [
+          { resource: 'x', recordId: 'lost', kind: 'insert', at: new Date().toISOString() },
+        ]),
+      ).toThrow(/not in an inPgTransaction/);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('appends nothing when the work fails after recording its rows', async () => {
+    await expect(
+      inPgTransaction(store.pool, async (client) => {
+        recordChangesPg(client, [
+          { resource: 'x', recordId: 'after-fail', kind: 'insert', at: new Date().toISOString() },
+        ]);
+        await client.query('SELECT 1/0');
+      }),
+    ).rejects.toThrow(/division by zero/);
+    const { rows } = await store.pool.query("SELECT 1 FROM changes WHERE record_id = 'after-fail'");
+    expect(rows).toHaveLength(0);
+    // The connection went back clean: the next transaction commits its rows.
+    await appendChangesPg(store.pool, [
+      { resource: 'x', recordId: 'next', kind: 'insert', at: new Date().toISOString() },
+    ]);
+    const next = await store.pool.query("SELECT 1 FROM changes WHERE record_id = 'next'");
+    expect(next.rows).toHaveLength(1);
+  });
+
   it('wakes listeners once the transaction commits, and never for one rolled back', async () => {
     const listener = await store.pool.connect();
     const heard: string[] = [];
