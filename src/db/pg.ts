@@ -197,8 +197,9 @@ export async function openPostgres(url: string, options: PgOpenOptions = {}): Pr
 export async function inPgTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  options: { begin?: string } = {},
 ): Promise<T> {
-  return (await runPgTransaction(pool, work)).result;
+  return (await runPgTransaction(pool, work, options.begin)).result;
 }
 
 /** One transaction appending `rows` to the feed alone; resolves with their last seq (0 for none). */
@@ -210,12 +211,13 @@ export async function appendChangesPg(pool: pg.Pool, rows: ReadonlyArray<ChangeR
 async function runPgTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
 ): Promise<{ result: T; lastSeq: number }> {
   const client = await pool.connect();
   // A connection whose ROLLBACK failed is in no known state (most often it broke): destroyed, not pooled.
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     openFeedTransaction(client);
     const result = await work(client);
     // The feed rows the work recorded are appended in the COMMIT's own message (pgChanges.ts).

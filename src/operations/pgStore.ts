@@ -140,11 +140,15 @@ export const CLAIM_SQL = `
  * ms behind 1,000 queued rows of 50 keys, and 2,000 operations over 50 units drained at 24 a second
  * through the daemon. With sorts, bitmaps and sequential scans priced out, the walk is the only
  * plan left (the union's small sort stays, priced out but with nothing cheaper), and JIT, which
- * those prices would otherwise trigger, is off. Held to the end of the group's transaction; what
- * follows the claims (the feed's append, subscribers' rows) reads by primary or unique keys alone.
+ * those prices would otherwise trigger, is off. Set in the BEGIN's message of a group with claims
+ * and held to its end: its other statements (the settled rows' lock and settle, the feed's append,
+ * subscribers' rows) read by primary or unique keys alone, so their plans are the same under it.
  */
 export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
+
+/** BEGIN and the claim's plan in one simple-protocol message. */
+const CLAIM_BEGIN_SQL = `BEGIN; ${CLAIM_PLAN_SQL}`;
 
 /** Options of {@link PgOperationsStore}. */
 export interface PgOperationsStoreOptions {
@@ -166,8 +170,8 @@ export class PgOperationsStore implements OperationsStore {
     this.subscribers = options.subscribers ?? [];
   }
 
-  private tx<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inPgTransaction(this.pool, work);
+  private tx<T>(work: (client: pg.PoolClient) => Promise<T>, begin?: string): Promise<T> {
+    return inPgTransaction(this.pool, work, begin === undefined ? {} : { begin });
   }
 
   /** One guarded UPDATE of one row; its state change commits with it, or nothing when refused. */
@@ -239,58 +243,61 @@ export class PgOperationsStore implements OperationsStore {
   private async flushGroup(jobs: GroupJob[]): Promise<void> {
     const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
     const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
-    const { moved, locked, shares } = await this.tx(async (client) => {
-      const moved = new Set<number>();
-      const changes: StateChange[] = [];
-      // A row another transaction holds for long (one left idle after updating it) is stepped over
-      // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
-      const locked = await lockSettleRows(
-        client,
-        settles.map((j) => j.claim.id),
-      );
-      for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
-        const these = settles.filter((j) => j.step.to === to && locked.has(j.claim.id));
-        if (these.length === 0) continue;
-        const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
-        const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
-        for (const row of rows) moved.add(row.id);
-      }
-      for (const j of settles)
-        if (moved.has(j.claim.id))
-          changes.push({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now });
-      const shares = new Map<ClaimJob, OperationRow[]>();
-      const taken = claims.map((job) => ({
-        job,
-        params: typeof job.given === 'function' ? job.given() : job.given,
-      }));
-      if (taken.length > 0) await client.query(CLAIM_PLAN_SQL);
-      for (const group of claimsByOwner(taken)) {
-        // One statement for the owner's claims, at the first one's time and lease.
-        const { now, owner, leaseUntil } = group[0]!.params;
-        const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
-        const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
-          now,
-          owner,
-          leaseUntil,
-          limit,
-        ]);
-        const split = shareClaimed(
-          rows,
-          group.map((c) => c.params.limit),
+    const { moved, locked, shares } = await this.tx(
+      async (client) => {
+        const moved = new Set<number>();
+        const changes: StateChange[] = [];
+        // A row another transaction holds for long (one left idle after updating it) is stepped over
+        // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
+        const locked = await lockSettleRows(
+          client,
+          settles.map((j) => j.claim.id),
         );
-        group.forEach((c, i) => {
-          const share = split[i]!;
-          for (const r of share)
-            changes.push({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now });
-          shares.set(
-            c.job,
-            share.map(({ from_state: _, ...row }) => row),
+        for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
+          const these = settles.filter((j) => j.step.to === to && locked.has(j.claim.id));
+          if (these.length === 0) continue;
+          const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
+          const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
+          for (const row of rows) moved.add(row.id);
+        }
+        for (const j of settles)
+          if (moved.has(j.claim.id))
+            changes.push({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now });
+        const shares = new Map<ClaimJob, OperationRow[]>();
+        const taken = claims.map((job) => ({
+          job,
+          params: typeof job.given === 'function' ? job.given() : job.given,
+        }));
+        for (const group of claimsByOwner(taken)) {
+          // One statement for the owner's claims, at the first one's time and lease.
+          const { now, owner, leaseUntil } = group[0]!.params;
+          const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
+          const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
+            now,
+            owner,
+            leaseUntil,
+            limit,
+          ]);
+          const split = shareClaimed(
+            rows,
+            group.map((c) => c.params.limit),
           );
-        });
-      }
-      await stateChangedPg(client, this.subscribers, changes);
-      return { moved, locked, shares };
-    });
+          group.forEach((c, i) => {
+            const share = split[i]!;
+            for (const r of share)
+              changes.push({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now });
+            shares.set(
+              c.job,
+              share.map(({ from_state: _, ...row }) => row),
+            );
+          });
+        }
+        await stateChangedPg(client, this.subscribers, changes);
+        return { moved, locked, shares };
+      },
+      // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
+      claims.length > 0 ? CLAIM_BEGIN_SQL : undefined,
+    );
     for (const j of settles) {
       if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
       else j.reject(new RowLockedError(j.claim.id));
