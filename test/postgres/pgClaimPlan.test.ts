@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CLAIM_PLAN_SQL, CLAIM_SQL, PgOperationsStore } from '../../src/operations/pgStore.js';
+import { CLAIM_PLAN_SQL, CLAIM_SQL } from '../../src/operations/pgClaimSql.js';
+import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/store.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
