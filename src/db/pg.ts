@@ -5,7 +5,14 @@ import pg from 'pg';
 import { systemClock } from '../clock.js';
 import { errorMessage, UserError } from '../errors.js';
 import { scrubText } from '../redact.js';
+import type { ChangeRow } from './changes.js';
 import { PgAvailability } from './pgAvailability.js';
+import {
+  commitPgTransaction,
+  dropFeedTransaction,
+  openFeedTransaction,
+  recordChangesPg,
+} from './pgChanges.js';
 import { type PgConnection, pgConnection } from './pgConfig.js';
 import { ObservedPool } from './pgPool.js';
 import * as schema from './schema-pg/index.js';
@@ -190,16 +197,34 @@ export async function openPostgres(url: string, options: PgOpenOptions = {}): Pr
 export async function inPgTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  options: { begin?: string } = {},
 ): Promise<T> {
+  return (await runPgTransaction(pool, work, options.begin)).result;
+}
+
+/** One transaction appending `rows` to the feed alone; resolves with their last seq (0 for none). */
+export async function appendChangesPg(pool: pg.Pool, rows: ReadonlyArray<ChangeRow>): Promise<number> {
+  return (await runPgTransaction(pool, async (client) => recordChangesPg(client, rows))).lastSeq;
+}
+
+/** inPgTransaction, and the last feed seq its commit appended (0 for none). */
+async function runPgTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<{ result: T; lastSeq: number }> {
   const client = await pool.connect();
   // A connection whose ROLLBACK failed is in no known state (most often it broke): destroyed, not pooled.
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
+    openFeedTransaction(client);
     const result = await work(client);
-    await client.query('COMMIT');
-    return result;
+    // The feed rows the work recorded are appended in the COMMIT's own message (pgChanges.ts).
+    const lastSeq = await commitPgTransaction(client);
+    return { result, lastSeq };
   } catch (err) {
+    dropFeedTransaction(client);
     await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
       broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
     });

@@ -8,8 +8,9 @@ import { feedRows, type StateChange } from './store.js';
 /**
  * What the PostgreSQL operations store shares across its statements: how rows read back exactly
  * as SQLite's (`OperationRow`: ISO strings, numeric ids), the guards' placeholders, and the one
- * place every state change passes (deliveries, then the feed LAST: recordChangesPg takes the
- * feed's lock until commit; taken before the deliveries when there are some).
+ * place every state change passes (deliveries, then the feed: recordChangesPg's rows are appended
+ * under the feed's lock as the transaction commits; the lock is taken before the deliveries when
+ * there are some).
  */
 
 /** Every statement binds $1 = now, $2 = owner, so the transition table's guards read the same. */
@@ -82,7 +83,7 @@ export async function stateChangedPg(
     );
     const rows = deliveryRows(subscribers, changes, (ref) => facts.get(ref));
     if (rows.length > 0) {
-      // The feed's lock first (recordChangesPg takes it again, a no-op): delivery ids are then handed
+      // The feed's lock first (the append at commit takes it again, a no-op): delivery ids are then handed
       // out in commit order, so a claimer never sees a subscriber's id 6 while id 5 is still in
       // flight and sends it first (subscribers/pgStore.ts). Held one statement longer than the feed needs.
       await client.query('SELECT pg_advisory_xact_lock($1)', [FEED_LOCK_KEY]);
@@ -102,5 +103,5 @@ export async function stateChangedPg(
       );
     }
   }
-  await recordChangesPg(client, feedRows(changes));
+  recordChangesPg(client, feedRows(changes));
 }

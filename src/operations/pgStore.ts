@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
 import type { Subscriber } from '../subscribers/subscribers.js';
+import { CLAIM_BEGIN_SQL, CLAIM_SQL } from './pgClaimSql.js';
 import {
   type ClaimJob,
   claimsByOwner,
@@ -14,8 +15,8 @@ import {
 } from './pgGroup.js';
 import { releaseDeadPg } from './pgLiveness.js';
 import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
-import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
-import { fromStates, type OperationState } from './states.js';
+import { eventAppliesSql, type OperationRow } from './rows.js';
+import type { OperationState } from './states.js';
 import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
 import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 
@@ -96,40 +97,6 @@ const SETTLE_SQL = Object.fromEntries(
   ]),
 ) as Record<SettleStep['to'], string>;
 
-/**
- * The claim's candidates: one branch per state the claim moves from (the transition table's), each
- * walking the `(state, id)` index in order and locking up to $4 rows, then the $4 oldest of them.
- * One scan in id order with the guards' OR as a filter steps over every settled row before the
- * first queued one, so a claim's cost grew with the outbox's history (3 ms behind 5,000 accepted
- * rows). The state is a range (`BETWEEN s AND s`) and the order `(state, id)` on purpose: with `=`
- * the planner may still walk the primary key, which statistics taken before a burst was settled
- * (every row queued) make look as cheap. A branch's rows that miss the cut stay locked, unclaimed,
- * until this short transaction commits, as a concurrent claimer's own candidates are.
- */
-const candidateBranches = fromStates('claim').map(
-  ({ from, when }, i) => `from_${i} AS (
-    SELECT o.id, o.state AS from_state FROM outbox o
-    WHERE o.state BETWEEN '${from}' AND '${from}'${when ? ` AND ${guardSql(when, 'o.', PG_GUARD)}` : ''}
-      AND (o.order_key IS NULL OR NOT EXISTS (
-        SELECT 1 FROM outbox p
-        WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')))
-    ORDER BY o.state, o.id LIMIT $4
-    FOR UPDATE SKIP LOCKED
-  )`,
-);
-
-const CLAIM_SQL = `
-  WITH ${candidateBranches.join(',\n  ')},
-  candidates AS (
-    SELECT id, from_state FROM (${candidateBranches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL ')}) AS b
-    ORDER BY id LIMIT $4
-  )
-  UPDATE outbox SET state = 'sending', lease_owner = $2, lease_until = $3::timestamptz,
-    attempts = outbox.attempts + 1, updated_at = $1
-  FROM candidates c
-  WHERE outbox.id = c.id AND ${eventAppliesSql('claim', 'outbox.', PG_GUARD)}
-  RETURNING ${operationColumns('outbox.')}, c.from_state`;
-
 /** Options of {@link PgOperationsStore}. */
 export interface PgOperationsStoreOptions {
   /** Who gets deliveries for each state change (default: nobody). */
@@ -150,8 +117,8 @@ export class PgOperationsStore implements OperationsStore {
     this.subscribers = options.subscribers ?? [];
   }
 
-  private tx<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return inPgTransaction(this.pool, work);
+  private tx<T>(work: (client: pg.PoolClient) => Promise<T>, begin?: string): Promise<T> {
+    return inPgTransaction(this.pool, work, begin === undefined ? {} : { begin });
   }
 
   /** One guarded UPDATE of one row; its state change commits with it, or nothing when refused. */
@@ -223,57 +190,61 @@ export class PgOperationsStore implements OperationsStore {
   private async flushGroup(jobs: GroupJob[]): Promise<void> {
     const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
     const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
-    const { moved, locked, shares } = await this.tx(async (client) => {
-      const moved = new Set<number>();
-      const changes: StateChange[] = [];
-      // A row another transaction holds for long (one left idle after updating it) is stepped over
-      // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
-      const locked = await lockSettleRows(
-        client,
-        settles.map((j) => j.claim.id),
-      );
-      for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
-        const these = settles.filter((j) => j.step.to === to && locked.has(j.claim.id));
-        if (these.length === 0) continue;
-        const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
-        const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
-        for (const row of rows) moved.add(row.id);
-      }
-      for (const j of settles)
-        if (moved.has(j.claim.id))
-          changes.push({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now });
-      const shares = new Map<ClaimJob, OperationRow[]>();
-      const taken = claims.map((job) => ({
-        job,
-        params: typeof job.given === 'function' ? job.given() : job.given,
-      }));
-      for (const group of claimsByOwner(taken)) {
-        // One statement for the owner's claims, at the first one's time and lease.
-        const { now, owner, leaseUntil } = group[0]!.params;
-        const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
-        const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
-          now,
-          owner,
-          leaseUntil,
-          limit,
-        ]);
-        const split = shareClaimed(
-          rows,
-          group.map((c) => c.params.limit),
+    const { moved, locked, shares } = await this.tx(
+      async (client) => {
+        const moved = new Set<number>();
+        const changes: StateChange[] = [];
+        // A row another transaction holds for long (one left idle after updating it) is stepped over
+        // after a short wait: its settle alone fails and is tried again, the rest of the group commits.
+        const locked = await lockSettleRows(
+          client,
+          settles.map((j) => j.claim.id),
         );
-        group.forEach((c, i) => {
-          const share = split[i]!;
-          for (const r of share)
-            changes.push({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now });
-          shares.set(
-            c.job,
-            share.map(({ from_state: _, ...row }) => row),
+        for (const to of Object.keys(STEPS) as SettleStep['to'][]) {
+          const these = settles.filter((j) => j.step.to === to && locked.has(j.claim.id));
+          if (these.length === 0) continue;
+          const values = SETTLE_COLUMNS.map(([, , value]) => these.map(value));
+          const { rows } = await client.query<{ id: number }>(SETTLE_SQL[to], values);
+          for (const row of rows) moved.add(row.id);
+        }
+        for (const j of settles)
+          if (moved.has(j.claim.id))
+            changes.push({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now });
+        const shares = new Map<ClaimJob, OperationRow[]>();
+        const taken = claims.map((job) => ({
+          job,
+          params: typeof job.given === 'function' ? job.given() : job.given,
+        }));
+        for (const group of claimsByOwner(taken)) {
+          // One statement for the owner's claims, at the first one's time and lease.
+          const { now, owner, leaseUntil } = group[0]!.params;
+          const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
+          const { rows } = await client.query<OperationRow & { from_state: OperationState }>(CLAIM_SQL, [
+            now,
+            owner,
+            leaseUntil,
+            limit,
+          ]);
+          const split = shareClaimed(
+            rows,
+            group.map((c) => c.params.limit),
           );
-        });
-      }
-      await stateChangedPg(client, this.subscribers, changes);
-      return { moved, locked, shares };
-    });
+          group.forEach((c, i) => {
+            const share = split[i]!;
+            for (const r of share)
+              changes.push({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now });
+            shares.set(
+              c.job,
+              share.map(({ from_state: _, ...row }) => row),
+            );
+          });
+        }
+        await stateChangedPg(client, this.subscribers, changes);
+        return { moved, locked, shares };
+      },
+      // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
+      claims.length > 0 ? CLAIM_BEGIN_SQL : undefined,
+    );
     for (const j of settles) {
       if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
       else j.reject(new RowLockedError(j.claim.id));

@@ -10,6 +10,7 @@ import { barePgDrain } from './lib/pgBaselineDrain.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { timed } from './lib/timing.js';
+import { daemonDrainRows } from './pgDrainDaemon.js';
 
 const CONCURRENCY = 8;
 const OWNER = 'bench-pg-drain';
@@ -125,6 +126,8 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
     const rate = n / drain.seconds;
     const baseRate = n / base.seconds;
     const ratio = ratioOf(rate, baseRate)!;
+    await closeAll();
+    const daemonRows = await daemonDrainRows(options, sim, ctx);
     return [
       {
         scenario: `outbox drain on PostgreSQL, ${n} operations`,
@@ -137,6 +140,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
         notes: `in-process dispatcher on PgOperationsStore (pool of 10), simulator in a child; concurrency ${CONCURRENCY}; baseline claims k with one UPDATE ... SKIP LOCKED and settles with one multi-row UPDATE; a throwaway PostgreSQL cluster (fsync off) per side`,
         extra: { operations: n, seconds: drain.seconds, baselineSeconds: base.seconds },
       },
+      ...daemonRows,
     ];
   } finally {
     await closeAll();

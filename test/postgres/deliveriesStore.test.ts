@@ -2,6 +2,7 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
 import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { commitPgTransaction, openFeedTransaction } from '../../src/db/pgChanges.js';
 import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
@@ -267,6 +268,8 @@ describe('deliveries writers on PostgreSQL', () => {
           };
         },
       });
+      // Opened by hand (inPgTransaction could not pause it): its feed rows go with its commit.
+      openFeedTransaction(paused);
       const olderDone = stateChangedPg(paused, subscribers, accepted('old'));
       let newerDone = false;
       const newer = inPgTransaction(pg.db.pool, (client) =>
@@ -288,7 +291,7 @@ describe('deliveries writers on PostgreSQL', () => {
       ).toEqual([]);
       resume();
       await olderDone;
-      await older.query('COMMIT');
+      await commitPgTransaction(paused);
       await newer;
       const rows = await store.claim({ subscriber: 'a', owner: 'x', now: T1, leaseUntil: LEASE, limit: 10 });
       expect(rows.map((r) => [r.id, r.ref])).toEqual([

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { appendChangesPg, inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { FEED_CHANNEL, recordChangesPg } from '../../src/db/pgChanges.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 /**
  * The feed's promise on PostgreSQL: a reader that pages by `seq > last` never skips a row, even
- * when writers commit out of the order they started in. Writers hold their transaction open after
- * the insert for a varying number of round trips, so without the feed lock a later seq would
- * commit before an earlier one and the tailing reader would step past it.
+ * when writers commit out of the order they started in. Writers hold their transactions open for
+ * a varying number of round trips before and after recording their rows, so without the feed lock
+ * (taken by the append that rides each COMMIT) a later seq would commit before an earlier one and
+ * the tailing reader would step past it.
  */
 describe('recordChangesPg on a real server', () => {
   const cluster = inject('postgres');
@@ -47,7 +48,9 @@ describe('recordChangesPg on a real server', () => {
       Array.from({ length: writers }, async (_, w) => {
         for (let i = 0; i < perWriter; i++) {
           await inPgTransaction(store.pool, async (client) => {
-            await recordChangesPg(client, [
+            // Other statements first: the feed's lock is taken only by the append at the commit.
+            for (let k = 0; k < (i + w) % 3; k++) await client.query('SELECT 1');
+            recordChangesPg(client, [
               {
                 resource: 'operations',
                 recordId: `w${w}-${i}-a`,
@@ -61,8 +64,8 @@ describe('recordChangesPg on a real server', () => {
                 at: new Date().toISOString(),
               },
             ]);
-            // Keep the transaction open a while after taking its seq (other writers queue meanwhile).
-            for (let k = 0; k < (i + w) % 3; k++) await client.query('SELECT 1');
+            // Still open after recording: the rows wait for the commit, which appends them.
+            for (let k = 0; k < (i + w) % 2; k++) await client.query('SELECT 1');
           });
         }
       }),
@@ -79,6 +82,61 @@ describe('recordChangesPg on a real server', () => {
     expect(all[a + 1]?.record_id).toBe('w3-7-b');
   });
 
+  it('keeps every character of the rows it appends, and their order, through the commit message', async () => {
+    const odd = [
+      "it's",
+      'back\\slash',
+      'quote"d',
+      "both ' and \\ '' E'x'",
+      'line\nbreak',
+      'ünïcødé 🌱',
+      '$1 $$ ; COMMIT',
+    ];
+    const at = '2026-11-23T10:00:00.123Z';
+    await appendChangesPg(
+      store.pool,
+      odd.map((recordId, i) => ({ resource: 'odd', recordId, kind: `k${i}`, at })),
+    );
+    const { rows } = await store.pool.query<{ record_id: string; kind: string; at: Date }>(
+      "SELECT record_id, kind, at FROM changes WHERE resource = 'odd' ORDER BY seq",
+    );
+    expect(rows.map((r) => r.record_id)).toEqual(odd);
+    expect(rows.map((r) => r.kind)).toEqual(odd.map((_, i) => `k${i}`));
+    expect(rows.every((r) => r.at.toISOString() === at)).toBe(true);
+  });
+
+  it('refuses rows recorded outside inPgTransaction rather than dropping them', async () => {
+    const client = await store.pool.connect();
+    try {
+      expect(() =>
+        recordChangesPg(client, [
+          { resource: 'x', recordId: 'lost', kind: 'insert', at: new Date().toISOString() },
+        ]),
+      ).toThrow(/not in an inPgTransaction/);
+    } finally {
+      client.release();
+    }
+  });
+
+  it('appends nothing when the work fails after recording its rows', async () => {
+    await expect(
+      inPgTransaction(store.pool, async (client) => {
+        recordChangesPg(client, [
+          { resource: 'x', recordId: 'after-fail', kind: 'insert', at: new Date().toISOString() },
+        ]);
+        await client.query('SELECT 1/0');
+      }),
+    ).rejects.toThrow(/division by zero/);
+    const { rows } = await store.pool.query("SELECT 1 FROM changes WHERE record_id = 'after-fail'");
+    expect(rows).toHaveLength(0);
+    // The connection went back clean: the next transaction commits its rows.
+    await appendChangesPg(store.pool, [
+      { resource: 'x', recordId: 'next', kind: 'insert', at: new Date().toISOString() },
+    ]);
+    const next = await store.pool.query("SELECT 1 FROM changes WHERE record_id = 'next'");
+    expect(next.rows).toHaveLength(1);
+  });
+
   it('wakes listeners once the transaction commits, and never for one rolled back', async () => {
     const listener = await store.pool.connect();
     const heard: string[] = [];
@@ -89,17 +147,15 @@ describe('recordChangesPg on a real server', () => {
     try {
       await expect(
         inPgTransaction(store.pool, async (client) => {
-          await recordChangesPg(client, [
+          recordChangesPg(client, [
             { resource: 'projects', recordId: 'p-rolled', kind: 'insert', at: new Date().toISOString() },
           ]);
           throw new Error('rolled back on purpose');
         }),
       ).rejects.toThrow('rolled back on purpose');
-      const last = await inPgTransaction(store.pool, (client) =>
-        recordChangesPg(client, [
-          { resource: 'projects', recordId: 'p-kept', kind: 'insert', at: new Date().toISOString() },
-        ]),
-      );
+      const last = await appendChangesPg(store.pool, [
+        { resource: 'projects', recordId: 'p-kept', kind: 'insert', at: new Date().toISOString() },
+      ]);
       // A round trip on the listening connection delivers notifications that arrived before it.
       await listener.query('SELECT 1');
       expect(heard).toEqual([String(last)]);

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { recordChangesPg } from '../../src/db/pgChanges.js';
 import { feedHeadPg, pgFeedReads } from '../../src/feed/pgQueries.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
 import { testContext } from '../helpers/context.js';
@@ -118,11 +117,9 @@ describe('the change feed read through two replicas while both write', () => {
     ]);
     // One last change, made after every write: the readers stop once they have read it (and a
     // reader waiting at the head is answered by it rather than by the end of its wait).
-    end = await inPgTransaction(pg.db.pool, (client) =>
-      recordChangesPg(client, [
-        { resource: 'test', recordId: 'end', kind: 'insert', at: new Date().toISOString() },
-      ]),
-    );
+    end = await appendChangesPg(pg.db.pool, [
+      { resource: 'test', recordId: 'end', kind: 'insert', at: new Date().toISOString() },
+    ]);
     const [seenA, seenB] = await Promise.all(readers);
 
     const table = await pg.db.pool.query<{ seq: number; record_id: string }>(

@@ -1,9 +1,8 @@
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { type ChangeRow, recordChanges } from '../../src/db/changes.js';
 import { commitQueueFor } from '../../src/db/commitQueue.js';
-import { inPgTransaction, openPostgres } from '../../src/db/pg.js';
+import { appendChangesPg, openPostgres } from '../../src/db/pg.js';
 import { listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { recordChangesPg } from '../../src/db/pgChanges.js';
 import { feedHeadPg, pgFeedReads } from '../../src/feed/pgQueries.js';
 import { type FeedReads, sqliteFeedReads } from '../../src/feed/reads.js';
 import { testContext } from '../helpers/context.js';
@@ -61,7 +60,7 @@ export function pgFeed(database: () => TestDatabase): FeedStoreFactory {
       name: 'PostgreSQL',
       ctx,
       feed: pgFeedReads(reader.pool, signal),
-      commit: (rows) => inPgTransaction(writer.pool, (client) => recordChangesPg(client, rows)),
+      commit: (rows) => appendChangesPg(writer.pool, rows),
       head: () => feedHeadPg(writer.pool),
       async close() {
         await listener.stop();

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { recordChangesPg } from '../../src/db/pgChanges.js';
 import { feedHeadPg, readFeedPg } from '../../src/feed/pgQueries.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
@@ -25,9 +24,7 @@ describe('the change feed on a real PostgreSQL server', () => {
   });
 
   const write = (pool: PgDatabase, recordId: string, resource = 'operations') =>
-    inPgTransaction(pool.pool, (client) =>
-      recordChangesPg(client, [{ resource, recordId, kind: 'queued', at: '2026-11-23T10:00:00.123Z' }]),
-    );
+    appendChangesPg(pool.pool, [{ resource, recordId, kind: 'queued', at: '2026-11-23T10:00:00.123Z' }]);
 
   it('reads entries after a seq, per resource, with numbers and ISO times as the API serves them', async () => {
     const before = await feedHeadPg(replicaA.pool);

@@ -148,7 +148,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderP
         const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at);
         await fence(client);
         await writes(plan, batch, at).run(client);
-        await recordChangesPg(client, plan.changes);
+        recordChangesPg(client, plan.changes);
         return plan.result;
       });
     },
@@ -182,7 +182,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderP
         else b.add('DELETE FROM sync_checkpoints WHERE resource = $1', [f.resource]);
         progressSql(b, f.runId, withTally(f.counts, { removed }));
         await b.run(client);
-        await recordChangesPg(client, changes);
+        recordChangesPg(client, changes);
         return { removed, refusal };
       });
     },
@@ -198,7 +198,7 @@ export function pgStore(pool: pg.Pool, def: TableDef, now: () => string, holderP
         const b = new SqlBuilder();
         progressSql(b, runId, withTally(counts, { removed: ended ? 1 : 0 }));
         await b.run(client);
-        if (ended) await recordChangesPg(client, [{ resource: name, recordId: id, kind: 'remove', at }]);
+        if (ended) recordChangesPg(client, [{ resource: name, recordId: id, kind: 'remove', at }]);
         return ended;
       });
     },

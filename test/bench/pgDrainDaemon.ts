@@ -1,0 +1,150 @@
+import type { AppContext } from '../../src/context.js';
+import type { NewOperation } from '../../src/operations/store.js';
+import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { createTestDatabase, startCluster } from '../helpers/postgres.js';
+import { cliRunner } from './lib/build.js';
+import { loadPgBoss, pgBossDrain } from './lib/pgBossDrain.js';
+import { type DaemonDrain, daemonDrain, drainOperations } from './lib/pgDaemonDrain.js';
+import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
+import type { SimChild } from './lib/simulator.js';
+
+/** The issue's marketplace: its operations fall on 50 units. */
+const UNITS = 50;
+const CONCURRENCY = 8;
+const API_CLIENTS = 16;
+/** pg-boss as the issue ran it: 8 fetchers, batches of 32. */
+const FETCHERS = 8;
+const BATCH = 32;
+
+/** The operations as the store queues them (validated, hashed, wire bodies). */
+function prepared(ctx: Pick<AppContext, 'config'>, ops: readonly Record<string, unknown>[]): NewOperation[] {
+  return ops.map((op) => {
+    const p = prepareInsert(ctx, op);
+    if ('errors' in p) throw new Error(`invalid fixture: ${JSON.stringify(p.errors)}`);
+    return p.params;
+  });
+}
+
+/**
+ * The drain through the installed daemon (issue 30, item 1), side by side on one throwaway
+ * cluster, each on a fresh database: pg-boss used as an outbox (the operations inserted in bulk,
+ * then 8 fetchers of 32 POSTing one at a time), `vcu-sync run` draining the same operations queued
+ * before it starts (50 units, then one unit per operation), and `vcu-sync run` draining while 16
+ * API clients enqueue them (both ways again). Not in `--quick` runs.
+ */
+export async function daemonDrainRows(
+  options: BenchOptions,
+  sim: SimChild,
+  ctx: Pick<AppContext, 'config'>,
+): Promise<ScenarioResult[]> {
+  if (options.quick) {
+    // Four daemons started from the sources would take `--quick` (whose run a test executes, within
+    // 180 s) well past its minute.
+    options.say(
+      'pgdrain: the rows through vcu-sync run and pg-boss run only without --quick',
+    );
+    return [];
+  }
+  const n = 2_000;
+  const cli = await cliRunner(options.quick, options.say);
+  const cluster = await startCluster();
+  try {
+    const fresh = async () => createTestDatabase(cluster.info);
+    const onUnits = (tag: string, units: number) => drainOperations(tag, n, units);
+    const bodies = (tag: string, units: number) => onUnits(tag, units).map((op) => JSON.stringify(op));
+    const boss = await loadPgBoss();
+    let bossSeconds: number | null = null;
+    if ('PgBoss' in boss) {
+      options.say(`pgdrain: pg-boss as an outbox (${n} operations, ${FETCHERS} fetchers of ${BATCH})`);
+      bossSeconds = await pgBossDrain(boss.PgBoss, {
+        url: (await fresh()).url,
+        notifyUrl: `${sim.url}${ctx.config.operator.notify_path}`,
+        apiKey: 'sim-api-key',
+        bodies: prepared(ctx, onUnits('boss', UNITS)).map((op) => op.body),
+        fetchers: FETCHERS,
+        batchSize: BATCH,
+      });
+    } else options.say(`pgdrain: pg-boss baseline skipped: ${boss.missing}`);
+    const run = async (tag: string, units: number, how: 'queued' | 'api'): Promise<DaemonDrain> => {
+      options.say(`pgdrain: vcu-sync run, ${n} operations on ${units} units, ${how}`);
+      const common = {
+        cli,
+        dir: options.dir,
+        tag,
+        operatorUrl: sim.url,
+        units,
+        clients: API_CLIENTS,
+        concurrency: CONCURRENCY,
+      };
+      const d = await daemonDrain({
+        ...common,
+        database: await fresh(),
+        ...(how === 'queued'
+          ? { queued: prepared(ctx, onUnits(tag, units)) }
+          : { bodies: bodies(tag, units) }),
+      });
+      options.say(
+        `pgdrain: ${tag}: drain ${d.drainSeconds.toFixed(2)} s, enqueue ${d.enqueueSeconds.toFixed(2)} s; server waits: ${d.waits}`,
+      );
+      return d;
+    };
+    const queued50 = await run('queued-50', UNITS, 'queued');
+    const queuedEach = await run('queued-each', n, 'queued');
+    const api50 = await run('api-50', UNITS, 'api');
+    const apiEach = await run('api-each', n, 'api');
+    const rate = (d: DaemonDrain) => d.operations / d.drainSeconds;
+    const bossRate = bossSeconds === null ? null : n / bossSeconds;
+    const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE`;
+    const bossNote =
+      bossSeconds === null
+        ? 'pg-boss not installed: no baseline'
+        : `baseline: pg-boss ${FETCHERS} fetchers x batches of ${BATCH}, one POST at a time, batch completed, ${bossSeconds.toFixed(2)} s`;
+    const queuedRow = (d: DaemonDrain, name: string): ScenarioResult => {
+      const ratio = ratioOf(rate(d), bossRate);
+      return {
+        scenario: `drain through vcu-sync run on PostgreSQL, ${n} queued, ${name}`,
+        measure: 'ops/s',
+        value: rate(d),
+        baseline: bossRate,
+        ratio,
+        target: '>= 1 x pg-boss',
+        met: ratio !== null && ratio >= 1,
+        notes: `from the first attempt to the last acceptance; queued by the store's insert before the daemon started; ${how}; ${bossNote}; server waits sampled: ${d.waits}`,
+        extra: {
+          seconds: d.drainSeconds,
+          commits: d.commits,
+          ...(bossSeconds === null ? {} : { baselineSeconds: bossSeconds }),
+        },
+      };
+    };
+    const apiRatio = ratioOf(rate(api50), rate(apiEach))!;
+    return [
+      queuedRow(queued50, `${UNITS} units`),
+      queuedRow(queuedEach, 'one unit per operation'),
+      {
+        scenario: `enqueue and drain through the API on PostgreSQL, ${n} on ${UNITS} units`,
+        measure: 'ops/s',
+        value: rate(api50),
+        baseline: rate(apiEach),
+        ratio: apiRatio,
+        target: '>= 0.8 x one unit per operation',
+        met: apiRatio >= 0.8,
+        notes: `from the first row's creation to the last acceptance, ${API_CLIENTS} API clients POSTing while the daemon drains; baseline: the same with one unit per operation; ${how}`,
+        extra: { seconds: api50.drainSeconds, baselineSeconds: apiEach.drainSeconds },
+      },
+      {
+        scenario: `enqueue through the API on PostgreSQL, ${API_CLIENTS} clients`,
+        measure: 'req/s',
+        value: n / api50.enqueueSeconds,
+        baseline: null,
+        ratio: null,
+        target: '(reported)',
+        met: true,
+        notes: `POST /v1/operations, each client one request at a time, the dispatcher draining meanwhile (${UNITS} units; ${(n / apiEach.enqueueSeconds).toFixed(0)} req/s with one unit per operation); ${how}`,
+        extra: { seconds: api50.enqueueSeconds },
+      },
+    ];
+  } finally {
+    await cluster.stop();
+  }
+}
