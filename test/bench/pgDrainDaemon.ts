@@ -40,9 +40,7 @@ export async function daemonDrainRows(
   if (options.quick) {
     // Four daemons started from the sources would take `--quick` (whose run a test executes, within
     // 180 s) well past its minute.
-    options.say(
-      'pgdrain: the rows through vcu-sync run and pg-boss run only without --quick',
-    );
+    options.say('pgdrain: the rows through vcu-sync run and pg-boss run only without --quick');
     return [];
   }
   const n = 2_000;
