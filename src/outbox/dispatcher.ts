@@ -165,7 +165,7 @@ export class Dispatcher {
           !this.pause.state
         )
           continue;
-        delay = await this.idleDelay();
+        delay = await this.idleDelay(claimed.length === 0);
       } catch (err) {
         // A locked, busy or unreachable database: try again after a backoff rather than die.
         const step = this.storeFailures.failed();
@@ -268,8 +268,12 @@ export class Dispatcher {
     await Promise.all(released);
   }
 
-  /** How long to sleep when nothing more can be claimed: until the next due row, at most a poll. */
-  private async idleDelay(): Promise<number> {
+  /**
+   * How long to sleep when nothing more can be claimed: until the next due row, at most a poll. A
+   * due row the claim passed over waits behind its unit's row in flight (or is another replica's):
+   * that send's end wakes the loop, so sleep till then rather than claim again and again.
+   */
+  private async idleDelay(claimedNothing: boolean): Promise<number> {
     const poll = this.ctx.config.outbox.poll_ms;
     const now = this.clock.now();
     if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
@@ -278,7 +282,10 @@ export class Dispatcher {
     // on that query (one a millisecond, a round trip each on PostgreSQL) for as long as it is full.
     if (this.inflight.size >= this.ctx.config.outbox.concurrency) return poll;
     const due = await this.store.nextDueAt();
-    return due ? Math.max(0, Math.min(poll, Date.parse(due) - now)) : poll;
+    if (!due) return poll;
+    const wait = Date.parse(due) - now;
+    if (wait <= 0 && claimedNothing) return poll;
+    return Math.max(0, Math.min(poll, wait));
   }
 
   /** One attempt: POST the stored body as it is, then settle the row in one transaction. */

@@ -1,4 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
+import type { ClaimParams } from '../../src/operations/store.js';
+import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { readPause } from '../../src/outbox/pause.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -183,6 +186,38 @@ describe('dispatcher delivery', () => {
       expect(arrivals).toEqual([...arrivals].sort((a, b) => a - b));
       expect(new Set(arrivals).size).toBe(10);
     }
+  });
+});
+
+/** The SQLite store, counting the dispatcher's claims. */
+class CountingStore extends SqliteOperationsStore {
+  claims = 0;
+  override claim(given: ClaimParams | (() => ClaimParams)) {
+    this.claims++;
+    return super.claim(given);
+  }
+}
+
+describe('dispatcher idling', () => {
+  it('sleeps, instead of claiming again and again, while every due row waits behind its unit’s row in flight', async () => {
+    // A long poll: the loop must be woken by each send's end, not by its timer.
+    const h = setup({ 'outbox.concurrency': 8, 'outbox.poll_ms': 60_000 });
+    const refs = Array.from({ length: 5 }, (_, i) => `idle-${i}`);
+    for (const ref of refs) enqueue(h, transfer(ref, { unitId: 9100 }));
+    const store = new CountingStore(h.ctx.database.sqlite);
+    const component = createDispatcherComponent(h.ctx, { store });
+    // Stopped before setup's cleanup closes the database under it.
+    cleanups.unshift(() => component.stop());
+    // A slow operator: the unit's next row waits behind each send for its whole answer.
+    sim.faults.setRates({ latencyMs: 300 });
+    await component.start();
+    await vi.waitFor(() => expect(rows(h.ctx).map((r) => r.state)).toEqual(refs.map(() => 'accepted')), {
+      timeout: 60_000,
+      interval: 20,
+    });
+    expect(received(refs[4]!)).toHaveLength(1);
+    // Per row: its claim, and at most two that find it still in flight (spinning made hundreds).
+    expect(store.claims).toBeLessThanOrEqual(3 * refs.length);
   });
 });
 
