@@ -40,8 +40,12 @@ export async function runAndCheck(rig: ChaosRig, faults: readonly FaultName[]): 
     (w) =>
       `${w.kind} ${w.fault ?? ''} ${w.startMs - origin}..${w.endMs - origin} ms, in flight ${w.inFlightAtFault}`,
   );
+  // What the unfinished rows wait in (sending, accepted...): the first thing to read on a failure.
+  const unfinishedBy: Record<string, number> = {};
+  for (const r of observed.rows)
+    if (verdict.unfinished.includes(r.ref)) unfinishedBy[r.state] = (unfinishedBy[r.state] ?? 0) + 1;
   const context = () =>
-    `${JSON.stringify({ ...verdict, windows }, null, 1).slice(0, 6000)}\n${rig.outputs()}`;
+    `${JSON.stringify({ unfinishedBy, windows, ...verdict }, null, 1).slice(0, 6000)}\n${rig.outputs()}`;
   expect(verdict.unexpectedExits, context()).toBe(0);
   expect(verdict.aliveAtEnd, context()).toBe(2);
   expect(verdict.phases.map((p) => p.fault)).toEqual(faults);
