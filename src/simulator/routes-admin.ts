@@ -47,6 +47,7 @@ const webhookSchema = z.strictObject({
   beforeResponse: z.boolean().optional(),
   maxAttempts: z.number().int().positive().optional(),
   retryBaseMs: z.number().int().nonnegative().optional(),
+  retryMaxMs: z.number().int().nonnegative().optional(),
   echoPersonal: z.boolean().optional(),
 });
 const decisionSchema = z.strictObject({

@@ -30,6 +30,8 @@ export interface WebhookConfig {
   maxAttempts?: number;
   /** First retry delay in ms, doubled each retry (default: 50) */
   retryBaseMs?: number;
+  /** Longest retry delay in ms, as operators cap their schedules so retries go on for hours (default: no cap) */
+  retryMaxMs?: number;
   /** Decisions quote the notification's personal data: the whole body under `data.notification`, and the user in a rejection's reason (default: false) */
   echoPersonal?: boolean;
 }
@@ -75,6 +77,7 @@ export class WebhookSender {
       beforeResponse: false,
       maxAttempts: 5,
       retryBaseMs: 50,
+      retryMaxMs: Number.POSITIVE_INFINITY,
       echoPersonal: false,
     };
     this.configure(config);
@@ -202,7 +205,8 @@ export class WebhookSender {
         record.error =
           err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : 'error';
       }
-      if (attempt < this.config.maxAttempts) await sleep(this.config.retryBaseMs * 2 ** (attempt - 1));
+      if (attempt < this.config.maxAttempts)
+        await sleep(Math.min(this.config.retryMaxMs, this.config.retryBaseMs * 2 ** (attempt - 1)));
     }
     return record;
   }

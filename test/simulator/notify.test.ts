@@ -198,6 +198,20 @@ describe('decision webhooks', () => {
     expect(sim.webhooksSent[1]?.error).toBeTruthy();
   });
 
+  it('retryMaxMs caps the doubling: a minute-long first retry delay waits 1 ms', async () => {
+    receiver = await startReceiver(DEFAULT_WEBHOOK_SECRET);
+    receiver.failNext(2);
+    // Uncapped, the two retries would wait 60 s and 120 s, past the test's timeout.
+    sim = await startSimulator({
+      webhook: { url: receiver.url, delayMs: 0, retryBaseMs: 60_000, retryMaxMs: 1 },
+    });
+    await post(sim, '/integration/v1/notify', valid('capped'));
+    await receiver.waitFor(1);
+    await sim.webhooksIdle();
+    expect(receiver.hits).toBe(3);
+    expect(sim.webhooksSent[0]).toMatchObject({ delivered: true, attempts: 3 });
+  });
+
   it('policy none and a missing url send nothing', async () => {
     receiver = await startReceiver(DEFAULT_WEBHOOK_SECRET);
     sim = await startSimulator({ webhook: { url: receiver.url, policy: 'none', delayMs: 0 } });

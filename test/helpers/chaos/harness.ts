@@ -146,13 +146,17 @@ export async function startChaos(options: ChaosOptions): Promise<ChaosRig> {
     const replicas: Replica[] = [];
     const balancer = await startBalancer(() => replicas.map((r) => r.webhookBase()));
     closers.push(() => balancer.close());
-    // Decisions retried as an operator would over an outage: 10 tries from 200 ms, doubling.
+    // Decisions retried as an operator would over an outage, about as long as the settle wait: from
+    // 200 ms, doubling up to 5 s, 60 tries. 10 tries (about 100 s) can run out when a loaded
+    // machine stretches a short kill storm to 37 s: the operator then stops sending decisions the
+    // replicas refused with 503 while their transactions were being killed.
     const sim = await startSimulator({
       webhook: {
         url: `${balancer.url}${WEBHOOK_PATH}`,
         policy: 'approve',
-        maxAttempts: 10,
+        maxAttempts: 60,
         retryBaseMs: 200,
+        retryMaxMs: 5_000,
       },
       projects: 3,
       issuances: 3,
