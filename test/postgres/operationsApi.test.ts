@@ -8,6 +8,7 @@ import {
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { OPERATION_ALIASES } from '../../src/outbox/entry.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
 import { testContext } from '../helpers/context.js';
 import { type ApiAnswer, apiCaller } from '../helpers/http.js';
@@ -79,24 +80,6 @@ function aliasesOf(value: Record<string, unknown>): string[] {
   return snake;
 }
 
-/** The operation's stored columns shown under both names. */
-const ENTRY_ALIASES = [
-  'order_key',
-  'body_hash',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_until',
-  'last_error',
-  'last_status',
-  'decision_reason',
-  'created_at',
-  'updated_at',
-  'accepted_at',
-  'decided_at',
-  'finished_at',
-  'scrubbed_at',
-  'retried_at',
-];
 const ref = (r: string) => `"marketplaceTransactionRef" = '${r}'`;
 
 /** A step: SQL moves first (same on both), then requests; `expect` judges SQLite's answers. */
@@ -131,7 +114,7 @@ const STEPS: Step[] = [
         attempts: 0,
       });
       expect(json(a!).next_attempt_at).toBe('2026-03-01T12:00:01.000Z');
-      expect(aliasesOf(json(a!))).toEqual(ENTRY_ALIASES);
+      expect(aliasesOf(json(a!))).toEqual(OPERATION_ALIASES);
       for (const v of Object.values(PERSONAL)) expect(a!.text).not.toContain(v);
     },
   },
@@ -155,7 +138,7 @@ const STEPS: Step[] = [
       expect(a!.status).toBe(409);
       expect(json(a!).error).toMatch(/op-1 is already queued with a different body/);
       expect(json(a!).entry).toMatchObject({ id: 1, state: 'queued' });
-      expect(aliasesOf(json(a!).entry as Record<string, unknown>)).toEqual(ENTRY_ALIASES);
+      expect(aliasesOf(json(a!).entry as Record<string, unknown>)).toEqual(OPERATION_ALIASES);
     },
   },
   {
@@ -206,7 +189,7 @@ const STEPS: Step[] = [
       ]);
       expect(a!.text).not.toContain(PERSONAL.originUserEmail);
       // Every stored column under its camelCase name too, the same value (the masked error included).
-      expect(aliasesOf(entry)).toEqual([...ENTRY_ALIASES, 'attempt_log']);
+      expect(aliasesOf(entry)).toEqual([...OPERATION_ALIASES, 'attempt_log']);
       expect(entry.lastError).toBe(entry.last_error);
       expect(entry.finishedAt).toBe('2026-03-01T12:00:07.250Z');
       for (const l of log)
@@ -234,7 +217,7 @@ const STEPS: Step[] = [
       expect(refsOf(answers.slice(4))).toEqual(['op-1', 'op-3', 'op-4', 'op-5']);
       // A list's entries carry both names too (no attempt log in a list).
       for (const item of json(answers[0]!).items as Array<Record<string, unknown>>)
-        expect(aliasesOf(item)).toEqual(ENTRY_ALIASES);
+        expect(aliasesOf(item)).toEqual(OPERATION_ALIASES);
     },
   },
   {
