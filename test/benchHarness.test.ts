@@ -79,5 +79,6 @@ describe('npm run bench -- --quick', () => {
     } finally {
       cleanup();
     }
-  }, 180_000);
+    // A hang guard: about a minute quiet, over three when every core is busy.
+  }, 300_000);
 });
