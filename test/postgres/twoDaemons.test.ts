@@ -152,9 +152,7 @@ describe('two daemons on one PostgreSQL', () => {
       'A holding claims on a hung operator',
       async () => sim.faults.pending().length === 0 && (await count('lease_owner = $1', [a.owner])) > 0,
     );
-    a.cli.child.kill('SIGKILL');
-    expect(await a.cli.exited).toBeNull();
-    const killedAt = Date.now();
+    // A's claims, read before the kill: after it, B's 2 s sweep may hand them back before any read.
     const heldByA = (
       await pool.query<{ ref: string; lease_until: Date }>(
         `SELECT "marketplaceTransactionRef" AS ref, lease_until FROM outbox WHERE lease_owner = $1`,
@@ -162,6 +160,9 @@ describe('two daemons on one PostgreSQL', () => {
       )
     ).rows;
     expect(heldByA.length).toBeGreaterThan(0);
+    a.cli.child.kill('SIGKILL');
+    expect(await a.cli.exited).toBeNull();
+    const killedAt = Date.now();
 
     await until(
       () => `all ${TOTAL} accepted; survivor:\n${b.cli.output().slice(-3000)}`,
