@@ -3,7 +3,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
-import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
+import { postToApi as post } from './lib/apiPost.js';
+import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import { commitWaits } from './lib/commitWaits.js';
 import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
@@ -12,38 +13,6 @@ import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.
 import { quantile } from './lib/timing.js';
 
 const RATE = 500;
-
-/** One POST on a keep-alive agent; resolves with status and client-side milliseconds. */
-function post(
-  agent: http.Agent,
-  port: number,
-  body: string,
-  path = '/v1/operations',
-): Promise<{ status: number; ms: number }> {
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          authorization: `Bearer ${BENCH_API_TOKEN}`,
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - start }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 interface Latencies {
   p50: number;

@@ -7,7 +7,8 @@ import type { NewOperation } from '../../../src/operations/store.js';
 import { freePort } from '../../helpers/net.js';
 import type { TestDatabase } from '../../helpers/postgres.js';
 import { tokenization } from '../../outbox/fixtures.js';
-import { BENCH_API_TOKEN, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './benchConfig.js';
+import { postToApi } from './apiPost.js';
+import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './benchConfig.js';
 import type { CliRunner } from './build.js';
 import { spawnNode, waitForHealthz } from './proc.js';
 
@@ -47,32 +48,6 @@ export interface DaemonDrainOptions {
   concurrency: number;
 }
 
-/** One POST /v1/operations on a keep-alive agent; resolves with the status. */
-function post(agent: http.Agent, port: number, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/v1/operations',
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          authorization: `Bearer ${BENCH_API_TOKEN}`,
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /** The operations: operation i on unit `i % units` (units and issuances start high, apart from fixtures). */
 export function drainOperations(tag: string, operations: number, units: number): Record<string, unknown>[] {
   return Array.from({ length: operations }, (_, i) =>
@@ -89,7 +64,7 @@ async function enqueueAll(port: number, bodies: readonly string[], clients: numb
       Array.from({ length: clients }, async () => {
         while (next < bodies.length) {
           const body = bodies[next++]!;
-          const status = await post(agent, port, body);
+          const { status } = await postToApi(agent, port, body);
           if (status !== 201) throw new Error(`enqueue answered ${status}`);
         }
       }),
