@@ -19,8 +19,10 @@ import { RunLockLost } from './runLockLost.js';
  * `interrupted`.
  */
 
-/** The advisory lock key of a resource's runs (64-bit, from its name). */
-const LOCK_KEY = "hashtextextended('vcu-sync sync ' || $1, 0)";
+/** The advisory lock key of a resource's runs (64-bit, from its name), given the SQL expression of the name. */
+const lockKey = (resource: string) => `hashtextextended('vcu-sync sync ' || ${resource}, 0)`;
+/** The key of the resource bound as $1. */
+const LOCK_KEY = lockKey('$1');
 
 const INTERRUPTED = 'the replica running it ended before it finished';
 
@@ -91,7 +93,7 @@ export function pgBackend(pool: pg.Pool): MirrorBackend {
 export async function interruptOrphanedRuns(pool: pg.Pool, log: Logger, nowIso: string): Promise<number> {
   const { rows } = await pool.query<{ id: string; resource: string; pid: number | null }>(
     `UPDATE sync_runs SET status = 'interrupted', finished_at = $1, error = $2
-     WHERE CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${LOCK_KEY.replace('$1', 'resource')}) ELSE false END
+     WHERE CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${lockKey('resource')}) ELSE false END
      RETURNING id, resource, pid`,
     [nowIso, INTERRUPTED],
   );
