@@ -1,10 +1,10 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import v8 from 'node:v8';
 import { Command, CommanderError, Option } from 'commander';
 import { completeArgumentsWith, runCompletion } from './commands/completion.js';
 import { loadConfig, unknownVariableWarnings } from './config.js';
 import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './errors.js';
+import { sizeHeapFor } from './heapSizing.js';
 import { unsupportedNodeReason } from './nodeVersion.js';
 import { scrubText } from './redact.js';
 import { VERSION } from './version.js';
@@ -240,20 +240,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/**
- * One-shot `sync` keeps its heap small: Node 24's V8 lets the young generation grow to 2 x 64 MiB on
- * a host with this much memory (Node 20: 2 x 16 MiB), and a 1,000,000-record sync peaked at ~280 MB
- * RSS, ~120 MB of it young-generation pages (`npm run bench -- --only rss`, `--trace-gc`). The flag
- * must be set before the heap grows; the heap limit flags cannot be changed once V8 has started, this
- * one is read as the heap is sized. The daemon is left as it is (its memory is steady, not a peak).
- */
-export function leanHeapFor(argv: readonly string[]): void {
-  if (argv.includes('sync')) v8.setFlagsFromString('--optimize-for-size');
-}
-
 /** Runs the CLI as a process: sets the exit code from {@link main}. Used by bin/vcu-sync.js and `tsx src/cli.ts`. */
 export function runAsProcess(): void {
-  leanHeapFor(process.argv.slice(2));
+  sizeHeapFor(process.argv.slice(2));
   main(process.argv.slice(2)).then((code) => {
     process.exitCode = code;
   });

@@ -25,16 +25,20 @@ export class ManualClock implements Clock {
   }
 }
 
-/** setTimeout that an abort ends early and clears, so a stopping process is not kept alive by it. */
-export function cancellableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.resolve();
+/**
+ * setTimeout that an abort of any of `signals` ends early and clears, so a stopping process is not
+ * kept alive by it (and a retry can be called forward).
+ */
+export function cancellableSleep(ms: number, ...signals: Array<AbortSignal | undefined>): Promise<void> {
+  const live = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (live.some((s) => s.aborted)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
+      for (const s of live) s.removeEventListener('abort', done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
+    for (const s of live) s.addEventListener('abort', done, { once: true });
   });
 }

@@ -225,6 +225,12 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
     mayClaim,
   });
   signal.listen(() => dispatcher.wake());
+  // Back after an outage: what waited on a backoff goes now (claims, owed settles, deliveries).
+  replica.database.availability.onChange((change) => {
+    if (change.kind !== 'reachable') return;
+    dispatcher.dispatcher.retryOwedNow();
+    subscriberDispatcher.dispatcher.wake();
+  });
   const presence = createPresenceComponent(ctx, replica, { operations, deliveries }, () => {
     dispatcher.wake();
     subscriberDispatcher.dispatcher.wake();

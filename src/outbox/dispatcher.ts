@@ -12,7 +12,9 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
+import { idleDelayMs } from './idleDelay.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
+import { OwedSettles } from './owedSettles.js';
 import type { OutboxPause } from './pause.js';
 import { maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
 import {
@@ -46,11 +48,7 @@ export class Dispatcher {
   private readonly scrubs: ScrubSchedule | null;
   /** The sends in flight (each holds one of `outbox.concurrency` slots until its settle's first try). */
   private readonly inflight = new Set<Promise<void>>();
-  /**
-   * Settles still owed after the operator answered (their first try failed: the row is locked by
-   * another transaction, the store is away): retried in the background, the send slot freed.
-   */
-  private readonly owed = new Set<Promise<void>>();
+  private readonly owed: OwedSettles;
   private running: Promise<void> | undefined;
   private stopping = false;
   private cancel = new AbortController();
@@ -85,6 +83,7 @@ export class Dispatcher {
       new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log, housekeepingOf(ctx.config));
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
+    this.owed = new OwedSettles(ctx.log);
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -126,6 +125,16 @@ export class Dispatcher {
   /** Looks for due rows now instead of at the next poll. */
   wake(): void {
     this.idle.wake();
+  }
+
+  /**
+   * The store is back (PostgreSQL reachable again, or a claim went through after failures): settles
+   * owed since the outage try now rather than at their backoff's next step (up to 5 s away), as each
+   * holds its unit's next operation back while its row is `sending`; and the loop claims at once.
+   */
+  retryOwedNow(): void {
+    this.owed.retryNow();
+    this.wake();
   }
 
   /** Whether sending is paused by an auth failure. */
@@ -179,18 +188,9 @@ export class Dispatcher {
     }
     // Owed settles too: a stop leaves no answered row unrecorded that its lease could still record.
     while (this.inflight.size > 0 || this.owed.size > 0)
-      await Promise.allSettled([...this.inflight, ...this.owed]);
+      await Promise.allSettled([...this.inflight, ...this.owed.all()]);
     await this.scrubs?.settled();
     await this.pause.recorded();
-  }
-
-  private settleDurably(
-    row: OperationRow,
-    request: ReturnType<typeof settleRequest>,
-    onOwed: () => void,
-  ): Promise<boolean> {
-    const { store, clock, random, ctx } = this;
-    return settleDurably({ store, clock, random, ctx, cancel: this.cancel.signal }, row, request, onOwed);
   }
 
   /** Settles still being retried in the background (their sends are done). */
@@ -201,6 +201,7 @@ export class Dispatcher {
   /** A claim went through: a run of store failures, if any, is over. */
   private storeWorks(): void {
     const failed = this.storeFailures.succeeded();
+    if (failed > 0) this.retryOwedNow();
     if (failed > 0)
       this.ctx.log.info(
         { event: 'outbox.loop.recovered', failedTries: failed },
@@ -268,24 +269,17 @@ export class Dispatcher {
     await Promise.all(released);
   }
 
-  /**
-   * How long to sleep when nothing more can be claimed: until the next due row, at most a poll. A
-   * due row the claim passed over waits behind its unit's row in flight (or is another replica's):
-   * that send's end wakes the loop, so sleep till then rather than claim again and again.
-   */
-  private async idleDelay(claimedNothing: boolean): Promise<number> {
-    const poll = this.ctx.config.outbox.poll_ms;
-    const now = this.clock.now();
-    if (this.pause.state) return Math.max(0, Math.min(poll, this.pause.probeAtMs - now));
-    // Every slot busy: nothing can be claimed until a send ends, and its end wakes the loop (track).
-    // Asking when the next row is due would answer "now" while rows wait, and the loop would spin
-    // on that query (one a millisecond, a round trip each on PostgreSQL) for as long as it is full.
-    if (this.inflight.size >= this.ctx.config.outbox.concurrency) return poll;
-    const due = await this.store.nextDueAt();
-    if (!due) return poll;
-    const wait = Date.parse(due) - now;
-    if (wait <= 0 && claimedNothing) return poll;
-    return Math.max(0, Math.min(poll, wait));
+  /** How long to sleep when nothing more can be claimed (./idleDelay.ts). */
+  private idleDelay(claimedNothing: boolean): Promise<number> {
+    const { poll_ms: pollMs, concurrency } = this.ctx.config.outbox;
+    const view = {
+      pollMs,
+      nowMs: this.clock.now(),
+      probeAtMs: this.pause.state ? this.pause.probeAtMs : null,
+      full: this.inflight.size >= concurrency,
+      claimedNothing,
+    };
+    return idleDelayMs(view, () => this.store.nextDueAt());
   }
 
   /** One attempt: POST the stored body as it is, then settle the row in one transaction. */
@@ -360,7 +354,16 @@ export class Dispatcher {
     const owing = new Promise<'owed'>((resolve) => {
       owe = () => resolve('owed');
     });
-    const settling = this.settleDurably(row, request, owe);
+    const { store, clock, random, ctx } = this;
+    const settleDeps = {
+      store,
+      clock,
+      random,
+      ctx,
+      cancel: this.cancel.signal,
+      retryNow: this.owed.retrySignal,
+    };
+    const settling = settleDurably(settleDeps, row, request, owe);
     const inbox =
       next.state === 'accepted' ? inboxEffects(this.hooks, this.ctx.log, row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
@@ -374,19 +377,10 @@ export class Dispatcher {
     // another transaction, the store away), the settle goes on in the background and the slot
     // takes the next row. Per-key order holds: a row's newer rows stay unclaimable until it settles.
     const first = await Promise.race([finished, owing]);
-    if (first === 'owed') this.trackOwed(row, finished);
+    if (first === 'owed') this.owed.track(row, finished);
     // Refilled rows are this dispatcher's whatever became of the settle: sent, or handed back.
     if (refilled) await this.startRefilled(await refilled);
     if (first && first !== 'owed') throw first.err;
-  }
-
-  /** An owed settle's background end: a failure is logged as the send's own would be. */
-  private trackOwed(row: OperationRow, finished: Promise<{ err: unknown } | null>): void {
-    const task = finished.then((failed) => {
-      if (failed) logSettleError(this.ctx.log, row, failed.err);
-    });
-    this.owed.add(task);
-    void task.finally(() => this.owed.delete(task));
   }
 }
 

@@ -133,6 +133,8 @@ export function settleDurably(
     random: () => number;
     ctx: Pick<AppContext, 'config' | 'log'>;
     cancel: AbortSignal;
+    /** Aborts when the store works again: a settle waiting on its backoff tries at once (default: none). */
+    retryNow?: () => AbortSignal;
   },
   row: OperationRow,
   request: ReturnType<typeof settleRequest>,
@@ -155,7 +157,7 @@ export function settleDurably(
             { event: 'outbox.settle.retrying', ref: row.marketplaceTransactionRef, id: row.id, err },
             `could not record the attempt yet (${errorMessage(err)}); trying again while the lease lasts`,
           );
-        await cancellableSleep(step.delayMs, d.cancel);
+        await cancellableSleep(step.delayMs, d.cancel, d.retryNow?.());
       }
     }
   };

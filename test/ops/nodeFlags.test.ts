@@ -1,9 +1,11 @@
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createAppContext } from '../../src/context.js';
+import { DAEMON_HEAP_FLAGS, heapFlagsToAdd } from '../../src/heapSizing.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -77,5 +79,44 @@ describe('node flags before the command', () => {
     expect(run.events().map((e) => e.event)).toContain('outbox.thread.started');
     run.child.kill('SIGTERM');
     expect(await run.exited, run.output().slice(-3000)).toBe(0);
+  });
+});
+
+/** The node command line of process `pid`, as the kernel has it. */
+function commandLine(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+}
+
+describe("the daemon's young generation", () => {
+  it('run and demo are started again with the heap flags unless the user gave a semi-space size', () => {
+    expect(heapFlagsToAdd(['run', '--config', 'x.toml'], [], undefined)).toEqual(DAEMON_HEAP_FLAGS);
+    expect(heapFlagsToAdd(['demo'], ['--no-warnings'], '')).toEqual(DAEMON_HEAP_FLAGS);
+    // One-shot commands keep V8's sizing (sync has its own), and an option's value is no command.
+    expect(heapFlagsToAdd(['sync', 'units'], [], undefined)).toBeNull();
+    expect(heapFlagsToAdd(['--config', 'run.toml', 'status'], [], undefined)).toBeNull();
+    expect(heapFlagsToAdd([], [], undefined)).toBeNull();
+    // The user's size wins, given on the command line or in NODE_OPTIONS, in either spelling.
+    expect(heapFlagsToAdd(['run'], ['--max-semi-space-size=64'], undefined)).toBeNull();
+    expect(heapFlagsToAdd(['run'], [], '--inspect --max_semi_space_size=8')).toBeNull();
+    expect(heapFlagsToAdd(['run'], ['--max-old-space-size=256'], undefined)).toEqual(DAEMON_HEAP_FLAGS);
+  });
+
+  it("vcu-sync run carries the flags in its own process (same PID, as systemd tracks it); a user's size is kept", async () => {
+    const { dir, cleanup } = tempDir('vcu-sync-heap-flags-');
+    cleanups.push(cleanup);
+    const env = daemonEnv(dir, sim.url, writeToml(dir, daemonToml({ onStartup: false })));
+    const run = spawnCli(['run'], env);
+    await untilEvent(run, 'daemon.ready');
+    const line = commandLine(run.child.pid!);
+    expect(line).toEqual(expect.arrayContaining(DAEMON_HEAP_FLAGS));
+    expect(line).toContain('run');
+    run.child.kill('SIGTERM');
+    expect(await run.exited, run.output().slice(-3000)).toBe(0);
+
+    const own = spawnCli(['run'], { ...env, NODE_OPTIONS: '--max-semi-space-size=8' });
+    await untilEvent(own, 'daemon.ready');
+    expect(commandLine(own.child.pid!).filter((arg) => arg.includes('semi-space'))).toEqual([]);
+    own.child.kill('SIGTERM');
+    expect(await own.exited, own.output().slice(-3000)).toBe(0);
   });
 });

@@ -267,3 +267,40 @@ describe('personal data', () => {
     expect(enqueueOperation(h.ctx, input).status).toBe(200);
   });
 });
+
+describe('settles owed while the store failed', () => {
+  it('try again as soon as the store is back (retryOwedNow), not at their backoff', async () => {
+    // A poll of a minute: the owed settle's first backoff is 30-60 s away, so only the call
+    // forward can record it within the wait below.
+    const h = setup({ 'outbox.poll_ms': 60_000, 'outbox.lease_seconds': 3_600 });
+    enqueue(h, transfer('owed-1', { unitId: 9200 }));
+    let away = true;
+    let tries = 0;
+    class AwayStore extends SqliteOperationsStore {
+      override async settle(...args: Parameters<SqliteOperationsStore['settle']>) {
+        tries++;
+        if (away) throw new Error('the database is away');
+        return super.settle(...args);
+      }
+    }
+    const component = createDispatcherComponent(h.ctx, { store: new AwayStore(h.ctx.database.sqlite) });
+    cleanups.unshift(() => component.stop());
+    await component.start();
+    await vi.waitFor(() => expect(component.dispatcher.owedSettles).toBe(1), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    // Sent and answered; its row still `sending`, holding the unit's next operation back.
+    expect(received('owed-1')).toHaveLength(1);
+    expect(row(h.ctx, 'owed-1').state).toBe('sending');
+    away = false;
+    component.dispatcher.retryOwedNow();
+    await vi.waitFor(() => expect(row(h.ctx, 'owed-1').state).toBe('accepted'), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    expect(tries).toBe(2);
+    expect(component.dispatcher.owedSettles).toBe(0);
+    expect(received('owed-1')).toHaveLength(1);
+  });
+});
