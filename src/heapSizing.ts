@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import v8 from 'node:v8';
 
 /**
@@ -9,8 +10,9 @@ import v8 from 'node:v8';
  * Node again in the same process (`process.execve`: same PID, for systemd and its notify socket)
  * with {@link DAEMON_HEAP_FLAGS}. Every thread's isolate takes the limit from it.
  *
- * A `--max-semi-space-size` given by the user (on the command line or in NODE_OPTIONS) wins, and a
- * Node without `process.execve` (before 22.15) runs with V8's own sizing.
+ * A `--max-semi-space-size` given by the user (on the command line or in NODE_OPTIONS) wins and
+ * nothing is started again (the way out where a service manager forbids execve), and a Node
+ * without `process.execve` (before 22.15) runs with V8's own sizing.
  */
 
 /** The long-lived commands, whose memory is steady state rather than a peak. */
@@ -41,7 +43,9 @@ export function heapFlagsToAdd(
 export function sizeHeapFor(argv: readonly string[]): void {
   if (argv.includes('sync')) v8.setFlagsFromString('--optimize-for-size');
   const add = heapFlagsToAdd(argv, process.execArgv, process.env.NODE_OPTIONS);
-  if (add === null || typeof process.execve !== 'function') return;
+  // Node (24.21) aborts the process when execve(2) fails rather than throwing: a binary that is
+  // gone is checked first; a service manager that forbids execve needs the flag in ExecStart.
+  if (add === null || typeof process.execve !== 'function' || !existsSync(process.execPath)) return;
   process.execve(
     process.execPath,
     [process.execPath, ...add, ...process.execArgv, ...process.argv.slice(1)],
