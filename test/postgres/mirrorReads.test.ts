@@ -13,11 +13,11 @@ import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { pgMirror, sqliteMirror } from '../contract/mirrorStores.js';
 import { testContext } from '../helpers/context.js';
 import { type ApiAnswer, apiCaller } from '../helpers/http.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { noSleep } from '../mirror/harness.js';
-import { pgMirror, sqliteMirror } from './mirrorStores.js';
 
 /**
  * The read API over the mirror answers the same bytes on PostgreSQL as on SQLite: one simulator
