@@ -15,7 +15,9 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/bench/**', 'test/postgres/**', 'node_modules/**'],
+          // A contract suite's PostgreSQL half (test/contract/*.pg.test.ts) runs in `postgres`; its
+          // SQLite half (*.sqlite.test.ts) here, with no cluster (test/contract/README.md).
+          exclude: ['test/bench/**', 'test/postgres/**', 'test/contract/**/*.pg.test.ts', 'node_modules/**'],
         },
       },
       {
@@ -23,7 +25,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'postgres',
-          include: ['test/postgres/**/*.test.ts'],
+          include: ['test/postgres/**/*.test.ts', 'test/contract/**/*.pg.test.ts'],
           globalSetup: ['./test/helpers/postgresSetup.ts'],
         },
       },

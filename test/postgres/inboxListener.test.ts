@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { PgInboxStore } from '../../src/inbox/pgStore.js';
+import { accept, postgresInboxHarness, T1, T2 } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { decisionPayload, SECRET, signed } from '../inbox/helpers.js';
-import { accept, postgresInboxHarness, T1, T2 } from './inboxStores.js';
 
 /**
  * The webhook listener over real HTTP with the PostgreSQL inbox store: the same checks and status

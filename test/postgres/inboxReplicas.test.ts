@@ -1,8 +1,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import type { RecordResult } from '../../src/inbox/correlate.js';
+import {
+  accept,
+  decision,
+  type InboxHarness,
+  postgresInboxHarness,
+  T2,
+  webhook,
+} from '../contract/inboxStores.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
-import { accept, decision, type InboxHarness, postgresInboxHarness, T2, webhook } from './inboxStores.js';
 
 /**
  * Two replicas on one PostgreSQL database (two pools, two store instances each) receiving webhooks

@@ -4,9 +4,9 @@ import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { interruptOrphanedRuns, pgBackend } from '../../src/mirror/pg/pgBackend.js';
 import { custodyResources, listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
+import { expectCustodyEquals, expectMirrorEquals, pgMirror } from '../contract/mirrorStores.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
-import { expectCustodyEquals, expectMirrorEquals, pgMirror } from './mirrorStores.js';
 
 /**
  * One run of a resource at a time across replicas sharing one PostgreSQL database: two pools are

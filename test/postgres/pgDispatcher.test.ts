@@ -11,10 +11,10 @@ import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { pgOutboxHooks, pgPauseRecord } from '../../src/outbox/pgHooks.js';
 import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { decision, webhook } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { PERSONAL, tokenization } from '../outbox/fixtures.js';
-import { decision, webhook } from './inboxStores.js';
 
 /**
  * The real Dispatcher on the PostgreSQL operations store, sending to the simulator over loopback:

@@ -6,10 +6,10 @@ import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { pgHealthReads } from '../../src/health/pgSnapshot.js';
 import { holdLiveness, type ReplicaLiveness } from '../../src/operations/pgLiveness.js';
 import { type Health, readHealth } from '../../src/status.js';
+import { ago, CONFIG, NOW, operation, pgHealthStore, syncRun } from '../contract/healthStores.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
-import { ago, CONFIG, NOW, operation, pgHealthStore, syncRun } from './healthStores.js';
 
 /**
  * Replicas in status on PostgreSQL: two liveness owners on two pools (two replicas), each holding

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { holdLiveness, type ReplicaLiveness } from '../../src/operations/pgLiveness.js';
 import type { Health } from '../../src/status.js';
+import { operation, pgHealthStore } from '../contract/healthStores.js';
 import { tempDir } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
 import { type CliChild, daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
-import { operation, pgHealthStore } from './healthStores.js';
 
 /**
  * `vcu-sync status` as a child process with database.url set: the same output and exit codes as

@@ -4,10 +4,10 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { expectMirrorEquals, feedAfter, pgMirror, queueOutboxRow, scalar } from '../contract/mirrorStores.js';
 import { tempDir } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { type CliChild, daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
-import { expectMirrorEquals, feedAfter, pgMirror, queueOutboxRow, scalar } from './mirrorStores.js';
 
 /**
  * `vcu-sync sync` as a child process with database.url set: the lists run on the PostgreSQL

@@ -1,46 +1,26 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  createApiComponent,
-  ROUTE_REGISTRARS,
-  type RouteRegistrar,
-  routeRegistrars,
-} from '../../src/api/server.js';
-import { ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/clock.js';
 import { OPERATION_ALIASES } from '../../src/outbox/entry.js';
-import { pgOutbox } from '../../src/outbox/pgAccess.js';
-import { testContext } from '../helpers/context.js';
-import { type ApiAnswer, apiCaller } from '../helpers/http.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import type { ApiAnswer, apiCaller } from '../helpers/http.js';
 import { PERSONAL, tokenization, transfer } from '../outbox/fixtures.js';
 
 /**
- * The API's operations routes answer the same bytes on PostgreSQL as on SQLite: two APIs over one
- * context (one clock), one on SQLite's outbox, one on PostgreSQL's (`outbox`, pgAccess.ts), asked
- * the same requests in the same order: enqueue answers (201, 200, 409 with the entry, 422 with
- * every field error), lists walked page by page with and without a state, one row with its
- * attempts, retry (failed, queued), cancel (queued, failed-by-lease, accepted, live lease) and the
- * 400s and 404s. Each step asserts what SQLite answers; PostgreSQL must answer exactly that.
- * The rows a person or the dispatcher would have moved are moved by the same SQL on both stores.
+ * The API's operations routes, the same steps on SQLite (operationsApi.sqlite.test.ts) and
+ * PostgreSQL (operationsApi.pg.test.ts), in order on one API: enqueue answers (201, 200, 409 with the
+ * entry, 422 with every field error), lists walked page by page with and without a state, one row
+ * with its attempts, retry (failed, queued), cancel (queued, failed-by-lease, accepted, live lease)
+ * and the 400s and 404s. The rows a person or the dispatcher would have moved are moved by the same
+ * SQL on both stores. PostgreSQL's half also asks a SQLite API each step: the same bytes back.
  */
 
-const cluster = inject('postgres');
-const TOKEN = 'test-api-token-0123456789';
-const T0 = Date.parse('2026-03-01T12:00:00.000Z');
+export const TOKEN = 'test-api-token-0123456789';
+export const T0 = Date.parse('2026-03-01T12:00:00.000Z');
 
 type Call = ReturnType<typeof apiCaller>;
 type Answer = Pick<ApiAnswer, 'status' | 'text'>;
 
-/** An API listener on a free loopback port. */
-async function serve(ctx: AppContext, registrars: readonly RouteRegistrar[]) {
-  const api = createApiComponent(ctx, registrars);
-  await api.start();
-  return { call: apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN), stop: () => api.stop() };
-}
-
 /** One API's store, for the moves a request cannot make (the operator's answer, a live lease). */
-interface Side {
+export interface Side {
   call: Call;
   /** Runs literal SQL valid on both dialects (quoted camelCase columns, ISO times). */
   exec(sql: string): Promise<void>;
@@ -82,7 +62,7 @@ function aliasesOf(value: Record<string, unknown>): string[] {
 
 const ref = (r: string) => `"marketplaceTransactionRef" = '${r}'`;
 
-/** A step: SQL moves first (same on both), then requests; `expect` judges SQLite's answers. */
+/** A step: SQL moves first (the same on both stores), then requests; `expect` judges the answers. */
 interface Step {
   name: string;
   sql?: string[];
@@ -339,51 +319,44 @@ const STEPS: Step[] = [
   },
 ];
 
-describe('the API operations routes answer the same on SQLite and PostgreSQL', () => {
-  const clock = new ManualClock(T0);
-  let ctx: ReturnType<typeof testContext> | undefined;
-  let database: TestDatabase | undefined;
-  let store: PgDatabase | undefined;
-  let apis: Array<Awaited<ReturnType<typeof serve>>> = [];
-  let sides: [Side, Side];
+/** The API on the store under test, and the clock of its context (the steps' times are the clock's). */
+export interface ApiUnderTest {
+  clock: ManualClock;
+  side: Side;
+  /** An API on another store that must answer every step with the same bytes. */
+  reference?: Side;
+  close(): Promise<void>;
+}
 
-  beforeAll(async () => {
-    ctx = testContext({ clock, overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN } });
-    database = await createTestDatabase(cluster);
-    store = await openPostgres(database.url);
-    const pool = store.pool;
-    const outbox = pgOutbox(ctx, pool, { leaseOwner: 'api-test' });
-    apis = [await serve(ctx, ROUTE_REGISTRARS), await serve(ctx, routeRegistrars({ outbox }))];
-    const sqlite = ctx.database.sqlite;
-    sides = [
-      { call: apis[0]!.call, exec: async (sql) => void sqlite.exec(sql) },
-      { call: apis[1]!.call, exec: async (sql) => void (await pool.query(sql)) },
-    ];
-  });
+/** Registers the steps on the store `name`; `open` gives the suite its API, empty. */
+export function operationsApiCases(name: string, open: () => Promise<ApiUnderTest>): void {
+  describe(`the API operations routes on ${name}`, () => {
+    let api: ApiUnderTest;
+    beforeAll(async () => {
+      api = await open();
+    });
+    afterAll(async () => {
+      await api?.close();
+    });
 
-  afterAll(async () => {
-    for (const api of apis) await api.stop();
-    await store?.close();
-    await database?.drop();
-    ctx?.dispose();
-  });
-
-  it.each(STEPS)('$name', async (step) => {
-    clock.advance(step.advance ?? 1000);
-    const answers: Answer[][] = [];
-    for (const side of sides) {
+    async function run(step: Step, side: Side): Promise<Answer[]> {
       for (const sql of step.sql ?? []) await side.exec(sql);
-      answers.push(await step.requests(side));
+      return step.requests(side);
     }
-    const [onSqlite, onPostgres] = answers as [Answer[], Answer[]];
-    step.expect(onSqlite);
-    expect(onPostgres).toEqual(onSqlite);
-  });
 
-  it('concurrent enqueues: each ref stored once (one 201, the repeats 200), on both stores', async () => {
-    clock.advance(1000);
-    const refs = Array.from({ length: 8 }, (_, i) => `many-${i}`);
-    for (const side of sides) {
+    it.each(STEPS)('$name', async (step) => {
+      api.clock.advance(step.advance ?? 1000);
+      // The reference first, as SQLite answered first when both ran side by side.
+      const expected = api.reference && (await run(step, api.reference));
+      const answers = await run(step, api.side);
+      step.expect(answers);
+      if (expected) expect(answers).toEqual(expected);
+    });
+
+    it('concurrent enqueues: each ref stored once (one 201, the repeats 200)', async () => {
+      api.clock.advance(1000);
+      const refs = Array.from({ length: 8 }, (_, i) => `many-${i}`);
+      const side = api.side;
       const answers = await Promise.all(
         refs.flatMap((r, i) =>
           [0, 1, 2].map(async () => ({
@@ -403,6 +376,6 @@ describe('the API operations routes answer the same on SQLite and PostgreSQL', (
       }
       const listed = refsOf(await walk(side.call, '/v1/operations?limit=1000'));
       expect(listed.filter((r) => r.startsWith('many-')).sort()).toEqual(refs);
-    }
+    });
   });
-});
+}

@@ -1,45 +1,28 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cursorKeyFor, encodeCursor } from '../../src/api/cursor.js';
-import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
-import {
-  createApiComponent,
-  ROUTE_REGISTRARS,
-  type RouteRegistrar,
-  routeRegistrars,
-} from '../../src/api/server.js';
-import { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
 import { runSync } from '../../src/mirror/syncRun.js';
-import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import type { Simulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
-import { type ApiAnswer, apiCaller } from '../helpers/http.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+import type { ApiAnswer, apiCaller } from '../helpers/http.js';
 import { noSleep } from '../mirror/harness.js';
-import { pgMirror, sqliteMirror } from './mirrorStores.js';
+import type { MirrorUnderTest } from './mirrorStores.js';
 
 /**
- * The read API over the mirror answers the same bytes on PostgreSQL as on SQLite: one simulator
- * registry synced into both stores (each with its own mirror sync, the same clock), then one API on
- * each store's reads, asked the same table of requests: every list walked to its end by cursor with
- * small pages, filters, date ranges (date order), removed=, single records, 404s and 400s. Twice:
- * on a database collated in byte order as SQLite is (`C`), and on one collated for people (ICU
- * `en-US`, where `a` sorts before `B`), whose pages must still come in SQLite's order.
+ * The read API over the mirror, the same requests on SQLite (mirrorReads.sqlite.test.ts) and
+ * PostgreSQL (mirrorReads.pg.test.ts): one simulator registry synced into the store (with its own
+ * mirror sync), then an API on the store's reads, asked a table of requests: every list walked to its
+ * end by cursor with small pages, filters, date ranges (date order), removed=, single records, 404s
+ * and 400s. PostgreSQL's half syncs a SQLite mirror beside it and must answer the same bytes, on a
+ * database collated in byte order as SQLite is (`C`) and on one collated for people (ICU `en-US`,
+ * where `a` sorts before `B`), whose pages must still come in SQLite's order.
  */
 
-const cluster = inject('postgres');
-const TOKEN = 'test-api-token-0123456789';
+export const TOKEN = 'test-api-token-0123456789';
 const DAY = 86_400_000;
 
-type Call = ReturnType<typeof apiCaller>;
-
-/** An API listener on a free loopback port. */
-async function serve(ctx: AppContext, registrars: readonly RouteRegistrar[]) {
-  const api = createApiComponent(ctx, registrars);
-  await api.start();
-  return { call: apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN), stop: () => api.stop() };
-}
+export type Call = ReturnType<typeof apiCaller>;
 
 /** What a request answered, following `next` to the last page: status and exact body of each page. */
 async function walk(call: Call, path: string): Promise<Array<Pick<ApiAnswer, 'status' | 'text'>>> {
@@ -59,7 +42,7 @@ const itemsOf = (pages: Array<Pick<ApiAnswer, 'text'>>) =>
   pages.flatMap((p) => (JSON.parse(p.text) as { items: Record<string, unknown>[] }).items);
 
 /** Values the requests filter on, taken from the registry. */
-interface Facts {
+export interface Facts {
   project: string;
   removedProject: string;
   country: string;
@@ -75,7 +58,7 @@ interface Facts {
   upper: string;
 }
 
-/** A request, what it must answer on SQLite (besides PostgreSQL answering the same). */
+/** A request, and what it must answer on either store. */
 interface Case {
   name: string;
   path: (f: Facts) => string;
@@ -220,114 +203,115 @@ const CASES: Case[] = [
   { name: 'removed=maybe', path: () => '/v1/units?removed=maybe', expect: status(400) },
 ];
 
-describe.each([
-  { collation: 'C, byte order as on SQLite', icuLocale: undefined },
-  { collation: 'ICU en-US', icuLocale: 'en-US' },
-])('the read API over the PostgreSQL mirror ($collation) answers as over SQLite', ({ icuLocale }) => {
-  let sim: Simulator | undefined;
-  let ctx: (AppContext & { dispose: () => void }) | undefined;
-  let database: TestDatabase | undefined;
-  let store: PgDatabase | undefined;
-  let apis: Array<Awaited<ReturnType<typeof serve>>> = [];
-  let facts: Facts;
+/** The context both stores' syncs and APIs run in: the simulator as the operator, small pages. */
+export function readsContext(sim: Simulator, clock: ManualClock) {
+  return testContext({
+    clock,
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.rate_per_second': 100_000,
+      'sync.page_size': 50,
+      'sync.units_overlap': 10,
+      'api.listen': '127.0.0.1:0',
+      'api.token': TOKEN,
+    },
+  });
+}
 
-  beforeAll(async () => {
-    expect(cluster).toBeDefined();
-    const clock = new ManualClock();
-    sim = await startSimulator({ projects: 40, issuances: 90, units: 400 });
-    ctx = testContext({
-      clock,
-      overrides: {
-        'operator.url': sim.url,
-        'operator.api_key': 'sim-api-key',
-        'operator.rate_per_second': 100_000,
-        'sync.page_size': 50,
-        'sync.units_overlap': 10,
-        'api.listen': '127.0.0.1:0',
-        'api.token': TOKEN,
-      },
-    });
-    database = await createTestDatabase(cluster, icuLocale ? { icuLocale } : {});
-    store = await openPostgres(database.url, { max: 4 });
-    const backends = [undefined, pgBackend(store.pool)];
-    const syncBoth = async () => {
-      for (const target of ['projects', 'issuances', 'units'] as const)
-        for (const backend of backends) {
-          const outcome = await runSync(ctx!, target, { sleep: noSleep, backend });
-          expect(outcome.status).toBe('succeeded');
-        }
-    };
-
-    const reg = sim.registry;
-    const units = [...reg.snapshot('units').keys()];
-    // Two units of one day: after the syncs their keys differ only in a letter's case (below).
-    for (const id of units.slice(200, 202)) reg.change('units', id, { unitsDate: '2017-03-01' });
-    await syncBoth();
-
-    // The next day: two projects and three issuances gone, a status changed, 25 new units.
-    clock.advance(DAY);
-    const projects = [...reg.snapshot('projects').keys()];
-    const issuances = [...reg.snapshot('issuances').keys()];
-    for (const id of projects.slice(10, 12)) reg.remove('projects', id);
-    for (const id of issuances.slice(30, 33)) reg.remove('issuances', id);
-    reg.change('projects', projects[3]!, { projectStatus: 'Registered' });
-    reg.appendUnits(25);
-    await syncBoth();
-
-    // Keys that are not digits, the same on both stores: SQLite sorts `B` (0x42) before `a` (0x61)
-    // and `P` before `p`; a language collation sorts them the other way.
-    const mirrors = [sqliteMirror(ctx), pgMirror(store)];
-    const rekey = async (table: string, column: string, from: string, to: string) => {
-      for (const m of mirrors) {
-        const sql = `UPDATE ${table} SET "${column}" = $1 WHERE "${column}" = $2 RETURNING "${column}"`;
-        expect(await m.query(sql, [to, from])).toHaveLength(1);
+/**
+ * Syncs the simulator's registry into each mirror (the same runs, the same clock) over two days,
+ * with removals, a changed status, new units and keys that are not digits; returns what the requests
+ * filter on.
+ */
+export async function seedMirrors(
+  sim: Simulator,
+  ctx: AppContext,
+  clock: ManualClock,
+  mirrors: readonly MirrorUnderTest[],
+): Promise<Facts> {
+  const backends = mirrors.map((m) => m.backend);
+  const syncEach = async () => {
+    for (const target of ['projects', 'issuances', 'units'] as const)
+      for (const backend of backends) {
+        const outcome = await runSync(ctx, target, { sleep: noSleep, backend });
+        expect(outcome.status).toBe('succeeded');
       }
-    };
-    const letters = ['p-a', 'p-B', 'P-c', 'p_d', 'p-D'];
-    for (const [i, key] of letters.entries()) await rekey('projects', 'projectID', projects[20 + i]!, key);
-    await rekey('unit_operations', 'unitsOperationID', units[200]!, 'u-a');
-    await rekey('unit_operations', 'unitsOperationID', units[201]!, 'u-B');
+  };
 
-    const project = reg.get('projects', projects[5]!)!;
-    const issuance = reg.get('issuances', issuances[7]!)!;
-    const unit = reg.get('units', units[9]!)!;
-    facts = {
-      lower: 'u-a',
-      upper: 'u-B',
-      project: projects[5]!,
-      removedProject: projects[10]!,
-      country: String(project.projectCountry),
-      program: String(project.projectProgram),
-      issuance: issuances[7]!,
-      issuanceProject: Number(issuance.issuanceProjectId),
-      vintage: Number(issuance.issuanceVintageYear),
-      unit: units[9]!,
-      unitIssuance: String(unit.unitsIssuanceID),
-      unitType: String(unit.unitsType),
-    };
-    apis = [
-      await serve(ctx, ROUTE_REGISTRARS),
-      await serve(ctx, routeRegistrars({ mirrorReads: pgMirrorReads(store.pool) })),
-    ];
-  });
+  const reg = sim.registry;
+  const units = [...reg.snapshot('units').keys()];
+  // Two units of one day: after the syncs their keys differ only in a letter's case (below).
+  for (const id of units.slice(200, 202)) reg.change('units', id, { unitsDate: '2017-03-01' });
+  await syncEach();
 
-  afterAll(async () => {
-    for (const api of apis) await api.stop();
-    await store?.close();
-    await database?.drop();
-    ctx?.operator().close();
-    ctx?.dispose();
-    await sim?.close();
-  });
+  // The next day: two projects and three issuances gone, a status changed, 25 new units.
+  clock.advance(DAY);
+  const projects = [...reg.snapshot('projects').keys()];
+  const issuances = [...reg.snapshot('issuances').keys()];
+  for (const id of projects.slice(10, 12)) reg.remove('projects', id);
+  for (const id of issuances.slice(30, 33)) reg.remove('issuances', id);
+  reg.change('projects', projects[3]!, { projectStatus: 'Registered' });
+  reg.appendUnits(25);
+  await syncEach();
 
-  it.each(CASES)('$name', async ({ path, expect: expected }) => {
-    const [onSqlite, onPostgres] = apis as [
-      Awaited<ReturnType<typeof serve>>,
-      Awaited<ReturnType<typeof serve>>,
-    ];
-    const url = path(facts);
-    const sqlitePages = await walk(onSqlite.call, url);
-    expected(sqlitePages, facts);
-    expect(await walk(onPostgres.call, url)).toEqual(sqlitePages);
+  // Keys that are not digits, the same on both stores: SQLite sorts `B` (0x42) before `a` (0x61)
+  // and `P` before `p`; a language collation sorts them the other way.
+  const rekey = async (table: string, column: string, from: string, to: string) => {
+    for (const m of mirrors) {
+      const sql = `UPDATE ${table} SET "${column}" = $1 WHERE "${column}" = $2 RETURNING "${column}"`;
+      expect(await m.query(sql, [to, from])).toHaveLength(1);
+    }
+  };
+  const letters = ['p-a', 'p-B', 'P-c', 'p_d', 'p-D'];
+  for (const [i, key] of letters.entries()) await rekey('projects', 'projectID', projects[20 + i]!, key);
+  await rekey('unit_operations', 'unitsOperationID', units[200]!, 'u-a');
+  await rekey('unit_operations', 'unitsOperationID', units[201]!, 'u-B');
+
+  const project = reg.get('projects', projects[5]!)!;
+  const issuance = reg.get('issuances', issuances[7]!)!;
+  const unit = reg.get('units', units[9]!)!;
+  return {
+    lower: 'u-a',
+    upper: 'u-B',
+    project: projects[5]!,
+    removedProject: projects[10]!,
+    country: String(project.projectCountry),
+    program: String(project.projectProgram),
+    issuance: issuances[7]!,
+    issuanceProject: Number(issuance.issuanceProjectId),
+    vintage: Number(issuance.issuanceVintageYear),
+    unit: units[9]!,
+    unitIssuance: String(unit.unitsIssuanceID),
+    unitType: String(unit.unitsType),
+  };
+}
+
+/** The API on the store under test, with the facts of what it holds. */
+export interface ReadsUnderTest {
+  facts: Facts;
+  call: Call;
+  /** An API on another store's mirror of the same registry, which must answer the same bytes. */
+  reference?: Call;
+  close(): Promise<void>;
+}
+
+/** Registers the requests on the API over `mirror`; `open` syncs it and serves it. */
+export function mirrorReadsCases(mirror: string, open: () => Promise<ReadsUnderTest>): void {
+  describe(`the read API over ${mirror}`, () => {
+    let api: ReadsUnderTest;
+    beforeAll(async () => {
+      api = await open();
+    });
+    afterAll(async () => {
+      await api?.close();
+    });
+
+    it.each(CASES)('$name', async ({ path, expect: expected }) => {
+      const url = path(api.facts);
+      const pages = await walk(api.call, url);
+      expected(pages, api.facts);
+      if (api.reference) expect(pages).toEqual(await walk(api.reference, url));
+    });
   });
-});
+}

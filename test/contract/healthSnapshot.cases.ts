@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import type { Series } from '../../src/health/series.js';
+import { readHealth } from '../../src/status.js';
+import { CONFIG, HEALTH_CASES, type HealthCase, type HealthStore, NOW } from './healthStores.js';
+
+/**
+ * The health snapshot, the same situations on SQLite (healthSnapshot.sqlite.test.ts) and PostgreSQL
+ * (healthSnapshot.pg.test.ts): written through the same statements, read back so the same rules
+ * raise the same problems, and the status page's charts drawn from them.
+ */
+
+/** What readHealth answers. */
+export type Health = Awaited<ReturnType<typeof readHealth>>;
+
+/** What a store adds of its own, beside the cases' shared assertions. */
+export interface HealthSide {
+  /** Asserts the parts of the snapshot only this store has (PostgreSQL's replicas). */
+  ownParts(snapshot: Health['snapshot']): void;
+  /** Further assertions on what the case read (PostgreSQL's: the same as SQLite's). */
+  also?(c: HealthCase, health: Health, series: Series): Promise<void>;
+}
+
+/** Registers the cases on the store `name`; `open` gives each case an empty store. */
+export function healthSnapshotCases(name: string, open: () => Promise<HealthStore>, side: HealthSide): void {
+  describe(`the health snapshot on ${name}`, () => {
+    it.each(HEALTH_CASES)('$name', async (c) => {
+      const store = await open();
+      try {
+        await c.seed(store.exec);
+        const health = await readHealth(store.reads, CONFIG, NOW);
+        expect(health.problems.map((p) => p.code).sort()).toEqual([...c.codes].sort());
+        expect(health.snapshot.database.readError).toBeNull();
+        side.ownParts(health.snapshot);
+        // The status page's charts.
+        const series = await store.reads.series(NOW);
+        expect(series.queueDepth).toHaveLength(25);
+        if (c.name.startsWith('a worst day')) {
+          // A day with something to show draws it (runs, a queue, webhooks), not empty charts.
+          expect(series.syncDurations.length).toBeGreaterThan(0);
+          expect(series.queueDepth.some((p) => p.depth > 0)).toBe(true);
+          expect(series.recentWebhooks.length).toBeGreaterThan(0);
+        }
+        await side.also?.(c, health, series);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
