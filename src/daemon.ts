@@ -14,6 +14,7 @@ import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
 import { releaseDeadClaims } from './outbox/startup.js';
 import { releaseDeadDeliveries } from './subscribers/dispatcher.js';
+import { configuredDeliveriesSink } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
 
 /** Options of {@link startDaemon}. */
@@ -57,7 +58,7 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
   const ownership = await acquireOwnership(config.database.path);
   let ctx: AppContext;
   try {
-    ctx = createAppContext(config, log);
+    ctx = createAppContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
   } catch (err) {
     ownership.release();
     throw err;
