@@ -36,12 +36,6 @@ const KNOWN_UPWARD = [
   // move (issue 27 item 5): the harness then passes `onStateChange: pgDeliveriesSink(...)`.
   ['src/operations/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
   ['src/inbox/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
-  // The dispatcher's hourly housekeeping prunes old deliveries through its hooks (OutboxHooks
-  // .pruneDeliveries, tested through them by test/postgres/deliveriesPrune.test.ts): belongs to
-  // the subscribers' dispatcher, moved when that test moves with the contract suites.
-  ['src/outbox/hooks.ts', 'src/subscribers/prune.ts'],
-  ['src/outbox/hooks.ts', 'src/subscribers/subscribers.ts'],
-  ['src/outbox/pgHooks.ts', 'src/subscribers/pgPrune.ts'],
 ];
 
 /**

@@ -25,7 +25,9 @@ import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
+import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
 import { pgDeliveriesSink } from './subscribers/pgEnqueue.js';
+import { pruneDeliveriesPg } from './subscribers/pgPrune.js';
 import { PgDeliveriesStore, pgDeliveriesAccess } from './subscribers/pgStore.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
@@ -220,6 +222,10 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
     owner,
     store: operations,
     hooks: pgOutboxHooks(pool, { onStateChange }),
+    // The hourly scrub also prunes old deliveries.
+    housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
+    ),
     mayClaim,
   });
   const subscriberDispatcher = createSubscriberComponent(ctx, {

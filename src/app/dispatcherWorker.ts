@@ -8,6 +8,7 @@
 import { observeCommitWaits } from '../db/commitQueue.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
+import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../subscribers/housekeeping.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { workerSide } from '../thread/workerSide.js';
 
@@ -29,6 +30,12 @@ const component = createDispatcherComponent(side.ctx, {
     return true;
   },
   onCommitted: () => side.post({ type: 'committed' }),
+  // The hourly scrub also prunes old deliveries.
+  housekeeping: deliveriesHousekeeping(
+    side.ctx.config,
+    side.ctx.log,
+    sqliteDeliveriesPrune(side.ctx.database.sqlite),
+  ),
 });
 await side.run<DispatcherIn>(component, (message) => {
   if (message.type === 'wake') component.wake();

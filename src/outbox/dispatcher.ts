@@ -80,7 +80,13 @@ export class Dispatcher {
           : sqliteOutboxHooks(ctx.database.sqlite);
     this.scrubs =
       this.hooks &&
-      new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log, housekeepingOf(ctx.config));
+      new ScrubSchedule(
+        this.hooks,
+        options.scrubEveryMs ?? 3_600_000,
+        ctx.log,
+        housekeepingOf(ctx.config),
+        options.housekeeping,
+      );
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);

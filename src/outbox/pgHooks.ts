@@ -6,7 +6,6 @@ import type { PgStateChangeSink } from '../operations/effects.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
-import { pruneDeliveriesPg } from '../subscribers/pgPrune.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
 import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
@@ -35,8 +34,6 @@ export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {})
       );
     },
     scrubFinished: (nowMs, afterDays) => scrubFinishedPg(pool, nowMs, afterDays),
-    pruneDeliveries: (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
     pause: pgPauseRecord(pool),
   };
 }

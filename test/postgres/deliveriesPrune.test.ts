@@ -3,15 +3,15 @@ import type pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
 import { openDatabase, type Sqlite } from '../../src/db/open.js';
-import { type OutboxHooks, sqliteOutboxHooks } from '../../src/outbox/hooks.js';
-import { pgOutboxHooks } from '../../src/outbox/pgHooks.js';
+import { type DeliveriesPrune, sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
+import { pruneDeliveriesPg } from '../../src/subscribers/pgPrune.js';
 import { PRUNE_BATCH } from '../../src/subscribers/prune.js';
 import { tempDir } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
 /**
  * Issue 25, item 9: deliveries do not grow without end, the same cases on SQLite (a temp file) and
- * PostgreSQL, through the outbox hooks the dispatcher's hourly housekeeping calls. Rows are written
+ * PostgreSQL, through each dialect's prune the dispatcher's hourly housekeeping runs. Rows are written
  * backdated instead of waiting: delivered and dead rows go `retention_days` after they ended, a
  * removed subscriber's pending rows that long after they were written; nothing else goes.
  */
@@ -102,13 +102,13 @@ const pgDb = useTestPgDatabase();
 
 describe.each(['sqlite', 'postgres'] as const)('deliveries pruned after their retention on %s', (dialect) => {
   let h: Harness;
-  let hooks: OutboxHooks;
+  let pruneDeliveries: DeliveriesPrune;
   beforeEach(async () => {
     if (dialect === 'sqlite') {
       const { dir, cleanup } = tempDir();
       const database = openDatabase(path.join(dir, 'prune.db'));
       h = sqliteHarness(database.sqlite);
-      hooks = sqliteOutboxHooks(database.sqlite);
+      pruneDeliveries = sqliteDeliveriesPrune(database.sqlite);
       return () => {
         database.close();
         cleanup();
@@ -116,12 +116,13 @@ describe.each(['sqlite', 'postgres'] as const)('deliveries pruned after their re
     }
     await pgDb.db.pool.query('TRUNCATE deliveries RESTART IDENTITY');
     h = pgHarness(pgDb.db.pool);
-    hooks = pgOutboxHooks(pgDb.db.pool);
+    pruneDeliveries = (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pgDb.db.pool, nowMs, retentionDays, configured);
     return undefined;
   });
 
   const prune = (configured: readonly string[] = ['risk']) =>
-    hooks.pruneDeliveries(NOW, RETENTION_DAYS, configured);
+    pruneDeliveries(NOW, RETENTION_DAYS, configured);
 
   it('deletes what ended before the retention, keeps what ended since and everything unsettled', async () => {
     await h.insert([
