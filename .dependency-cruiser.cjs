@@ -39,10 +39,11 @@ const KNOWN_UPWARD = [
 ];
 
 /**
- * The folder cycle those known imports close: operations/ and inbox/ import subscribers/pgEnqueue.ts
- * for the compatibility path above, and subscribers/ builds on operations/ (personal values,
- * states, pgRows). Only a cycle between these two folders alone passes: a cycle through any other
- * folder is still reported at that folder's edge. Goes with the first two KNOWN_UPWARD pairs.
+ * The folder cycle the first known import closes: operations/pgStore.ts imports
+ * subscribers/pgEnqueue.ts for the compatibility path above, and subscribers/ builds on
+ * operations/ (personal values, states, pgRows, the sink's types). Only a cycle between these two
+ * folders alone passes: a cycle through any other folder is still reported at that folder's edge.
+ * Goes with KNOWN_UPWARD.
  */
 const KNOWN_FOLDER_CYCLE = ['src/operations', 'src/subscribers'];
 
