@@ -19,14 +19,18 @@ interface Violation {
   to: string;
 }
 
-/** dependency-cruiser's violations for `src` under `cwd`, with the project's config. */
-function cruise(cwd: string): Violation[] {
-  const run = spawnSync(process.execPath, [DEPCRUISE, 'src', '--config', CONFIG, '--output-type', 'json'], {
+/** Runs dependency-cruiser on `src` under `cwd` with the project's config, as `npm run depcheck` does. */
+function depcruise(cwd: string, outputType: 'json' | 'err') {
+  return spawnSync(process.execPath, [DEPCRUISE, 'src', '--config', CONFIG, '--output-type', outputType], {
     cwd,
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  // It exits non-zero when it found errors; its answer is on stdout either way.
+}
+
+/** dependency-cruiser's violations for `src` under `cwd`. */
+function cruise(cwd: string): Violation[] {
+  const run = depcruise(cwd, 'json');
   expect(run.stdout, run.stderr).not.toBe('');
   return (JSON.parse(run.stdout) as { summary: { violations: Violation[] } }).summary.violations;
 }
@@ -92,6 +96,12 @@ describe('the import rules', () => {
         'root-files-are-leaves: src/clock.ts -> src/db/changes.ts',
       ].sort(),
     );
+  });
+
+  it('fail the command CI runs on a violation (its exit status; `npm run depcheck` reports as `err`)', () => {
+    const run = depcruise(fixture.dir, 'err');
+    expect(run.stdout).toContain('effects-flow-down-subscribers: src/operations/store.ts');
+    expect(run.status).not.toBe(0);
   });
 
   it('pass on the real src/ (what `npm run depcheck` checks in CI)', () => {
