@@ -78,15 +78,7 @@ export class Dispatcher {
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.scrubs =
-      this.hooks &&
-      new ScrubSchedule(
-        this.hooks,
-        options.scrubEveryMs ?? 3_600_000,
-        ctx.log,
-        housekeepingOf(ctx.config),
-        options.housekeeping,
-      );
+    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, housekeepingOf(ctx.config, options));
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);

@@ -43,17 +43,6 @@ export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
   };
 }
 
-/** What the hourly housekeeping keeps: the config's retention of personal fields. */
-export interface Housekeeping {
-  /** `outbox.scrub_after_days`. */
-  scrubAfterDays: number;
-}
-
-/** The housekeeping `config` asks for (pure). */
-export function housekeepingOf(config: Config): Housekeeping {
-  return { scrubAfterDays: config.outbox.scrub_after_days };
-}
-
 /**
  * Another part's housekeeping run after the scrub, handed in by the root that wires the
  * dispatcher (the subscribers' prune, subscribers/housekeeping.ts); logs its own outcome and never
@@ -61,9 +50,31 @@ export function housekeepingOf(config: Config): Housekeeping {
  */
 export type HousekeepingJob = (nowMs: number) => Promise<void>;
 
+/** What the hourly housekeeping does: how often, scrub personal fields this old, then the job handed in. */
+export interface Housekeeping {
+  /** At most one run this often, ms (the dispatcher's `scrubEveryMs`, default: 3600000). */
+  everyMs: number;
+  /** `outbox.scrub_after_days`. */
+  scrubAfterDays: number;
+  /** Run after each scrub (the dispatcher's `housekeeping`, default: none). */
+  afterScrub?: HousekeepingJob | undefined;
+}
+
+/** The housekeeping `config` asks for, with the period and the job handed to the dispatcher (pure). */
+export function housekeepingOf(
+  config: Config,
+  handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
+): Housekeeping {
+  return {
+    everyMs: handed.scrubEveryMs ?? 3_600_000,
+    scrubAfterDays: config.outbox.scrub_after_days,
+    afterScrub: handed.housekeeping,
+  };
+}
+
 /**
  * When the dispatcher scrubs finished rows, then runs the job handed in (old deliveries pruned): at
- * most every `everyMs`, one run at a time, off its loop (a PostgreSQL backlog may take a while;
+ * most every `keep.everyMs`, one run at a time, off its loop (a PostgreSQL backlog may take a while;
  * SQLite's is synchronous, so done when `maybe` returns). Each part's failure is logged and tried
  * again at the next period, without stopping the other.
  */
@@ -73,17 +84,15 @@ export class ScrubSchedule {
 
   constructor(
     private readonly hooks: OutboxHooks,
-    private readonly everyMs: number,
     private readonly log: Logger,
     private readonly keep: Housekeeping,
-    private readonly then?: HousekeepingJob,
   ) {}
 
   /** Starts a run if one is due and none runs. */
   maybe(nowMs: number): void {
-    if (this.running || nowMs - this.lastMs < this.everyMs) return;
+    if (this.running || nowMs - this.lastMs < this.keep.everyMs) return;
     this.lastMs = nowMs;
-    const run = this.scrub(nowMs, this.keep).then(() => this.then?.(nowMs));
+    const run = this.scrub(nowMs, this.keep).then(() => this.keep.afterScrub?.(nowMs));
     this.running = run;
     void run.finally(() => {
       this.running = undefined;
