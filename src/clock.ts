@@ -42,3 +42,12 @@ export function cancellableSleep(ms: number, ...signals: Array<AbortSignal | und
     for (const s of live) s.addEventListener('abort', done, { once: true });
   });
 }
+
+/** Runs `fn` after `ms`; returns its cancel. Injected so tests end a wait without waiting. */
+export type Schedule = (ms: number, fn: () => void) => () => void;
+
+/** The real timers. */
+export const realSchedule: Schedule = (ms, fn) => {
+  const timer = setTimeout(fn, ms);
+  return () => clearTimeout(timer);
+};

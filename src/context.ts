@@ -4,9 +4,9 @@ import { type OpenDatabase, openDatabase } from './db/open.js';
 import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { type SqliteStateChangeSink, useStateChangeSink } from './operations/effects.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
-import { subscribersFromConfig, useSubscribers } from './subscribers/subscribers.js';
 
 /** The context every loop is built from: what it holds, and how it is made and closed. */
 
@@ -60,6 +60,12 @@ export interface CreateContextOptions {
   sleep?: (ms: number) => Promise<void>;
   /** The metrics to count into (default: a fresh prom-client set; one-shot commands pass {@link noopMetrics}). */
   metrics?: Metrics;
+  /**
+   * What every state change committed through this database writes besides the feed, in its
+   * transaction (operations/effects.ts): the root hands the subscribers' deliveries, so that a
+   * cancel from the CLI is pushed as the daemon's would be (default: nothing).
+   */
+  onStateChange?: SqliteStateChangeSink;
 }
 
 /** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */
@@ -127,8 +133,7 @@ export function createAppContext(
     synchronous: config.database.synchronous,
     busyTimeoutMs: config.database.busy_timeout_ms,
   });
-  // Every state change committed through this handle writes the subscribers' deliveries.
-  useSubscribers(database.sqlite, subscribersFromConfig(config));
+  useStateChangeSink(database.sqlite, options.onStateChange);
   return contextOver(config, log, database, options);
 }
 

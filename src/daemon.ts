@@ -14,6 +14,8 @@ import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
 import { releaseDeadClaims } from './outbox/startup.js';
 import { releaseDeadDeliveries } from './subscribers/dispatcher.js';
+import { deliveriesHousekeeping, sqliteDeliveriesPrune } from './subscribers/housekeeping.js';
+import { configuredDeliveriesSink } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
 
 /** Options of {@link startDaemon}. */
@@ -57,7 +59,7 @@ export async function openDaemonContext(config: Config, log: Logger): Promise<Ow
   const ownership = await acquireOwnership(config.database.path);
   let ctx: AppContext;
   try {
-    ctx = createAppContext(config, log);
+    ctx = createAppContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
   } catch (err) {
     ownership.release();
     throw err;
@@ -132,7 +134,15 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
           onCommitted: () => changeSignalFor(ctx.database.sqlite).announce(feedHead(ctx.database.sqlite)),
           requestSync,
         })
-      : createDispatcherComponent(ctx, { requestSync });
+      : createDispatcherComponent(ctx, {
+          requestSync,
+          // The hourly scrub also prunes old deliveries (in the thread, app/dispatcherWorker.ts does).
+          housekeeping: deliveriesHousekeeping(
+            ctx.config,
+            ctx.log,
+            sqliteDeliveriesPrune(ctx.database.sqlite),
+          ),
+        });
   // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk writes
   // give way to the API's commits. An injected clock (tests) keeps it here, as for the dispatcher.
   const syncThread = ctx.config.sync.thread && ctx.clock === systemClock ? createSyncThread(ctx) : undefined;

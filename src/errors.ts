@@ -13,6 +13,17 @@ export class UserError extends Error {
   }
 }
 
+/** A refused steering request: `not-found` (404) or `conflict` (409), with a sentence saying why. */
+export class SteerError extends UserError {
+  constructor(
+    readonly code: 'not-found' | 'conflict' | 'invalid',
+    message: string,
+  ) {
+    super(message, code === 'not-found' ? 3 : 1);
+    this.name = 'SteerError';
+  }
+}
+
 /** Exit code for configuration problems (sysexits EX_CONFIG). */
 export const EXIT_CONFIG = 78;
 

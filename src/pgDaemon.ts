@@ -10,11 +10,12 @@ import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
 import { pgFeedReads } from './feed/pgQueries.js';
-import { instanceName, newLeaseOwner } from './health/identity.js';
+import { instanceName } from './health/identity.js';
 import { pgReadiness } from './health/pgReadiness.js';
 import { pgHealthReads } from './health/pgSnapshot.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { PgInboxStore } from './inbox/pgStore.js';
+import { newLeaseOwner } from './leaseOwner.js';
 import type { Logger } from './log.js';
 import { interruptOrphanedRuns, pgBackend } from './mirror/pg/pgBackend.js';
 import { createMirrorComponent } from './mirror/scheduler.js';
@@ -24,6 +25,9 @@ import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
+import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
+import { pgDeliveriesSink } from './subscribers/pgEnqueue.js';
+import { pruneDeliveriesPg } from './subscribers/pgPrune.js';
 import { PgDeliveriesStore, pgDeliveriesAccess } from './subscribers/pgStore.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
@@ -206,7 +210,9 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const { owner, subscribers, signal } = replica;
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
-  const operations = new PgOperationsStore(pool, { leaseOwner: owner, subscribers });
+  // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
+  const onStateChange = pgDeliveriesSink(subscribers);
+  const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
   const deliveries = new PgDeliveriesStore(pool);
   // Claims only while this replica holds its liveness lock: without it the others presume it dead
   // and may hand its claims back (the presence starts first and is called only once started).
@@ -215,7 +221,11 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
     requestSync,
     owner,
     store: operations,
-    hooks: pgOutboxHooks(pool, { subscribers }),
+    hooks: pgOutboxHooks(pool, { onStateChange }),
+    // The hourly scrub also prunes old deliveries.
+    housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
+    ),
     mayClaim,
   });
   const subscriberDispatcher = createSubscriberComponent(ctx, {
@@ -244,14 +254,14 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         wakeDispatcher: dispatcher.wake,
         requestSync,
         mirrorReads: pgMirrorReads(pool),
-        outbox: pgOutbox(ctx, pool, { leaseOwner: owner, subscribers }),
+        outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
         healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: pgDeliveriesAccess(pool),
         feed: pgFeedReads(pool, signal),
       }),
       { readiness: pgReadiness(pool) },
     ),
-    createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { subscribers }) }),
+    createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { onStateChange }) }),
     dispatcher,
     subscriberDispatcher,
     createMirrorComponent(ctx, { syncRequests: syncs, backend: pgBackend(pool) }),

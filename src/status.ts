@@ -4,8 +4,9 @@ import { classifyDatabaseError, type DatabaseFacts, databaseFaultsFor, sqliteCod
 import type { Sqlite } from './db/open.js';
 import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
-import { type Identity, identityOf } from './health/identity.js';
-import { exitCodeOf, judge, type Problem, type Severity } from './health/rules.js';
+import type { Health } from './health/health.js';
+import { identityOf } from './health/identity.js';
+import { exitCodeOf, judge } from './health/rules.js';
 import { readSeries } from './health/series.js';
 import {
   type HealthReads,
@@ -16,24 +17,8 @@ import {
 } from './health/snapshot.js';
 import { maskDeep, scrubText } from './redact.js';
 
+export type { Health } from './health/health.js';
 export type { Problem, Severity } from './health/rules.js';
-
-/** Health as `vcu-sync status --json` and `GET /status` show it. */
-export interface Health {
-  status: Severity;
-  /** Nagios exit code: 0 ok, 1 warning, 2 critical. */
-  exitCode: number;
-  generatedAt: string;
-  /** Which vcu-sync this is: version, instance, operator, database, uptime. */
-  identity: Identity;
-  problems: Problem[];
-  snapshot: HealthSnapshot;
-  /**
-   * The daemon's adaptive request rate to the operator and its ceiling (requests/s): in-memory state,
-   * so only `GET /status` of a daemon that has called the operator shows it.
-   */
-  operatorRate?: { current: number; ceiling: number };
-}
 
 const periodCache = new Map<string, number | null>();
 

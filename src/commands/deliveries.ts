@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { SteerError } from '../outbox/manage.js';
+import { SteerError } from '../errors.js';
 import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
 import {
   type DeliveryEntry,

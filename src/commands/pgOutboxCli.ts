@@ -9,6 +9,8 @@ import { createLogger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import { pgOutbox } from '../outbox/pgAccess.js';
+import { pgDeliveriesSink } from '../subscribers/pgEnqueue.js';
+import { subscribersFromConfig } from '../subscribers/subscribers.js';
 
 /**
  * `vcu-sync enqueue`, `outbox` and `deliveries` with `database.url` set: the same commands on
@@ -59,7 +61,15 @@ export function withPgOutbox<T>(
   return withPgStore(
     config,
     url,
-    (ctx, pool) => fn(ctx, pgOutbox(ctx, pool, { leaseOwner: `cli:${process.pid}` })),
+    (ctx, pool) =>
+      fn(
+        ctx,
+        pgOutbox(ctx, pool, {
+          leaseOwner: `cli:${process.pid}`,
+          // A cancel or retry from the CLI is pushed to the subscribers as the daemon's would be.
+          onStateChange: pgDeliveriesSink(subscribersFromConfig(ctx.config)),
+        }),
+      ),
     options,
   );
 }

@@ -5,6 +5,7 @@ import { refuseSqliteUnderPostgres } from '../db/pgConfig.js';
 import { UserError } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 
 /** What `vcu-sync status`, `outbox` and `db backup` say when the database is not there. */
 export function missingDatabaseMessage(file: string): string {
@@ -45,7 +46,11 @@ export async function withContext<T>(
   refuseSqliteUnderPostgres(config);
   if (!options.create) requireDatabase(config);
   const log = options.log ?? createLogger({ level: config.log.level, fd: 2 });
-  const ctx = createAppContext(config, log, { metrics: options.metrics });
+  const ctx = createAppContext(config, log, {
+    metrics: options.metrics,
+    // A cancel or retry from the CLI is pushed to the subscribers as the daemon's would be.
+    onStateChange: configuredDeliveriesSink(config),
+  });
   try {
     return await fn(ctx);
   } finally {

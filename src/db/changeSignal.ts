@@ -18,6 +18,15 @@ import { perHandle } from './perHandle.js';
  */
 export const WAKE_BATCH = 100;
 
+/**
+ * A thread's message "the feed holds rows up to seq N" (feed/bridge.ts forwards it; the mirror's
+ * thread, mirror/syncMessages.ts, sends it among its own): here so both import it downward.
+ */
+export interface FeedMessage {
+  type: 'vcu-sync.feed';
+  seq: number;
+}
+
 export class ChangeSignal {
   private waiters = new Set<() => void>();
   /** Woken by an announcement but not called yet: called WAKE_BATCH per turn. */

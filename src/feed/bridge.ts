@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { ChangeSignal } from '../db/changeSignal.js';
+import type { ChangeSignal, FeedMessage } from '../db/changeSignal.js';
 
 /**
  * Commits made on another connection (the dispatcher in a worker thread with its own database
@@ -9,11 +9,7 @@ import type { ChangeSignal } from '../db/changeSignal.js';
  * `announce` the same way.
  */
 
-/** The message on the port. */
-export interface FeedMessage {
-  type: 'vcu-sync.feed';
-  seq: number;
-}
+export type { FeedMessage } from '../db/changeSignal.js';
 
 function isFeedMessage(value: unknown): value is FeedMessage {
   return (

@@ -1,14 +1,9 @@
+import type { Schedule } from '../clock.js';
 import type { FeedEntry, FeedQuery } from './queries.js';
 import type { FeedReads } from './reads.js';
 
-/** Runs `fn` after `ms`; returns its cancel. Injected so tests end a wait without waiting. */
-export type Schedule = (ms: number, fn: () => void) => () => void;
-
-/** The real timers. */
-export const realSchedule: Schedule = (ms, fn) => {
-  const timer = setTimeout(fn, ms);
-  return () => clearTimeout(timer);
-};
+// The timers live in clock.ts, below every folder that waits (health's readiness waits too).
+export type { Schedule } from '../clock.js';
 
 /** What one long-poll needs: the feed's reads and signal, the request's disconnect, the timers. */
 export interface LongPollDeps {

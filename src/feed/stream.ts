@@ -1,4 +1,4 @@
-import type { Schedule } from './longPoll.js';
+import type { Schedule } from '../clock.js';
 import type { FeedEntry } from './queries.js';
 import type { FeedReads } from './reads.js';
 

@@ -1,5 +1,5 @@
 import { ageMs, formatDuration } from './durations.js';
-import type { Problem, RuleInputs } from './rules.js';
+import type { Problem, RuleInputs } from './problems.js';
 import type { HealthSnapshot } from './snapshot.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Health } from '../status.js';
+import type { Health } from './health.js';
 import { identityLine } from './identity.js';
 import { formatDuration } from './rules.js';
 

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
 import { pgConnection } from '../db/pgConfig.js';
@@ -86,12 +85,4 @@ export function identityLine(
 /** PostgreSQL has no one daemon: as many replicas as hold their liveness lock are running. */
 function replicasRunning(alive: number): string {
   return alive === 0 ? 'no replica running' : `${alive} replica${alive === 1 ? '' : 's'} running`;
-}
-
-/**
- * A lease owner for this process's claims: the host and pid (for `pg_stat_activity`, status and
- * logs) and a random tail, so a restarted container that reuses pid 1 is a new owner.
- */
-export function newLeaseOwner(): string {
-  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }

@@ -1,9 +1,9 @@
 import type pg from 'pg';
+import { realSchedule, type Schedule } from '../clock.js';
 import { migrationsNewerThan } from '../db/migrations.js';
 import { PG_MIGRATIONS_FOLDER } from '../db/pg.js';
 import { unreachableReason } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
-import { realSchedule, type Schedule } from '../feed/longPoll.js';
 import { iso } from '../operations/pgRows.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { scrubText } from '../redact.js';

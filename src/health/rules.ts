@@ -1,78 +1,24 @@
 import { databaseProblems } from './databaseRules.js';
 import { ageMs, formatDuration } from './durations.js';
+import type { Problem, RuleInputs, Severity } from './problems.js';
 import type { HealthSnapshot } from './snapshot.js';
 
 export { LOCK_WARNING_MS } from './databaseRules.js';
 export { formatDuration } from './durations.js';
+export {
+  PROBLEM_CODES,
+  PROBLEM_SEVERITIES,
+  type Problem,
+  type ProblemCode,
+  type RuleInputs,
+  type Severity,
+} from './problems.js';
 
 /**
  * Health rules: pure functions from a snapshot to problems, each with what it means and what to
  * do. The same rules answer `vcu-sync status`, `GET /status`, the status page and the metrics.
  * Exit codes follow the Nagios convention: 0 ok, 1 warning, 2 critical.
  */
-
-export type Severity = 'ok' | 'warning' | 'critical';
-
-/**
- * Every problem code the rules can raise, once, with the severities it can have. Each is a heading
- * of README's runbook, an alert in config/vcu-sync.alerts.yml per severity and a `code` label of
- * `vcu_sync_problem`; a test checks all three.
- */
-export const PROBLEM_SEVERITIES = {
-  'no-database': ['critical'],
-  'operator-auth': ['critical'],
-  'sync-failed': ['warning'],
-  'sync-never': ['warning'],
-  'sync-stale': ['warning'],
-  'sending-paused': ['critical'],
-  'operations-failed': ['warning'],
-  'queue-old': ['warning', 'critical'],
-  'decision-overdue': ['warning'],
-  'operations-rejected': ['warning'],
-  'decision-conflict': ['critical'],
-  'webhook-verification-failed': ['warning'],
-  'webhook-unmatched': ['warning'],
-  'webhook-undecided': ['warning'],
-  'webhook-id-reused': ['warning'],
-  'records-quarantined': ['warning'],
-  'database-corrupt': ['critical'],
-  'database-write-failed': ['critical'],
-  'database-unreadable': ['critical'],
-  'database-locked': ['warning'],
-  'database-unreachable': ['critical'],
-  'subscriber-dead-letter': ['warning'],
-  'subscriber-failing': ['warning'],
-  'replica-dead': ['warning'],
-} as const satisfies Record<string, ReadonlyArray<'warning' | 'critical'>>;
-export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
-export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
-
-export interface Problem {
-  severity: Exclude<Severity, 'ok'>;
-  /** Stable identifier, also the README runbook's heading. */
-  code: ProblemCode;
-  /** What is wrong, with the figures. */
-  message: string;
-  /** What the on-call engineer should do. */
-  action: string;
-}
-
-/** Inputs besides the snapshot. */
-export interface RuleInputs {
-  now: number;
-  /** Expected period between runs, ms, per resource (from the cron schedule); null when the schedule is off. */
-  periods: Record<string, number | null>;
-  /** How many periods without success make a resource stale. */
-  stalePeriods: number;
-  /** An accepted operation undecided this long is flagged, hours. */
-  decisionWarnHours: number;
-  /** More accepted operations than this waiting for a decision is flagged. */
-  decisionWarnCount: number;
-  /** A subscriber whose oldest undelivered event is older than this is flagged, minutes (default: 15). */
-  subscriberFailingMinutes?: number;
-  /** A replica whose heartbeat is older than this is flagged, ms (default: REPLICA_STALE_MS). */
-  replicaStaleMs?: number;
-}
 
 /** Queued work older than this is a warning, then critical (ms). */
 export const QUEUE_AGE_WARNING_MS = 15 * 60_000;

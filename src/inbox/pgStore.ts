@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
+import type { PgStateChangeSink } from '../operations/effects.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
 import { iso } from '../operations/pgRows.js';
 import { recordDecisionPg } from '../operations/pgStore.js';
 import type { OperationSummary } from '../operations/reads.js';
-import type { Subscriber } from '../subscribers/subscribers.js';
+import { pgDeliveriesSink, type Subscriber } from '../subscribers/pgEnqueue.js';
 import {
   type DecisionEffect,
   decisionEffect,
@@ -42,7 +43,13 @@ const REF = '"marketplaceTransactionRef"';
 
 /** Options of {@link PgInboxStore}. */
 export interface PgInboxStoreOptions {
-  /** Who gets deliveries for the decisions applied (default: nobody). */
+  /** What each decision applied writes in its transaction besides the feed (default: nothing). */
+  onStateChange?: PgStateChangeSink;
+  /**
+   * Who gets deliveries for the decisions applied, when no `onStateChange` is given (default:
+   * nobody). Kept for the contract harness (test/postgres/inboxStores.ts) until it passes
+   * `onStateChange`: a known upward import (.dependency-cruiser.cjs KNOWN_UPWARD).
+   */
   subscribers?: readonly Subscriber[];
 }
 
@@ -50,13 +57,13 @@ export interface PgInboxStoreOptions {
 type LockedRow = OperationSummary & { body: string };
 
 export class PgInboxStore implements InboxStore {
-  private readonly subscribers: readonly Subscriber[];
+  private readonly sink: PgStateChangeSink | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
     options: PgInboxStoreOptions = {},
   ) {
-    this.subscribers = options.subscribers ?? [];
+    this.sink = options.onStateChange ?? pgDeliveriesSink(options.subscribers ?? []);
   }
 
   receive(webhook: ReceivedWebhook): Promise<RecordResult> {
@@ -152,7 +159,7 @@ export class PgInboxStore implements InboxStore {
     const outcome = outcomeFor(row.state, decision);
     const effect = decisionEffect(outcome, row, ref, decision, reason, webhookId);
     if (outcome === 'applied') {
-      await recordDecisionPg(client, this.subscribers, { id: row.id, ref, decision, reason, now });
+      await recordDecisionPg(client, this.sink, { id: row.id, ref, decision, reason, now });
       row.state = decision;
     }
     return effect ? { outcome, effect } : { outcome };

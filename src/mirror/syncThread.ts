@@ -1,5 +1,5 @@
 /**
- * The mirror's sync runs in a worker thread (syncWorker.ts) with its own database connection. Why:
+ * The mirror's sync runs in a worker thread (app/syncWorker.ts) with its own database connection. Why:
  * while a full sync wrote pages on the daemon's loop, an enqueue waited behind each page's parsing,
  * validation, hashing and writes (25-75 ms a page, more with held commits): p99 625 ms against a
  * target of 5. In its thread the sync's CPU leaves the API's loop, and its bulk writes give way to
@@ -28,7 +28,7 @@ export interface SyncRunner {
 
 /** Options of {@link createSyncThread}. */
 export interface SyncThreadOptions {
-  /** The worker module beside this file (default: "syncWorker"; tests name a missing one). */
+  /** The worker module beside this file (default: "../app/syncWorker"; tests name a missing one). */
   workerModule?: string;
 }
 
@@ -56,7 +56,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
       .then(p.resolve, (err: unknown) => p.resolve(outcomeWithoutRun(p.target, 'failed', errorMessage(err))));
   };
   const host = hostThread<SyncIn, SyncOut>(ctx, {
-    module: options.workerModule ?? 'syncWorker',
+    module: options.workerModule ?? '../app/syncWorker',
     from: import.meta.url,
     events: 'sync',
     label: 'sync thread',

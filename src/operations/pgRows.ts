@@ -1,16 +1,15 @@
 import type pg from 'pg';
-import { FEED_LOCK_KEY, recordChangesPg } from '../db/pgChanges.js';
-import { deliveryRows, type OperationFacts } from '../subscribers/enqueue.js';
-import type { Subscriber } from '../subscribers/subscribers.js';
+import { recordChangesPg } from '../db/pgChanges.js';
+import type { PgStateChangeSink, StateChange } from './effects.js';
 import type { GuardParams } from './rows.js';
-import { feedRows, type StateChange } from './store.js';
+import { feedRows } from './store.js';
 
 /**
  * What the PostgreSQL operations store shares across its statements: how rows read back exactly
  * as SQLite's (`OperationRow`: ISO strings, numeric ids), the guards' placeholders, and the one
- * place every state change passes (deliveries, then the feed: recordChangesPg's rows are appended
- * under the feed's lock as the transaction commits; the lock is taken before the deliveries when
- * there are some).
+ * place every state change passes (the sink's writes, then the feed: recordChangesPg's rows are
+ * appended under the feed's lock as the transaction commits; the deliveries' sink takes the lock
+ * before its rows when there are some).
  */
 
 /** Every statement binds $1 = now, $2 = owner, so the transition table's guards read the same. */
@@ -56,52 +55,16 @@ export function operationColumns(alias = ''): string {
   ].join(', ');
 }
 
-/** The facts of these refs' rows, for their deliveries: one query. */
-async function factsOf(client: pg.ClientBase, refs: string[]): Promise<Map<string, OperationFacts>> {
-  const { rows } = await client.query<OperationFacts & { ref: string }>(
-    `SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", body, decision_reason, last_error
-     FROM outbox WHERE "marketplaceTransactionRef" = ANY($1::text[])`,
-    [refs],
-  );
-  return new Map(rows.map(({ ref, ...facts }) => [ref, facts]));
-}
-
 /**
- * The PostgreSQL twin of store.ts `stateChanged`: the subscribers' deliveries (rows built by
- * enqueue.ts's pure part), then the feed rows, last in the transaction.
+ * The PostgreSQL twin of store.ts `stateChanged`: what the store's sink writes (effects.ts: the
+ * subscribers' deliveries, subscribers/pgEnqueue.ts), then the feed rows, last in the transaction.
  */
 export async function stateChangedPg(
   client: pg.ClientBase,
-  subscribers: readonly Subscriber[],
+  sink: PgStateChangeSink | undefined,
   changes: readonly StateChange[],
 ): Promise<void> {
   if (changes.length === 0) return;
-  if (subscribers.length > 0) {
-    const facts = await factsOf(
-      client,
-      changes.map((c) => c.ref),
-    );
-    const rows = deliveryRows(subscribers, changes, (ref) => facts.get(ref));
-    if (rows.length > 0) {
-      // The feed's lock first (the append at commit takes it again, a no-op): delivery ids are then handed
-      // out in commit order, so a claimer never sees a subscriber's id 6 while id 5 is still in
-      // flight and sends it first (subscribers/pgStore.ts). Held one statement longer than the feed needs.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [FEED_LOCK_KEY]);
-      await client.query(
-        `INSERT INTO deliveries (subscriber, event_type, ref, webhook_id, body, state, attempts, next_attempt_at,
-                                 created_at, updated_at)
-         SELECT s, t, r, w, b, 'pending', 0, a, a, a
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS d(s, t, r, w, b, a)`,
-        [
-          rows.map((d) => d.subscriber),
-          rows.map((d) => d.type),
-          rows.map((d) => d.ref),
-          rows.map((d) => d.webhookId),
-          rows.map((d) => d.body),
-          rows.map((d) => d.at),
-        ],
-      );
-    }
-  }
+  if (sink) await sink(client, changes);
   recordChangesPg(client, feedRows(changes));
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
-import type { Subscriber } from '../subscribers/subscribers.js';
+import { pgDeliveriesSink, type Subscriber } from '../subscribers/pgEnqueue.js';
+import type { PgStateChangeSink } from './effects.js';
 import { CLAIM_BEGIN_SQL, CLAIM_SQL } from './pgClaimSql.js';
 import {
   type ClaimJob,
@@ -99,14 +100,20 @@ const SETTLE_SQL = Object.fromEntries(
 
 /** Options of {@link PgOperationsStore}. */
 export interface PgOperationsStoreOptions {
-  /** Who gets deliveries for each state change (default: nobody). */
+  /** What each state change writes in its transaction besides the feed (effects.ts; default: nothing). */
+  onStateChange?: PgStateChangeSink;
+  /**
+   * Who gets deliveries for each state change, when no `onStateChange` is given (default: nobody).
+   * Kept for the contract harness (test/postgres/inboxStores.ts) until it passes `onStateChange`: a
+   * known upward import (.dependency-cruiser.cjs KNOWN_UPWARD).
+   */
   subscribers?: readonly Subscriber[];
   /** This replica's lease owner: `releaseDead` never hands back its own claims. */
   leaseOwner: string;
 }
 
 export class PgOperationsStore implements OperationsStore {
-  private readonly subscribers: readonly Subscriber[];
+  private readonly sink: PgStateChangeSink | undefined;
   /** Where settles and claims wait for their group's transaction. */
   private readonly group = new GroupRunner((jobs) => this.flushGroup(jobs));
 
@@ -114,7 +121,7 @@ export class PgOperationsStore implements OperationsStore {
     private readonly pool: pg.Pool,
     private readonly options: PgOperationsStoreOptions,
   ) {
-    this.subscribers = options.subscribers ?? [];
+    this.sink = options.onStateChange ?? pgDeliveriesSink(options.subscribers ?? []);
   }
 
   private tx<T>(work: (client: pg.PoolClient) => Promise<T>, begin?: string): Promise<T> {
@@ -133,7 +140,7 @@ export class PgOperationsStore implements OperationsStore {
       const { rowCount } = await client.query(sql, values);
       if (lockTimeoutMs !== undefined) await client.query('SET LOCAL lock_timeout TO DEFAULT');
       if (!rowCount) return false;
-      if (change) await stateChangedPg(client, this.subscribers, [change]);
+      if (change) await stateChangedPg(client, this.sink, [change]);
       return true;
     });
   }
@@ -166,7 +173,7 @@ export class PgOperationsStore implements OperationsStore {
       rows.sort((a, b) => a.id - b.id);
       await stateChangedPg(
         client,
-        this.subscribers,
+        this.sink,
         rows.map((r) => ({ ref: r.marketplaceTransactionRef, from: null, to: 'queued', at: nowIso })),
       );
       return rows;
@@ -239,7 +246,7 @@ export class PgOperationsStore implements OperationsStore {
             );
           });
         }
-        await stateChangedPg(client, this.subscribers, changes);
+        await stateChangedPg(client, this.sink, changes);
         return { moved, locked, shares };
       },
       // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
@@ -264,7 +271,7 @@ export class PgOperationsStore implements OperationsStore {
   }
 
   releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, null));
+    return this.tx((client) => releaseOwnedBy(client, this.sink, nowIso, null));
   }
 
   async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
@@ -279,11 +286,11 @@ export class PgOperationsStore implements OperationsStore {
    * replica presence's sweep (pgPresence.ts) calls it under that owner's liveness lock.
    */
   releaseOwner(owner: string, nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.tx((client) => releaseOwnedBy(client, this.subscribers, nowIso, owner));
+    return this.tx((client) => releaseOwnedBy(client, this.sink, nowIso, owner));
   }
 
   recordDecision(d: DecisionRecord): Promise<boolean> {
-    return this.tx((client) => recordDecisionPg(client, this.subscribers, d));
+    return this.tx((client) => recordDecisionPg(client, this.sink, d));
   }
 
   retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean> {
@@ -327,7 +334,7 @@ export class PgOperationsStore implements OperationsStore {
  */
 export async function recordDecisionPg(
   client: pg.ClientBase,
-  subscribers: readonly Subscriber[],
+  sink: PgStateChangeSink | undefined,
   d: DecisionRecord,
 ): Promise<boolean> {
   const { rowCount } = await client.query(
@@ -336,7 +343,7 @@ export async function recordDecisionPg(
     [d.now, null, d.id, d.decision, d.reason],
   );
   if (!rowCount) return false;
-  await stateChangedPg(client, subscribers, [{ ref: d.ref, from: 'accepted', to: d.decision, at: d.now }]);
+  await stateChangedPg(client, sink, [{ ref: d.ref, from: 'accepted', to: d.decision, at: d.now }]);
   return true;
 }
 
@@ -346,7 +353,7 @@ export async function recordDecisionPg(
  */
 async function releaseOwnedBy(
   client: pg.ClientBase,
-  subscribers: readonly Subscriber[],
+  sink: PgStateChangeSink | undefined,
   nowIso: string,
   owner: string | null,
 ): Promise<Array<{ id: number; ref: string }>> {
@@ -359,7 +366,7 @@ async function releaseOwnedBy(
   rows.sort((a, b) => a.id - b.id);
   await stateChangedPg(
     client,
-    subscribers,
+    sink,
     rows.map((r) => ({ ref: r.ref, from: 'sending', to: 'queued', at: nowIso })),
   );
   return rows;

@@ -1,3 +1,5 @@
+import { OPERATION_STATES, type OperationState } from '../db/schema/operationStates.js';
+
 /**
  * The life of one queued operation (an `outbox` row): its states, the events that move it, and
  * which moves are allowed. Pure: no I/O. The statements in `store.ts` take their `WHERE state ...`
@@ -19,18 +21,9 @@
  * still be retried or closed as cancelled by a person); scrubbing personal fields changes no state.
  */
 
-/** Every state of an operation, in the order of its life (the one list). */
-export const OPERATION_STATES = [
-  'queued',
-  'sending',
-  'accepted',
-  'approved',
-  'rejected',
-  'failed',
-  'cancelled',
-] as const;
-
-export type OperationState = (typeof OPERATION_STATES)[number];
+// The one list of states is the outbox table's column type (db/schema/operationStates.ts): the
+// schema sits below this table of transitions, and must not import it.
+export { OPERATION_STATES, type OperationState };
 
 /** States after which nothing more is sent or decided (personal fields are scrubbed from these). */
 export const FINISHED_STATES: readonly OperationState[] = ['approved', 'rejected', 'failed', 'cancelled'];

@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import { type ChangeRow, recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
-import { enqueueDeliveries } from '../subscribers/enqueue.js';
+import { type StateChange, stateChangeSinkOf } from './effects.js';
 import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
 import { fromStates, type OperationState } from './states.js';
 
@@ -14,24 +14,17 @@ import { fromStates, type OperationState } from './states.js';
  * through {@link stateChanged}. A PostgreSQL store implements the same functions (async).
  */
 
-/** One state change of one operation, as it commits. */
-export interface StateChange {
-  ref: string;
-  /** null when the operation is created. */
-  from: OperationState | null;
-  to: OperationState;
-  /** When (ISO). */
-  at: string;
-}
+export type { StateChange } from './effects.js';
 
 /**
  * The one place every state change of an operation passes, inside the transaction that makes it.
  * What must commit with a state change goes here (and only here): the change feed's
- * `resource = 'operations'` rows and the subscribers' durable deliveries.
+ * `resource = 'operations'` rows, and what the handle's sink writes (effects.ts: the subscribers'
+ * durable deliveries, when the root handed them in).
  */
 function stateChanged(sqlite: Sqlite, changes: readonly StateChange[]): void {
   recordChanges(sqlite, feedRows(changes));
-  enqueueDeliveries(sqlite, changes);
+  stateChangeSinkOf(sqlite)?.(sqlite, changes);
 }
 
 /**

@@ -2,13 +2,14 @@ import { type Clock, isoAt } from '../clock.js';
 import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
-import { newLeaseOwner } from '../health/identity.js';
+import { newLeaseOwner } from '../leaseOwner.js';
 import { maskReceived } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import { SqliteOperationsStore } from '../operations/sqliteStore.js';
 import type { ClaimParams } from '../operations/store.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
+import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
@@ -24,7 +25,6 @@ import {
   releaseRow,
   type SettleEffectsDeps,
 } from './settleEffects.js';
-import { WakeableSleep } from './wakeableSleep.js';
 
 export type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 
@@ -78,9 +78,7 @@ export class Dispatcher {
         : options.store
           ? null
           : sqliteOutboxHooks(ctx.database.sqlite);
-    this.scrubs =
-      this.hooks &&
-      new ScrubSchedule(this.hooks, options.scrubEveryMs ?? 3_600_000, ctx.log, housekeepingOf(ctx.config));
+    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, housekeepingOf(ctx.config, options));
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);

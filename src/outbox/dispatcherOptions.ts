@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import type { AppContext } from '../context.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { RequestSync } from '../syncRequests.js';
-import type { OutboxHooks } from './hooks.js';
+import type { HousekeepingJob, OutboxHooks } from './hooks.js';
 
 /** The dispatcher's inputs: what it needs from the daemon, and its options. */
 
@@ -48,4 +48,9 @@ export interface DispatcherOptions {
    * over ctx.database when `store` is not given, else null).
    */
   hooks?: OutboxHooks | null;
+  /**
+   * Run after each scrub, when there are hooks: the subscribers' prune of old deliveries, handed in
+   * by the root that wires the dispatcher (default: none).
+   */
+  housekeeping?: HousekeepingJob;
 }

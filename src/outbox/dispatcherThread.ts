@@ -1,5 +1,5 @@
 /**
- * The dispatcher as a daemon component that runs it in a worker thread (dispatcherWorker.ts) with
+ * The dispatcher as a daemon component that runs it in a worker thread (app/dispatcherWorker.ts) with
  * its own database connection. Why: profiles of the enqueue benchmark showed the API's answers
  * waiting behind the dispatcher's HTTP work and commits on the one event loop. The API's own writes
  * stay on the main connection's commit queue (a 201 still means the row is on disk); the two
@@ -30,7 +30,7 @@ export function createDispatcherThreadComponent(
   options: DispatcherThreadOptions = {},
 ): Component & { wake: () => void } {
   const host = hostThread<DispatcherIn, DispatcherOut>(ctx, {
-    module: 'dispatcherWorker',
+    module: '../app/dispatcherWorker',
     from: import.meta.url,
     events: 'outbox',
     label: 'dispatcher thread',

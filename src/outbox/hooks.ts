@@ -6,8 +6,6 @@ import type { DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
 import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
-import { type PruneResult, pruneDeliveriesSqlite } from '../subscribers/prune.js';
-import { subscriberKeys } from '../subscribers/subscribers.js';
 import { type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { scrubFinishedRows } from './scrub.js';
 import { acceptedInboxEffects } from './settle.js';
@@ -29,11 +27,6 @@ export interface OutboxHooks {
   afterAccepted(row: OperationRow, nowIso: string, settled: Promise<boolean>): Promise<DecisionEffect[]>;
   /** Scrubs the personal fields of rows finished at least `afterDays` ago; resolves with how many. */
   scrubFinished(nowMs: number, afterDays: number): Promise<number>;
-  /**
-   * Deletes deliveries over for `retentionDays`, and pending ones that long of subscribers not in
-   * `configured` (subscribers/prune.ts); resolves with what it deleted and the orphans it kept.
-   */
-  pruneDeliveries(nowMs: number, retentionDays: number, configured: readonly string[]): Promise<PruneResult>;
   /** Where the auth pause is recorded, for `vcu-sync status` and the next start. */
   pause: PauseRecord;
 }
@@ -46,36 +39,44 @@ export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
       commitQueueFor(sqlite).submit(() => acceptedInboxEffects(sqlite, row, nowIso), DISPATCHER_WORK),
     // Synchronous as before: the work is done when the call returns.
     scrubFinished: async (nowMs, afterDays) => scrubFinishedRows(sqlite, nowMs, afterDays),
-    pruneDeliveries: async (nowMs, retentionDays, configured) =>
-      pruneDeliveriesSqlite(sqlite, nowMs, retentionDays, configured),
     pause: sqlitePauseRecord(sqlite),
   };
 }
 
-/** What the hourly housekeeping keeps: the config's retentions, and who subscribes now. */
+/**
+ * Another part's housekeeping run after the scrub, handed in by the root that wires the
+ * dispatcher (the subscribers' prune, subscribers/housekeeping.ts); logs its own outcome and never
+ * rejects.
+ */
+export type HousekeepingJob = (nowMs: number) => Promise<void>;
+
+/** What the hourly housekeeping does: how often, scrub personal fields this old, then the job handed in. */
 export interface Housekeeping {
+  /** At most one run this often, ms (the dispatcher's `scrubEveryMs`, default: 3600000). */
+  everyMs: number;
   /** `outbox.scrub_after_days`. */
   scrubAfterDays: number;
-  /** `subscriber_delivery.retention_days`. */
-  deliveryRetentionDays: number;
-  /** The configured subscribers' keys: any other's pending deliveries are orphaned. */
-  subscribers: readonly string[];
+  /** Run after each scrub (the dispatcher's `housekeeping`, default: none). */
+  afterScrub?: HousekeepingJob | undefined;
 }
 
-/** The housekeeping `config` asks for (pure). */
-export function housekeepingOf(config: Config): Housekeeping {
+/** The housekeeping `config` asks for, with the period and the job handed to the dispatcher (pure). */
+export function housekeepingOf(
+  config: Config,
+  handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
+): Housekeeping {
   return {
+    everyMs: handed.scrubEveryMs ?? 3_600_000,
     scrubAfterDays: config.outbox.scrub_after_days,
-    deliveryRetentionDays: config.subscriber_delivery.retention_days,
-    subscribers: subscriberKeys(config),
+    afterScrub: handed.housekeeping,
   };
 }
 
 /**
- * When the dispatcher scrubs finished rows and prunes old deliveries: at most every `everyMs`, one
- * run at a time, off its loop (a PostgreSQL backlog may take a while; SQLite's is synchronous, so
- * done when `maybe` returns). Each part's failure is logged and tried again at the next period,
- * without stopping the other.
+ * When the dispatcher scrubs finished rows, then runs the job handed in (old deliveries pruned): at
+ * most every `keep.everyMs`, one run at a time, off its loop (a PostgreSQL backlog may take a while;
+ * SQLite's is synchronous, so done when `maybe` returns). Each part's failure is logged and tried
+ * again at the next period, without stopping the other.
  */
 export class ScrubSchedule {
   private lastMs = Number.NEGATIVE_INFINITY;
@@ -83,16 +84,15 @@ export class ScrubSchedule {
 
   constructor(
     private readonly hooks: OutboxHooks,
-    private readonly everyMs: number,
     private readonly log: Logger,
     private readonly keep: Housekeeping,
   ) {}
 
   /** Starts a run if one is due and none runs. */
   maybe(nowMs: number): void {
-    if (this.running || nowMs - this.lastMs < this.everyMs) return;
+    if (this.running || nowMs - this.lastMs < this.keep.everyMs) return;
     this.lastMs = nowMs;
-    const run = this.scrub(nowMs, this.keep).then(() => this.prune(nowMs, this.keep));
+    const run = this.scrub(nowMs, this.keep).then(() => this.keep.afterScrub?.(nowMs));
     this.running = run;
     void run.finally(() => {
       this.running = undefined;
@@ -109,30 +109,6 @@ export class ScrubSchedule {
         this.log.error(
           { event: 'outbox.scrub.error', err },
           `could not scrub finished rows: ${errorMessage(err)}`,
-        );
-      },
-    );
-  }
-
-  private prune(nowMs: number, keep: Housekeeping): Promise<void> {
-    return this.hooks.pruneDeliveries(nowMs, keep.deliveryRetentionDays, keep.subscribers).then(
-      (r) => {
-        const rows = r.delivered + r.dead + r.orphaned;
-        if (rows > 0)
-          this.log.info(
-            { event: 'subscribers.pruned', delivered: r.delivered, dead: r.dead, orphaned: r.orphaned },
-            `deleted ${rows} deliveries past subscriber_delivery.retention_days`,
-          );
-        if (r.orphans.length > 0)
-          this.log.warn(
-            { event: 'subscribers.orphaned', orphans: r.orphans },
-            `unsent deliveries of subscribers no longer configured (${r.orphans.map((o) => o.subscriber).join(', ')}): kept for subscriber_delivery.retention_days, then deleted`,
-          );
-      },
-      (err: unknown) => {
-        this.log.error(
-          { event: 'subscribers.prune.error', err },
-          `could not prune old deliveries: ${errorMessage(err)}`,
         );
       },
     );

@@ -1,5 +1,5 @@
 import { isoAt } from '../clock.js';
-import { UserError } from '../errors.js';
+import { SteerError } from '../errors.js';
 import type { OperationsPageRequest } from '../operations/readsSeam.js';
 import type { OperationRow } from '../operations/rows.js';
 import { isOperationState, nextState, OPERATION_STATES, type OperationState } from '../operations/states.js';
@@ -34,16 +34,8 @@ export interface OperationPage {
   nextCursor: string | null;
 }
 
-/** A refused steering request: `not-found` (404) or `conflict` (409), with a sentence saying why. */
-export class SteerError extends UserError {
-  constructor(
-    readonly code: 'not-found' | 'conflict' | 'invalid',
-    message: string,
-  ) {
-    super(message, code === 'not-found' ? 3 : 1);
-    this.name = 'SteerError';
-  }
-}
+// Here first; in errors.ts since the deliveries' steering (subscribers/manage.ts) refuses the same way.
+export { SteerError };
 
 export function parseState(state: string | undefined): OperationState | undefined {
   if (state === undefined || state === '') return undefined;

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
+import type { PgStateChangeSink } from '../operations/effects.js';
 import { pgOperationsReads } from '../operations/pgReads.js';
 import { PgOperationsStore } from '../operations/pgStore.js';
-import { type Subscriber, subscribersFromConfig } from '../subscribers/subscribers.js';
 import type { OutboxAccess } from './access.js';
 import { enqueueThrough } from './enqueue.js';
 
@@ -10,8 +10,8 @@ import { enqueueThrough } from './enqueue.js';
 export interface PgOutboxOptions {
   /** The store's lease owner (it never claims here: only `releaseDead` reads it). */
   leaseOwner: string;
-  /** Who gets deliveries for each state change (default: the configuration's subscribers). */
-  subscribers?: readonly Subscriber[];
+  /** What each state change writes besides the feed (default: nothing): the root's sink. */
+  onStateChange?: PgStateChangeSink;
 }
 
 /** The outbox on PostgreSQL: the pg reads and store; an enqueue is one `store.insert`. */
@@ -23,7 +23,7 @@ export function pgOutbox(
   const reads = pgOperationsReads(pool);
   const store = new PgOperationsStore(pool, {
     leaseOwner: options.leaseOwner,
-    subscribers: options.subscribers ?? subscribersFromConfig(ctx.config),
+    onStateChange: options.onStateChange,
   });
   return {
     clock: ctx.clock,

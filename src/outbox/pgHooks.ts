@@ -2,11 +2,10 @@ import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import { inPgTransaction } from '../db/pg.js';
 import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
+import type { PgStateChangeSink } from '../operations/effects.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
-import { pruneDeliveriesPg } from '../subscribers/pgPrune.js';
-import type { Subscriber } from '../subscribers/subscribers.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
 import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
@@ -14,8 +13,8 @@ import { maskerFor } from './settle.js';
 
 /** Options of {@link pgOutboxHooks}. */
 export interface PgOutboxHooksOptions {
-  /** Who gets deliveries for the decisions applied (default: nobody): the store's subscribers. */
-  subscribers?: readonly Subscriber[];
+  /** What each decision applied writes besides the feed (default: nothing): the store's sink. */
+  onStateChange?: PgStateChangeSink;
 }
 
 /**
@@ -24,7 +23,7 @@ export interface PgOutboxHooksOptions {
  * beside the settle it could find it still `sending` and leave the decisions to the sweep.
  */
 export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {}): OutboxHooks {
-  const inbox = new PgInboxStore(pool, { subscribers: options.subscribers ?? [] });
+  const inbox = new PgInboxStore(pool, { onStateChange: options.onStateChange });
   return {
     afterAccepted: async (row, nowIso, settled) => {
       // A failed settle is the dispatcher's to report; a lost lease leaves the row to its new owner.
@@ -35,8 +34,6 @@ export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {})
       );
     },
     scrubFinished: (nowMs, afterDays) => scrubFinishedPg(pool, nowMs, afterDays),
-    pruneDeliveries: (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
     pause: pgPauseRecord(pool),
   };
 }

@@ -1,4 +1,4 @@
-import type { SubscriberEvent } from './subscribers.js';
+import type { SubscriberEvent } from './events.js';
 
 /**
  * The body a subscriber receives. Built from allow-listed fields only, so nothing personal (user

@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
+import type { SqliteStateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
 import { deliveryBody } from './body.js';
-import { eventFor, type Subscriber, subscribersOf } from './subscribers.js';
+import { eventFor, type Subscriber } from './events.js';
 
 /**
  * Writes the deliveries a state change owes the subscribers, in the transaction that makes the
- * change (called from the one place every change passes, operations/store.ts): a decision is
- * pushed if and only if it commits. Synchronous.
+ * change: the sink (operations/effects.ts) the one place every change passes (operations/store.ts)
+ * calls, so a decision is pushed if and only if it commits. Synchronous.
  */
 
 /** A state change as the store reports it. */
@@ -113,9 +114,20 @@ export function deliveryRows(
   return rows;
 }
 
+/** The SQLite sink that queues these subscribers' deliveries; none when nobody subscribes. */
+export function deliveriesSink(subscribers: readonly Subscriber[]): SqliteStateChangeSink | undefined {
+  if (subscribers.length === 0) return undefined;
+  return (sqlite, changes) => {
+    enqueueDeliveries(sqlite, subscribers, changes);
+  };
+}
+
 /** Queues one delivery per subscriber whose `events` match, for each change that raises an event. */
-export function enqueueDeliveries(sqlite: Sqlite, changes: readonly Transition[]): number {
-  const subscribers = subscribersOf(sqlite);
+export function enqueueDeliveries(
+  sqlite: Sqlite,
+  subscribers: readonly Subscriber[],
+  changes: readonly Transition[],
+): number {
   if (subscribers.length === 0) return 0;
   const st = statements(sqlite);
   const rows = deliveryRows(subscribers, changes, (ref) => st.facts.get(ref));

@@ -1,5 +1,5 @@
 import { type Clock, isoAt } from '../clock.js';
-import { SteerError } from '../outbox/manage.js';
+import { SteerError } from '../errors.js';
 import type { DeliveriesAccess } from './access.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState } from './queries.js';
 

@@ -10,11 +10,12 @@ import type { Sqlite } from '../db/open.js';
  * names such subscribers in its log. Rows being sent (`sending`) and the unsettled rows of a
  * configured subscriber are never pruned: the dispatcher dead-letters those after their max age.
  *
- * Run with the outbox's scrub (hooks.ts), in batches: rows are read oldest first a batch at a time
- * (a read holds no write lock), the pure {@link prunable} picks those to delete, and each batch is
- * deleted in one short transaction whose guard checks again what the read saw (a dead row sent
- * again in between stays). Ids follow creation, so the walk stops at the first row written after
- * the cutoff: a run reads only rows older than the retention, nearly all of them deleted.
+ * Run after the outbox's scrub (housekeeping.ts, handed to the dispatcher by the root), in
+ * batches: rows are read oldest first a batch at a time (a read holds no write lock), the pure
+ * {@link prunable} picks those to delete, and each batch is deleted in one short transaction whose
+ * guard checks again what the read saw (a dead row sent again in between stays). Ids follow
+ * creation, so the walk stops at the first row written after the cutoff: a run reads only rows
+ * older than the retention, nearly all of them deleted.
  */
 
 /** Rows read (and at most deleted) per batch, on both stores. */

@@ -1,28 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
-import { SUBSCRIBER_EVENTS } from '../configSchema.js';
 import type { Sqlite } from '../db/open.js';
-import type { OperationState } from '../operations/states.js';
+import { type SqliteStateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import { deliveriesSink } from './enqueue.js';
+import type { Subscriber } from './events.js';
 
 /** Who gets operation events pushed (`[[subscribers]]`), as the daemon uses them. */
 
-export type SubscriberEvent = (typeof SUBSCRIBER_EVENTS)[number];
-
-/** One subscriber, resolved: its stable key, where it is, how events are signed, which it wants. */
-export interface Subscriber {
-  /** The `name`, or `sub_` and a hash of the URL: stable across restarts, never the URL itself. */
-  key: string;
-  url: string;
-  /** `whsec_...`; registered for redaction when the config was loaded. */
-  secret: string;
-  events: readonly SubscriberEvent[];
-}
-
-/** The event a state change raises, if any (queued and sending concern nobody outside). */
-export function eventFor(state: OperationState): SubscriberEvent | undefined {
-  const event = `operation.${state}`;
-  return (SUBSCRIBER_EVENTS as readonly string[]).includes(event) ? (event as SubscriberEvent) : undefined;
-}
+export { eventFor, type Subscriber, type SubscriberEvent } from './events.js';
 
 /** A subscriber's key: its name, else a short hash of its URL (the URL may hold a token). */
 export function subscriberKey(sub: { name?: string | undefined; url: string }): string {
@@ -44,18 +29,21 @@ export function subscriberKeys(config: Pick<Config, 'subscribers'>): string[] {
   return subscribersFromConfig(config).map((sub) => sub.key);
 }
 
-const registered = new WeakMap<Sqlite, readonly Subscriber[]>();
+/**
+ * The sink a root hands the SQLite context (and each worker thread that changes operations): the
+ * configured subscribers' deliveries, written with every state change; none when nobody subscribes.
+ */
+export function configuredDeliveriesSink(
+  config: Pick<Config, 'subscribers'>,
+): SqliteStateChangeSink | undefined {
+  return deliveriesSink(subscribersFromConfig(config));
+}
 
 /**
  * Tells the database handle who subscribes, so every state change committed through it writes
- * their deliveries (see enqueue.ts). Set when the context opens the database, in every process
- * that may change an operation (daemon, CLI), so a cancel from the CLI is pushed too.
+ * their deliveries (the handle's sink, operations/effects.ts, is enqueue.ts's): for a handle opened
+ * without the context (the roots hand {@link configuredDeliveriesSink} to createAppContext).
  */
 export function useSubscribers(sqlite: Sqlite, subscribers: readonly Subscriber[]): void {
-  registered.set(sqlite, subscribers);
-}
-
-/** The subscribers registered on a handle (none unless {@link useSubscribers} was called). */
-export function subscribersOf(sqlite: Sqlite): readonly Subscriber[] {
-  return registered.get(sqlite) ?? [];
+  useStateChangeSink(sqlite, deliveriesSink(subscribers));
 }

@@ -6,6 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
+import type { Config } from '../config.js';
 import { type AppContext, type Component, operatorClientFor } from '../context.js';
 import { databaseFaultsFor } from '../db/faults.js';
 import { openDatabase } from '../db/open.js';
@@ -15,9 +16,9 @@ import { useWriterGate } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics.js';
+import { type SqliteStateChangeSink, useStateChangeSink } from '../operations/effects.js';
 import type { OperatorClient } from '../operator/client.js';
 import { registerSecret } from '../redact.js';
-import { subscribersFromConfig, useSubscribers } from '../subscribers/subscribers.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 import { lowerThreadPriority } from './priority.js';
 
@@ -77,6 +78,13 @@ export interface WorkerSideOptions {
    * main connection's next durable commit, whichever comes first.
    */
   synchronous?: 'full' | 'normal';
+  /**
+   * What every state change committed on this thread's connection writes besides the feed
+   * (operations/effects.ts), from the thread's config: the thread's root (app/) hands the
+   * subscribers' deliveries, as the main thread's does (default: nothing; a thread that changes no
+   * operation needs none).
+   */
+  stateChangeSink?: (config: Config) => SqliteStateChangeSink | undefined;
 }
 
 /** Builds this worker's context from the settings the main thread started it with. */
@@ -104,8 +112,8 @@ export function workerSide<Out>(name: string, options: WorkerSideOptions = {}): 
   // A damaged file takes no writes from either connection (query_only), as the main thread decided.
   const faults = databaseFaultsFor(database.sqlite);
   if (settings.corruption) faults.markCorrupt(settings.corruption, 'integrity-check');
-  // State changes committed here write the subscribers' deliveries too, as on the main connection.
-  useSubscribers(database.sqlite, subscribersFromConfig(config));
+  // State changes committed here write what they write on the main connection.
+  useStateChangeSink(database.sqlite, options.stateChangeSink?.(config));
   let client: OperatorClient | undefined;
   const ctx: AppContext = {
     config,

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
-import type { OutboxHooks } from '../../src/outbox/hooks.js';
+import type { DeliveriesPrune } from '../../src/subscribers/housekeeping.js';
 import { PRUNE_BATCH } from '../../src/subscribers/prune.js';
 
 /**
  * Issue 25, item 9: deliveries do not grow without end, the same cases on SQLite
  * (deliveriesPrune.sqlite.test.ts) and PostgreSQL (deliveriesPrune.pg.test.ts), through the outbox
- * hooks the dispatcher's hourly housekeeping calls. Rows are written backdated instead of waiting:
+ * prune the dispatcher's hourly housekeeping runs. Rows are written backdated instead of waiting:
  * delivered and dead rows go `retention_days` after they ended, a removed subscriber's pending rows
  * that long after they were written; nothing else goes.
  */
@@ -42,10 +42,10 @@ export const columns = (r: Row) => [
   r.state === 'sending' ? 'someone' : null,
 ];
 
-/** One case's store: its rows, the hooks that prune them, and what ends it. */
+/** One case's store: its rows, the dialect's prune, and what ends it. */
 export interface PruneUnderTest {
   h: PruneHarness;
-  hooks: OutboxHooks;
+  pruneDeliveries: DeliveriesPrune;
   close(): Promise<void>;
 }
 
@@ -56,17 +56,17 @@ export function deliveriesPruneCases(
 ): void {
   describe(`deliveries pruned after their retention on ${dialect}`, () => {
     let h: PruneHarness;
-    let hooks: OutboxHooks;
+    let pruneDeliveries: DeliveriesPrune;
     let close: () => Promise<void>;
     beforeEach(async () => {
-      ({ h, hooks, close } = await open());
+      ({ h, pruneDeliveries, close } = await open());
     });
     afterEach(async () => {
       await close();
     });
 
     const prune = (configured: readonly string[] = ['risk']) =>
-      hooks.pruneDeliveries(NOW, RETENTION_DAYS, configured);
+      pruneDeliveries(NOW, RETENTION_DAYS, configured);
 
     it('deletes what ended before the retention, keeps what ended since and everything unsettled', async () => {
       await h.insert([

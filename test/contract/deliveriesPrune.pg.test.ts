@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { pgOutboxHooks } from '../../src/outbox/pgHooks.js';
+import { pruneDeliveriesPg } from '../../src/subscribers/pgPrune.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';
 
@@ -34,5 +34,6 @@ const pgDb = useTestPgDatabase();
 
 deliveriesPruneCases('postgres', async () => {
   await pgDb.db.pool.query('TRUNCATE deliveries RESTART IDENTITY');
-  return { h: pgHarness(pgDb.db.pool), hooks: pgOutboxHooks(pgDb.db.pool), close: async () => {} };
+  return { h: pgHarness(pgDb.db.pool), pruneDeliveries: (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pgDb.db.pool, nowMs, retentionDays, configured), close: async () => {} };
 });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { openDatabase, type Sqlite } from '../../src/db/open.js';
-import { sqliteOutboxHooks } from '../../src/outbox/hooks.js';
+import { sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
 import { tempDir } from '../helpers/context.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';
 
@@ -37,7 +37,7 @@ deliveriesPruneCases('sqlite', async () => {
   const database = openDatabase(path.join(dir, 'prune.db'));
   return {
     h: sqliteHarness(database.sqlite),
-    hooks: sqliteOutboxHooks(database.sqlite),
+    pruneDeliveries: sqliteDeliveriesPrune(database.sqlite),
     close: async () => {
       database.close();
       cleanup();

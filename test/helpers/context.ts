@@ -5,6 +5,7 @@ import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
+import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 
 /** A fresh temporary folder, removed by the returned cleanup. */
 export function tempDir(prefix = 'vcu-sync-test-'): { dir: string; cleanup: () => void } {
@@ -35,6 +36,8 @@ export function testContext(
   const ctx = createAppContext(config, silentLogger, {
     clock: options.clock,
     ...(options.sleep ? { sleep: options.sleep } : {}),
+    // As the daemon and the CLI wire it: every state change writes the subscribers' deliveries.
+    onStateChange: configuredDeliveriesSink(config),
   });
   return Object.assign(ctx, {
     dir,

@@ -4,6 +4,7 @@ import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from '../ops/child.js';
 import { cancelQueued, transfer } from '../outbox/fixtures.js';
@@ -39,7 +40,8 @@ describe('subscriber deliveries survive SIGKILL', () => {
     );
     const env = daemonEnv(dir, sim.url, configFile);
     // The events, written before the daemon starts: each cancel writes its delivery in its transaction.
-    const ctx = createAppContext(loadConfig({ env }), silentLogger);
+    const config = loadConfig({ env });
+    const ctx = createAppContext(config, silentLogger, { onStateChange: configuredDeliveriesSink(config) });
     try {
       for (let i = 0; i < TOTAL; i++) {
         const ref = `crash-${String(i).padStart(4, '0')}`;

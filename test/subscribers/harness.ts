@@ -7,6 +7,7 @@ import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
+import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
 /** Subscriber signing secrets for tests. */
@@ -119,7 +120,11 @@ export function subscriberContext(
     env: { VCU_SYNC_DB: dbFile },
     overrides: options.overrides ?? {},
   });
-  const ctx = createAppContext(config, silentLogger, { clock: options.clock });
+  const ctx = createAppContext(config, silentLogger, {
+    clock: options.clock,
+    // As the daemon and the CLI wire it: every state change writes the subscribers' deliveries.
+    onStateChange: configuredDeliveriesSink(config),
+  });
   return Object.assign(ctx, {
     dir,
     configFile,

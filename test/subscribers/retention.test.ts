@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from './harness.js';
 
@@ -69,7 +70,10 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
     insert('risk-old', 'pending', START - 2 * DAY);
     insert('risk', 'delivered', START - DAY, START - DAY);
 
-    const component = createDispatcherComponent(ctx);
+    // As the daemon wires it (daemon.ts, app/dispatcherWorker.ts): the prune runs after the scrub.
+    const component = createDispatcherComponent(ctx, {
+      housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, sqliteDeliveriesPrune(ctx.database.sqlite)),
+    });
     await component.start();
     try {
       await until('the first housekeeping', () => events('subscribers.pruned').length === 1);

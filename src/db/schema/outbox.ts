@@ -1,5 +1,5 @@
 import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { OPERATION_STATES } from '../../operations/states.js';
+import { OPERATION_STATES } from './operationStates.js';
 
 /** One row per operation the marketplace queued for `/notify`. */
 export const outbox = sqliteTable(
@@ -14,7 +14,7 @@ export const outbox = sqliteTable(
     body: text('body').notNull(),
     /** Hash of the enqueued input, to tell a repeated enqueue from a conflicting one. */
     body_hash: text('body_hash').notNull(),
-    /** One of OPERATION_STATES (operations/states.ts); typed only, no CHECK constraint. */
+    /** One of OPERATION_STATES (operationStates.ts); typed only, no CHECK constraint. */
     state: text('state', { enum: OPERATION_STATES }).notNull(),
     attempts: integer('attempts').notNull().default(0),
     next_attempt_at: text('next_attempt_at').notNull(),

@@ -1,18 +1,20 @@
 /**
- * The mirror's worker thread (see syncThread.ts): sync runs fetch, parse, validate, hash and write
- * here, on their own event loop and database connection, so a page's work never holds the loop that
- * answers the API and the webhooks. Its bulk writes give way to the API's commits at the writer gate
- * (db/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
+ * The mirror's worker thread (see mirror/syncThread.ts): sync runs fetch, parse, validate, hash and
+ * write here, on their own event loop and database connection, so a page's work never holds the loop
+ * that answers the API and the webhooks. Its bulk writes give way to the API's commits at the writer
+ * gate (db/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
+ * A root (src/app/): it wires the thread's feed forwarding (feed/bridge.ts) to its connection.
  */
 import type { Component } from '../context.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
+import { SyncCoordinator } from '../mirror/coordinator.js';
+import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
+import { outcomeWithoutRun } from '../mirror/syncRun.js';
 import { workerSide } from '../thread/workerSide.js';
-import { SyncCoordinator } from './coordinator.js';
-import type { SyncIn, SyncOut } from './syncMessages.js';
-import { outcomeWithoutRun } from './syncRun.js';
 
+// No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).
 const side = workerSide<SyncOut>('sync.worker');
 const coordinator = new SyncCoordinator(side.ctx);
 // Readers of the feed wait in the main thread: each commit here wakes them there.

@@ -1,0 +1,200 @@
+// The import rules of src/ (issue 27, "effects flow down"), checked by `npm run depcheck` (part of
+// `npm run lint`, so CI fails on a violation). Each rule says why it exists. A path in a rule is a
+// regular expression over the file's path from the repository root ("src/outbox/hooks.ts").
+
+/** A regular expression matching exactly these files. */
+const exactly = (...files) => `^(${files.map((f) => f.replaceAll('.', '\\.')).join('|')})$`;
+
+/**
+ * The composition roots: they wire the daemon (and each worker thread, src/app/) from every part,
+ * so they may import anything. Nothing below them imports them back (rule no-import-of-roots).
+ */
+const ROOTS = ['^src/cli\\.ts$', '^src/daemon\\.ts$', '^src/pgDaemon\\.ts$', '^src/commands/', '^src/app/'];
+
+/**
+ * The parts below the effects: they change state, and learn nothing of who is told about it.
+ * A state change reaches the subscribers' deliveries through a sink the root hands to the stores
+ * (src/operations/effects.ts), never by an import upward.
+ */
+const LOWER = [
+  '^src/db/',
+  '^src/operations/',
+  '^src/outbox/',
+  '^src/inbox/',
+  '^src/thread/',
+  '^src/context\\.ts$',
+];
+
+/**
+ * Known violations kept while the work that removes them lands (a ratchet: nothing new passes).
+ * Each is one file importing one file upward; remove the pair when the import goes.
+ */
+const KNOWN_UPWARD = [
+  // The PostgreSQL stores still accept `subscribers` (and build the deliveries' sink from them)
+  // because the contract harness test/postgres/inboxStores.ts constructs them that way; production
+  // hands them `onStateChange` (pgDaemon.ts, commands/pgOutboxCli.ts). Goes with the contract-test
+  // move (issue 27 item 5): the harness then passes `onStateChange: pgDeliveriesSink(...)`.
+  ['src/operations/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
+  ['src/inbox/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
+];
+
+/**
+ * The folder cycle the first known import closes: operations/pgStore.ts imports
+ * subscribers/pgEnqueue.ts for the compatibility path above, and subscribers/ builds on
+ * operations/ (personal values, states, pgRows, the sink's types). Only a cycle between these two
+ * folders alone passes: a cycle through any other folder is still reported at that folder's edge.
+ * Goes with KNOWN_UPWARD.
+ */
+const KNOWN_FOLDER_CYCLE = ['src/operations', 'src/subscribers'];
+
+const knownFrom = [...new Set(KNOWN_UPWARD.map(([from]) => from))];
+
+/** For each file with a known upward import: the rule that lets it import that file and no other. */
+function onlyKnown(rule, target) {
+  return knownFrom.map((from) => ({
+    name: `${rule}-known`,
+    severity: 'error',
+    comment: `${from} is a known violation of ${rule} (see KNOWN_UPWARD): it may keep importing what it imports now, nothing more.`,
+    from: { path: exactly(from) },
+    to: {
+      path: target,
+      pathNot: exactly(...KNOWN_UPWARD.filter(([f]) => f === from).map(([, to]) => to)),
+    },
+  }));
+}
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment:
+        'No module imports itself through others: a cycle makes the load order decide what is undefined at ' +
+        'import time, and ties the modules so that neither can be understood or tested alone.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-folder-cycle',
+      severity: 'error',
+      scope: 'folder',
+      comment:
+        'No cycle between folders of src/: each folder is a layer that may use those below it, and a cycle ' +
+        'means two folders are one part in two places (issue 27 found one through 11 of them). ' +
+        "dependency-cruiser's folders do not see the loose files at src/'s root (they are in every " +
+        "folder's parent): rules root-files-are-leaves and no-import-of-roots keep those out of cycles.",
+      from: { path: '^src/', pathNot: exactly(...KNOWN_FOLDER_CYCLE) },
+      to: { circular: true },
+    },
+    {
+      name: 'effects-flow-down-subscribers',
+      severity: 'error',
+      comment:
+        'Only the composition roots wire the subscribers (src/subscribers/) in; besides them, the API ' +
+        "(its /v1/deliveries routes and schemas) and health (status reads the deliveries' backlog) read " +
+        'them from above. The stores, the outbox, the inbox, the threads and the context never import ' +
+        'them: a state change reaches the deliveries through the sink the root hands the stores.',
+      from: {
+        path: '^src/',
+        pathNot: [
+          ...ROOTS,
+          '^src/subscribers/',
+          '^src/api/',
+          '^src/health/',
+          ...knownFrom.map((f) => exactly(f)),
+        ],
+      },
+      to: { path: '^src/subscribers/' },
+    },
+    ...onlyKnown('effects-flow-down-subscribers', '^src/subscribers/'),
+    {
+      name: 'effects-flow-down-feed',
+      severity: 'error',
+      comment:
+        'Only the composition roots wire the change feed (src/feed/) in; the API serves it (feed routes, ' +
+        'and the mirror schema that shares its query shape): the API sits above the feed. The stores write ' +
+        "the feed's rows through db/changes.ts and db/pgChanges.ts, never through feed/.",
+      from: { path: '^src/', pathNot: [...ROOTS, '^src/feed/', '^src/api/'] },
+      to: { path: '^src/feed/' },
+    },
+    {
+      name: 'lower-layers-do-not-read-health',
+      severity: 'error',
+      comment:
+        'health/ reads every store to judge the daemon, so it sits above them: the layers it reads never ' +
+        'import it back (the identity and lease-owner helpers they needed live in src/leaseOwner.ts).',
+      from: { path: LOWER },
+      to: { path: '^src/health/' },
+    },
+    {
+      name: 'no-import-of-roots',
+      severity: 'error',
+      comment:
+        'The composition roots (and src/app/) are imported only by the roots: anything below that imports ' +
+        'one imports the whole daemon, and closes a cycle through every part.',
+      from: { path: '^src/', pathNot: ROOTS },
+      to: { path: ROOTS },
+    },
+    {
+      name: 'root-files-are-leaves',
+      severity: 'error',
+      comment:
+        "The loose files at src/'s root are helpers every folder may use (clock, errors, log, config...): " +
+        'they import no folder of src/, so that no cycle passes through them unseen by no-folder-cycle. ' +
+        'Two are hubs with named, one-way needs: context.ts opens the database and makes the operator ' +
+        'client (db/, operator/; neither imports context.ts), status.ts judges health (db/, health/; ' +
+        'imported only by api/ and commands/).',
+      from: {
+        path: '^src/[^/]+\\.ts$',
+        pathNot: [...ROOTS, '^src/context\\.ts$', '^src/status\\.ts$'],
+      },
+      to: { path: '^src/[^/]+/' },
+    },
+    {
+      name: 'context-hub-needs',
+      severity: 'error',
+      comment:
+        'context.ts may reach into db/ and operator/ only, and hand the database its state-change sink ' +
+        '(operations/effects.ts, which imports db/ alone) (see root-files-are-leaves).',
+      from: { path: '^src/context\\.ts$' },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/db/', '^src/operator/', '^src/operations/effects\\.ts$'] },
+    },
+    {
+      name: 'context-hub-one-way',
+      severity: 'error',
+      comment:
+        'What context.ts builds on never imports it back (a cycle through the hub, see root-files-are-leaves).',
+      from: { path: ['^src/db/', '^src/operator/', '^src/operations/effects\\.ts$'] },
+      to: { path: '^src/context\\.ts$' },
+    },
+    {
+      name: 'status-hub-needs',
+      severity: 'error',
+      comment: 'status.ts may reach into db/ and health/ only, and only api/ and the roots import it.',
+      from: { path: '^src/status\\.ts$' },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/db/', '^src/health/'] },
+    },
+    {
+      name: 'status-hub-one-way',
+      severity: 'error',
+      comment: 'Only the API and the roots import status.ts (see status-hub-needs).',
+      from: { path: '^src/', pathNot: [...ROOTS, '^src/api/'] },
+      to: { path: '^src/status\\.ts$' },
+    },
+  ],
+  options: {
+    // Type-only imports count: a type imported upward ties the layers as much as a value.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    // The rules are about src/; what it imports from packages is npm's business.
+    exclude: { path: '^(node_modules|dist)/' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      mainFields: ['module', 'main', 'types', 'typings'],
+    },
+    skipAnalysisNotInRules: true,
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

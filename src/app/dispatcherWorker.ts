@@ -1,0 +1,42 @@
+/**
+ * The dispatcher's worker thread (see outbox/dispatcherThread.ts), and the root that wires it: its
+ * claims, sends and settles run here, on their own event loop and their own database connection
+ * (thread/workerSide.ts), so an HTTP answer or a commit's fsync of the dispatcher never holds the
+ * loop that answers the API and the webhooks. Wake comes in; sync requests and "committed" go out.
+ * A root (src/app/): it hands the thread's connection the subscribers' deliveries sink.
+ */
+import { observeCommitWaits } from '../db/commitQueue.js';
+import { createDispatcherComponent } from '../outbox/dispatcher.js';
+import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
+import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../subscribers/housekeeping.js';
+import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { workerSide } from '../thread/workerSide.js';
+
+// The dispatcher's commits (claims, settles, hand-backs and what they carry) are all work a power
+// loss may take back harmlessly: the row is sent again, at-least-once, as after a crash. So they do
+// not fsync one by one: 5,000 fsyncs in ten seconds of draining queued up behind the API's, whose
+// 201s must wait for theirs (enqueue p99 while draining). The WAL still reaches the disk within
+// 100 ms, at this thread's next checkpoint, or sooner with the API's next commit.
+const side = workerSide<DispatcherOut>('outbox.worker', {
+  synchronous: 'normal',
+  // The dispatcher's settles change operations: their deliveries commit with them, as on the main thread.
+  stateChangeSink: configuredDeliveriesSink,
+});
+observeCommitWaits(side.ctx.database.sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
+const component = createDispatcherComponent(side.ctx, {
+  // The mirror runs elsewhere: a custody sync is asked for through the main thread.
+  requestSync: async (targets, trigger) => {
+    side.post({ type: 'requestSync', targets: [...targets], trigger });
+    return true;
+  },
+  onCommitted: () => side.post({ type: 'committed' }),
+  // The hourly scrub also prunes old deliveries.
+  housekeeping: deliveriesHousekeeping(
+    side.ctx.config,
+    side.ctx.log,
+    sqliteDeliveriesPrune(side.ctx.database.sqlite),
+  ),
+});
+await side.run<DispatcherIn>(component, (message) => {
+  if (message.type === 'wake') component.wake();
+});
