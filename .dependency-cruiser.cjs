@@ -2,9 +2,6 @@
 // `npm run lint`, so CI fails on a violation). Each rule says why it exists. A path in a rule is a
 // regular expression over the file's path from the repository root ("src/outbox/hooks.ts").
 
-/** A regular expression matching exactly these files. */
-const exactly = (...files) => `^(${files.map((f) => f.replaceAll('.', '\\.')).join('|')})$`;
-
 /**
  * The composition roots: they wire the daemon (and each worker thread, src/app/) from every part,
  * so they may import anything. Nothing below them imports them back (rule no-import-of-roots).
@@ -24,44 +21,6 @@ const LOWER = [
   '^src/thread/',
   '^src/context\\.ts$',
 ];
-
-/**
- * Known violations kept while the work that removes them lands (a ratchet: nothing new passes).
- * Each is one file importing one file upward; remove the pair when the import goes.
- */
-const KNOWN_UPWARD = [
-  // The PostgreSQL stores still accept `subscribers` (and build the deliveries' sink from them)
-  // because the contract harness test/postgres/inboxStores.ts constructs them that way; production
-  // hands them `onStateChange` (pgDaemon.ts, commands/pgOutboxCli.ts). Goes with the contract-test
-  // move (issue 27 item 5): the harness then passes `onStateChange: pgDeliveriesSink(...)`.
-  ['src/operations/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
-  ['src/inbox/pgStore.ts', 'src/subscribers/pgEnqueue.ts'],
-];
-
-/**
- * The folder cycle the first known import closes: operations/pgStore.ts imports
- * subscribers/pgEnqueue.ts for the compatibility path above, and subscribers/ builds on
- * operations/ (personal values, states, pgRows, the sink's types). Only a cycle between these two
- * folders alone passes: a cycle through any other folder is still reported at that folder's edge.
- * Goes with KNOWN_UPWARD.
- */
-const KNOWN_FOLDER_CYCLE = ['src/operations', 'src/subscribers'];
-
-const knownFrom = [...new Set(KNOWN_UPWARD.map(([from]) => from))];
-
-/** For each file with a known upward import: the rule that lets it import that file and no other. */
-function onlyKnown(rule, target) {
-  return knownFrom.map((from) => ({
-    name: `${rule}-known`,
-    severity: 'error',
-    comment: `${from} is a known violation of ${rule} (see KNOWN_UPWARD): it may keep importing what it imports now, nothing more.`,
-    from: { path: exactly(from) },
-    to: {
-      path: target,
-      pathNot: exactly(...KNOWN_UPWARD.filter(([f]) => f === from).map(([, to]) => to)),
-    },
-  }));
-}
 
 module.exports = {
   forbidden: [
@@ -83,7 +42,7 @@ module.exports = {
         'means two folders are one part in two places (issue 27 found one through 11 of them). ' +
         "dependency-cruiser's folders do not see the loose files at src/'s root (they are in every " +
         "folder's parent): rules root-files-are-leaves and no-import-of-roots keep those out of cycles.",
-      from: { path: '^src/', pathNot: exactly(...KNOWN_FOLDER_CYCLE) },
+      from: { path: '^src/' },
       to: { circular: true },
     },
     {
@@ -96,17 +55,10 @@ module.exports = {
         'them: a state change reaches the deliveries through the sink the root hands the stores.',
       from: {
         path: '^src/',
-        pathNot: [
-          ...ROOTS,
-          '^src/subscribers/',
-          '^src/api/',
-          '^src/health/',
-          ...knownFrom.map((f) => exactly(f)),
-        ],
+        pathNot: [...ROOTS, '^src/subscribers/', '^src/api/', '^src/health/'],
       },
       to: { path: '^src/subscribers/' },
     },
-    ...onlyKnown('effects-flow-down-subscribers', '^src/subscribers/'),
     {
       name: 'effects-flow-down-feed',
       severity: 'error',

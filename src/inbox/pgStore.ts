@@ -5,7 +5,6 @@ import { type Masker, personalValuesOf } from '../operations/personal.js';
 import { iso } from '../operations/pgRows.js';
 import { recordDecisionPg } from '../operations/pgStore.js';
 import type { OperationSummary } from '../operations/reads.js';
-import { pgDeliveriesSink, type Subscriber } from '../subscribers/pgEnqueue.js';
 import {
   type DecisionEffect,
   decisionEffect,
@@ -45,12 +44,6 @@ const REF = '"marketplaceTransactionRef"';
 export interface PgInboxStoreOptions {
   /** What each decision applied writes in its transaction besides the feed (default: nothing). */
   onStateChange?: PgStateChangeSink;
-  /**
-   * Who gets deliveries for the decisions applied, when no `onStateChange` is given (default:
-   * nobody). Kept for the contract harness (test/postgres/inboxStores.ts) until it passes
-   * `onStateChange`: a known upward import (.dependency-cruiser.cjs KNOWN_UPWARD).
-   */
-  subscribers?: readonly Subscriber[];
 }
 
 /** An outbox row locked for a decision, with the body its personal values come from. */
@@ -63,7 +56,7 @@ export class PgInboxStore implements InboxStore {
     private readonly pool: pg.Pool,
     options: PgInboxStoreOptions = {},
   ) {
-    this.sink = options.onStateChange ?? pgDeliveriesSink(options.subscribers ?? []);
+    this.sink = options.onStateChange;
   }
 
   receive(webhook: ReceivedWebhook): Promise<RecordResult> {

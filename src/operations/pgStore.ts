@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
-import { pgDeliveriesSink, type Subscriber } from '../subscribers/pgEnqueue.js';
 import type { PgStateChangeSink } from './effects.js';
 import { CLAIM_BEGIN_SQL, CLAIM_SQL } from './pgClaimSql.js';
 import {
@@ -102,12 +101,6 @@ const SETTLE_SQL = Object.fromEntries(
 export interface PgOperationsStoreOptions {
   /** What each state change writes in its transaction besides the feed (effects.ts; default: nothing). */
   onStateChange?: PgStateChangeSink;
-  /**
-   * Who gets deliveries for each state change, when no `onStateChange` is given (default: nobody).
-   * Kept for the contract harness (test/postgres/inboxStores.ts) until it passes `onStateChange`: a
-   * known upward import (.dependency-cruiser.cjs KNOWN_UPWARD).
-   */
-  subscribers?: readonly Subscriber[];
   /** This replica's lease owner: `releaseDead` never hands back its own claims. */
   leaseOwner: string;
 }
@@ -121,7 +114,7 @@ export class PgOperationsStore implements OperationsStore {
     private readonly pool: pg.Pool,
     private readonly options: PgOperationsStoreOptions,
   ) {
-    this.sink = options.onStateChange ?? pgDeliveriesSink(options.subscribers ?? []);
+    this.sink = options.onStateChange;
   }
 
   private tx<T>(work: (client: pg.PoolClient) => Promise<T>, begin?: string): Promise<T> {

@@ -34,6 +34,10 @@ const pgDb = useTestPgDatabase();
 
 deliveriesPruneCases('postgres', async () => {
   await pgDb.db.pool.query('TRUNCATE deliveries RESTART IDENTITY');
-  return { h: pgHarness(pgDb.db.pool), pruneDeliveries: (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pgDb.db.pool, nowMs, retentionDays, configured), close: async () => {} };
+  return {
+    h: pgHarness(pgDb.db.pool),
+    pruneDeliveries: (nowMs, retentionDays, configured) =>
+      pruneDeliveriesPg(pgDb.db.pool, nowMs, retentionDays, configured),
+    close: async () => {},
+  };
 });
