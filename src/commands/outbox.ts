@@ -1,13 +1,8 @@
 import type { AppContext } from '../context.js';
+import { SteerError } from '../errors.js';
 import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
 import type { OutboxEntry } from '../outbox/entry.js';
-import {
-  cancelOperation,
-  listOperations,
-  retryOperation,
-  SteerError,
-  showOperation,
-} from '../outbox/manage.js';
+import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
 import { type Column, listText } from './textTable.js';
 
 /** Options of `vcu-sync outbox`. */

@@ -9,8 +9,6 @@ import type { ChangeSignal, FeedMessage } from '../db/changeSignal.js';
  * `announce` the same way.
  */
 
-export type { FeedMessage } from '../db/changeSignal.js';
-
 function isFeedMessage(value: unknown): value is FeedMessage {
   return (
     typeof value === 'object' &&

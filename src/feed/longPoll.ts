@@ -3,7 +3,6 @@ import type { FeedEntry, FeedQuery } from './queries.js';
 import type { FeedReads } from './reads.js';
 
 // The timers live in clock.ts, below every folder that waits (health's readiness waits too).
-export type { Schedule } from '../clock.js';
 
 /** What one long-poll needs: the feed's reads and signal, the request's disconnect, the timers. */
 export interface LongPollDeps {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
-import type { PgStateChangeSink } from './effects.js';
+import type { PgStateChangeSink, StateChange } from './effects.js';
 import { CLAIM_BEGIN_SQL, CLAIM_SQL } from './pgClaimSql.js';
 import {
   type ClaimJob,
@@ -17,7 +17,7 @@ import { releaseDeadPg } from './pgLiveness.js';
 import { operationColumns, PG_GUARD, stateChangedPg } from './pgRows.js';
 import { eventAppliesSql, type OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
-import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep, StateChange } from './store.js';
+import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
 import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 
 /**

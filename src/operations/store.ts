@@ -14,8 +14,6 @@ import { fromStates, type OperationState } from './states.js';
  * through {@link stateChanged}. A PostgreSQL store implements the same functions (async).
  */
 
-export type { StateChange } from './effects.js';
-
 /**
  * The one place every state change of an operation passes, inside the transaction that makes it.
  * What must commit with a state change goes here (and only here): the change feed's

@@ -35,7 +35,6 @@ export interface OperationPage {
 }
 
 // Here first; in errors.ts since the deliveries' steering (subscribers/manage.ts) refuses the same way.
-export { SteerError };
 
 export function parseState(state: string | undefined): OperationState | undefined {
   if (state === undefined || state === '') return undefined;

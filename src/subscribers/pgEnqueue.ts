@@ -10,8 +10,6 @@ import type { Subscriber } from './events.js';
  * that makes the change (operations/pgRows.ts `stateChangedPg` calls it before the feed's rows).
  */
 
-export type { Subscriber } from './events.js';
-
 /** The facts of these refs' rows, for their deliveries: one query. */
 async function factsOf(client: pg.ClientBase, refs: string[]): Promise<Map<string, OperationFacts>> {
   const { rows } = await client.query<OperationFacts & { ref: string }>(

@@ -3,10 +3,10 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { freePort } from '../helpers/net.js';
 import { tokenization } from '../outbox/fixtures.js';
-import { postToApi as post } from './lib/apiPost.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import { commitWaits } from './lib/commitWaits.js';
+import { timedRequest } from './lib/feedClients.js';
 import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.js';
@@ -45,7 +45,7 @@ async function pacedLoad(
   try {
     // Warm-up: the first requests pay for JIT and statement preparation.
     for (let i = 0; i < 50; i++)
-      await post(agent, port, JSON.stringify(tokenization(`${tag}-warm-${i}`)), path);
+      await timedRequest(agent, port, 'POST', path, JSON.stringify(tokenization(`${tag}-warm-${i}`)));
     const bodies = Array.from({ length: total }, (_, i) =>
       JSON.stringify(tokenization(`${tag}-${i}`, { unitId: 300_000 + i, issuanceId: 400_000 + i })),
     );
@@ -60,12 +60,12 @@ async function pacedLoad(
       if (wait > 1) await new Promise((r) => setTimeout(r, wait));
       const t0 = performance.now();
       pending.push(
-        post(agent, port, bodies[i]!, path)
+        timedRequest(agent, port, 'POST', path, bodies[i]!)
           // A reset keep-alive socket (the server closed it as the request left) is the client's
           // race, not an answer: sent again once on a new socket, counted, timed from the first try.
           .catch(() => {
             resets++;
-            return post(agent, port, bodies[i]!, path);
+            return timedRequest(agent, port, 'POST', path, bodies[i]!);
           })
           .then(
             ({ status }) => {

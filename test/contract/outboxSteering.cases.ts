@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { SteerError } from '../../src/errors.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { OutboxAccess } from '../../src/outbox/access.js';
-import { cancelOperation, retryOperation, SteerError } from '../../src/outbox/manage.js';
+import { cancelOperation, retryOperation } from '../../src/outbox/manage.js';
 import { transfer } from '../outbox/fixtures.js';
 
 /**

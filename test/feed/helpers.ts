@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
 import { createApiComponent, ROUTE_REGISTRARS, type RouteRegistrar } from '../../src/api/server.js';
+import type { Schedule } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
-import type { Schedule } from '../../src/feed/longPoll.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 
 /** Timers a test fires by hand: a long-poll's wait ends, a heartbeat falls due, without waiting. */

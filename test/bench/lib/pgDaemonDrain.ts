@@ -7,9 +7,9 @@ import type { NewOperation } from '../../../src/operations/store.js';
 import { freePort } from '../../helpers/net.js';
 import type { TestDatabase } from '../../helpers/postgres.js';
 import { tokenization } from '../../outbox/fixtures.js';
-import { postToApi } from './apiPost.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './benchConfig.js';
 import type { CliRunner } from './build.js';
+import { timedRequest } from './feedClients.js';
 import { spawnNode, waitForHealthz } from './proc.js';
 
 /** What one drain through the installed daemon measured. */
@@ -64,7 +64,7 @@ async function enqueueAll(port: number, bodies: readonly string[], clients: numb
       Array.from({ length: clients }, async () => {
         while (next < bodies.length) {
           const body = bodies[next++]!;
-          const { status } = await postToApi(agent, port, body);
+          const { status } = await timedRequest(agent, port, 'POST', '/v1/operations', body);
           if (status !== 201) throw new Error(`enqueue answered ${status}`);
         }
       }),
