@@ -199,12 +199,12 @@ export class Dispatcher {
   /** A claim went through: a run of store failures, if any, is over. */
   private storeWorks(): void {
     const failed = this.storeFailures.succeeded();
-    if (failed > 0) this.retryOwedNow();
-    if (failed > 0)
-      this.ctx.log.info(
-        { event: 'outbox.loop.recovered', failedTries: failed },
-        `dispatcher: the store works again after ${failed} failed tries; claiming`,
-      );
+    if (failed === 0) return;
+    this.retryOwedNow();
+    this.ctx.log.info(
+      { event: 'outbox.loop.recovered', failedTries: failed },
+      `dispatcher: the store works again after ${failed} failed tries; claiming`,
+    );
   }
 
   private track(task: Promise<void>): void {
