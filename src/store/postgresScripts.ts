@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { inPgTransaction } from '../db/pg.js';
+import { recordChangesPg } from '../db/pgChanges.js';
+import { isFeedStep, type Outcome, type Row, type Script, type ScriptStore } from './script.js';
+import { postgresDialect, type Sql } from './sql.js';
+
+/**
+ * Scripts (./script.ts) on PostgreSQL: driven with awaits inside one `inPgTransaction`, whose
+ * commit appends the feed rows they added (db/pgChanges.ts). Rows read back as SQLite gives them,
+ * so a rule reads the same values on both stores: `bigint` as a number (no id nears 2^53),
+ * `timestamptz` as `Date#toISOString()` text (ms, `Z`), `numeric` as a number.
+ */
+
+const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
+
+/** The parsers of {@link runPostgres}'s rows; every other type as pg's defaults. */
+const ROW_TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return Number;
+    if (oid === pg.types.builtins.TIMESTAMPTZ) return (text: string) => parseTimestamptz(text).toISOString();
+    return pg.types.getTypeParser(oid, format);
+    // pg's overloads type the parser per format; this one serves both as pg's own does.
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** Runs one statement on `client` (a pool, or a transaction's connection). */
+export async function runPostgres(client: pg.ClientBase | pg.Pool, statement: Sql): Promise<Outcome> {
+  const { text, values } = statement.render(postgresDialect);
+  const result = await client.query<Row>({ text, values, types: ROW_TYPES });
+  return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+}
+
+/** Drives `script` to its end on `client`, in the transaction the caller holds. */
+export async function drivePostgres<T>(client: pg.ClientBase, script: Script<T>): Promise<T> {
+  let step = script.next();
+  try {
+    while (!step.done) {
+      const current = step.value;
+      if (isFeedStep(current)) {
+        recordChangesPg(client, current.feed);
+        step = script.next({ rows: [], rowCount: current.feed.length });
+      } else {
+        step = script.next(await runPostgres(client, current));
+      }
+    }
+    return step.value;
+  } finally {
+    if (!step.done) script.return(undefined as T);
+  }
+}
+
+/** The script store of one PostgreSQL pool. */
+export function postgresScriptStore(pool: pg.Pool): ScriptStore {
+  return {
+    dialect: postgresDialect,
+    transaction: <T>(script: Script<T>) => inPgTransaction(pool, (client) => drivePostgres(client, script)),
+    read: async <R extends object = Row>(statement: Sql) => (await runPostgres(pool, statement)).rows as R[],
+  };
+}

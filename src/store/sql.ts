@@ -1,0 +1,144 @@
+/**
+ * Statements written once for both stores. A statement is a tagged template, `sql\`...\``: its
+ * values become placeholders, rendered for the dialect that runs it (`?` on SQLite, `$n` on
+ * PostgreSQL), never pasted into the text. What the two dialects spell differently is asked of
+ * the {@link Dialect} (its `greatest`, a value's type where PostgreSQL must know it), and what only
+ * one store can do is a capability (`dialect.capabilities`): code asks what a store can do, never
+ * which store it is.
+ *
+ * A rule that reads and then writes is a {@link Script} (./script.ts), run in one transaction by
+ * either adapter (./sqliteScripts.ts, ./postgresScripts.ts).
+ */
+
+/** What a store can do that the other cannot: asked where behaviour must differ. */
+export interface StoreCapabilities {
+  /**
+   * Several processes share the store and claim rows concurrently: `FOR UPDATE SKIP LOCKED`,
+   * advisory locks, LISTEN/NOTIFY (PostgreSQL). Without it one process owns the store (SQLite: the
+   * ownership lock), and a transaction sees no other writer.
+   */
+  readonly sharedByProcesses: boolean;
+}
+
+/** How a dialect spells what the statements need. */
+export interface Dialect {
+  readonly capabilities: StoreCapabilities;
+  /** The placeholder of the `n`-th value (1-based). */
+  placeholder(n: number, type: SqlType | undefined): string;
+  /** A value as the driver binds it (SQLite binds no booleans: 1 and 0). */
+  bind(value: unknown): unknown;
+  /** The larger of two expressions (`MAX(a, b)` on SQLite, `GREATEST(a, b)` on PostgreSQL). */
+  greatest(a: string, b: string): string;
+  /** The smaller of two expressions. */
+  least(a: string, b: string): string;
+}
+
+/** A value's type where PostgreSQL cannot infer it from its place (`$1 IS NULL`, a bare SELECT). */
+export type SqlType = 'text' | 'int4' | 'int8' | 'float8' | 'bool' | 'timestamptz';
+
+export const sqliteDialect: Dialect = {
+  capabilities: { sharedByProcesses: false },
+  placeholder: () => '?',
+  bind: (value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value),
+  greatest: (a, b) => `MAX(${a}, ${b})`,
+  least: (a, b) => `MIN(${a}, ${b})`,
+};
+
+export const postgresDialect: Dialect = {
+  capabilities: { sharedByProcesses: true },
+  placeholder: (n, type) => (type ? `$${n}::${type}` : `$${n}`),
+  bind: (value) => value,
+  greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  least: (a, b) => `LEAST(${a}, ${b})`,
+};
+
+/** A value with the type PostgreSQL must be told (see {@link SqlType}). */
+class Typed {
+  constructor(
+    readonly value: unknown,
+    readonly type: SqlType,
+  ) {}
+}
+
+/** SQL spelled per dialect, around fragments written (and their values numbered) in text order. */
+class Spelled {
+  constructor(readonly spell: (dialect: Dialect, write: (part: Sql) => string) => string) {}
+}
+
+/** A statement (or a fragment of one): text pieces between values, as a template gives them. */
+export class Sql {
+  constructor(
+    readonly strings: readonly string[],
+    readonly values: readonly unknown[],
+  ) {}
+
+  /** The text and the values in the dialect's form. */
+  render(dialect: Dialect): { text: string; values: unknown[] } {
+    const values: unknown[] = [];
+    const text = this.write(dialect, values);
+    return { text, values };
+  }
+
+  private write(dialect: Dialect, values: unknown[]): string {
+    let text = this.strings[0] ?? '';
+    this.values.forEach((value, i) => {
+      text += spell(value, dialect, values) + (this.strings[i + 1] ?? '');
+    });
+    return text;
+  }
+
+  /** @internal a fragment inside another statement, its values numbered after the ones before. */
+  writeInto(dialect: Dialect, values: unknown[]): string {
+    return this.write(dialect, values);
+  }
+}
+
+function spell(value: unknown, dialect: Dialect, values: unknown[]): string {
+  if (value instanceof Sql) return value.writeInto(dialect, values);
+  if (value instanceof Spelled) return value.spell(dialect, (part) => part.writeInto(dialect, values));
+  if (value instanceof Typed) {
+    values.push(dialect.bind(value.value));
+    return dialect.placeholder(values.length, value.type);
+  }
+  values.push(dialect.bind(value));
+  return dialect.placeholder(values.length, undefined);
+}
+
+/** A statement: `${value}` binds a value; `${fragment}` (another `sql`, {@link raw}) is inlined. */
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): Sql {
+  return new Sql(strings, values);
+}
+
+/** Text inlined as it is: only for text this code writes (column lists, guards), never for input. */
+export function raw(text: string): Sql {
+  return new Sql([text], []);
+}
+
+/** `value` bound with its type named on PostgreSQL: `$1::timestamptz` (SQLite: `?`). */
+export function typed(value: unknown, type: SqlType): Typed {
+  return new Typed(value, type);
+}
+
+/** The larger of two fragments, in the dialect's words. */
+export function greatest(a: Sql, b: Sql): Sql {
+  return new Sql(['', ''], [new Spelled((d, write) => d.greatest(write(a), write(b)))]);
+}
+
+/** The smaller of two fragments, in the dialect's words. */
+export function least(a: Sql, b: Sql): Sql {
+  return new Sql(['', ''], [new Spelled((d, write) => d.least(write(a), write(b)))]);
+}
+
+/** Fragments joined by `separator` (`, `, ` AND `). */
+export function join(parts: readonly Sql[], separator: string): Sql {
+  if (parts.length === 0) return raw('');
+  return new Sql(['', ...parts.slice(1).map(() => separator), ''], parts);
+}
+
+/** `fragment` where several processes share the store (`FOR UPDATE SKIP LOCKED`), nothing elsewhere. */
+export function whenShared(fragment: Sql): Sql {
+  return new Sql(
+    ['', ''],
+    [new Spelled((d, write) => (d.capabilities.sharedByProcesses ? write(fragment) : ''))],
+  );
+}
