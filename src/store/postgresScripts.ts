@@ -26,6 +26,7 @@ const ROW_TYPES: pg.CustomTypesConfig = {
 /** Runs one statement on `client` (a pool, or a transaction's connection). */
 export async function runPostgres(client: pg.ClientBase | pg.Pool, statement: Sql): Promise<Outcome> {
   const { text, values } = statement.render(postgresDialect);
+  if (text.trim() === '') return { rows: [], rowCount: 0 };
   const result = await client.query<Row>({ text, values, types: ROW_TYPES });
   return { rows: result.rows, rowCount: result.rowCount ?? 0 };
 }

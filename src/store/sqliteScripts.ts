@@ -38,6 +38,8 @@ function prepared(sqlite: Sqlite, text: string): Statement<unknown[], Row> {
 /** Runs one statement now, on this handle. */
 export function runSqlite(sqlite: Sqlite, statement: Sql): Outcome {
   const { text, values } = statement.render(sqliteDialect);
+  // A statement wholly `whenShared(...)` is PostgreSQL's alone: nothing to run here.
+  if (text.trim() === '') return { rows: [], rowCount: 0 };
   const st = prepared(sqlite, text);
   if (st.reader) {
     const rows = st.all(...values);

@@ -101,6 +101,11 @@ export function scriptStoreCases(name: string, open: () => Promise<ScriptHarness
           ),
         );
         expect(keys.map((k) => k.key)).toEqual(['a', 'b']);
+        // A statement only a shared store has (an advisory lock) is skipped where it renders empty.
+        const locked = await h.store.transaction(
+          run(whenShared(sql`SELECT pg_advisory_xact_lock(${typed(42, 'int8')})`)),
+        );
+        expect(locked.rowCount).toBe(h.store.dialect.capabilities.sharedByProcesses ? 1 : 0);
       } finally {
         await h.close();
       }
