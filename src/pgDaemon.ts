@@ -25,8 +25,8 @@ import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
+import { deliveriesSink } from './subscribers/enqueue.js';
 import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
-import { pgDeliveriesSink } from './subscribers/pgEnqueue.js';
 import { pruneDeliveriesPg } from './subscribers/pgPrune.js';
 import { PgDeliveriesStore, pgDeliveriesAccess } from './subscribers/pgStore.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers/subscribers.js';
@@ -211,7 +211,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
-  const onStateChange = pgDeliveriesSink(subscribers);
+  const onStateChange = deliveriesSink(subscribers);
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
   const deliveries = new PgDeliveriesStore(pool);
   // Claims only while this replica holds its liveness lock: without it the others presume it dead

@@ -9,7 +9,7 @@ import { createLogger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import { pgOutbox } from '../outbox/pgAccess.js';
-import { pgDeliveriesSink } from '../subscribers/pgEnqueue.js';
+import { deliveriesSink } from '../subscribers/enqueue.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
 
 /**
@@ -67,7 +67,7 @@ export function withPgOutbox<T>(
         pgOutbox(ctx, pool, {
           leaseOwner: `cli:${process.pid}`,
           // A cancel or retry from the CLI is pushed to the subscribers as the daemon's would be.
-          onStateChange: pgDeliveriesSink(subscribersFromConfig(ctx.config)),
+          onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
         }),
       ),
     options,

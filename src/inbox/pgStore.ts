@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
-import type { PgStateChangeSink } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
 import { iso } from '../operations/pgRows.js';
 import { recordDecisionPg } from '../operations/pgStore.js';
@@ -43,14 +43,14 @@ const REF = '"marketplaceTransactionRef"';
 /** Options of {@link PgInboxStore}. */
 export interface PgInboxStoreOptions {
   /** What each decision applied writes in its transaction besides the feed (default: nothing). */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /** An outbox row locked for a decision, with the body its personal values come from. */
 type LockedRow = OperationSummary & { body: string };
 
 export class PgInboxStore implements InboxStore {
-  private readonly sink: PgStateChangeSink | undefined;
+  private readonly sink: StateChangeSink | undefined;
 
   constructor(
     private readonly pool: pg.Pool,

@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { recordChangesPg } from '../db/pgChanges.js';
-import type { PgStateChangeSink, StateChange } from './effects.js';
+import { drivePostgres } from '../store/postgresScripts.js';
+import type { StateChange, StateChangeSink } from './effects.js';
 import type { GuardParams } from './rows.js';
-import { feedRows } from './store.js';
+import { stateChanged } from './stateChanged.js';
 
 /**
  * What the PostgreSQL operations store shares across its statements: how rows read back exactly
@@ -55,16 +55,11 @@ export function operationColumns(alias = ''): string {
   ].join(', ');
 }
 
-/**
- * The PostgreSQL twin of store.ts `stateChanged`: what the store's sink writes (effects.ts: the
- * subscribers' deliveries, subscribers/pgEnqueue.ts), then the feed rows, last in the transaction.
- */
-export async function stateChangedPg(
+/** Every state change passes here, in its transaction: the rule is stateChanged.ts's, run on `client`. */
+export function stateChangedPg(
   client: pg.ClientBase,
-  sink: PgStateChangeSink | undefined,
+  sink: StateChangeSink | undefined,
   changes: readonly StateChange[],
 ): Promise<void> {
-  if (changes.length === 0) return;
-  if (sink) await sink(client, changes);
-  recordChangesPg(client, feedRows(changes));
+  return drivePostgres(client, stateChanged(changes, sink));
 }

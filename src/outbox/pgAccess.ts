@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
-import type { PgStateChangeSink } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { pgOperationsReads } from '../operations/pgReads.js';
 import { PgOperationsStore } from '../operations/pgStore.js';
 import type { OutboxAccess } from './access.js';
@@ -11,7 +11,7 @@ export interface PgOutboxOptions {
   /** The store's lease owner (it never claims here: only `releaseDead` reads it). */
   leaseOwner: string;
   /** What each state change writes besides the feed (default: nothing): the root's sink. */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /** The outbox on PostgreSQL: the pg reads and store; an enqueue is one `store.insert`. */

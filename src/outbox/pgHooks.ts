@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import { inPgTransaction } from '../db/pg.js';
 import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
-import type { PgStateChangeSink } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
@@ -14,7 +14,7 @@ import { maskerFor } from './settle.js';
 /** Options of {@link pgOutboxHooks}. */
 export interface PgOutboxHooksOptions {
   /** What each decision applied writes besides the feed (default: nothing): the store's sink. */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /**

@@ -3,7 +3,7 @@ import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.
 import { commitPgTransaction, openFeedTransaction } from '../../src/db/pgChanges.js';
 import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -122,10 +122,10 @@ describe('deliveries writers on PostgreSQL', () => {
       });
       // Opened by hand (inPgTransaction could not pause it): its feed rows go with its commit.
       openFeedTransaction(paused);
-      const olderDone = stateChangedPg(paused, pgDeliveriesSink(subscribers), accepted('old'));
+      const olderDone = stateChangedPg(paused, deliveriesSink(subscribers), accepted('old'));
       let newerDone = false;
       const newer = inPgTransaction(pg.db.pool, (client) =>
-        stateChangedPg(client, pgDeliveriesSink(subscribers), accepted('new')),
+        stateChangedPg(client, deliveriesSink(subscribers), accepted('new')),
       ).then(() => {
         newerDone = true;
       });

@@ -11,7 +11,7 @@ import { compileVocabulary } from '../../src/inbox/vocabulary.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
@@ -102,8 +102,8 @@ export function sqliteInboxHarness(): InboxHarness {
 export function postgresInboxHarness(db: PgDatabase, leaseOwner = ME): InboxHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
-    inbox: new PgInboxStore(db.pool, { onStateChange: pgDeliveriesSink(SUBSCRIBERS) }),
-    ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: pgDeliveriesSink(SUBSCRIBERS) }),
+    inbox: new PgInboxStore(db.pool, { onStateChange: deliveriesSink(SUBSCRIBERS) }),
+    ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: deliveriesSink(SUBSCRIBERS) }),
     events: () => values(EVENTS),
     texts: async () => (await db.pool.query<{ reason: string | null; body: string }>(TEXTS)).rows,
     rows: () => values(ROWS),

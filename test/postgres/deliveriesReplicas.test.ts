@@ -12,7 +12,7 @@ import { holdLiveness, releaseDeadPg } from '../../src/operations/pgLiveness.js'
 import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
 import { subscribersFromConfig } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
@@ -108,7 +108,7 @@ async function accept(
   refs: readonly string[],
   perTx = 3,
 ) {
-  const deliveries = pgDeliveriesSink(subscribersFromConfig(config));
+  const deliveries = deliveriesSink(subscribersFromConfig(config));
   const at = new Date().toISOString();
   await new PgOperationsStore(db.pool, { leaseOwner: 'writer' }).insert(
     refs.map((ref) => ({ ref, operationType: 'Transfer', orderKey: null, body: '{}', hash: `h-${ref}` })),
