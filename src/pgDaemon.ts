@@ -13,8 +13,8 @@ import { pgFeedReads } from './feed/pgQueries.js';
 import { instanceName } from './health/identity.js';
 import { pgReadiness } from './health/pgReadiness.js';
 import { pgHealthReads } from './health/pgSnapshot.js';
+import { ScriptInboxStore } from './inbox/inboxStore.js';
 import { createWebhookComponent } from './inbox/listener.js';
-import { PgInboxStore } from './inbox/pgStore.js';
 import { newLeaseOwner } from './leaseOwner.js';
 import type { Logger } from './log.js';
 import { interruptOrphanedRuns, pgBackend } from './mirror/pg/pgBackend.js';
@@ -24,6 +24,7 @@ import { PgOperationsStore } from './operations/pgStore.js';
 import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
+import { postgresScriptStore } from './store/postgresScripts.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
 import { deliveriesSink } from './subscribers/enqueue.js';
 import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
@@ -261,7 +262,10 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
       }),
       { readiness: pgReadiness(pool) },
     ),
-    createWebhookComponent(ctx, { requestSync, store: new PgInboxStore(pool, { onStateChange }) }),
+    createWebhookComponent(ctx, {
+      requestSync,
+      store: new ScriptInboxStore(postgresScriptStore(pool), { onStateChange }),
+    }),
     dispatcher,
     subscriberDispatcher,
     createMirrorComponent(ctx, { syncRequests: syncs, backend: pgBackend(pool) }),

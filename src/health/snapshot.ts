@@ -3,6 +3,7 @@ import type { Sqlite } from '../db/open.js';
 import { decisionConflicts } from '../inbox/eventStore.js';
 import { awaitingDecision } from '../operations/reads.js';
 import { readPause } from '../outbox/pause.js';
+import { runSqlite } from '../store/sqliteScripts.js';
 import { type SubscriberBacklog, subscriberBacklogs } from '../subscribers/reads.js';
 import type { Series } from './series.js';
 
@@ -304,7 +305,7 @@ export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: 
       },
       rejections: { since: rejectedSince, recent: recentRejections },
       quarantine,
-      webhooks: { ...webhooks, lastUndecided, conflicts: decisionConflicts(sqlite).length },
+      webhooks: { ...webhooks, lastUndecided, conflicts: runSqlite(sqlite, decisionConflicts()).rowCount },
       database: databaseFaultsFor(sqlite).facts(),
       subscribers: subscriberBacklogs(sqlite),
     };

@@ -1,20 +1,9 @@
 import type { Masker } from '../operations/personal.js';
-import type { DecisionEffect, RecordResult } from './correlate.js';
+import type { DecisionEffect, ReceivedWebhook, RecordResult } from './correlate.js';
 import type { ConflictRow } from './eventStore.js';
-import type { Interpretation, PayloadFields } from './interpret.js';
+import type { PayloadFields } from './interpret.js';
 import type { RereadResult } from './reread.js';
 import type { Vocabulary } from './vocabulary.js';
-
-/** A verified webhook as the handler hands it over: parsed, interpreted, not masked yet. */
-export interface ReceivedWebhook {
-  webhookId: string;
-  receivedAt: string;
-  /** The body, a JSON object (masked by the store before it is stored). */
-  body: Record<string, unknown>;
-  /** sha256 (hex) of the raw body bytes as received: replays compare as sent. */
-  bodyHash: string;
-  meaning: Interpretation;
-}
 
 /**
  * The webhook inbox's store, the same on both dialects, at the granularity of one webhook and of
