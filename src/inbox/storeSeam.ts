@@ -9,10 +9,11 @@ import type { Vocabulary } from './vocabulary.js';
  * The webhook inbox's store, the same on both dialects, at the granularity of one webhook and of
  * the batch jobs around it. `receive` masks the event's personal data, recognises a replay (webhook
  * id + body hash), records it, correlates it with its outbox row and applies its decision through
- * the operations store's transition rules, the row's feed rows and deliveries included: all in one
- * transaction (on SQLite one job of the connection's group commit; on PostgreSQL one
- * `inPgTransaction`, safe with several replicas receiving webhooks at once). Side effects that are
- * not SQL come back as {@link DecisionEffect}s to report after the commit.
+ * the transition table (operations/decision.ts), the row's feed rows and deliveries included: all
+ * in one transaction (on SQLite one job of the connection's group commit; on PostgreSQL one
+ * transaction, safe with several replicas receiving webhooks at once). Side effects that are not
+ * SQL come back as {@link DecisionEffect}s to report after the commit. Implemented once, over
+ * either store's scripts: ./inboxStore.ts.
  */
 export interface InboxStore {
   receive(webhook: ReceivedWebhook): Promise<RecordResult>;
