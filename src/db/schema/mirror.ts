@@ -26,7 +26,10 @@ function fieldColumn<C extends ColumnTypes>(k: ColumnKinds<C>, field: FieldDef) 
   }
 }
 
-/** The field columns, then the bookkeeping ones, then `extra` (Object.assign keeps the field names' index signature). */
+/**
+ * The field columns, then the bookkeeping ones, then `extra`. Object.assign rather than a spread: a
+ * spread's type drops the field columns' index signature, and indexes on them would not type-check.
+ */
 function mirrorColumns<C extends ColumnTypes, E extends object>(
   k: ColumnKinds<C>,
   fields: readonly FieldDef[],
