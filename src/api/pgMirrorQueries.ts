@@ -43,7 +43,7 @@ export async function sortsInByteOrder(pool: pg.Pool): Promise<boolean> {
   return rows[0]?.same === true;
 }
 
-/** The mirror's reads on the PostgreSQL mirror tables (src/db/schema-pg/mirror.ts). */
+/** The mirror's reads on the PostgreSQL mirror tables (src/db/schema/mirror.ts, built by schema/postgres.ts). */
 export function pgMirrorReads(pool: pg.Pool): MirrorReads {
   let byteOrder: Promise<string> | undefined;
   const collation = () => {

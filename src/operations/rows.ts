@@ -1,4 +1,4 @@
-import type { outbox, outboxAttempts } from '../db/schema/outbox.js';
+import type { outbox, outboxAttempts } from '../db/schema/sqlite.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
-import type { deliveries } from '../db/schema/deliveries.js';
+import type { deliveries } from '../db/schema/sqlite.js';
 
 /**
  * Every statement that changes a `deliveries` row on SQLite (enqueue.ts inserts them), and the
