@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { type DeliveriesStore, ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import type { DeliveryStep } from '../../src/subscribers/queries.js';
-import { type DeliveriesStore, SqliteDeliveriesStore } from '../../src/subscribers/storeSeam.js';
 import { tempDir } from '../helpers/context.js';
 import { type DeliveriesHarness, sqliteDeliveries } from './deliveriesStores.js';
 
@@ -34,7 +35,7 @@ export async function sqliteDeliveriesUnderTest(): Promise<DeliveriesUnderTest> 
   const database = openDatabase(path.join(dir, 'subs.db'));
   return {
     h: sqliteDeliveries(database.sqlite),
-    store: new SqliteDeliveriesStore(database.sqlite),
+    store: new ScriptDeliveriesStore(sqliteScriptStore(database.sqlite)),
     close: async () => {
       database.close();
       cleanup();
