@@ -65,6 +65,7 @@ export class ScriptDeliveriesStore implements DeliveriesStore {
    */
   async claim(given: DeliveryClaim | (() => DeliveryClaim)): Promise<DeliveryRow[]> {
     if (this.settling.size > 0) await Promise.allSettled([...this.settling]);
+    // A generator's body runs when the store drives it: `given()` is read as the claim runs.
     return this.store.transaction(
       (function* () {
         return yield* claimDeliveries(typeof given === 'function' ? given() : given);
