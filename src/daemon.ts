@@ -13,8 +13,10 @@ import { clearDaemonRecord, writeDaemonRecord } from './health/daemonRecord.js';
 import { instanceName, VERSION } from './health/identity.js';
 import type { Logger } from './log.js';
 import { releaseDeadClaims } from './outbox/startup.js';
+import { sqliteScriptStore } from './store/sqliteScripts.js';
 import { releaseDeadDeliveries } from './subscribers/dispatcher.js';
-import { deliveriesHousekeeping, sqliteDeliveriesPrune } from './subscribers/housekeeping.js';
+import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
+import { deliveriesPrune } from './subscribers/prune.js';
 import { configuredDeliveriesSink } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
 
@@ -140,7 +142,7 @@ export async function defaultComponents(ctx: AppContext): Promise<Component[]> {
           housekeeping: deliveriesHousekeeping(
             ctx.config,
             ctx.log,
-            sqliteDeliveriesPrune(ctx.database.sqlite),
+            deliveriesPrune(sqliteScriptStore(ctx.database.sqlite)),
           ),
         });
   // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk writes

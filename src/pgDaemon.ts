@@ -25,11 +25,12 @@ import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
 import { postgresScriptStore } from './store/postgresScripts.js';
+import { deliveriesAccess } from './subscribers/access.js';
+import { ScriptDeliveriesStore } from './subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
 import { deliveriesSink } from './subscribers/enqueue.js';
 import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
-import { pruneDeliveriesPg } from './subscribers/pgPrune.js';
-import { PgDeliveriesStore, pgDeliveriesAccess } from './subscribers/pgStore.js';
+import { deliveriesPrune } from './subscribers/prune.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers/subscribers.js';
 import { SyncRequests } from './syncRequests.js';
 
@@ -166,7 +167,7 @@ export function createFeedListenerComponent(ctx: Pick<AppContext, 'log'>, replic
 function createPresenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   replica: PgReplica,
-  stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
   wake: () => void,
 ): Component & { alive(): boolean } {
   let presence: ReplicaPresence | undefined;
@@ -214,7 +215,8 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribers);
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new PgDeliveriesStore(pool);
+  const scripts = postgresScriptStore(pool);
+  const deliveries = new ScriptDeliveriesStore(scripts);
   // Claims only while this replica holds its liveness lock: without it the others presume it dead
   // and may hand its claims back (the presence starts first and is called only once started).
   const mayClaim = () => presence.alive();
@@ -224,9 +226,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
     store: operations,
     hooks: pgOutboxHooks(pool, { onStateChange }),
     // The hourly scrub also prunes old deliveries.
-    housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
-    ),
+    housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, deliveriesPrune(scripts)),
     mayClaim,
   });
   const subscriberDispatcher = createSubscriberComponent(ctx, {
@@ -257,7 +257,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         mirrorReads: pgMirrorReads(pool),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
         healthReads: pgHealthReads(pool, replica.database.availability),
-        deliveries: pgDeliveriesAccess(pool),
+        deliveries: deliveriesAccess(scripts),
         feed: pgFeedReads(pool, signal),
       }),
       { readiness: pgReadiness(pool) },

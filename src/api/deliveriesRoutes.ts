@@ -2,7 +2,8 @@ import type { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { type DeliveriesAccess, deliveriesAccess } from '../subscribers/access.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { readJsonBody } from './body.js';
@@ -63,7 +64,7 @@ export const DELIVERIES_ROUTE_SPECS: RouteSpec[] = [
  * refusals (SteerError) are mapped by the server's error handler.
  */
 export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, deliveries?: DeliveriesAccess): void {
-  const access = deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
+  const access = deliveries ?? deliveriesAccess(sqliteScriptStore(ctx.database.sqlite));
   const configured = subscriberKeys(ctx.config);
   app.get('/v1/deliveries', async (c) => {
     const q = parseQuery(c, listQuery);

@@ -58,7 +58,7 @@ export interface ApiLinks {
   outbox?: OutboxAccess | undefined;
   /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
   healthReads?: HealthReads | undefined;
-  /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; pgStore.ts `pgDeliveriesAccess` for PostgreSQL). */
+  /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; subscribers/access.ts `deliveriesAccess` over a store). */
   deliveries?: DeliveriesAccess | undefined;
   /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
   feed?: FeedReads | undefined;

@@ -1,7 +1,9 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { SteerError } from '../errors.js';
-import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
+import { postgresScriptStore } from '../store/postgresScripts.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { type DeliveriesAccess, deliveriesAccess } from '../subscribers/access.js';
 import {
   type DeliveryEntry,
   listDeliveryEntries,
@@ -54,7 +56,7 @@ export async function runDeliveriesCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    const access = opts.deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
+    const access = opts.deliveries ?? deliveriesAccess(sqliteScriptStore(ctx.database.sqlite));
     if (action === 'list') {
       if (opts.cursor !== undefined && !/^\d{1,15}$/.test(opts.cursor))
         throw new SteerError('invalid', 'deliveries list: --cursor must be a nextCursor value');
@@ -103,15 +105,15 @@ export async function runDeliveriesCli(
 ): Promise<number> {
   const url = config.database.url;
   if (url) {
-    const [{ withPgStore }, { pgDeliveriesAccess }] = await Promise.all([
-      import('./pgOutboxCli.js'),
-      import('../subscribers/pgStore.js'),
-    ]);
+    const { withPgStore } = await import('./pgOutboxCli.js');
     return withPgStore(
       config,
       url,
       (ctx, pool) =>
-        runDeliveriesCommand(ctx, action, id, { ...options, deliveries: pgDeliveriesAccess(pool) }),
+        runDeliveriesCommand(ctx, action, id, {
+          ...options,
+          deliveries: deliveriesAccess(postgresScriptStore(pool)),
+        }),
       { create: false },
     );
   }

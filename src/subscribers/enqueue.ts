@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Sqlite } from '../db/open.js';
 import { FEED_LOCK_KEY } from '../db/pgChanges.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
@@ -151,18 +150,18 @@ function* enqueueDeliveries(
   queueMicrotask(notifyEnqueued);
 }
 
-/** Who looks for work when deliveries are queued, per SQLite handle (its deliveries dispatcher). */
-const listeners = new Map<Sqlite, () => void>();
+/** Who looks for work when deliveries are queued, per deliveries store (its dispatcher). */
+const listeners = new Map<object, () => void>();
 
-/** What the dispatcher running on this handle calls to look for work (it claims after the commit). */
-export function onDeliveriesEnqueued(sqlite: Sqlite, listener: (() => void) | undefined): void {
-  if (listener) listeners.set(sqlite, listener);
-  else listeners.delete(sqlite);
+/** What the dispatcher running on `store` calls to look for work (it claims after the commit). */
+export function onDeliveriesEnqueued(store: object, listener: (() => void) | undefined): void {
+  if (listener) listeners.set(store, listener);
+  else listeners.delete(store);
 }
 
 /**
- * Wakes the dispatchers of this process: the sink does not know its handle, and a dispatcher
- * woken for another handle's rows only claims and finds none (one thread has one handle).
+ * Wakes the dispatchers of this process: the sink does not know its store, and a dispatcher
+ * woken for another store's rows only claims and finds none (one thread has one store).
  */
 function notifyEnqueued(): void {
   for (const listener of listeners.values()) listener();

@@ -10,7 +10,8 @@ import { pgReadiness } from '../../src/health/pgReadiness.js';
 import { pgHealthReads } from '../../src/health/pgSnapshot.js';
 import { silentLogger } from '../../src/log.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
-import { pgDeliveriesAccess } from '../../src/subscribers/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
@@ -48,7 +49,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       mirrorReads: pgMirrorReads(pool),
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
-      deliveries: pgDeliveriesAccess(pool),
+      deliveries: deliveriesAccess(postgresScriptStore(pool)),
       feed: pgFeedReads(pool, new ChangeSignal()),
     }),
     { readiness: pgReadiness(pool) },
