@@ -9,7 +9,7 @@ import type { PgAvailability } from './db/pgAvailability.js';
 import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
-import { pgFeedReads } from './feed/pgQueries.js';
+import { feedReads } from './feed/reads.js';
 import { instanceName } from './health/identity.js';
 import { pgReadiness } from './health/pgReadiness.js';
 import { pgHealthReads } from './health/pgSnapshot.js';
@@ -24,6 +24,7 @@ import { PgOperationsStore } from './operations/pgStore.js';
 import { createDispatcherComponent } from './outbox/dispatcher.js';
 import { pgOutbox } from './outbox/pgAccess.js';
 import { pgOutboxHooks } from './outbox/pgHooks.js';
+import { postgresScriptStore } from './store/postgresScripts.js';
 import { createSubscriberComponent } from './subscribers/dispatcher.js';
 import { deliveriesHousekeeping } from './subscribers/housekeeping.js';
 import { pgDeliveriesSink } from './subscribers/pgEnqueue.js';
@@ -257,7 +258,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
         healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: pgDeliveriesAccess(pool),
-        feed: pgFeedReads(pool, signal),
+        feed: feedReads(postgresScriptStore(pool), signal),
       }),
       { readiness: pgReadiness(pool) },
     ),

@@ -60,7 +60,7 @@ export interface ApiLinks {
   healthReads?: HealthReads | undefined;
   /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; pgStore.ts `pgDeliveriesAccess` for PostgreSQL). */
   deliveries?: DeliveriesAccess | undefined;
-  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; feed/reads.ts `feedReads` over a store). */
   feed?: FeedReads | undefined;
 }
 

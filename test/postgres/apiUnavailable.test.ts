@@ -5,11 +5,12 @@ import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { createPgAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { pgFeedReads } from '../../src/feed/pgQueries.js';
+import { feedReads } from '../../src/feed/reads.js';
 import { pgReadiness } from '../../src/health/pgReadiness.js';
 import { pgHealthReads } from '../../src/health/pgSnapshot.js';
 import { silentLogger } from '../../src/log.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { pgDeliveriesAccess } from '../../src/subscribers/pgStore.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -49,7 +50,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
       deliveries: pgDeliveriesAccess(pool),
-      feed: pgFeedReads(pool, new ChangeSignal()),
+      feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
     { readiness: pgReadiness(pool) },
   );
