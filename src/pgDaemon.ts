@@ -12,7 +12,7 @@ import { errorMessage } from './errors.js';
 import { feedReads } from './feed/reads.js';
 import { instanceName } from './health/identity.js';
 import { pgReadiness } from './health/pgReadiness.js';
-import { pgHealthReads } from './health/pgSnapshot.js';
+import { pgHealthReads } from './health/postgresHealth.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { PgInboxStore } from './inbox/pgStore.js';
 import { newLeaseOwner } from './leaseOwner.js';

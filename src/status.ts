@@ -7,15 +7,16 @@ import { readDaemonRecord } from './health/daemonRecord.js';
 import type { Health } from './health/health.js';
 import { identityOf } from './health/identity.js';
 import { exitCodeOf, judge } from './health/rules.js';
-import { readSeries } from './health/series.js';
 import {
   type HealthReads,
   type HealthSnapshot,
-  readSnapshot,
   type SnapshotWindow,
   unreadableSnapshot,
 } from './health/snapshot.js';
+import { healthReads, type SnapshotEdge, snapshotScript } from './health/snapshotReads.js';
 import { maskDeep, scrubText } from './redact.js';
+import { sqliteDialect } from './store/sql.js';
+import { driveSqlite, sqliteScriptStore } from './store/sqliteScripts.js';
 
 export type { Health } from './health/health.js';
 export type { Problem, Severity } from './health/rules.js';
@@ -46,14 +47,30 @@ function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
   return { ...faults.facts(), readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) };
 }
 
-/** The health reads of a SQLite database: today's one read transaction, synchronous underneath. */
-export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
-  return {
-    snapshot: async (window, pageSize) => readSnapshot(sqlite, window, pageSize),
-    daemonStartedAt: async () => readDaemonRecord(sqlite)?.startedAt ?? null,
-    readFailed: (err) => sqliteReadFailed(sqlite, err),
-    series: async (now) => readSeries(sqlite, now),
+/**
+ * The snapshot read now, in one deferred (read) transaction: a read never takes the write lock,
+ * so `vcu-sync status` in another process never stalls the daemon's writes.
+ */
+export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: number): HealthSnapshot {
+  const facts = {
+    shared: sqliteDialect.capabilities.sharedByProcesses,
+    database: () => databaseFaultsFor(sqlite).facts(),
   };
+  return sqlite.transaction(() => driveSqlite(sqlite, snapshotScript(window, pageSize, facts)))();
+}
+
+/** SQLite's part of the health reads: its read transaction and its file's faults. */
+function sqliteSnapshotEdge(sqlite: Sqlite): SnapshotEdge {
+  return {
+    atOneMoment: async (script) => sqlite.transaction(() => driveSqlite(sqlite, script))(),
+    databaseFacts: () => databaseFaultsFor(sqlite).facts(),
+    readFailed: (err) => sqliteReadFailed(sqlite, err),
+  };
+}
+
+/** The health reads of a SQLite database (./health/snapshotReads.ts's statements). */
+export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
+  return healthReads(sqliteScriptStore(sqlite), sqliteSnapshotEdge(sqlite));
 }
 
 /** The window the snapshot counts from, as of `now`. */

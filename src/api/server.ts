@@ -56,7 +56,7 @@ export interface ApiLinks {
   mirrorReads?: MirrorReads | undefined;
   /** Where the operations routes read and write (default: SQLite's, `ctx.database`; pgAccess.ts for PostgreSQL). */
   outbox?: OutboxAccess | undefined;
-  /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
+  /** Where status, metrics and the page read health (default: SQLite's; health/postgresHealth.ts for PostgreSQL). */
   healthReads?: HealthReads | undefined;
   /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; pgStore.ts `pgDeliveriesAccess` for PostgreSQL). */
   deliveries?: DeliveriesAccess | undefined;

@@ -143,7 +143,7 @@ async function seriesOrEmpty(reads: HealthReads, now: number): Promise<Series> {
 
 /**
  * Status, metrics and the page, judged from a snapshot read through `reads` (default: SQLite's,
- * `ctx.database`; pgSnapshot.ts's for PostgreSQL, which adds the replicas).
+ * `ctx.database`; health/postgresHealth.ts's for PostgreSQL, which adds the replicas).
  */
 export function registerStatusRoutes(
   app: Hono,

@@ -49,7 +49,7 @@ async function runOnPostgres(
   // Loaded here so the SQLite commands never load pg.
   const { openPostgres } = await import('../db/pg.js');
   const { pgApplicationName } = await import('../db/pgConfig.js');
-  const { pgHealthReads } = await import('../health/pgSnapshot.js');
+  const { pgHealthReads } = await import('../health/postgresHealth.js');
   const { unreachableReason } = await import('../db/pgAvailability.js');
   const { pgReadAdvice } = await import('../health/pgAdvice.js');
   const now = Date.now();

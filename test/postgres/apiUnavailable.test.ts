@@ -7,7 +7,7 @@ import { createPgAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { pgReadiness } from '../../src/health/pgReadiness.js';
-import { pgHealthReads } from '../../src/health/pgSnapshot.js';
+import { pgHealthReads } from '../../src/health/postgresHealth.js';
 import { silentLogger } from '../../src/log.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
 import { postgresScriptStore } from '../../src/store/postgresScripts.js';
