@@ -1,4 +1,4 @@
-import { pgMirrorReads } from './api/pgMirrorQueries.js';
+import { mirrorReads } from './api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from './api/server.js';
 import { isoAt } from './clock.js';
 import type { Config } from './config.js';
@@ -254,7 +254,7 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
       routeRegistrars({
         wakeDispatcher: dispatcher.wake,
         requestSync,
-        mirrorReads: pgMirrorReads(pool),
+        mirrorReads: mirrorReads(postgresScriptStore(pool)),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
         healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: pgDeliveriesAccess(pool),

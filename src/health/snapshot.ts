@@ -1,5 +1,4 @@
 import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
-import type { SubscriberBacklog } from '../subscribers/reads.js';
 import type { Series } from './series.js';
 
 /**
@@ -80,6 +79,18 @@ export interface HealthSnapshot {
    * free lock means the replica running it is gone; the next run marks it `interrupted`).
    */
   runningSyncs?: RunningSync[];
+}
+
+/** Per subscriber: rows by state, and when the oldest undelivered one was written. */
+export interface SubscriberBacklog {
+  subscriber: string;
+  pending: number;
+  dead: number;
+  delivered: number;
+  /** created_at (or redriven_at) of the oldest pending/sending row; null when none. */
+  oldestPendingAt: string | null;
+  /** The last failure of the head row, masked. */
+  lastError: string | null;
 }
 
 /** One replica as its `replicas` row and its liveness lock show it. */

@@ -2,7 +2,6 @@ import type { DatabaseFacts } from '../db/faults.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
-import type { SubscriberBacklog } from '../subscribers/reads.js';
 import { readSeries } from './series.js';
 import {
   type HealthReads,
@@ -13,6 +12,7 @@ import {
   type ResourceFacts,
   type RunningSync,
   type SnapshotWindow,
+  type SubscriberBacklog,
   SYNC_RESOURCES,
 } from './snapshot.js';
 

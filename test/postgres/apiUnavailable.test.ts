@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
+import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { createPgAppContext } from '../../src/context.js';
@@ -46,7 +46,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
   const api = createApiComponent(
     ctx,
     routeRegistrars({
-      mirrorReads: pgMirrorReads(pool),
+      mirrorReads: mirrorReads(postgresScriptStore(pool)),
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
       deliveries: pgDeliveriesAccess(pool),
