@@ -1,8 +1,6 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
-import { classifyDatabaseError, type DatabaseFacts, databaseFaultsFor, sqliteCode } from './db/faults.js';
 import type { Sqlite } from './db/open.js';
-import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import type { Health } from './health/health.js';
 import { identityOf } from './health/identity.js';
@@ -13,10 +11,8 @@ import {
   type SnapshotWindow,
   unreadableSnapshot,
 } from './health/snapshot.js';
-import { healthReads, type SnapshotEdge, snapshotScript } from './health/snapshotReads.js';
+import { readSnapshot, sqliteReadFailed } from './health/sqliteHealth.js';
 import { maskDeep, scrubText } from './redact.js';
-import { sqliteDialect } from './store/sql.js';
-import { driveSqlite, sqliteScriptStore } from './store/sqliteScripts.js';
 
 export type { Health } from './health/health.js';
 export type { Problem, Severity } from './health/rules.js';
@@ -34,43 +30,6 @@ export function schedulePeriodMs(expression: string): number | null {
   const period = a && b ? b.getTime() - a.getTime() : null;
   periodCache.set(expression, period);
   return period;
-}
-
-/** How SQLite's reads note a failed read: corruption is recorded (a read error is not a failed write). */
-function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
-  const faults = databaseFaultsFor(sqlite);
-  if (classifyDatabaseError(err) === 'corrupt') {
-    faults.noteFailure(err);
-    return faults.facts();
-  }
-  const code = sqliteCode(err);
-  return { ...faults.facts(), readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) };
-}
-
-/**
- * The snapshot read now, in one deferred (read) transaction: a read never takes the write lock,
- * so `vcu-sync status` in another process never stalls the daemon's writes.
- */
-export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: number): HealthSnapshot {
-  const facts = {
-    shared: sqliteDialect.capabilities.sharedByProcesses,
-    database: () => databaseFaultsFor(sqlite).facts(),
-  };
-  return sqlite.transaction(() => driveSqlite(sqlite, snapshotScript(window, pageSize, facts)))();
-}
-
-/** SQLite's part of the health reads: its read transaction and its file's faults. */
-function sqliteSnapshotEdge(sqlite: Sqlite): SnapshotEdge {
-  return {
-    atOneMoment: async (script) => sqlite.transaction(() => driveSqlite(sqlite, script))(),
-    databaseFacts: () => databaseFaultsFor(sqlite).facts(),
-    readFailed: (err) => sqliteReadFailed(sqlite, err),
-  };
-}
-
-/** The health reads of a SQLite database (./health/snapshotReads.ts's statements). */
-export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
-  return healthReads(sqliteScriptStore(sqlite), sqliteSnapshotEdge(sqlite));
 }
 
 /** The window the snapshot counts from, as of `now`. */

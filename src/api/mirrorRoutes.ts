@@ -166,8 +166,8 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
 ];
 
 /**
- * The mirror's routes, reading through `reads` (default: SQLite's, `ctx.database`; PostgreSQL's is
- * pgMirrorQueries.ts), one read per request.
+ * The mirror's routes, reading through `reads` (default: `mirrorReads` over `ctx.database`), one
+ * read per request.
  */
 export function registerMirrorRoutes(
   app: Hono,

@@ -34,6 +34,10 @@ export interface SnapshotEdge {
   readFailed(err: unknown): DatabaseFacts;
 }
 
+/** The outbox's pause record (outbox/pause.ts), as the snapshot and /readyz read it. */
+export const PAUSE_ROW: Sql = sql`SELECT value, updated_at FROM daemon_state WHERE key = ${PAUSE_KEY}`;
+export type PauseRow = { value: string; updated_at: string };
+
 /** `k -> n` of rows `{ k, n }`. */
 function tally(list: ReadonlyArray<{ k: string; n: number }>): Record<string, number> {
   return Object.fromEntries(list.map((r) => [r.k, r.n]));
@@ -95,11 +99,7 @@ function* outboxFacts(window: SnapshotWindow): Script<HealthSnapshot['outbox']> 
     sql`SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", last_error AS error, updated_at AS at
           FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 10`,
   );
-  const pause = pauseOf(
-    yield* first<{ value: string; updated_at: string }>(
-      sql`SELECT value, updated_at FROM daemon_state WHERE key = ${PAUSE_KEY}`,
-    ),
-  );
+  const pause = pauseOf(yield* first<PauseRow>(PAUSE_ROW));
   return {
     byState,
     oldestQueuedAt: times?.queued ?? null,
