@@ -1,7 +1,7 @@
 import type { Sqlite } from '../db/open.js';
 import { raw, type Sql, sql } from '../store/sql.js';
 import { runSqlite } from '../store/sqliteScripts.js';
-import type { AttemptRow, OperationRow } from './rows.js';
+import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from './rows.js';
 import { FINISHED_STATES, type OperationState, UNSENT_STATES } from './states.js';
 
 /**
@@ -12,45 +12,15 @@ import { FINISHED_STATES, type OperationState, UNSENT_STATES } from './states.js
  * and text (store/sqliteScripts.ts).
  */
 
-/**
- * The outbox's columns in SQLite's table order, named rather than `*` so a row has the same keys
- * in the same order on both stores (an entry prints the same bytes); camelCase ones quoted, since
- * PostgreSQL folds the rest.
- */
-const OUTBOX_COLUMNS = raw(
-  [
-    'id',
-    '"marketplaceTransactionRef"',
-    '"operationType"',
-    'order_key',
-    'body',
-    'body_hash',
-    'state',
-    'attempts',
-    'next_attempt_at',
-    'lease_owner',
-    'lease_until',
-    'last_error',
-    'last_status',
-    'response',
-    'decision_reason',
-    'created_at',
-    'updated_at',
-    'accepted_at',
-    'decided_at',
-    'finished_at',
-    'scrubbed_at',
-    'retried_at',
-  ].join(', '),
-);
+/** The outbox's columns, quoted (PostgreSQL folds unquoted camelCase). */
+const OUTBOX_LIST = raw(OUTBOX_COLUMNS.map((c) => `"${c}"`).join(', '));
 
 /** States inlined as literals (code's constants, never input), so a partial index on them applies. */
 const states = (list: readonly OperationState[]) => raw(list.map((s) => `'${s}'`).join(', '));
 
 /** The statements, one per read; each function's result type is the row it reads. */
 export const operationReads = {
-  byRef: (ref: string) =>
-    sql`SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE "marketplaceTransactionRef" = ${ref}`,
+  byRef: (ref: string) => sql`SELECT ${OUTBOX_LIST} FROM outbox WHERE "marketplaceTransactionRef" = ${ref}`,
   stateByRef: (ref: string) => sql`SELECT id, state FROM outbox WHERE "marketplaceTransactionRef" = ${ref}`,
   stateById: (id: number) => sql`SELECT id, state FROM outbox WHERE id = ${id}`,
   bodyByRef: (ref: string) => sql`SELECT body FROM outbox WHERE "marketplaceTransactionRef" = ${ref}`,
@@ -58,7 +28,7 @@ export const operationReads = {
     sql`SELECT id, outbox_id, started_at, duration_ms, status_code, error
           FROM outbox_attempts WHERE outbox_id = ${id} ORDER BY id`,
   page: ({ after, state, limit }: OperationsPageRequest) =>
-    sql`SELECT ${OUTBOX_COLUMNS} FROM outbox
+    sql`SELECT ${OUTBOX_LIST} FROM outbox
          WHERE id > ${after}${state === null ? raw('') : sql` AND state = ${state}`} ORDER BY id LIMIT ${limit}`,
   nextDue: () => sql`SELECT MIN(next_attempt_at) AS due FROM outbox WHERE state = 'queued'`,
   unsent: () => sql`SELECT count(*) AS n FROM outbox WHERE state IN (${states(UNSENT_STATES)})`,
