@@ -1,4 +1,4 @@
-import { pgMirrorReads } from './api/pgMirrorQueries.js';
+import { mirrorReads } from './api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from './api/server.js';
 import { isoAt } from './clock.js';
 import type { Config } from './config.js';
@@ -9,10 +9,9 @@ import type { PgAvailability } from './db/pgAvailability.js';
 import { listenForChanges } from './db/pgChangeSignal.js';
 import { pgApplicationName } from './db/pgConfig.js';
 import { errorMessage } from './errors.js';
-import { pgFeedReads } from './feed/pgQueries.js';
+import { feedReads } from './feed/reads.js';
 import { instanceName } from './health/identity.js';
-import { pgReadiness } from './health/pgReadiness.js';
-import { pgHealthReads } from './health/pgSnapshot.js';
+import { pgHealthReads, pgReadiness } from './health/postgresHealth.js';
 import { ScriptInboxStore } from './inbox/inboxStore.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { newLeaseOwner } from './leaseOwner.js';
@@ -254,11 +253,11 @@ export function pgDaemonComponents(ctx: AppContext, replica: PgReplica): Compone
       routeRegistrars({
         wakeDispatcher: dispatcher.wake,
         requestSync,
-        mirrorReads: pgMirrorReads(pool),
+        mirrorReads: mirrorReads(postgresScriptStore(pool)),
         outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
         healthReads: pgHealthReads(pool, replica.database.availability),
         deliveries: deliveriesAccess(scripts),
-        feed: pgFeedReads(pool, signal),
+        feed: feedReads(scripts, signal),
       }),
       { readiness: pgReadiness(pool) },
     ),

@@ -79,7 +79,7 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
 
 /** Where the feed is read, and what tests replace: the timers, the heartbeat interval, the server's stop. */
 export interface FeedRouteOptions {
-  /** The feed's reads and signal (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  /** The feed's reads and signal (default: SQLite's, `ctx.database`; feed/reads.ts `feedReads` over a store). */
   feed?: FeedReads | undefined;
   /** (default: real timers) */
   schedule?: Schedule;

@@ -5,8 +5,9 @@ import type { AppContext, Component } from '../context.js';
 import { errorMessage, SteerError, UserError } from '../errors.js';
 import type { FeedReads } from '../feed/reads.js';
 import { VERSION } from '../health/identity.js';
-import { judgeReadiness, type ReadinessReader, sqliteReadiness } from '../health/readiness.js';
+import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
+import { sqliteReadiness } from '../health/sqliteHealth.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { DeliveriesAccess } from '../subscribers/access.js';
@@ -52,15 +53,15 @@ export interface ApiLinks {
   wakeDispatcher?: (() => void) | undefined;
   /** The mirror scheduler's sync requests, for `POST /v1/sync` (default: none; 503). */
   requestSync?: RequestSync | undefined;
-  /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; pgMirrorQueries.ts for PostgreSQL). */
+  /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; mirrorQueries.ts `mirrorReads` over a store). */
   mirrorReads?: MirrorReads | undefined;
   /** Where the operations routes read and write (default: SQLite's, `ctx.database`; pgAccess.ts for PostgreSQL). */
   outbox?: OutboxAccess | undefined;
-  /** Where status, metrics and the page read health (default: SQLite's; pgSnapshot.ts for PostgreSQL). */
+  /** Where status, metrics and the page read health (default: SQLite's; health/postgresHealth.ts for PostgreSQL). */
   healthReads?: HealthReads | undefined;
   /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; subscribers/access.ts `deliveriesAccess` over a store). */
   deliveries?: DeliveriesAccess | undefined;
-  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; pgQueries.ts `pgFeedReads` for PostgreSQL). */
+  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; feed/reads.ts `feedReads` over a store). */
   feed?: FeedReads | undefined;
 }
 
@@ -89,7 +90,7 @@ export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
 /** What the API itself reads beside its routes. */
 export interface ApiOptions {
   /**
-   * /readyz's facts (default: SQLite's, `ctx.database`; health/pgReadiness.ts `pgReadiness(pool)`
+   * /readyz's facts (default: SQLite's, `ctx.database`; health/postgresHealth.ts `pgReadiness(pool)`
    * for PostgreSQL).
    */
   readiness?: ReadinessReader | undefined;

@@ -3,9 +3,10 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
+import { sqliteHealthReads } from '../health/sqliteHealth.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
-import { type Health, readHealth, sqliteHealthReads } from '../status.js';
+import { type Health, readHealth } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';
@@ -143,7 +144,7 @@ async function seriesOrEmpty(reads: HealthReads, now: number): Promise<Series> {
 
 /**
  * Status, metrics and the page, judged from a snapshot read through `reads` (default: SQLite's,
- * `ctx.database`; pgSnapshot.ts's for PostgreSQL, which adds the replicas).
+ * `ctx.database`; health/postgresHealth.ts's for PostgreSQL, which adds the replicas).
  */
 export function registerStatusRoutes(
   app: Hono,

@@ -6,7 +6,8 @@ import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { formatHealth } from '../health/format.js';
 import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { type Health, readHealth, sqliteHealthReads } from '../status.js';
+import { sqliteHealthReads } from '../health/sqliteHealth.js';
+import { type Health, readHealth } from '../status.js';
 import { missingDatabaseMessage } from './withContext.js';
 
 /** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
@@ -49,7 +50,7 @@ async function runOnPostgres(
   // Loaded here so the SQLite commands never load pg.
   const { openPostgres } = await import('../db/pg.js');
   const { pgApplicationName } = await import('../db/pgConfig.js');
-  const { pgHealthReads } = await import('../health/pgSnapshot.js');
+  const { pgHealthReads } = await import('../health/postgresHealth.js');
   const { unreachableReason } = await import('../db/pgAvailability.js');
   const { pgReadAdvice } = await import('../health/pgAdvice.js');
   const now = Date.now();

@@ -8,6 +8,35 @@ export type OperationRow = typeof outbox.$inferSelect;
 export type AttemptRow = typeof outboxAttempts.$inferSelect;
 
 /**
+ * The outbox's columns in SQLite's table order: reads name them rather than `*`, so a row has the
+ * same keys in the same order on both stores (an entry prints the same bytes).
+ */
+export const OUTBOX_COLUMNS = [
+  'id',
+  'marketplaceTransactionRef',
+  'operationType',
+  'order_key',
+  'body',
+  'body_hash',
+  'state',
+  'attempts',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'last_error',
+  'last_status',
+  'response',
+  'decision_reason',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+] as const satisfies ReadonlyArray<keyof OperationRow>;
+
+/**
  * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`
  * compares instants. Guards read `@now` and `@owner`.
  */

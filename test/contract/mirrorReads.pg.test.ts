@@ -1,9 +1,10 @@
 import { expect, inject } from 'vitest';
-import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
+import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { ROUTE_REGISTRARS, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { startSimulator } from '../../src/simulator/index.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { mirrorReadsCases, readsContext, seedMirrors, TOKEN } from './mirrorReads.cases.js';
 import { pgMirror, sqliteMirror } from './mirrorStores.js';
@@ -32,7 +33,7 @@ for (const { collation, icuLocale } of [
     const onSqlite = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
     const onPostgres = await serveApi(
       ctx,
-      routeRegistrars({ mirrorReads: pgMirrorReads(store.pool) }),
+      routeRegistrars({ mirrorReads: mirrorReads(postgresScriptStore(store.pool)) }),
       TOKEN,
     );
     return {

@@ -3,8 +3,9 @@ import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { feedHeadPg, pgFeedReads } from '../../src/feed/pgQueries.js';
+import { feedReads } from '../../src/feed/reads.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -45,7 +46,7 @@ async function startReplica(name: string, url: string): Promise<Replica> {
     ctx,
     routeRegistrars({
       outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
-      feed: pgFeedReads(db.pool, signal),
+      feed: feedReads(postgresScriptStore(db.pool), signal),
     }),
   );
   await api.start();
@@ -108,7 +109,7 @@ describe('the change feed read through two replicas while both write', () => {
   });
 
   it('a reader on each API sees every change either replica commits, in seq order, none skipped, none twice', async () => {
-    const start = await feedHeadPg(pg.db.pool);
+    const start = await feedReads(postgresScriptStore(pg.db.pool), new ChangeSignal()).head();
     let end: number | null = null;
     const readers = [tail(a, start, () => end), tail(b, start, () => end)];
     await Promise.all([
