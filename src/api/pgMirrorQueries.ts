@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { q } from '../mirror/pg/pgMirrorSql.js';
+import { quoteIdent as q } from '../mirror/statements.js';
 import { iso } from '../operations/pgRows.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 import { decodeRow, type ListDialect, listStatement, type MirrorReads, pageOf } from './mirrorQueries.js';

@@ -37,7 +37,7 @@ const LOCK_HELD = (key: string) => `EXISTS (
      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
      AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`;
 
-/** The same keys as pgLiveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
+/** The same keys as pgLiveness.ts (a replica's owner) and mirror/postgres.ts (a resource's runs). */
 const LIVENESS_KEY = (owner: string) => `hashtextextended(${owner}, 0)`;
 const RUN_KEY = (resource: string) => `hashtextextended('vcu-sync sync ' || ${resource}, 0)`;
 
