@@ -113,7 +113,8 @@ export function custodyIdBook(db: MirrorDb): CustodyIdBook {
   ): Script<void> {
     const bodies = yield* all<{ body: string }>(tokenizationBodies(wireSpelling));
     const adds = toAdd(bodies.map((r) => r.body));
-    for (const group of statementGroups(adds, 4, db.preparesStatements)) yield* run(addCustodyIds(at, group));
+    for (const group of statementGroups(adds, 4, db.preparesStatements))
+      yield* run(addCustodyIds(at, group, db.rowsSource));
   }
   return {
     collect: (wireSpelling, toAdd, at) => db.transaction(collect(wireSpelling, toAdd, at)),

@@ -4,7 +4,7 @@ import type { AppContext, SyncTarget } from '../context.js';
 import type { Logger } from '../log.js';
 import { postgresScriptStore, runPostgres } from '../store/postgresScripts.js';
 import { first, type Script } from '../store/script.js';
-import { raw, type Sql, sql } from '../store/sql.js';
+import { join, raw, type Sql, sql } from '../store/sql.js';
 import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from './backend.js';
 import { interruptRuns } from './statements.js';
 import type { MirrorDb } from './store.js';
@@ -45,10 +45,21 @@ export function postgresMirrorDb(pool: pg.Pool): MirrorDb {
     write: (script) => store.transaction(script),
     read: (statement) => store.read(statement),
     heldRecords: 0,
+    rowsSource: unnestRows,
     // jsonb and text cannot hold U+0000, which JSON may escape.
     holdsNul: false,
     preparesStatements: false,
   };
+}
+
+/** Rows as one array per column (`unnest($1::text[], $2::int8[], ...)`): a few parameters to parse, whatever the rows. */
+function unnestRows(types: readonly string[], values: readonly unknown[]): Sql {
+  const columns: unknown[][] = types.map(() => []);
+  for (let i = 0; i < values.length; i++) columns[i % types.length]!.push(values[i]);
+  return sql`SELECT * FROM unnest(${join(
+    columns.map((column, i) => sql`${column}::${raw(types[i]!)}[]`),
+    ', ',
+  )})`;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { join, raw, Sql, sql, typed } from '../store/sql.js';
+import type { FieldType } from '../operator/fields.js';
+import { raw, Sql, sql, typed } from '../store/sql.js';
 import type { RowWrite } from './batchPlan.js';
 import type { RunCounts } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
@@ -20,23 +21,84 @@ export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 /** A row value as the planner holds it (SQLite's forms: booleans 0/1, lists as JSON text). */
 type Value = string | number | null;
 
-/** The parenthesised list of a row's values: `(v1, v2, ...)`. */
-function tuple(values: readonly unknown[]): Sql {
-  return new Sql(['(', ...values.slice(1).map(() => ', '), ')'], values);
+/**
+ * A statement of many rows: `head (v, v), (v, v) tail`, its text pieces kept per row count, so a
+ * batch's statement costs only its values (its text is all a statement of that many rows has).
+ */
+class RowsShape {
+  private readonly pieces: string[][] = [];
+
+  constructor(
+    private readonly head: string,
+    private readonly width: number,
+    private readonly tail: string,
+    /** Between rows; inside a row values are always separated by `, `. */
+    private readonly between = '), (',
+  ) {}
+
+  /** The statement of `values`, `width` of them per row, in row order. */
+  of(values: readonly unknown[]): Sql {
+    const rows = values.length / this.width;
+    let strings = this.pieces[rows];
+    if (strings === undefined) {
+      strings = [this.head];
+      for (let r = 0; r < rows; r++)
+        for (let c = 0; c < this.width; c++)
+          strings.push(c < this.width - 1 ? ', ' : r < rows - 1 ? this.between : this.tail);
+      this.pieces[rows] = strings;
+    }
+    return new Sql(strings, values);
+  }
 }
 
-/** `(v1, ...), (...)`: the rows of a `VALUES` list. */
-const valuesList = (rows: readonly (readonly unknown[])[]) => join(rows.map(tuple), ', ');
+/**
+ * How a database takes many rows of an INSERT fastest (default: a `VALUES` list), given each
+ * column's type and the rows' values, row after row. PostgreSQL's (../mirror/postgres.ts) binds
+ * one array per column: a page of rows is a few parameters to parse, not thousands.
+ */
+export type RowsSource = (types: readonly string[], values: readonly unknown[]) => Sql;
 
-/** `IN (...)` of `values` (never empty: callers skip an empty list). */
-const inList = (values: readonly unknown[]) => sql`IN ${tuple(values)}`;
+/** `into` (`INSERT INTO t (columns)`), its rows, then `tail` (an ON CONFLICT clause). */
+class InsertRows {
+  private readonly list: RowsShape;
+
+  constructor(
+    private readonly into: string,
+    private readonly types: readonly string[],
+    private readonly tail = '',
+  ) {
+    this.list = new RowsShape(`${into} VALUES (`, types.length, `)${tail}`);
+  }
+
+  /** The insert of `values`, row after row, from `source` when the database has one. */
+  of(values: readonly unknown[], source: RowsSource | undefined): Sql {
+    if (!source) return this.list.of(values);
+    return sql`${raw(this.into)} ${source(this.types, values)}${raw(this.tail)}`;
+  }
+}
+
+/** A column's type, by the field type of operator/fields.ts. */
+const COLUMN_TYPE: Record<FieldType, string> = {
+  id: 'text',
+  text: 'text',
+  date: 'text',
+  int: 'int8',
+  number: 'float8',
+  bool: 'bool',
+  textList: 'jsonb',
+};
+
+/** `IN (k, k, ...)`. */
+const IN_LIST = new RowsShape('IN (', 1, ')', ', ');
 
 /** The text of one mirror table's statements, built once per table. */
 interface TableText {
   t: string;
   k: string;
-  insertCols: string;
-  sets: string;
+  /** Values of one row written. */
+  width: number;
+  insert: InsertRows;
+  upsert: InsertRows;
   rowsOf: string;
   unseen: string;
 }
@@ -59,11 +121,22 @@ function tableText(def: TableDef): TableText {
     ...(def.custody ? ['_custody_ended_at = NULL'] : []),
     ...extra.map((c) => `${c} = excluded.${c}`),
   ];
+  const insertCols = [...cols, '_raw', '_hash', '_first_seen_at', '_last_seen_at', ...extra];
+  const into = `INSERT INTO ${t} (${insertCols.join(', ')})`;
+  const types = [
+    ...def.fields.map((f) => COLUMN_TYPE[f.type]),
+    'jsonb',
+    'text',
+    'timestamptz',
+    'timestamptz',
+    ...extra.map(() => 'int8'),
+  ];
   text = {
     t,
     k,
-    insertCols: [...cols, '_raw', '_hash', '_first_seen_at', '_last_seen_at', ...extra].join(', '),
-    sets: sets.join(', '),
+    width: insertCols.length,
+    insert: new InsertRows(into, types),
+    upsert: new InsertRows(into, types, ` ON CONFLICT (${k}) DO UPDATE SET ${sets.join(', ')}`),
     rowsOf: `SELECT m.${k} AS key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
         ${def.positioned ? 'm._position' : 'NULL'} AS position,
         ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, false AS seen
@@ -87,10 +160,10 @@ export interface LookupRow {
 /** The rows `keys` have (only those that exist) and, when tracked, the keys the scan saw. */
 export function lookupRows(def: TableDef, keys: readonly string[], trackSeen: boolean): Sql {
   const { rowsOf } = tableText(def);
-  const rows = sql`${raw(rowsOf)}${inList(keys)}`;
+  const rows = sql`${raw(rowsOf)}${IN_LIST.of(keys)}`;
   if (!trackSeen) return rows;
   return sql`${rows} UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
-    WHERE resource = ${def.table} AND record_id ${inList(keys)}`;
+    WHERE resource = ${def.table} AND record_id ${IN_LIST.of(keys)}`;
 }
 
 /**
@@ -98,22 +171,32 @@ export function lookupRows(def: TableDef, keys: readonly string[], trackSeen: bo
  * inserted without ON CONFLICT's speculative insertion, since the run's lock leaves no other
  * writer of the table.
  */
-export function upsertRows(def: TableDef, rows: readonly RowWrite[], at: string, existing: boolean): Sql {
-  const { t, k, insertCols, sets } = tableText(def);
-  const tuples = rows.map((r) => {
-    const values: Value[] = [...r.values, r.raw, r.hash, at, at];
-    if (def.positioned) values.push(r.position);
-    return values;
-  });
-  const conflict = existing ? ` ON CONFLICT (${k}) DO UPDATE SET ${sets}` : '';
-  return sql`INSERT INTO ${raw(t)} (${raw(insertCols)}) VALUES ${valuesList(tuples)}${raw(conflict)}`;
+export function upsertRows(
+  def: TableDef,
+  rows: readonly RowWrite[],
+  at: string,
+  existing: boolean,
+  source?: RowsSource,
+): Sql {
+  const { width, insert, upsert } = tableText(def);
+  const values: Value[] = new Array(rows.length * width);
+  let i = 0;
+  for (const r of rows) {
+    for (const v of r.values) values[i++] = v;
+    values[i++] = r.raw;
+    values[i++] = r.hash;
+    values[i++] = at;
+    values[i++] = at;
+    if (def.positioned) values[i++] = r.position;
+  }
+  return (existing ? upsert : insert).of(values, source);
 }
 
 /** Moves rows in the units log (same content, new position). */
 export function setPositions(def: TableDef, positions: readonly (readonly [string, number])[]): Sql {
   const { t, k } = tableText(def);
-  const tuples = positions.map(([key, at]) => [typed(key, 'text'), typed(at, 'int8')]);
-  return sql`UPDATE ${raw(t)} SET _position = v.column2 FROM (VALUES ${valuesList(tuples)}) AS v
+  const values = positions.flatMap(([key, at]) => [typed(key, 'text'), typed(at, 'int8')]);
+  return sql`UPDATE ${raw(t)} SET _position = v.column2 FROM (VALUES ${POSITIONS.of(values)}) AS v
     WHERE ${raw(t)}.${raw(k)} = v.column1`;
 }
 
@@ -154,10 +237,32 @@ export const endCustody = (def: TableDef, key: string, at: string) => {
 
 // --- bookkeeping ---
 
+const POSITIONS = new RowsShape('(', 2, ')');
+const SEEN = new InsertRows(
+  'INSERT INTO sync_seen (resource, record_id)',
+  ['text', 'text'],
+  ' ON CONFLICT DO NOTHING',
+);
+const QUARANTINE = new InsertRows('INSERT INTO quarantine (resource, record_id, run_id, reason, raw, at)', [
+  'text',
+  'text',
+  'int8',
+  'text',
+  'text',
+  'timestamptz',
+]);
+const CUSTODY_IDS = new InsertRows(
+  'INSERT INTO custody_ids (kind, id, source, added_at)',
+  ['text', 'text', 'text', 'timestamptz'],
+  ' ON CONFLICT DO NOTHING',
+);
+
 /** Records keys as seen by the scan (a key seen before stays as it is). */
-export const addSeen = (table: string, keys: readonly string[]) =>
-  sql`INSERT INTO sync_seen (resource, record_id) VALUES ${valuesList(keys.map((key) => [table, key]))}
-    ON CONFLICT DO NOTHING`;
+export const addSeen = (table: string, keys: readonly string[], source?: RowsSource) =>
+  SEEN.of(
+    keys.flatMap((key) => [table, key]),
+    source,
+  );
 
 export const clearSeen = (table: string) => sql`DELETE FROM sync_seen WHERE resource = ${table}`;
 
@@ -167,9 +272,12 @@ export const addQuarantine = (
   runId: number,
   at: string,
   rows: readonly { key: string | null; reason: string; raw: string }[],
+  source?: RowsSource,
 ) =>
-  sql`INSERT INTO quarantine (resource, record_id, run_id, reason, raw, at)
-    VALUES ${valuesList(rows.map((r) => [table, r.key, runId, r.reason, r.raw, at]))}`;
+  QUARANTINE.of(
+    rows.flatMap((r) => [table, r.key, runId, r.reason, r.raw, at]),
+    source,
+  );
 
 /** A `sync_checkpoints` row as read (times as ISO text on both stores). */
 export interface CheckpointRow {
@@ -246,9 +354,15 @@ export const tokenizationBodies = (wireSpelling: string) =>
     AND state IN ('accepted', 'approved')`;
 
 /** Adds custody ids at `at` (an id already there is left as it is). */
-export const addCustodyIds = (at: string, adds: readonly { kind: string; id: string; source: string }[]) =>
-  sql`INSERT INTO custody_ids (kind, id, source, added_at)
-    VALUES ${valuesList(adds.map((a) => [a.kind, a.id, a.source, at]))} ON CONFLICT DO NOTHING`;
+export const addCustodyIds = (
+  at: string,
+  adds: readonly { kind: string; id: string; source: string }[],
+  source?: RowsSource,
+) =>
+  CUSTODY_IDS.of(
+    adds.flatMap((a) => [a.kind, a.id, a.source, at]),
+    source,
+  );
 
 /** Ids of `kind` still in custody, with when they were added (the caller orders them). */
 export const activeCustodyIds = (kind: string) =>

@@ -6,6 +6,7 @@ import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
 import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
+import type { RowsSource } from './statements.js';
 import * as statements from './statements.js';
 import type { FetchedRecord, StoredState } from './writeDecision.js';
 
@@ -75,6 +76,8 @@ export interface MirrorDb {
   readonly heldRecords?: number;
   /** Whether text and JSON columns hold U+0000 (PostgreSQL's do not: such records are quarantined). */
   readonly holdsNul: boolean;
+  /** How it takes many rows of an INSERT fastest (default: a `VALUES` list). */
+  readonly rowsSource?: RowsSource;
   /**
    * Statements are prepared and kept per text (SQLite): multi-row statements come in
    * power-of-two sizes only, so a handful of texts serve every batch.
@@ -153,15 +156,16 @@ export function mirrorStore(
     for (const existing of [false, true]) {
       const some = rows.filter((r) => r.exists === existing);
       for (const group of groups(some, rowValues))
-        yield* run(statements.upsertRows(def, group, at, existing));
+        yield* run(statements.upsertRows(def, group, at, existing, db.rowsSource));
     }
     for (const group of groups([...plan.positions], 2)) yield* run(statements.setPositions(def, group));
     const quarantine = db.holdsNul
       ? plan.quarantine
       : // text cannot hold NUL; the excerpt of an unreadable body might.
         plan.quarantine.map((x) => ({ ...x, raw: x.raw.replaceAll('\0', '\\u0000') }));
-    for (const group of groups(quarantine, 6)) yield* run(statements.addQuarantine(name, runId, at, group));
-    for (const group of groups(plan.seen, 2)) yield* run(statements.addSeen(name, group));
+    for (const group of groups(quarantine, 6))
+      yield* run(statements.addQuarantine(name, runId, at, group, db.rowsSource));
+    for (const group of groups(plan.seen, 2)) yield* run(statements.addSeen(name, group, db.rowsSource));
   }
 
   /** Reads, decides and writes `records` (a part of a batch), adding what they did to `sum`. */
