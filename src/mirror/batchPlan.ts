@@ -3,7 +3,6 @@ import { UnreadableRecord } from '../operator/limits.js';
 import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/schemas.js';
 import type { WriteTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
-import type { BatchResult } from './store.js';
 import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';
 
 /**
@@ -14,6 +13,12 @@ import { contentHash, decideWrite, type FetchedRecord, type StoredState } from '
  * hashes to what its row holds was validated when that row was written, so it is not normalized
  * again (the re-sync fast path).
  */
+
+/** What a batch did: its tally by outcome, and each quarantined record (to log). */
+export interface BatchResult {
+  tally: WriteTally;
+  quarantined: { key: string | null; reason: string }[];
+}
 
 /** A mirror row to upsert: the last content the batch gave its key. */
 export interface RowWrite {

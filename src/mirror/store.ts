@@ -1,7 +1,7 @@
 import type { ChangeRow } from '../db/changes.js';
 import { all, appendFeed, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
-import { type BatchPlan, planBatch, prepare, validate } from './batchPlan.js';
+import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
 import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
@@ -20,12 +20,6 @@ export interface BatchWrite {
   checkpoint: Checkpoint | null;
   /** The run's counts before this batch; saved with the batch's tally added. */
   counts: RunCounts;
-}
-
-/** What a batch did: its tally by outcome, and each quarantined record (to log). */
-export interface BatchResult {
-  tally: WriteTally;
-  quarantined: { key: string | null; reason: string }[];
 }
 
 /** The end of a full scan: tombstones as the verdict allows, then the idle checkpoint. */
