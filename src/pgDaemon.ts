@@ -16,7 +16,7 @@ import { ScriptInboxStore } from './inbox/inboxStore.js';
 import { createWebhookComponent } from './inbox/listener.js';
 import { newLeaseOwner } from './leaseOwner.js';
 import type { Logger } from './log.js';
-import { interruptOrphanedRuns, pgBackend } from './mirror/pg/pgBackend.js';
+import { interruptOrphanedRuns, pgBackend } from './mirror/postgres.js';
 import { createMirrorComponent } from './mirror/scheduler.js';
 import { type ReplicaPresence, startReplicaPresence } from './operations/pgPresence.js';
 import { PgOperationsStore } from './operations/pgStore.js';

@@ -5,7 +5,7 @@ import { pgApplicationName } from '../db/pgConfig.js';
 import { errorMessage } from '../errors.js';
 import { instanceName } from '../health/identity.js';
 import { noopMetrics } from '../metrics.js';
-import { pgBackend } from '../mirror/pg/pgBackend.js';
+import { pgBackend } from '../mirror/postgres.js';
 import { syncLogger } from './logAboveBars.js';
 import { parseTargets, runSyncCommand } from './sync.js';
 
