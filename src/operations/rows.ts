@@ -1,4 +1,5 @@
 import type { outbox, outboxAttempts } from '../db/schema/outbox.js';
+import { join, raw, type Sql, sql } from '../store/sql.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
@@ -8,40 +9,31 @@ export type OperationRow = typeof outbox.$inferSelect;
 export type AttemptRow = typeof outboxAttempts.$inferSelect;
 
 /**
- * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`
- * compares instants. Guards read `@now` and `@owner`.
+ * What the guards compare against: a bound value (one row's move) or a column of a batch's rows
+ * (`s.now`, PostgreSQL's multi-row settle). Times compare as instants on both stores: ISO text
+ * that sorts as text on SQLite, `timestamptz` on PostgreSQL.
  */
-const GUARD_SQL: Record<Guard, (p: GuardParams) => string> = {
-  due: (p) => `next_attempt_at <= ${p.now}`,
-  'lease-expired': (p) => `lease_until < ${p.now}`,
-  'own-lease': (p) => `lease_owner = ${p.owner}`,
-};
-
-/**
- * How the guards name their parameters: better-sqlite3's `@now`/`@owner` by default; the
- * PostgreSQL store passes `$n::timestamptz` / `$n` (same conditions, other dialect).
- */
-export interface GuardParams {
-  now: string;
-  owner: string;
+export interface GuardValues {
+  now: Sql;
+  owner: Sql;
 }
 
-const SQLITE_PARAMS: GuardParams = { now: '@now', owner: '@owner' };
+const GUARD_SQL: Record<Guard, (v: GuardValues, alias: Sql) => Sql> = {
+  due: (v, a) => sql`${a}next_attempt_at <= ${v.now}`,
+  'lease-expired': (v, a) => sql`${a}lease_until < ${v.now}`,
+  'own-lease': (v, a) => sql`${a}lease_owner = ${v.owner}`,
+};
 
 /** A guard as SQL over a row (optionally through a table alias such as `o.`). */
-export function guardSql(guard: Guard, alias = '', params: GuardParams = SQLITE_PARAMS): string {
-  return `${alias}${GUARD_SQL[guard](params)}`;
+export function guardSql(guard: Guard, values: GuardValues, alias = ''): Sql {
+  return GUARD_SQL[guard](values, raw(alias));
 }
 
 /** The condition under which `event` applies to a row, derived from the transition table. */
-export function eventAppliesSql(
-  event: OperationEvent,
-  alias = '',
-  params: GuardParams = SQLITE_PARAMS,
-): string {
+export function eventAppliesSql(event: OperationEvent, values: GuardValues, alias = ''): Sql {
   const terms = fromStates(event).map(({ from, when }) => {
-    const state = `${alias}state = '${from}'`;
-    return when ? `(${state} AND ${guardSql(when, alias, params)})` : `(${state})`;
+    const state = raw(`${alias}state = '${from}'`);
+    return when ? sql`(${state} AND ${guardSql(when, values, alias)})` : sql`(${state})`;
   });
-  return `(${terms.join(' OR ')})`;
+  return sql`(${join(terms, ' OR ')})`;
 }

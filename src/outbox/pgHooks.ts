@@ -5,7 +5,7 @@ import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
-import type { ScrubbedTexts } from '../operations/store.js';
+import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
 import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';

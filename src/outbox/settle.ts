@@ -7,8 +7,7 @@ import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
-import type { AttemptRecord, Claim, SettleStep } from '../operations/store.js';
-import type { OperationsStore } from '../operations/storeSeam.js';
+import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 

@@ -1,0 +1,417 @@
+import { all, first, run, type Script } from '../store/script.js';
+import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
+import type { StateChange, StateChangeSink } from './effects.js';
+import { eventAppliesSql, type GuardValues, guardSql, type OperationRow } from './rows.js';
+import { stateChanged } from './stateChanged.js';
+import { fromStates, type OperationState } from './states.js';
+import type {
+  AttemptRecord,
+  Claim,
+  ClaimParams,
+  DecisionRecord,
+  NewOperation,
+  ScrubbedTexts,
+  SettleStep,
+} from './storeSeam.js';
+
+/**
+ * Every statement that changes an `outbox` or `outbox_attempts` row, written once for both stores
+ * (store/sql.ts renders them per dialect), and nothing else writes those tables. Each `WHERE state
+ * ...` is derived from the transition table (states.ts), so the compare-and-swap refuses whatever
+ * the table refuses, even against another process; every state change passes through
+ * stateChanged.ts in the transaction that makes it. Scripts (store/script.ts): the SQLite adapter
+ * drives them synchronously inside its group commit, the PostgreSQL one with awaits.
+ */
+
+/** The outbox row as `OperationRow`, in the table's order (camelCase columns quoted: PostgreSQL folds the rest). */
+export function operationColumns(alias = ''): Sql {
+  return raw(
+    [
+      'id',
+      '"marketplaceTransactionRef"',
+      '"operationType"',
+      'order_key',
+      'body',
+      'body_hash',
+      'state',
+      'attempts',
+      'next_attempt_at',
+      'lease_owner',
+      'lease_until',
+      'last_error',
+      'last_status',
+      'response',
+      'decision_reason',
+      'created_at',
+      'updated_at',
+      'accepted_at',
+      'decided_at',
+      'finished_at',
+      'scrubbed_at',
+      'retried_at',
+    ]
+      .map((column) => alias + column)
+      .join(', '),
+  );
+}
+
+/**
+ * How long a release (or a settle, pgGroup.ts) waits for a row another transaction holds, where
+ * processes share the store (ms). Concurrent claims hold rows for a moment, which a wait this long
+ * outlasts; a transaction left idle after updating outbox rows must not hold the dispatcher.
+ */
+export const ROW_LOCK_TIMEOUT_MS = 200;
+
+const CLEAR_LEASE = raw('lease_owner = NULL, lease_until = NULL');
+
+/** The guards' values of one row's move. */
+const bound = (now: string, owner: string | null = null): GuardValues => ({
+  now: sql`${typed(now, 'timestamptz')}`,
+  owner: sql`${owner}`,
+});
+
+/** A guarded UPDATE of one row: `set` applies where the transition table lets `event` move it. */
+const moveRow = (id: number, event: Parameters<typeof eventAppliesSql>[0], set: Sql, guard: GuardValues) =>
+  sql`UPDATE outbox SET ${set} WHERE id = ${id} AND ${eventAppliesSql(event, guard)}`;
+
+/** One guarded move and its state change (none: a move with no change of state), in one script. */
+function* moved(
+  statement: Sql,
+  change: StateChange | null,
+  sink: StateChangeSink | undefined,
+): Script<boolean> {
+  const { rowCount } = yield* run(statement);
+  if (rowCount === 0) return false;
+  if (change) yield* stateChanged([change], sink);
+  return true;
+}
+
+/** Rows per INSERT statement: well under either store's bound on a statement's values. */
+const INSERT_BATCH = 500;
+
+/**
+ * Queues new operations; a ref already queued is left as it is and not returned. Where processes
+ * share the store, each order key's transaction lock is taken first, so ids of one key are handed
+ * out in commit order (a claimer must never see a newer row of a key committed while an older one
+ * is in flight: see pgStore.ts).
+ */
+export function* insertOperations(
+  ops: readonly NewOperation[],
+  nowIso: string,
+  sink: StateChangeSink | undefined,
+): Script<OperationRow[]> {
+  const keys = [...new Set(ops.flatMap((o) => (o.orderKey === null ? [] : [o.orderKey])))].sort();
+  if (keys.length > 0)
+    yield* run(
+      whenShared(
+        sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (VALUES ${join(
+          keys.map((k) => sql`(${typed(k, 'text')})`),
+          ', ',
+        )}) AS keys(k) ORDER BY k`,
+      ),
+    );
+  const now = typed(nowIso, 'timestamptz');
+  const rows: OperationRow[] = [];
+  for (let i = 0; i < ops.length; i += INSERT_BATCH) {
+    const values = ops
+      .slice(i, i + INSERT_BATCH)
+      .map(
+        (o) =>
+          sql`(${o.ref}, ${o.operationType}, ${o.orderKey}, ${o.body}, ${o.hash}, 'queued', 0, ${now}, ${now}, ${now})`,
+      );
+    rows.push(
+      ...(yield* all<OperationRow>(sql`
+        INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state, attempts,
+                            next_attempt_at, created_at, updated_at)
+        VALUES ${join(values, ', ')}
+        ON CONFLICT ("marketplaceTransactionRef") DO NOTHING
+        RETURNING ${operationColumns()}`)),
+    );
+  }
+  rows.sort((a, b) => a.id - b.id);
+  const changes = rows.map(
+    (r): StateChange => ({ ref: r.marketplaceTransactionRef, from: null, to: 'queued', at: nowIso }),
+  );
+  yield* stateChanged(changes, sink);
+  return rows;
+}
+
+/** What a claim sets: the lease, one attempt more. */
+const claimSet = (p: ClaimParams) =>
+  sql`state = 'sending', lease_owner = ${p.owner}, lease_until = ${typed(p.leaseUntil, 'timestamptz')},
+    attempts = attempts + 1, updated_at = ${typed(p.now, 'timestamptz')}`;
+
+/** Claimable: no older row of the same order key is unsettled. */
+const READY = raw(`(o.order_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM outbox p
+      WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')))`);
+
+/**
+ * Claims up to `limit` claimable rows for a store one process owns (SQLite): one SELECT per
+ * from-state, each walking outbox_state_id_idx in id order and stopping at the limit (a single OR
+ * over both states made SQLite sort every due row on every claim), then a compare-and-swap UPDATE
+ * per id. Split rather than one UPDATE ... FROM candidates: that form cost ~150 us per claim against
+ * ~85 us split, and a claim runs once per sent row. `INDEXED BY` is SQLite's: where processes share
+ * the store the claim is {@link claimShared}.
+ */
+function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
+  const guard = bound(p.now, p.owner);
+  const found: Array<{ id: number; from: OperationState }> = [];
+  for (const { from, when } of fromStates('claim')) {
+    const due = when ? sql` AND ${guardSql(when, guard, 'o.')}` : raw('');
+    const ids = yield* all<{ id: number }>(sql`
+      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+      WHERE o.state = ${raw(`'${from}'`)}${due} AND ${READY}
+      ORDER BY o.id LIMIT ${p.limit}`);
+    for (const { id } of ids) found.push({ id, from });
+  }
+  found.sort((a, b) => a.id - b.id);
+  const rows: OperationRow[] = [];
+  const changes: StateChange[] = [];
+  for (const { id, from } of found.slice(0, p.limit)) {
+    const row = yield* first<OperationRow>(
+      sql`${moveRow(id, 'claim', claimSet(p), guard)} RETURNING ${operationColumns()}`,
+    );
+    if (!row) continue;
+    rows.push(row);
+    changes.push({ ref: row.marketplaceTransactionRef, from, to: 'sending', at: p.now });
+  }
+  yield* stateChanged(changes, sink);
+  return rows;
+}
+
+/** A row the shared claim took, with the state it left. */
+export type ClaimedRow = OperationRow & { from_state: OperationState };
+
+/**
+ * The claim where several processes share the store (PostgreSQL), as ONE statement: per from-state
+ * a branch walking the `(state, id)` index in order and locking up to `limit` rows SKIP LOCKED,
+ * then the `limit` oldest of them, then the guarded UPDATE. One scan in id order with the guards'
+ * OR as a filter steps over every settled row before the first queued one, so a claim's cost grew
+ * with the outbox's history. The state is a range (`BETWEEN s AND s`) and the order `(state, id)`
+ * on purpose: with `=` the planner may still walk the primary key. A branch's rows that miss the
+ * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
+ * take two rows of one key: pgStore.ts.
+ */
+export function claimShared(p: ClaimParams): Sql {
+  const guard = bound(p.now, p.owner);
+  const branches = fromStates('claim').map(({ from, when }, i) => {
+    const due = when ? sql` AND ${guardSql(when, guard, 'o.')}` : raw('');
+    return sql`${raw(`from_${i}`)} AS (
+      SELECT o.id, o.state AS from_state FROM outbox o
+      WHERE o.state BETWEEN ${raw(`'${from}' AND '${from}'`)}${due} AND ${READY}
+      ORDER BY o.state, o.id LIMIT ${p.limit}
+      FOR UPDATE SKIP LOCKED)`;
+  });
+  const union = raw(branches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL '));
+  return sql`
+    WITH ${join(branches, ',\n')},
+    candidates AS (SELECT id, from_state FROM (${union}) AS b ORDER BY id LIMIT ${p.limit})
+    UPDATE outbox SET ${claimSet(p)}
+    FROM candidates c
+    WHERE outbox.id = c.id AND ${eventAppliesSql('claim', guard, 'outbox.')}
+    RETURNING ${operationColumns('outbox.')}, c.from_state`;
+}
+
+/** The state changes of rows a shared claim took, at `now`. */
+export function claimChanges(rows: readonly ClaimedRow[], now: string): StateChange[] {
+  return rows.map((r) => ({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now }));
+}
+
+/** Claims by the form the store calls for (see {@link claimOneByOne}, {@link claimShared}). */
+export function* claimOperations(
+  given: ClaimParams | (() => ClaimParams),
+  sink: StateChangeSink | undefined,
+  shared: boolean,
+): Script<OperationRow[]> {
+  // Taken now, inside the transaction: it may have waited for a lock or a connection.
+  const p = typeof given === 'function' ? given() : given;
+  if (!shared) return yield* claimOneByOne(p, sink);
+  const rows = (yield* all<ClaimedRow>(claimShared(p))).sort((a, b) => a.id - b.id);
+  yield* stateChanged(claimChanges(rows, p.now), sink);
+  return rows.map(({ from_state: _, ...row }) => row);
+}
+
+/** The event each settle step is. */
+export const SETTLE_EVENT = { accepted: 'accept', failed: 'fail', queued: 'requeue' } as const;
+
+/** A settle's values, bound (one row) or columns of a batch (`s.text`). */
+export interface SettleValues {
+  now: Sql;
+  /** The accepted step's response, else the error. */
+  text: Sql;
+  status: Sql;
+  next: Sql;
+  /** 1 when the attempt is not counted, else 0. */
+  refund: Sql;
+}
+
+/** What a settle step sets, the lease cleared. */
+export function settleSet(to: SettleStep['to'], v: SettleValues): Sql {
+  const set =
+    to === 'accepted'
+      ? sql`state = 'accepted', response = ${v.text}, last_status = ${v.status}, last_error = NULL, accepted_at = ${v.now}`
+      : to === 'failed'
+        ? sql`state = 'failed', last_error = ${v.text}, last_status = ${v.status}, finished_at = ${v.now}`
+        : sql`state = 'queued', next_attempt_at = ${v.next}, last_error = ${v.text}, last_status = ${v.status},
+            attempts = ${greatest(raw('0'), sql`attempts - ${v.refund}`)}`;
+  return sql`${set}, updated_at = ${v.now}, ${CLEAR_LEASE}`;
+}
+
+/** A settle step's values, one row's. */
+export function settleValues(step: SettleStep, nowIso: string): SettleValues {
+  return {
+    now: sql`${typed(nowIso, 'timestamptz')}`,
+    text: sql`${step.to === 'accepted' ? step.response : step.error}`,
+    status: sql`${step.status}`,
+    next: sql`${step.to === 'queued' ? typed(step.nextAttemptAt, 'timestamptz') : null}`,
+    refund: sql`${typed(step.to === 'queued' && step.refund ? 1 : 0, 'int4')}`,
+  };
+}
+
+/**
+ * Logs the attempt and moves its row to `step`, if `claim.owner` still holds the lease; false
+ * when it does not (another claimant took the row over and settles it).
+ */
+export function* settleAttempt(
+  claim: Claim,
+  attempt: AttemptRecord,
+  step: SettleStep,
+  sink: StateChangeSink | undefined,
+): Script<boolean> {
+  yield* run(sql`
+    INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
+    VALUES (${claim.id}, ${attempt.startedAt}, ${attempt.durationMs}, ${attempt.statusCode}, ${attempt.error})`);
+  const statement = moveRow(
+    claim.id,
+    SETTLE_EVENT[step.to],
+    settleSet(step.to, settleValues(step, claim.now)),
+    bound(claim.now, claim.owner),
+  );
+  return yield* moved(statement, { ref: claim.ref, from: 'sending', to: step.to, at: claim.now }, sink);
+}
+
+/** Back to the queue as it was before the claim: the attempt that never got an answer does not count. */
+const releaseSet = (nowIso: string) =>
+  sql`state = 'queued', attempts = ${greatest(raw('0'), raw('attempts - 1'))}, updated_at = ${typed(nowIso, 'timestamptz')}, ${CLEAR_LEASE}`;
+
+/** Hands a claimed row back unsent (attempt not counted); false when the lease was lost meanwhile. */
+export function* releaseClaim(claim: Claim, sink: StateChangeSink | undefined): Script<boolean> {
+  // A row another process holds fails fast: its lease runs out and it is claimed again.
+  yield* run(whenShared(raw(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`)));
+  const statement = moveRow(claim.id, 'release', releaseSet(claim.now), bound(claim.now, claim.owner));
+  const done = yield* moved(
+    statement,
+    { ref: claim.ref, from: 'sending', to: 'queued', at: claim.now },
+    sink,
+  );
+  yield* run(whenShared(raw('SET LOCAL lock_timeout TO DEFAULT')));
+  return done;
+}
+
+/**
+ * Hands back the claimed rows of `owner` (null: every claim, whoever holds it), attempt not
+ * counted: only for claimants known dead (the daemon owning a SQLite file at start-up; a replica
+ * whose liveness lock is free). Returns the rows released, by id.
+ */
+export function* releaseOwnedBy(
+  owner: string | null,
+  nowIso: string,
+  sink: StateChangeSink | undefined,
+): Script<Array<{ id: number; ref: string }>> {
+  const whose = owner === null ? raw('') : sql` AND lease_owner = ${owner}`;
+  const rows = yield* all<{ id: number; ref: string }>(
+    sql`UPDATE outbox SET ${releaseSet(nowIso)} WHERE state = 'sending'${whose}
+        RETURNING id, "marketplaceTransactionRef" AS ref`,
+  );
+  rows.sort((a, b) => a.id - b.id);
+  yield* stateChanged(
+    rows.map((r) => ({ ref: r.ref, from: 'sending', to: 'queued', at: nowIso })),
+    sink,
+  );
+  return rows;
+}
+
+/** The operator's decision on an accepted row; false when the row is not accepted (nothing changes). */
+export function decide(d: DecisionRecord, sink: StateChangeSink | undefined): Script<boolean> {
+  const now = typed(d.now, 'timestamptz');
+  // approve and reject leave the same state; the table says which.
+  const set = sql`state = ${d.decision}, decision_reason = ${d.reason}, decided_at = ${now}, finished_at = ${now}, updated_at = ${now}`;
+  return moved(
+    moveRow(d.id, 'approve', set, bound(d.now)),
+    { ref: d.ref, from: 'accepted', to: d.decision, at: d.now },
+    sink,
+  );
+}
+
+/** A failed row back to the queue, attempts reset, its age counted from now; false unless it was failed. */
+export function retryFailed(
+  op: { id: number; ref: string },
+  nowIso: string,
+  sink: StateChangeSink | undefined,
+): Script<boolean> {
+  const now = typed(nowIso, 'timestamptz');
+  const set = sql`state = 'queued', attempts = 0, next_attempt_at = ${now}, retried_at = ${now}, finished_at = NULL, updated_at = ${now}`;
+  return moved(
+    moveRow(op.id, 'retry', set, bound(nowIso)),
+    { ref: op.ref, from: 'failed', to: 'queued', at: nowIso },
+    sink,
+  );
+}
+
+/** A queued row waiting out its backoff made due now (no state change); false unless it was queued. */
+export function expedite(id: number, nowIso: string): Script<boolean> {
+  const now = typed(nowIso, 'timestamptz');
+  return moved(
+    moveRow(id, 'expedite', sql`next_attempt_at = ${now}, updated_at = ${now}`, bound(nowIso)),
+    null,
+    undefined,
+  );
+}
+
+/**
+ * Cancels a row the operator has not accepted (queued, failed, or sending under a dead lease);
+ * false when the table refuses it in its current state. `from` is the state the caller read.
+ */
+export function cancelOperation(
+  op: { id: number; ref: string; from: OperationState },
+  nowIso: string,
+  sink: StateChangeSink | undefined,
+): Script<boolean> {
+  const now = typed(nowIso, 'timestamptz');
+  const set = sql`state = 'cancelled', finished_at = ${now}, updated_at = ${now}, ${CLEAR_LEASE}`;
+  return moved(
+    moveRow(op.id, 'cancel', set, bound(nowIso)),
+    { ref: op.ref, from: op.from, to: 'cancelled', at: nowIso },
+    sink,
+  );
+}
+
+/**
+ * Stores the scrubbed texts of a batch of rows and stamps `scrubbed_at` (no state change), one
+ * statement for the rows and one for their attempts' errors; returns how many rows changed.
+ */
+export function* scrubOperations(rows: readonly ScrubbedTexts[], nowIso: string): Script<number> {
+  if (rows.length === 0) return 0;
+  const now = typed(nowIso, 'timestamptz');
+  const texts = rows.map(
+    (r) =>
+      sql`(${typed(r.id, 'int8')}, ${typed(r.body, 'text')}, ${typed(r.response, 'text')}, ${typed(r.lastError, 'text')}, ${typed(r.decisionReason, 'text')})`,
+  );
+  const { rowCount } = yield* run(sql`
+    WITH s(id, body, response, last_error, decision_reason) AS (VALUES ${join(texts, ', ')})
+    UPDATE outbox SET body = s.body, response = s.response, last_error = s.last_error,
+      decision_reason = s.decision_reason, scrubbed_at = ${now}, updated_at = ${now}
+    FROM s WHERE outbox.id = s.id AND outbox.scrubbed_at IS NULL`);
+  const errors = rows
+    .flatMap((r) => r.attemptErrors)
+    .map((a) => sql`(${typed(a.id, 'int8')}, ${typed(a.error, 'text')})`);
+  if (errors.length > 0)
+    yield* run(sql`
+      WITH s(id, error) AS (VALUES ${join(errors, ', ')})
+      UPDATE outbox_attempts SET error = s.error FROM s WHERE outbox_attempts.id = s.id`);
+  return rowCount;
+}
+
+/** The earliest time a queued row becomes due (ISO), or null. */
+export const NEXT_DUE_AT = sql`SELECT MIN(next_attempt_at) AS at FROM outbox WHERE state = 'queued'`;
