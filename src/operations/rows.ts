@@ -29,11 +29,23 @@ export function guardSql(guard: Guard, values: GuardValues, alias = ''): Sql {
   return GUARD_SQL[guard](values, raw(alias));
 }
 
+/** Per event and alias, the table's from-states as SQL (`(state = 'queued'`), built once: claims and settles run per row. */
+const fromTerms = new Map<string, ReadonlyArray<{ state: Sql; when: Guard | undefined }>>();
+
+function termsOf(event: OperationEvent, alias: string) {
+  const key = `${event} ${alias}`;
+  let terms = fromTerms.get(key);
+  if (terms === undefined) {
+    terms = fromStates(event).map(({ from, when }) => ({ state: raw(`(${alias}state = '${from}'`), when }));
+    fromTerms.set(key, terms);
+  }
+  return terms;
+}
+
 /** The condition under which `event` applies to a row, derived from the transition table. */
 export function eventAppliesSql(event: OperationEvent, values: GuardValues, alias = ''): Sql {
-  const terms = fromStates(event).map(({ from, when }) => {
-    const state = raw(`${alias}state = '${from}'`);
-    return when ? sql`(${state} AND ${guardSql(when, values, alias)})` : sql`(${state})`;
-  });
+  const terms = termsOf(event, alias).map(({ state, when }) =>
+    when ? sql`${state} AND ${guardSql(when, values, alias)})` : sql`${state})`,
+  );
   return sql`(${join(terms, ' OR ')})`;
 }

@@ -23,37 +23,35 @@ import type {
  * drives them synchronously inside its group commit, the PostgreSQL one with awaits.
  */
 
-/** The outbox row as `OperationRow`, in the table's order (camelCase columns quoted: PostgreSQL folds the rest). */
-export function operationColumns(alias = ''): Sql {
-  return raw(
-    [
-      'id',
-      '"marketplaceTransactionRef"',
-      '"operationType"',
-      'order_key',
-      'body',
-      'body_hash',
-      'state',
-      'attempts',
-      'next_attempt_at',
-      'lease_owner',
-      'lease_until',
-      'last_error',
-      'last_status',
-      'response',
-      'decision_reason',
-      'created_at',
-      'updated_at',
-      'accepted_at',
-      'decided_at',
-      'finished_at',
-      'scrubbed_at',
-      'retried_at',
-    ]
-      .map((column) => alias + column)
-      .join(', '),
-  );
-}
+/** The outbox's columns in the table's order (`OperationRow`; camelCase ones quoted: PostgreSQL folds the rest). */
+const OPERATION_COLUMNS = [
+  'id',
+  '"marketplaceTransactionRef"',
+  '"operationType"',
+  'order_key',
+  'body',
+  'body_hash',
+  'state',
+  'attempts',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'last_error',
+  'last_status',
+  'response',
+  'decision_reason',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+];
+
+/** The row as `OperationRow`, bare (`RETURNING` of one table) or through `outbox.` (beside a join). */
+const ROW = raw(OPERATION_COLUMNS.join(', '));
+const OUTBOX_ROW = raw(OPERATION_COLUMNS.map((c) => `outbox.${c}`).join(', '));
 
 /**
  * How long a release (or a settle, pgGroup.ts) waits for a row another transaction holds, where
@@ -125,7 +123,7 @@ export function* insertOperations(
                             next_attempt_at, created_at, updated_at)
         VALUES ${join(values, ', ')}
         ON CONFLICT ("marketplaceTransactionRef") DO NOTHING
-        RETURNING ${operationColumns()}`)),
+        RETURNING ${ROW}`)),
     );
   }
   rows.sort((a, b) => a.id - b.id);
@@ -169,9 +167,7 @@ function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Scri
   const rows: OperationRow[] = [];
   const changes: StateChange[] = [];
   for (const { id, from } of found.slice(0, p.limit)) {
-    const row = yield* first<OperationRow>(
-      sql`${moveRow(id, 'claim', claimSet(p), guard)} RETURNING ${operationColumns()}`,
-    );
+    const row = yield* first<OperationRow>(sql`${moveRow(id, 'claim', claimSet(p), guard)} RETURNING ${ROW}`);
     if (!row) continue;
     rows.push(row);
     changes.push({ ref: row.marketplaceTransactionRef, from, to: 'sending', at: p.now });
@@ -210,7 +206,7 @@ export function claimShared(p: ClaimParams): Sql {
     UPDATE outbox SET ${claimSet(p)}
     FROM candidates c
     WHERE outbox.id = c.id AND ${eventAppliesSql('claim', guard, 'outbox.')}
-    RETURNING ${operationColumns('outbox.')}, c.from_state`;
+    RETURNING ${OUTBOX_ROW}, c.from_state`;
 }
 
 /** The state changes of rows a shared claim took, at `now`. */
