@@ -2,8 +2,7 @@ import type { Sqlite } from '../db/open.js';
 import { driveSqlite } from '../store/sqliteScripts.js';
 import { stateChangeSinkOf } from './effects.js';
 import type { OperationRow } from './rows.js';
-import type { OperationState } from './states.js';
-import type { ClaimParams, DecisionRecord, NewOperation, ScrubbedTexts } from './storeSeam.js';
+import type { DecisionRecord, NewOperation, ScrubbedTexts } from './storeSeam.js';
 import * as transitions from './transitions.js';
 
 /**
@@ -18,11 +17,6 @@ export function insertOperation(sqlite: Sqlite, op: NewOperation, nowIso: string
   return driveSqlite(sqlite, transitions.insertOperations([op], nowIso, stateChangeSinkOf(sqlite)))[0];
 }
 
-/** Claims up to `limit` claimable rows (transitions.ts); run it inside a transaction. */
-export function claimOperations(sqlite: Sqlite, params: ClaimParams): OperationRow[] {
-  return driveSqlite(sqlite, transitions.claimOperations(params, stateChangeSinkOf(sqlite), false));
-}
-
 /**
  * Hands back every claimed row, whoever claimed it (attempt not counted, lease cleared): only for
  * a process that knows every claimant is dead (the daemon that owns a SQLite file, at start-up).
@@ -34,15 +28,6 @@ export function releaseAllClaims(sqlite: Sqlite, nowIso: string): Array<{ id: nu
 /** The operator's decision on an accepted row; false when the row is not accepted (nothing changes). */
 export function recordDecision(sqlite: Sqlite, d: DecisionRecord): boolean {
   return driveSqlite(sqlite, transitions.decide(d, stateChangeSinkOf(sqlite)));
-}
-
-/** Cancels a row the table lets go (see transitions.ts); `from` is the state the caller read. */
-export function cancelOperation(
-  sqlite: Sqlite,
-  op: { id: number; ref: string; from: OperationState },
-  nowIso: string,
-): boolean {
-  return driveSqlite(sqlite, transitions.cancelOperation(op, nowIso, stateChangeSinkOf(sqlite)));
 }
 
 /** Stores the scrubbed texts of a batch of rows and stamps `scrubbed_at`; returns how many rows changed. */

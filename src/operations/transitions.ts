@@ -24,30 +24,10 @@ import type {
  */
 
 /** The outbox's columns in the table's order (`OperationRow`; camelCase ones quoted: PostgreSQL folds the rest). */
-const OPERATION_COLUMNS = [
-  'id',
-  '"marketplaceTransactionRef"',
-  '"operationType"',
-  'order_key',
-  'body',
-  'body_hash',
-  'state',
-  'attempts',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_until',
-  'last_error',
-  'last_status',
-  'response',
-  'decision_reason',
-  'created_at',
-  'updated_at',
-  'accepted_at',
-  'decided_at',
-  'finished_at',
-  'scrubbed_at',
-  'retried_at',
-];
+export const OPERATION_COLUMNS =
+  `id, "marketplaceTransactionRef", "operationType", order_key, body, body_hash, state, attempts,
+  next_attempt_at, lease_owner, lease_until, last_error, last_status, response, decision_reason, created_at,
+  updated_at, accepted_at, decided_at, finished_at, scrubbed_at, retried_at`.split(/,\s*/);
 
 /** The row as `OperationRow`, bare (`RETURNING` of one table) or through `outbox.` (beside a join). */
 const ROW = raw(OPERATION_COLUMNS.join(', '));
