@@ -2,6 +2,7 @@ import { all, first, run, type Script } from '../store/script.js';
 import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import { eventAppliesSql, type GuardValues, guardSql, type OperationRow } from './rows.js';
+import { shaped } from './shaped.js';
 import { stateChanged } from './stateChanged.js';
 import { fromStates, type OperationState } from './states.js';
 import type {
@@ -43,13 +44,13 @@ export const ROW_LOCK_TIMEOUT_MS = 200;
 const CLEAR_LEASE = raw('lease_owner = NULL, lease_until = NULL');
 
 /** The guards' values of one row's move. */
-const bound = (now: string, owner: string | null = null): GuardValues => ({
+const bound = (now: unknown, owner: unknown = null): GuardValues => ({
   now: sql`${typed(now, 'timestamptz')}`,
   owner: sql`${owner}`,
 });
 
 /** A guarded UPDATE of one row: `set` applies where the transition table lets `event` move it. */
-const moveRow = (id: number, event: Parameters<typeof eventAppliesSql>[0], set: Sql, guard: GuardValues) =>
+const moveRow = (id: unknown, event: Parameters<typeof eventAppliesSql>[0], set: Sql, guard: GuardValues) =>
   sql`UPDATE outbox SET ${set} WHERE id = ${id} AND ${eventAppliesSql(event, guard)}`;
 
 /** One guarded move and its state change (none: a move with no change of state), in one script. */
@@ -115,7 +116,7 @@ export function* insertOperations(
 }
 
 /** What a claim sets: the lease, one attempt more. */
-const claimSet = (p: ClaimParams) =>
+const claimSet = (p: Readonly<Record<'owner' | 'now' | 'leaseUntil', unknown>>) =>
   sql`state = 'sending', lease_owner = ${p.owner}, lease_until = ${typed(p.leaseUntil, 'timestamptz')},
     attempts = attempts + 1, updated_at = ${typed(p.now, 'timestamptz')}`;
 
@@ -133,21 +134,15 @@ const READY = raw(`(o.order_key IS NULL OR NOT EXISTS (
  * the store the claim is {@link claimShared}.
  */
 function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
-  const guard = bound(p.now, p.owner);
   const found: Array<{ id: number; from: OperationState }> = [];
-  for (const { from, when } of fromStates('claim')) {
-    const due = when ? sql` AND ${guardSql(when, guard, 'o.')}` : raw('');
-    const ids = yield* all<{ id: number }>(sql`
-      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
-      WHERE o.state = ${raw(`'${from}'`)}${due} AND ${READY}
-      ORDER BY o.id LIMIT ${p.limit}`);
-    for (const { id } of ids) found.push({ id, from });
+  for (const { from, select } of CLAIM_CANDIDATES) {
+    for (const { id } of yield* all<{ id: number }>(select(p))) found.push({ id, from });
   }
   found.sort((a, b) => a.id - b.id);
   const rows: OperationRow[] = [];
   const changes: StateChange[] = [];
   for (const { id, from } of found.slice(0, p.limit)) {
-    const row = yield* first<OperationRow>(sql`${moveRow(id, 'claim', claimSet(p), guard)} RETURNING ${ROW}`);
+    const row = yield* first<OperationRow>(CLAIM_ROW({ ...p, id }));
     if (!row) continue;
     rows.push(row);
     changes.push({ ref: row.marketplaceTransactionRef, from, to: 'sending', at: p.now });
@@ -155,6 +150,23 @@ function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Scri
   yield* stateChanged(changes, sink);
   return rows;
 }
+
+/** {@link claimOneByOne}'s candidates per from-state, the oldest `limit` claimable rows of each. */
+const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => ({
+  from,
+  select: shaped<'now' | 'limit'>((v) => {
+    const due = when ? sql` AND ${guardSql(when, bound(v.now), 'o.')}` : raw('');
+    return sql`
+      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+      WHERE o.state = ${raw(`'${from}'`)}${due} AND ${READY}
+      ORDER BY o.id LIMIT ${v.limit}`;
+  }),
+}));
+
+/** {@link claimOneByOne}'s compare-and-swap of one candidate. */
+const CLAIM_ROW = shaped<'id' | 'owner' | 'now' | 'leaseUntil'>(
+  (v) => sql`${moveRow(v.id, 'claim', claimSet(v), bound(v.now, v.owner))} RETURNING ${ROW}`,
+);
 
 /** A row the shared claim took, with the state it left. */
 export type ClaimedRow = OperationRow & { from_state: OperationState };
@@ -169,7 +181,7 @@ export type ClaimedRow = OperationRow & { from_state: OperationState };
  * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
  * take two rows of one key: pgStore.ts.
  */
-export function claimShared(p: ClaimParams): Sql {
+export const claimShared = shaped<keyof ClaimParams>((p) => {
   const guard = bound(p.now, p.owner);
   const branches = fromStates('claim').map(({ from, when }, i) => {
     const due = when ? sql` AND ${guardSql(when, guard, 'o.')}` : raw('');
@@ -187,7 +199,7 @@ export function claimShared(p: ClaimParams): Sql {
     FROM candidates c
     WHERE outbox.id = c.id AND ${eventAppliesSql('claim', guard, 'outbox.')}
     RETURNING ${OUTBOX_ROW}, c.from_state`;
-}
+});
 
 /** The state changes of rows a shared claim took, at `now`. */
 export function claimChanges(rows: readonly ClaimedRow[], now: string): StateChange[] {
@@ -234,16 +246,31 @@ export function settleSet(to: SettleStep['to'], v: SettleValues): Sql {
   return sql`${set}, updated_at = ${v.now}, ${CLEAR_LEASE}`;
 }
 
-/** A settle step's values, one row's. */
-export function settleValues(step: SettleStep, nowIso: string): SettleValues {
-  return {
-    now: sql`${typed(nowIso, 'timestamptz')}`,
-    text: sql`${step.to === 'accepted' ? step.response : step.error}`,
-    status: sql`${step.status}`,
-    next: sql`${step.to === 'queued' ? typed(step.nextAttemptAt, 'timestamptz') : null}`,
-    refund: sql`${typed(step.to === 'queued' && step.refund ? 1 : 0, 'int4')}`,
-  };
-}
+/** One attempt in the attempt log. */
+const INSERT_ATTEMPT = shaped<'id' | 'startedAt' | 'durationMs' | 'statusCode' | 'error'>(
+  (v) => sql`
+    INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
+    VALUES (${v.id}, ${v.startedAt}, ${v.durationMs}, ${v.statusCode}, ${v.error})`,
+);
+
+type SettleSlot = 'id' | 'owner' | 'now' | 'text' | 'status' | 'next' | 'refund';
+
+/** One row's settle per step: the SET list and guards of {@link settleSet}, bound. */
+const SETTLE_ROW = Object.fromEntries(
+  (['accepted', 'failed', 'queued'] as const).map((to) => [
+    to,
+    shaped<SettleSlot>((v) => {
+      const values = {
+        now: sql`${typed(v.now, 'timestamptz')}`,
+        text: sql`${v.text}`,
+        status: sql`${v.status}`,
+        next: sql`${typed(v.next, 'timestamptz')}`,
+        refund: sql`${typed(v.refund, 'int4')}`,
+      };
+      return moveRow(v.id, SETTLE_EVENT[to], settleSet(to, values), bound(v.now, v.owner));
+    }),
+  ]),
+) as Record<SettleStep['to'], (values: Readonly<Record<SettleSlot, unknown>>) => Sql>;
 
 /**
  * Logs the attempt and moves its row to `step`, if `claim.owner` still holds the lease; false
@@ -255,15 +282,16 @@ export function* settleAttempt(
   step: SettleStep,
   sink: StateChangeSink | undefined,
 ): Script<boolean> {
-  yield* run(sql`
-    INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
-    VALUES (${claim.id}, ${attempt.startedAt}, ${attempt.durationMs}, ${attempt.statusCode}, ${attempt.error})`);
-  const statement = moveRow(
-    claim.id,
-    SETTLE_EVENT[step.to],
-    settleSet(step.to, settleValues(step, claim.now)),
-    bound(claim.now, claim.owner),
-  );
+  yield* run(INSERT_ATTEMPT({ id: claim.id, ...attempt }));
+  const statement = SETTLE_ROW[step.to]({
+    id: claim.id,
+    owner: claim.owner,
+    now: claim.now,
+    text: step.to === 'accepted' ? step.response : step.error,
+    status: step.status,
+    next: step.to === 'queued' ? step.nextAttemptAt : null,
+    refund: step.to === 'queued' && step.refund ? 1 : 0,
+  });
   return yield* moved(statement, { ref: claim.ref, from: 'sending', to: step.to, at: claim.now }, sink);
 }
 
