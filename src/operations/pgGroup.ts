@@ -3,18 +3,12 @@ import { inPgTransaction } from '../db/pg.js';
 import { drivePostgres } from '../store/postgresScripts.js';
 import { all, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
+import { type ClaimedRow, claimChanges, claimShared } from './claim.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import { eventAppliesSql, type OperationRow } from './rows.js';
 import { stateChanged } from './stateChanged.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './storeSeam.js';
-import {
-  type ClaimedRow,
-  claimChanges,
-  claimShared,
-  ROW_LOCK_TIMEOUT_MS,
-  SETTLE_EVENT,
-  settleSet,
-} from './transitions.js';
+import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from './transitions.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's

@@ -1,4 +1,5 @@
 import type { Script, ScriptStore, TransactionOptions } from '../store/script.js';
+import { claimOperations } from './claim.js';
 import type { StateChangeSink } from './effects.js';
 import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
@@ -13,7 +14,6 @@ import type {
 } from './storeSeam.js';
 import {
   cancelOperation,
-  claimOperations,
   decide,
   expedite,
   insertOperations,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sqlite } from '../../src/db/open.js';
+import { claimOperations } from '../../src/operations/claim.js';
 import { operationByRef } from '../../src/operations/reads.js';
 import {
   type GuardFacts,
@@ -11,7 +12,6 @@ import {
 } from '../../src/operations/states.js';
 import {
   cancelOperation,
-  claimOperations,
   decide,
   expedite,
   releaseClaim,

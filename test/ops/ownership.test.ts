@@ -19,7 +19,7 @@ import {
   lockPathFor,
 } from '../../src/db/ownership.js';
 import { EXIT_CONFIG, UserError } from '../../src/errors.js';
-import { claimOperations } from '../../src/operations/transitions.js';
+import { claimOperations } from '../../src/operations/claim.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { claimShared } from '../../src/operations/claim.js';
 import { CLAIM_PLAN_SQL } from '../../src/operations/pgGroup.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
-import { claimShared } from '../../src/operations/transitions.js';
 import { runPostgres } from '../../src/store/postgresScripts.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
