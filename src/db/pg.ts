@@ -233,3 +233,9 @@ async function runPgTransaction<T>(
     client.release(broken);
   }
 }
+
+/**
+ * A timestamptz as SQLite stores it (`Date#toISOString()`: ms, `Z`), for statements sent with raw
+ * `pg` queries; those run through store/postgresScripts.ts read times so already.
+ */
+export const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

@@ -17,11 +17,11 @@
  * the sweep locks its rows up front, in id order.
  */
 import { createHash } from 'node:crypto';
-import { recordDecision } from '../operations/decision.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
 import type { OperationSummary } from '../operations/reads.js';
 import { nextState, type OperationState } from '../operations/states.js';
+import { decide } from '../operations/transitions.js';
 import { all, first, run, type Script } from '../store/script.js';
 import { type Sql, sql, whenShared } from '../store/sql.js';
 import {
@@ -161,10 +161,7 @@ export function* applyOne(
   const outcome = outcomeFor(row.state, d.decision);
   const effect = decisionEffect(outcome, row, d);
   if (outcome === 'applied') {
-    yield* recordDecision(
-      { id: row.id, ref: d.ref, decision: d.decision, reason: d.reason, now: at.now },
-      at.sink,
-    );
+    yield* decide({ id: row.id, ref: d.ref, decision: d.decision, reason: d.reason, now: at.now }, at.sink);
     row.state = d.decision;
   }
   return effect ? { outcome, effect } : { outcome };

@@ -1,6 +1,14 @@
 import type pg from 'pg';
-import type { OperationRow } from './rows.js';
-import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './store.js';
+import { inPgTransaction } from '../db/pg.js';
+import { drivePostgres } from '../store/postgresScripts.js';
+import { all, type Script } from '../store/script.js';
+import { join, raw, type Sql, sql } from '../store/sql.js';
+import { type ClaimedRow, claimChanges, claimShared } from './claim.js';
+import type { StateChange, StateChangeSink } from './effects.js';
+import { eventAppliesSql, type OperationRow } from './rows.js';
+import { stateChanged } from './stateChanged.js';
+import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './storeSeam.js';
+import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from './transitions.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's
@@ -92,14 +100,6 @@ export function claimsByOwner(
   return [...byOwner.values()];
 }
 
-/**
- * How long a settle or a release waits for a row another transaction holds (ms). Concurrent
- * claims hold rows for a moment (candidates past their cut, rows failing the re-check), which a
- * wait this long outlasts; a transaction left idle after updating outbox rows must not hold the
- * dispatcher's settles, and the send slots and groups behind them, for as long as it idles.
- */
-export const ROW_LOCK_TIMEOUT_MS = 200;
-
 /** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
 export class RowLockedError extends Error {
   /** PostgreSQL's lock_not_available, as a timed-out lock would report. */
@@ -140,4 +140,144 @@ export async function lockSettleRows(client: pg.ClientBase, ids: readonly number
   // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
   await client.query('SET LOCAL lock_timeout TO DEFAULT');
   return locked;
+}
+
+/**
+ * The claim's plan, pinned for its transaction (set_config(..., true) is SET LOCAL): the ordered
+ * walk of `(state, id)` that stops after `limit` claimable rows. The planner picks it only when its
+ * statistics say many rows are queued, and they rarely do when it matters: a fresh table before
+ * autoanalyze, or one whose last ANALYZE saw every row settled, before a burst. Estimating a few
+ * queued rows, it read them all (bitmap or `(state, next_attempt_at)` scan), tested every one's
+ * NOT EXISTS (itself a bitmap AND over every queued row) and sorted: a claim cost O(queued²), 100-200
+ * ms behind 1,000 queued rows of 50 keys, and 2,000 operations over 50 units drained at 24 a second
+ * through the daemon. With sorts, bitmaps and sequential scans priced out, the walk is the only
+ * plan left (the union's small sort stays, priced out but with nothing cheaper), and JIT, which
+ * those prices would otherwise trigger, is off. Set in the BEGIN's message of a group with claims
+ * and held to its end: its other statements (the settled rows' lock and settle, the feed's append,
+ * subscribers' rows) read by primary or unique keys alone, so their plans are the same under it.
+ */
+export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
+  set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
+
+/** BEGIN and the claim's plan in one simple-protocol message. */
+const CLAIM_BEGIN_SQL = `BEGIN; ${CLAIM_PLAN_SQL}`;
+
+/** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
+const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
+  ['id', 'int8', (j) => j.claim.id],
+  ['now', 'timestamptz', (j) => j.claim.now],
+  ['owner', 'text', (j) => j.claim.owner],
+  ['started_at', 'timestamptz', (j) => j.attempt.startedAt],
+  ['duration_ms', 'int4', (j) => j.attempt.durationMs],
+  ['status_code', 'int4', (j) => j.attempt.statusCode],
+  ['error', 'text', (j) => j.attempt.error],
+  ['text', 'text', (j) => (j.step.to === 'accepted' ? j.step.response : j.step.error)],
+  ['status', 'int4', (j) => j.step.status],
+  ['next_attempt_at', 'timestamptz', (j) => (j.step.to === 'queued' ? j.step.nextAttemptAt : null)],
+  ['refund', 'int4', (j) => (j.step.to === 'queued' && j.step.refund ? 1 : 0)],
+];
+
+const column = (name: string) => raw(`s.${name}`);
+
+/**
+ * Settles rows of one step at once, in one statement over `unnest` arrays (PostgreSQL's; SQLite
+ * settles row by row, transitions.ts): logs every attempt (whether or not its lease still holds)
+ * and moves the rows whose claimant still holds the lease, by the same SET list and guards as one
+ * row's settle, each row's guard reading its own claim's time and owner; returns the ids moved.
+ */
+function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[]): Sql {
+  const arrays = SETTLE_COLUMNS.map(([, type, value]) => sql`${jobs.map(value)}${raw(`::${type}[]`)}`);
+  const names = raw(SETTLE_COLUMNS.map(([name]) => name).join(', '));
+  const values = { now: column('now'), text: column('text'), status: column('status') };
+  const set = settleSet(to, { ...values, next: column('next_attempt_at'), refund: column('refund') });
+  const guard = eventAppliesSql(SETTLE_EVENT[to], { now: column('now'), owner: column('owner') }, 'outbox.');
+  return sql`WITH s AS (SELECT * FROM unnest(${join(arrays, ', ')}) AS s(${names})),
+     attempt AS (
+       INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
+       SELECT id, started_at, duration_ms, status_code, error FROM s)
+     UPDATE outbox SET ${set} FROM s WHERE outbox.id = s.id AND ${guard}
+     RETURNING outbox.id AS id`;
+}
+
+/** What a group's transaction did: the settled rows moved, each claim's rows. */
+interface GroupOutcome {
+  moved: Set<number>;
+  shares: Map<ClaimJob, OperationRow[]>;
+}
+
+/**
+ * One group's writes: the settles (one statement per step), then the claims (one statement per
+ * owner, so a refill sees the row its settle freed), then every state change at once.
+ */
+function* groupScript(
+  settles: readonly SettleJob[],
+  claims: readonly ClaimJob[],
+  sink: StateChangeSink | undefined,
+): Script<GroupOutcome> {
+  const moved = new Set<number>();
+  for (const to of ['accepted', 'failed', 'queued'] as const) {
+    const these = settles.filter((j) => j.step.to === to);
+    if (these.length > 0)
+      for (const { id } of yield* all<{ id: number }>(settleMany(to, these))) moved.add(id);
+  }
+  const changes: StateChange[] = settles
+    .filter((j) => moved.has(j.claim.id))
+    .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
+  const shares = new Map<ClaimJob, OperationRow[]>();
+  const taken = claims.map((job) => ({
+    job,
+    params: typeof job.given === 'function' ? job.given() : job.given,
+  }));
+  for (const group of claimsByOwner(taken)) {
+    // One statement for the owner's claims, at the first one's time and lease.
+    const { now, owner, leaseUntil } = group[0]!.params;
+    const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
+    const rows = yield* all<ClaimedRow>(claimShared({ now, owner, leaseUntil, limit }));
+    const split = shareClaimed(
+      rows,
+      group.map((c) => c.params.limit),
+    );
+    group.forEach((c, i) => {
+      const share = split[i]!;
+      changes.push(...claimChanges(share, now));
+      shares.set(
+        c.job,
+        share.map(({ from_state: _, ...row }) => row),
+      );
+    });
+  }
+  yield* stateChanged(changes, sink);
+  return { moved, shares };
+}
+
+/**
+ * Runs one group in one transaction and answers its jobs. A row another transaction holds for long
+ * (one left idle after updating it) is stepped over after a short wait: its settle alone fails
+ * (RowLockedError) and is tried again, the rest of the group commits.
+ */
+export async function flushGroup(
+  pool: pg.Pool,
+  jobs: readonly GroupJob[],
+  sink: StateChangeSink | undefined,
+): Promise<void> {
+  const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
+  const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
+  const { locked, moved, shares } = await inPgTransaction(
+    pool,
+    async (client) => {
+      const locked = await lockSettleRows(
+        client,
+        settles.map((j) => j.claim.id),
+      );
+      const lockedSettles = settles.filter((j) => locked.has(j.claim.id));
+      return { locked, ...(await drivePostgres(client, groupScript(lockedSettles, claims, sink))) };
+    },
+    // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
+    claims.length > 0 ? { begin: CLAIM_BEGIN_SQL } : {},
+  );
+  for (const j of settles) {
+    if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
+    else j.reject(new RowLockedError(j.claim.id));
+  }
+  for (const j of claims) j.resolve(shares.get(j) ?? []);
 }

@@ -1,4 +1,5 @@
 import type { outbox, outboxAttempts } from '../db/schema/sqlite.js';
+import { join, raw, type Sql, sql } from '../store/sql.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
@@ -37,40 +38,43 @@ export const OUTBOX_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof OperationRow>;
 
 /**
- * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`
- * compares instants. Guards read `@now` and `@owner`.
+ * What the guards compare against: a bound value (one row's move) or a column of a batch's rows
+ * (`s.now`, PostgreSQL's multi-row settle). Times compare as instants on both stores: ISO text
+ * that sorts as text on SQLite, `timestamptz` on PostgreSQL.
  */
-const GUARD_SQL: Record<Guard, (p: GuardParams) => string> = {
-  due: (p) => `next_attempt_at <= ${p.now}`,
-  'lease-expired': (p) => `lease_until < ${p.now}`,
-  'own-lease': (p) => `lease_owner = ${p.owner}`,
-};
-
-/**
- * How the guards name their parameters: better-sqlite3's `@now`/`@owner` by default; the
- * PostgreSQL store passes `$n::timestamptz` / `$n` (same conditions, other dialect).
- */
-export interface GuardParams {
-  now: string;
-  owner: string;
+export interface GuardValues {
+  now: Sql;
+  owner: Sql;
 }
 
-const SQLITE_PARAMS: GuardParams = { now: '@now', owner: '@owner' };
+const GUARD_SQL: Record<Guard, (v: GuardValues, alias: Sql) => Sql> = {
+  due: (v, a) => sql`${a}next_attempt_at <= ${v.now}`,
+  'lease-expired': (v, a) => sql`${a}lease_until < ${v.now}`,
+  'own-lease': (v, a) => sql`${a}lease_owner = ${v.owner}`,
+};
 
 /** A guard as SQL over a row (optionally through a table alias such as `o.`). */
-export function guardSql(guard: Guard, alias = '', params: GuardParams = SQLITE_PARAMS): string {
-  return `${alias}${GUARD_SQL[guard](params)}`;
+export function guardSql(guard: Guard, values: GuardValues, alias = ''): Sql {
+  return GUARD_SQL[guard](values, raw(alias));
+}
+
+/** Per event and alias, the table's from-states as SQL (`(state = 'queued'`), built once: claims and settles run per row. */
+const fromTerms = new Map<string, ReadonlyArray<{ state: Sql; when: Guard | undefined }>>();
+
+function termsOf(event: OperationEvent, alias: string) {
+  const key = `${event} ${alias}`;
+  let terms = fromTerms.get(key);
+  if (terms === undefined) {
+    terms = fromStates(event).map(({ from, when }) => ({ state: raw(`(${alias}state = '${from}'`), when }));
+    fromTerms.set(key, terms);
+  }
+  return terms;
 }
 
 /** The condition under which `event` applies to a row, derived from the transition table. */
-export function eventAppliesSql(
-  event: OperationEvent,
-  alias = '',
-  params: GuardParams = SQLITE_PARAMS,
-): string {
-  const terms = fromStates(event).map(({ from, when }) => {
-    const state = `${alias}state = '${from}'`;
-    return when ? `(${state} AND ${guardSql(when, alias, params)})` : `(${state})`;
-  });
-  return `(${terms.join(' OR ')})`;
+export function eventAppliesSql(event: OperationEvent, values: GuardValues, alias = ''): Sql {
+  const terms = termsOf(event, alias).map(({ state, when }) =>
+    when ? sql`${state} AND ${guardSql(when, values, alias)})` : sql`${state})`,
+  );
+  return sql`(${join(terms, ' OR ')})`;
 }

@@ -1,25 +1,8 @@
-import { commitQueueFor, type SubmitOptions } from '../db/commitQueue.js';
+import type { SubmitOptions } from '../db/commitQueue.js';
 import type { Sqlite } from '../db/open.js';
-import { nextDueAt } from './reads.js';
-import type { OperationRow } from './rows.js';
-import type { OperationState } from './states.js';
-import {
-  type AttemptRecord,
-  type Claim,
-  type ClaimParams,
-  cancelOperation,
-  claimOperations,
-  expedite,
-  insertOperation,
-  type NewOperation,
-  recordDecision,
-  releaseAllClaims,
-  releaseClaim,
-  retryFailed,
-  type SettleStep,
-  settleAttempt,
-} from './store.js';
-import type { DecisionRecord, OperationsStore } from './storeSeam.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { stateChangeSinkOf } from './effects.js';
+import { ScriptedOperationsStore } from './scriptedStore.js';
 
 /**
  * The dispatcher's claims, settles and releases go on once committed, without waiting for the
@@ -31,67 +14,15 @@ import type { DecisionRecord, OperationsStore } from './storeSeam.js';
 export const DISPATCHER_WORK: SubmitOptions = { durable: false };
 
 /**
- * The operations store seam on SQLite: the synchronous functions of store.ts, unchanged, each call
- * one job of the connection's group commit (so it commits with its neighbours, in one transaction
- * of its own as far as atomicity goes).
+ * The operations store on a SQLite handle: each call one job of the connection's group commit (so
+ * it commits with its neighbours, in one transaction of its own as far as atomicity goes), its
+ * state changes through the handle's sink.
  */
-export class SqliteOperationsStore implements OperationsStore {
-  constructor(private readonly sqlite: Sqlite) {}
-
-  private submit<T>(work: () => T, options?: SubmitOptions): Promise<T> {
-    return commitQueueFor(this.sqlite).submit(work, options);
-  }
-
-  insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]> {
-    return this.submit(() =>
-      ops.flatMap((op) => {
-        const row = insertOperation(this.sqlite, op, nowIso);
-        return row ? [row] : [];
-      }),
-    );
-  }
-
-  claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
-    return this.submit(
-      () => claimOperations(this.sqlite, typeof params === 'function' ? params() : params),
-      DISPATCHER_WORK,
-    );
-  }
-
-  settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
-    return this.submit(() => settleAttempt(this.sqlite, claim, attempt, step), DISPATCHER_WORK);
-  }
-
-  release(claim: Claim): Promise<boolean> {
-    return this.submit(() => releaseClaim(this.sqlite, claim), DISPATCHER_WORK);
-  }
-
-  releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.submit(() => releaseAllClaims(this.sqlite, nowIso));
-  }
-
-  /** One daemon owns a SQLite file: every claimant other than the running one is dead. */
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.releaseAll(nowIso);
-  }
-
-  recordDecision(d: DecisionRecord): Promise<boolean> {
-    return this.submit(() => recordDecision(this.sqlite, d));
-  }
-
-  retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean> {
-    return this.submit(() => retryFailed(this.sqlite, op, nowIso));
-  }
-
-  expedite(id: number, nowIso: string): Promise<boolean> {
-    return this.submit(() => expedite(this.sqlite, id, nowIso));
-  }
-
-  cancel(op: { id: number; ref: string; from: OperationState }, nowIso: string): Promise<boolean> {
-    return this.submit(() => cancelOperation(this.sqlite, op, nowIso));
-  }
-
-  nextDueAt(): Promise<string | null> {
-    return Promise.resolve(nextDueAt(this.sqlite));
+export class SqliteOperationsStore extends ScriptedOperationsStore {
+  constructor(sqlite: Sqlite) {
+    super(sqliteScriptStore(sqlite), {
+      sink: () => stateChangeSinkOf(sqlite),
+      dispatcherWork: DISPATCHER_WORK,
+    });
   }
 }

@@ -1,6 +1,59 @@
 import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
-import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from './store.js';
+
+/** A validated notification to queue. */
+export interface NewOperation {
+  ref: string;
+  /** The operation type as sent to the operator. */
+  operationType: string;
+  orderKey: string | null;
+  /** The body sent on every attempt. */
+  body: string;
+  /** Hash of the validated input (tells a repeat from a conflicting body). */
+  hash: string;
+}
+
+/** What a claim needs: who claims, the time, the lease's end (ISO) and how many rows at most. */
+export interface ClaimParams {
+  owner: string;
+  now: string;
+  leaseUntil: string;
+  limit: number;
+}
+
+/** A claimed row, named by its claimant. */
+export interface Claim {
+  id: number;
+  ref: string;
+  /** The lease owner. */
+  owner: string;
+  now: string;
+}
+
+/** What an attempt's answer moves its row to (see outbox/nextStep.ts). */
+export type SettleStep =
+  | { to: 'accepted'; response: string; status: number }
+  | { to: 'queued'; nextAttemptAt: string; error: string; status: number | null; refund: boolean }
+  | { to: 'failed'; error: string; status: number | null };
+
+/** One delivery attempt, for the attempt log. */
+export interface AttemptRecord {
+  startedAt: string;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** A row's texts with personal data replaced or masked (see outbox/scrub.ts); no state change. */
+export interface ScrubbedTexts {
+  id: number;
+  body: string;
+  response: string | null;
+  lastError: string | null;
+  decisionReason: string | null;
+  /** Attempts whose error text changed, with the new text. */
+  attemptErrors: ReadonlyArray<{ id: number; error: string | null }>;
+}
 
 /** An operator decision to record on an operation. */
 export interface DecisionRecord {
@@ -16,6 +69,7 @@ export interface DecisionRecord {
  * transaction (on SQLite, one job of the connection's group commit; on PostgreSQL, one
  * `inPgTransaction`). Every state change commits with its feed rows and subscribers' deliveries,
  * and the compare-and-swap guards come from the one transition table (states.ts via rows.ts).
+ * One implementation (scriptStore.ts) over either store's scripts.
  */
 export interface OperationsStore {
   /** Queues new operations; a ref already queued is left as it is and not returned. */

@@ -5,8 +5,8 @@ import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { operationByRef } from '../operations/reads.js';
 import type { OperationsReads } from '../operations/readsSeam.js';
 import type { OperationRow } from '../operations/rows.js';
-import { insertOperation, type NewOperation } from '../operations/store.js';
-import type { OperationsStore } from '../operations/storeSeam.js';
+import { insertOperation } from '../operations/store.js';
+import type { NewOperation, OperationsStore } from '../operations/storeSeam.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 

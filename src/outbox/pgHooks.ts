@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
-import { inPgTransaction } from '../db/pg.js';
+import { inPgTransaction, iso } from '../db/pg.js';
 import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import type { StateChangeSink } from '../operations/effects.js';
-import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
-import type { ScrubbedTexts } from '../operations/store.js';
+import type { ScrubbedTexts } from '../operations/storeSeam.js';
+import { scrubOperations } from '../operations/transitions.js';
 import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
@@ -113,7 +113,6 @@ async function scrubBatch(client: pg.ClientBase, cutoff: string, now: string): P
     [rows.map((r) => r.id)],
   );
   const scrubbed: ScrubbedTexts[] = [];
-  const attemptErrors: Array<{ id: number; error: string | null }> = [];
   for (const row of rows) {
     const { texts, mask } = scrubbedTextsOf({
       id: row.id,
@@ -122,29 +121,8 @@ async function scrubBatch(client: pg.ClientBase, cutoff: string, now: string): P
       attempts: attempts.filter((a) => a.outbox_id === row.id),
     });
     scrubbed.push(texts);
-    attemptErrors.push(...texts.attemptErrors);
     await drivePostgres(client, maskEventsOf(row.ref, mask));
   }
-  await client.query(
-    `UPDATE outbox SET body = s.body, response = s.response, last_error = s.last_error,
-       decision_reason = s.decision_reason, scrubbed_at = $1, updated_at = $1
-     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[])
-       AS s(id, body, response, last_error, decision_reason)
-     WHERE outbox.id = s.id AND outbox.scrubbed_at IS NULL`,
-    [
-      now,
-      scrubbed.map((t) => t.id),
-      scrubbed.map((t) => t.body),
-      scrubbed.map((t) => t.response),
-      scrubbed.map((t) => t.lastError),
-      scrubbed.map((t) => t.decisionReason),
-    ],
-  );
-  if (attemptErrors.length > 0)
-    await client.query(
-      `UPDATE outbox_attempts SET error = s.error FROM unnest($1::bigint[], $2::text[]) AS s(id, error)
-       WHERE outbox_attempts.id = s.id`,
-      [attemptErrors.map((a) => a.id), attemptErrors.map((a) => a.error)],
-    );
+  await drivePostgres(client, scrubOperations(scrubbed, now));
   return rows.length;
 }

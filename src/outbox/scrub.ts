@@ -4,7 +4,8 @@ import { purgeWalAfterScrub, purgeWalIfOwed } from '../db/walPurge.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
 import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
-import { type ScrubbedTexts, scrubOperations } from '../operations/store.js';
+import { scrubOperations } from '../operations/store.js';
+import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { PERSONAL_FIELDS } from '../redact.js';
 import { driveSqlite } from '../store/sqliteScripts.js';
 

@@ -1,6 +1,6 @@
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import type { AttemptRecord, Claim, SettleStep } from '../../src/operations/store.js';
+import type { AttemptRecord, Claim, SettleStep } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { testContext } from '../helpers/context.js';

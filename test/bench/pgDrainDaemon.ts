@@ -1,5 +1,5 @@
 import type { AppContext } from '../../src/context.js';
-import type { NewOperation } from '../../src/operations/store.js';
+import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { createTestDatabase, startCluster } from '../helpers/postgres.js';
 import { cliRunner } from './lib/build.js';

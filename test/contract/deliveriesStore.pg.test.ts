@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { commitPgTransaction, openFeedTransaction } from '../../src/db/pgChanges.js';
-import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { stateChanged } from '../../src/operations/stateChanged.js';
+import { drivePostgres, postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
@@ -123,10 +123,10 @@ describe('deliveries writers on PostgreSQL', () => {
       });
       // Opened by hand (inPgTransaction could not pause it): its feed rows go with its commit.
       openFeedTransaction(paused);
-      const olderDone = stateChangedPg(paused, deliveriesSink(subscribers), accepted('old'));
+      const olderDone = drivePostgres(paused, stateChanged(accepted('old'), deliveriesSink(subscribers)));
       let newerDone = false;
       const newer = inPgTransaction(pg.db.pool, (client) =>
-        stateChangedPg(client, deliveriesSink(subscribers), accepted('new')),
+        drivePostgres(client, stateChanged(accepted('new'), deliveriesSink(subscribers))),
       ).then(() => {
         newerDone = true;
       });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { NewOperation } from '../../src/operations/store.js';
+import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { ME, type OperationsHarness } from './operationsStores.js';
 
 /**

@@ -6,7 +6,7 @@ import {
   GroupRunner,
   shareClaimed,
 } from '../../src/operations/pgGroup.js';
-import type { ClaimParams } from '../../src/operations/store.js';
+import type { ClaimParams } from '../../src/operations/storeSeam.js';
 
 /** The grouping of the PostgreSQL store's settles and claims, without a database. */
 

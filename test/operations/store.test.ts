@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sqlite } from '../../src/db/open.js';
+import { claimOperations } from '../../src/operations/claim.js';
 import { operationByRef } from '../../src/operations/reads.js';
 import {
   type GuardFacts,
@@ -11,14 +12,15 @@ import {
 } from '../../src/operations/states.js';
 import {
   cancelOperation,
-  claimOperations,
+  decide,
   expedite,
-  recordDecision,
-  releaseAllClaims,
   releaseClaim,
+  releaseOwnedBy,
   retryFailed,
   settleAttempt,
-} from '../../src/operations/store.js';
+} from '../../src/operations/transitions.js';
+import type { Script } from '../../src/store/script.js';
+import { driveSqlite } from '../../src/store/sqliteScripts.js';
 import { testContext } from '../helpers/context.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';
@@ -47,38 +49,60 @@ function seed(sqlite: Sqlite, ref: string, from: OperationState, facts: Required
   ).id;
 }
 
+/** A transition's script run now on this handle. */
+const drive = <T>(sqlite: Sqlite, script: Script<T>): T => driveSqlite(sqlite, script);
+
 /** Runs `event` through the store's function for it; whether the store says it moved the row. */
 function run(sqlite: Sqlite, event: OperationEvent, id: number, ref: string): boolean {
   const claim = { id, ref, owner: ME, now: NOW };
   const attempt = { startedAt: NOW, durationMs: 5, statusCode: 503, error: 'unavailable' };
   switch (event) {
     case 'claim':
-      return claimOperations(sqlite, { owner: ME, now: NOW, leaseUntil: FUTURE, limit: 10 }).length > 0;
+      return (
+        driveSqlite(
+          sqlite,
+          claimOperations({ owner: ME, now: NOW, leaseUntil: FUTURE, limit: 10 }, undefined, false),
+        ).length > 0
+      );
     case 'accept':
-      return settleAttempt(sqlite, claim, attempt, { to: 'accepted', response: '{}', status: 202 });
+      return drive(
+        sqlite,
+        settleAttempt(claim, attempt, { to: 'accepted', response: '{}', status: 202 }, undefined),
+      );
     case 'requeue':
-      return settleAttempt(sqlite, claim, attempt, {
-        to: 'queued',
-        nextAttemptAt: FUTURE,
-        error: 'unavailable',
-        status: 503,
-        refund: false,
-      });
+      return drive(
+        sqlite,
+        settleAttempt(
+          claim,
+          attempt,
+          {
+            to: 'queued',
+            nextAttemptAt: FUTURE,
+            error: 'unavailable',
+            status: 503,
+            refund: false,
+          },
+          undefined,
+        ),
+      );
     case 'fail':
-      return settleAttempt(sqlite, claim, attempt, { to: 'failed', error: 'bad', status: 422 });
+      return drive(
+        sqlite,
+        settleAttempt(claim, attempt, { to: 'failed', error: 'bad', status: 422 }, undefined),
+      );
     case 'release':
-      return releaseClaim(sqlite, claim);
+      return drive(sqlite, releaseClaim(claim, undefined));
     case 'approve':
-      return recordDecision(sqlite, { id, ref, decision: 'approved', reason: null, now: NOW });
+      return drive(sqlite, decide({ id, ref, decision: 'approved', reason: null, now: NOW }, undefined));
     case 'reject':
-      return recordDecision(sqlite, { id, ref, decision: 'rejected', reason: 'no', now: NOW });
+      return drive(sqlite, decide({ id, ref, decision: 'rejected', reason: 'no', now: NOW }, undefined));
     case 'retry':
-      return retryFailed(sqlite, { id, ref }, NOW);
+      return drive(sqlite, retryFailed({ id, ref }, NOW, undefined));
     case 'expedite':
-      return expedite(sqlite, id, NOW);
+      return drive(sqlite, expedite(id, NOW));
     case 'cancel': {
       const from = operationByRef(sqlite, ref)!.state;
-      return cancelOperation(sqlite, { id, ref, from }, NOW);
+      return drive(sqlite, cancelOperation({ id, ref, from }, NOW, undefined));
     }
   }
 }
@@ -136,7 +160,7 @@ describe('the store against the transition table (real SQLite)', () => {
     for (const from of OPERATION_STATES) {
       for (const facts of FACTS) seed(sqlite, `all-${from}-${n++}`, from, facts);
     }
-    const released = releaseAllClaims(sqlite, NOW);
+    const released = drive(sqlite, releaseOwnedBy(null, NOW, undefined));
     expect(released).toHaveLength(FACTS.length);
     const states = sqlite
       .prepare(

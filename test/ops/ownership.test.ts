@@ -19,10 +19,11 @@ import {
   lockPathFor,
 } from '../../src/db/ownership.js';
 import { EXIT_CONFIG, UserError } from '../../src/errors.js';
-import { claimOperations } from '../../src/operations/store.js';
+import { claimOperations } from '../../src/operations/claim.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { driveSqlite } from '../../src/store/sqliteScripts.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { freePort } from '../helpers/net.js';
@@ -320,8 +321,14 @@ describe('releaseDeadClaims', () => {
       const far = new Date(Date.now() + 600_000).toISOString();
       // Two dead processes held claims; one more row was accepted before they died.
       ctx.database.sqlite.transaction(() => {
-        claimOperations(ctx.database.sqlite, { owner: 'host:1:a', now, leaseUntil: far, limit: 2 });
-        claimOperations(ctx.database.sqlite, { owner: 'host:2:b', now, leaseUntil: far, limit: 2 });
+        driveSqlite(
+          ctx.database.sqlite,
+          claimOperations({ owner: 'host:1:a', now, leaseUntil: far, limit: 2 }, undefined, false),
+        );
+        driveSqlite(
+          ctx.database.sqlite,
+          claimOperations({ owner: 'host:2:b', now, leaseUntil: far, limit: 2 }, undefined, false),
+        );
       })();
       ctx.database.sqlite
         .prepare("UPDATE outbox SET state = 'accepted', lease_owner = NULL, lease_until = NULL WHERE id = 4")

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
-import type { ClaimParams } from '../../src/operations/store.js';
+import type { ClaimParams } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { readPause } from '../../src/outbox/pause.js';

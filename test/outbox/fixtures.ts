@@ -2,8 +2,10 @@ import { Writable } from 'node:stream';
 import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { operationByRef } from '../../src/operations/reads.js';
-import { cancelOperation as cancelRow } from '../../src/operations/store.js';
+import { cancelOperation } from '../../src/operations/transitions.js';
+import { driveSqlite } from '../../src/store/sqliteScripts.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {
@@ -90,7 +92,13 @@ export function cancelQueued(ctx: Pick<AppContext, 'database' | 'clock'>, ref: s
   sqlite.transaction(() => {
     const row = operationByRef(sqlite, ref);
     const now = isoAt(ctx.clock.now());
-    if (!row || !cancelRow(sqlite, { id: row.id, ref, from: row.state }, now))
+    if (
+      !row ||
+      !driveSqlite(
+        sqlite,
+        cancelOperation({ id: row.id, ref, from: row.state }, now, stateChangeSinkOf(sqlite)),
+      )
+    )
       throw new Error(`cannot cancel ${ref}`);
   })();
 }

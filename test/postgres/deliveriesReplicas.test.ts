@@ -9,9 +9,9 @@ import { listenForChanges } from '../../src/db/pgChangeSignal.js';
 import { silentLogger } from '../../src/log.js';
 import { noopMetrics } from '../../src/metrics.js';
 import { holdLiveness, releaseDeadPg } from '../../src/operations/pgLiveness.js';
-import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { stateChanged } from '../../src/operations/stateChanged.js';
+import { drivePostgres, postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
@@ -118,10 +118,12 @@ async function accept(
   for (let i = 0; i < refs.length; i += perTx) {
     const batch = refs.slice(i, i + perTx);
     await inPgTransaction(db.pool, (client) =>
-      stateChangedPg(
+      drivePostgres(
         client,
-        deliveries,
-        batch.map((ref) => ({ ref, from: 'sending' as const, to: 'accepted' as const, at })),
+        stateChanged(
+          batch.map((ref) => ({ ref, from: 'sending' as const, to: 'accepted' as const, at })),
+          deliveries,
+        ),
       ),
     );
   }

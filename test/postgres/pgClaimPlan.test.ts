@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { CLAIM_PLAN_SQL, CLAIM_SQL } from '../../src/operations/pgClaimSql.js';
+import { claimShared } from '../../src/operations/claim.js';
+import { CLAIM_PLAN_SQL } from '../../src/operations/pgGroup.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import type { NewOperation } from '../../src/operations/store.js';
+import type { NewOperation } from '../../src/operations/storeSeam.js';
+import { runPostgres } from '../../src/store/postgresScripts.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
 /**
@@ -49,7 +51,10 @@ describe('the PostgreSQL claim without statistics', () => {
         return Number(rows[0]?.n);
       };
       const before = await read();
-      const { rows } = await client.query<{ order_key: string }>(CLAIM_SQL, [at(2), 'plan', at(60_000), 8]);
+      const { rows } = await runPostgres(
+        client,
+        claimShared({ now: at(2), owner: 'plan', leaseUntil: at(60_000), limit: 8 }),
+      );
       const rowsRead = (await read()) - before;
       expect(new Set(rows.map((r) => r.order_key)).size).toBe(8);
       // 8 claimed, each key's 20 older rows checked, a few rows locked past the cut: about 200.

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { holdLiveness } from '../../src/operations/pgLiveness.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import type { NewOperation } from '../../src/operations/store.js';
+import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { ROOT, tsNodeArgs } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase, terminateBackend } from '../helpers/postgres.js';
 

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { openPostgres } from '../../../src/db/pg.js';
 import { PgOperationsStore } from '../../../src/operations/pgStore.js';
-import type { NewOperation } from '../../../src/operations/store.js';
+import type { NewOperation } from '../../../src/operations/storeSeam.js';
 import { freePort } from '../../helpers/net.js';
 import type { TestDatabase } from '../../helpers/postgres.js';
 import { tokenization } from '../../outbox/fixtures.js';

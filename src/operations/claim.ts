@@ -1,0 +1,121 @@
+import { all, first, type Script } from '../store/script.js';
+import { join, raw, sql, typed } from '../store/sql.js';
+import type { StateChange, StateChangeSink } from './effects.js';
+import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
+import { shaped } from './shaped.js';
+import { stateChanged } from './stateChanged.js';
+import { fromStates, type OperationState } from './states.js';
+import type { ClaimParams } from './storeSeam.js';
+import { bound, moveRow, OUTBOX_ROW, ROW } from './transitions.js';
+
+/**
+ * The claim, the one transition whose statements differ by store (transitions.ts holds the rest):
+ * where one process owns the store (SQLite) candidates are read per from-state and taken one by
+ * one; where processes share it (PostgreSQL) one statement locks and takes them. Both take the
+ * same SET list and the transition table's guards.
+ */
+
+/** What a claim sets: the lease, one attempt more. */
+const claimSet = (p: Readonly<Record<'owner' | 'now' | 'leaseUntil', unknown>>) =>
+  sql`state = 'sending', lease_owner = ${p.owner}, lease_until = ${typed(p.leaseUntil, 'timestamptz')},
+    attempts = attempts + 1, updated_at = ${typed(p.now, 'timestamptz')}`;
+
+/** Claimable: no older row of the same order key is unsettled. */
+const READY = raw(`(o.order_key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM outbox p
+      WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ('queued', 'sending')))`);
+
+/**
+ * Claims up to `limit` claimable rows for a store one process owns (SQLite): one SELECT per
+ * from-state, each walking outbox_state_id_idx in id order and stopping at the limit (a single OR
+ * over both states made SQLite sort every due row on every claim), then a compare-and-swap UPDATE
+ * per id. Split rather than one UPDATE ... FROM candidates: that form cost ~150 us per claim against
+ * ~85 us split, and a claim runs once per sent row. `INDEXED BY` is SQLite's: where processes share
+ * the store the claim is {@link claimShared}.
+ */
+function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
+  const found: Array<{ id: number; from: OperationState }> = [];
+  for (const { from, select } of CLAIM_CANDIDATES) {
+    for (const { id } of yield* all<{ id: number }>(select(p))) found.push({ id, from });
+  }
+  found.sort((a, b) => a.id - b.id);
+  const rows: OperationRow[] = [];
+  const changes: StateChange[] = [];
+  for (const { id, from } of found.slice(0, p.limit)) {
+    const row = yield* first<OperationRow>(CLAIM_ROW({ ...p, id }));
+    if (!row) continue;
+    rows.push(row);
+    changes.push({ ref: row.marketplaceTransactionRef, from, to: 'sending', at: p.now });
+  }
+  yield* stateChanged(changes, sink);
+  return rows;
+}
+
+/** {@link claimOneByOne}'s candidates per from-state, the oldest `limit` claimable rows of each. */
+const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => ({
+  from,
+  select: shaped<'now' | 'limit'>((v) => {
+    const due = when ? sql` AND ${guardSql(when, bound(v.now), 'o.')}` : raw('');
+    return sql`
+      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
+      WHERE o.state = ${raw(`'${from}'`)}${due} AND ${READY}
+      ORDER BY o.id LIMIT ${v.limit}`;
+  }),
+}));
+
+/** {@link claimOneByOne}'s compare-and-swap of one candidate. */
+const CLAIM_ROW = shaped<'id' | 'owner' | 'now' | 'leaseUntil'>(
+  (v) => sql`${moveRow(v.id, 'claim', claimSet(v), bound(v.now, v.owner))} RETURNING ${ROW}`,
+);
+
+/** A row the shared claim took, with the state it left. */
+export type ClaimedRow = OperationRow & { from_state: OperationState };
+
+/**
+ * The claim where several processes share the store (PostgreSQL), as ONE statement: per from-state
+ * a branch walking the `(state, id)` index in order and locking up to `limit` rows SKIP LOCKED,
+ * then the `limit` oldest of them, then the guarded UPDATE. One scan in id order with the guards'
+ * OR as a filter steps over every settled row before the first queued one, so a claim's cost grew
+ * with the outbox's history. The state is a range (`BETWEEN s AND s`) and the order `(state, id)`
+ * on purpose: with `=` the planner may still walk the primary key. A branch's rows that miss the
+ * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
+ * take two rows of one key: pgStore.ts.
+ */
+export const claimShared = shaped<keyof ClaimParams>((p) => {
+  const guard = bound(p.now, p.owner);
+  const branches = fromStates('claim').map(({ from, when }, i) => {
+    const due = when ? sql` AND ${guardSql(when, guard, 'o.')}` : raw('');
+    return sql`${raw(`from_${i}`)} AS (
+      SELECT o.id, o.state AS from_state FROM outbox o
+      WHERE o.state BETWEEN ${raw(`'${from}' AND '${from}'`)}${due} AND ${READY}
+      ORDER BY o.state, o.id LIMIT ${p.limit}
+      FOR UPDATE SKIP LOCKED)`;
+  });
+  const union = raw(branches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL '));
+  return sql`
+    WITH ${join(branches, ',\n')},
+    candidates AS (SELECT id, from_state FROM (${union}) AS b ORDER BY id LIMIT ${p.limit})
+    UPDATE outbox SET ${claimSet(p)}
+    FROM candidates c
+    WHERE outbox.id = c.id AND ${eventAppliesSql('claim', guard, 'outbox.')}
+    RETURNING ${OUTBOX_ROW}, c.from_state`;
+});
+
+/** The state changes of rows a shared claim took, at `now`. */
+export function claimChanges(rows: readonly ClaimedRow[], now: string): StateChange[] {
+  return rows.map((r) => ({ ref: r.marketplaceTransactionRef, from: r.from_state, to: 'sending', at: now }));
+}
+
+/** Claims by the form the store calls for (see {@link claimOneByOne}, {@link claimShared}). */
+export function* claimOperations(
+  given: ClaimParams | (() => ClaimParams),
+  sink: StateChangeSink | undefined,
+  shared: boolean,
+): Script<OperationRow[]> {
+  // Taken now, inside the transaction: it may have waited for a lock or a connection.
+  const p = typeof given === 'function' ? given() : given;
+  if (!shared) return yield* claimOneByOne(p, sink);
+  const rows = (yield* all<ClaimedRow>(claimShared(p))).sort((a, b) => a.id - b.id);
+  yield* stateChanged(claimChanges(rows, p.now), sink);
+  return rows.map(({ from_state: _, ...row }) => row);
+}
