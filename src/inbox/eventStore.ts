@@ -1,7 +1,7 @@
 /**
  * The statements of the inbox's own tables (webhook_events, webhook_rejections, and the custody
  * ids a deposit adds), written once for both stores (store/sql.ts). The rules that run them are
- * correlate.ts, reread.ts and mask.ts; the operations' rows move through operations/decision.ts.
+ * correlate.ts, reread.ts and mask.ts; the operations' rows move through operations/transitions.ts `decide`.
  */
 import { join, type Sql, sql, whenShared } from '../store/sql.js';
 import type { Interpretation } from './interpret.js';

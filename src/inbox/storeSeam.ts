@@ -9,7 +9,7 @@ import type { Vocabulary } from './vocabulary.js';
  * The webhook inbox's store, the same on both dialects, at the granularity of one webhook and of
  * the batch jobs around it. `receive` masks the event's personal data, recognises a replay (webhook
  * id + body hash), records it, correlates it with its outbox row and applies its decision through
- * the transition table (operations/decision.ts), the row's feed rows and deliveries included: all
+ * the transition table (operations/transitions.ts `decide`), the row's feed rows and deliveries included: all
  * in one transaction (on SQLite one job of the connection's group commit; on PostgreSQL one
  * transaction, safe with several replicas receiving webhooks at once). Side effects that are not
  * SQL come back as {@link DecisionEffect}s to report after the commit. Implemented once, over

@@ -23,7 +23,7 @@ import { SUB_SECRET, subscribersToml, TestSubscriber, until } from '../subscribe
 /**
  * Subscriber deliveries on one PostgreSQL database shared by replicas: real dispatchers (each on a
  * pool of its own, under its own lease owner) sending to real loopback receivers, while several
- * writers commit state changes through the one writer path (operations/pgRows.ts). Every row
+ * writers commit state changes through the one writer path (operations/stateChanged.ts). Every row
  * arrives exactly once, in id order per subscriber; a dead replica's claims come back through
  * releaseOwner; the change feed's signal wakes an idle dispatcher. No SQLite file is ever made.
  */
