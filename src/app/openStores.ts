@@ -41,3 +41,16 @@ export async function openStatusReads(
   if (url) return (await import('./postgresStores.js')).postgresStatusReads(config, url);
   return (await import('./sqliteStores.js')).sqliteStatusReads(config);
 }
+
+/** `vcu-sync db migrate`: brings the configured database's schema up to date; the line to print. */
+export async function migrateStore(config: Config): Promise<string> {
+  const url = config.database.url;
+  if (url) return (await import('./postgresStores.js')).postgresMigrate(config, url);
+  return (await import('./sqliteStores.js')).sqliteMigrate(config);
+}
+
+/** `vcu-sync db backup FILE`: an online copy where the store makes one (SQLite); the line to print. */
+export async function backupStore(config: Config, file: string): Promise<string> {
+  if (config.database.url) return (await import('./postgresStores.js')).postgresBackup();
+  return (await import('./sqliteStores.js')).sqliteBackup(config, file);
+}

@@ -5,7 +5,13 @@ import type { Config } from '../config.js';
 import { type AppContext, type Component, createPgAppContext } from '../context.js';
 import { ChangeSignal } from '../db/changeSignal.js';
 import { NO_FAULTS } from '../db/faults.js';
-import { migratePostgres, openPostgres, type PgDatabase, type PgOpenOptions } from '../db/pg.js';
+import {
+  appliedMigrations,
+  migratePostgres,
+  openPostgres,
+  type PgDatabase,
+  type PgOpenOptions,
+} from '../db/pg.js';
 import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
 import { listenForChanges } from '../db/pgChangeSignal.js';
 import { pgApplicationName } from '../db/pgConfig.js';
@@ -319,4 +325,29 @@ function presenceComponent(
       presence = undefined;
     },
   };
+}
+
+/** `db migrate` on PostgreSQL: migrations applied as the pool opens; says how many are in. */
+export async function postgresMigrate(config: Config, url: string): Promise<string> {
+  const database = await openPostgres(url, {
+    applicationName: pgApplicationName(instanceName(config)),
+    max: 1,
+  });
+  try {
+    const applied = await appliedMigrations(database.pool);
+    return `postgresql ${database.label}: schema up to date (${applied} migrations applied)`;
+  } finally {
+    await database.close();
+  }
+}
+
+/** Exit code of `db backup` on PostgreSQL: the command does not apply there (sysexits EX_USAGE). */
+export const EXIT_BACKUP_POSTGRES = 64;
+
+/** `db backup` on PostgreSQL: refused, naming the tool that does it. */
+export async function postgresBackup(): Promise<string> {
+  throw new UserError(
+    'database.url is set: back up PostgreSQL with pg_dump (e.g. pg_dump --format=custom --file=FILE DBNAME); db backup copies a SQLite file only',
+    EXIT_BACKUP_POSTGRES,
+  );
 }

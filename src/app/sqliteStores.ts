@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { sqliteMirrorReads } from '../api/mirrorQueries.js';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
+import { backupDatabase } from '../db/backup.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import { observeCommitWaits } from '../db/commitQueue.js';
 import { databaseFaultsFor } from '../db/faults.js';
@@ -203,4 +204,31 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
       }
     },
   };
+}
+
+/** `db migrate` on the file: migrations applied as it opens; says how many are in. */
+export function sqliteMigrate(config: Config): string {
+  const database = openDatabase(config.database.path, { synchronous: config.database.synchronous });
+  try {
+    const applied = database.sqlite
+      .prepare('SELECT count(*) FROM __drizzle_migrations')
+      .pluck()
+      .get() as number;
+    return `${config.database.path}: schema up to date (${applied} migrations applied)`;
+  } finally {
+    database.close();
+  }
+}
+
+/** `db backup FILE`: an online backup of the file, safe while the daemon writes. */
+export async function sqliteBackup(config: Config, file: string): Promise<string> {
+  requireDatabase(config);
+  const database = openDatabase(config.database.path, { migrate: false });
+  try {
+    const result = await backupDatabase(database.sqlite, file);
+    const rows = Object.values(result.tables).reduce((a, b) => a + b, 0);
+    return `backup written to ${result.file}: ${result.pages} pages, ${rows} rows in ${Object.keys(result.tables).length} tables`;
+  } finally {
+    database.sqlite.close();
+  }
 }

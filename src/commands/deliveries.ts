@@ -10,7 +10,7 @@ import {
 } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { type Column, listText } from './textTable.js';
-import { withContext } from './withContext.js';
+import { withStores } from './withContext.js';
 
 /** Options of `vcu-sync deliveries`. */
 export interface DeliveriesCommandOptions {
@@ -91,29 +91,14 @@ export async function runDeliveriesCommand(
   }
 }
 
-/**
- * The CLI's entry: the database must exist already. With `database.url`, the same command on
- * PostgreSQL's deliveries (no SQLite file is opened or created).
- */
-export async function runDeliveriesCli(
+/** The CLI's entry: the database must exist already. */
+export function runDeliveriesCli(
   config: Config,
   action: string,
   id: string | undefined,
   options: DeliveriesCommandOptions,
 ): Promise<number> {
-  const url = config.database.url;
-  if (url) {
-    const [{ withPgStore }, { pgDeliveriesAccess }] = await Promise.all([
-      import('./pgOutboxCli.js'),
-      import('../subscribers/pgStore.js'),
-    ]);
-    return withPgStore(
-      config,
-      url,
-      (ctx, pool) =>
-        runDeliveriesCommand(ctx, action, id, { ...options, deliveries: pgDeliveriesAccess(pool) }),
-      { create: false },
-    );
-  }
-  return withContext(config, (ctx) => runDeliveriesCommand(ctx, action, id, options));
+  return withStores(config, (ctx, stores) =>
+    runDeliveriesCommand(ctx, action, id, { ...options, deliveries: stores.deliveriesAccess }),
+  );
 }
