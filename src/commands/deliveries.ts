@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { SteerError } from '../errors.js';
-import { type DeliveriesAccess, sqliteDeliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/access.js';
 import {
   type DeliveryEntry,
   listDeliveryEntries,
@@ -22,8 +22,6 @@ export interface DeliveriesCommandOptions {
   limit?: number | undefined;
   /** list: the nextCursor of the previous page (default: from the start). */
   cursor?: string | undefined;
-  /** Where the deliveries are (default: SQLite's, over `ctx.database`). */
-  deliveries?: DeliveriesAccess;
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
 }
@@ -46,6 +44,7 @@ const COLUMNS: ReadonlyArray<Column<keyof DeliveryEntry & string>> = [
  */
 export async function runDeliveriesCommand(
   ctx: AppContext,
+  access: DeliveriesAccess,
   action: string,
   id: string | undefined,
   opts: DeliveriesCommandOptions = {},
@@ -54,7 +53,6 @@ export async function runDeliveriesCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    const access = opts.deliveries ?? sqliteDeliveriesAccess(ctx.database.sqlite);
     if (action === 'list') {
       if (opts.cursor !== undefined && !/^\d{1,15}$/.test(opts.cursor))
         throw new SteerError('invalid', 'deliveries list: --cursor must be a nextCursor value');
@@ -99,6 +97,6 @@ export function runDeliveriesCli(
   options: DeliveriesCommandOptions,
 ): Promise<number> {
   return withStores(config, (ctx, stores) =>
-    runDeliveriesCommand(ctx, action, id, { ...options, deliveries: stores.deliveriesAccess }),
+    runDeliveriesCommand(ctx, stores.deliveriesAccess, action, id, options),
   );
 }

@@ -5,7 +5,7 @@ import { withStores } from './withContext.js';
 
 /** `vcu-sync enqueue FILE|-`: the database is created when it does not exist. */
 export function runEnqueueCli(config: Config, file: string): Promise<number> {
-  return withStores(config, (ctx, stores) => runEnqueueCommand(ctx, file, { outbox: stores.outbox }), {
+  return withStores(config, (_ctx, stores) => runEnqueueCommand(stores.outbox, file), {
     create: true,
   });
 }
@@ -17,7 +17,5 @@ export function runOutboxCli(
   ref: string | undefined,
   options: { json: boolean; state: string | undefined; cursor: string | undefined },
 ): Promise<number> {
-  return withStores(config, (ctx, stores) =>
-    runOutboxCommand(ctx, action, ref, { ...options, outbox: stores.outbox }),
-  );
+  return withStores(config, (_ctx, stores) => runOutboxCommand(stores.outbox, action, ref, options));
 }

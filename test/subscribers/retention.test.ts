@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+import { sqliteDeliveriesAccess } from '../../src/subscribers/access.js';
 import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from './harness.js';
@@ -95,7 +96,12 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
           done();
         },
       });
-      expect(await runDeliveriesCommand(ctx, 'list', undefined, { json: true, stdout })).toBe(0);
+      expect(
+        await runDeliveriesCommand(ctx, sqliteDeliveriesAccess(ctx.database.sqlite), 'list', undefined, {
+          json: true,
+          stdout,
+        }),
+      ).toBe(0);
       const listed = (
         JSON.parse(chunks.join('')) as { items: Array<{ subscriber: string; orphaned: boolean }> }
       ).items;
