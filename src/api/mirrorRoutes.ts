@@ -5,7 +5,7 @@ import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '.
 import type { ResourceName } from '../operator/fields.js';
 import type { RequestSync } from '../syncRequests.js';
 import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
-import { type ColumnFilter, inDateOrder, type MirrorReads, sqliteMirrorReads } from './mirrorQueries.js';
+import { type ColumnFilter, inDateOrder, type MirrorReads } from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -164,15 +164,12 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-/**
- * The mirror's routes, reading through `reads` (default: SQLite's, `ctx.database`; PostgreSQL's is
- * pgMirrorQueries.ts), one read per request.
- */
+/** The mirror's routes, reading through the store's `reads`, one read per request. */
 export function registerMirrorRoutes(
   app: Hono,
   ctx: AppContext,
+  reads: MirrorReads,
   requestSync?: RequestSync,
-  reads: MirrorReads = sqliteMirrorReads(ctx.database.sqlite),
 ): void {
   const cursorKey = cursorKeyFor(ctx.config.api.token);
   for (const list of LISTS) {

@@ -5,7 +5,7 @@ import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
-import { type Health, readHealth, sqliteHealthReads } from '../status.js';
+import { type Health, readHealth } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';
@@ -141,15 +141,12 @@ async function seriesOrEmpty(reads: HealthReads, now: number): Promise<Series> {
   }
 }
 
-/**
- * Status, metrics and the page, judged from a snapshot read through `reads` (default: SQLite's,
- * `ctx.database`; pgSnapshot.ts's for PostgreSQL, which adds the replicas).
- */
+/** Status, metrics and the page, judged from a snapshot read through the store's `reads`. */
 export function registerStatusRoutes(
   app: Hono,
   ctx: AppContext,
   openapi: () => Record<string, unknown>,
-  reads: HealthReads = sqliteHealthReads(ctx.database.sqlite),
+  reads: HealthReads,
 ): void {
   const health = async (): Promise<Health> => {
     const h = await readHealth(reads, ctx.config, ctx.clock.now(), ctx.startedAt);

@@ -78,18 +78,10 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
       subscribers.dispatcher.wake();
     },
   });
-  const api = routeRegistrars({
-    wakeDispatcher: dispatcher.wake,
-    requestSync,
-    mirrorReads: stores.mirrorReads,
-    outbox: stores.outbox,
-    healthReads: stores.healthReads,
-    deliveries: stores.deliveriesAccess,
-    feed: stores.feed,
-  });
+  const routes = routeRegistrars({ ...stores.api, wakeDispatcher: dispatcher.wake, requestSync });
   return [
     ...own,
-    createApiComponent(ctx, api, { readiness: stores.readiness }),
+    createApiComponent(ctx, routes, stores.api),
     createWebhookComponent(ctx, { requestSync, store: stores.inbox }),
     dispatcher,
     subscribers,

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { pgUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { pgMirrorReads } from '../api/pgMirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
@@ -207,7 +208,6 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
-    outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
     owner,
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange }),
@@ -215,8 +215,15 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     deliveries,
     pruneDeliveries: (nowMs, retentionDays, configured) =>
       pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
-    feed: pgFeedReads(pool, signal),
-    readiness: pgReadiness(pool),
+    api: {
+      outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
+      mirrorReads: pgMirrorReads(pool),
+      healthReads: pgHealthReads(pool, availability),
+      deliveries: pgDeliveriesAccess(pool),
+      feed: pgFeedReads(pool, signal),
+      readiness: pgReadiness(pool),
+      unavailable: pgUnavailableAnswer,
+    },
     othersCommitted: signal,
     // Claims only while this replica holds its liveness lock: without it the others presume it
     // dead and may hand its claims back (the presence starts first).

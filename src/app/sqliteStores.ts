@@ -1,5 +1,7 @@
 import { existsSync } from 'node:fs';
+import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { sqliteMirrorReads } from '../api/mirrorQueries.js';
+import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { backupDatabase } from '../db/backup.js';
@@ -147,14 +149,30 @@ function prepareOwnedFile(ctx: AppContext): void {
   }
 }
 
+/** The API's seams over the context's file (the daemon's; a test of the API alone takes them too). */
+export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
+  const { sqlite } = ctx.database;
+  return {
+    // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
+    outbox: sqliteOutbox(ctx),
+    mirrorReads: sqliteMirrorReads(sqlite),
+    healthReads: sqliteHealthReads(sqlite),
+    deliveries: sqliteDeliveriesAccess(sqlite),
+    feed: sqliteFeedReads(sqlite),
+    // Read per probe from the context: a context reopened meanwhile is read anew.
+    readiness: (listeners) =>
+      sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),
+    unavailable: sqliteUnavailableAnswer(() => ctx.database.sqlite),
+  };
+}
+
 /** The daemon's seams over the file it owns, and SQLite's extras (threads, the daemon's record). */
 function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
   const { config, log } = ctx;
   const { sqlite } = ctx.database;
   return {
     ...commandSeams(ctx, close),
-    // The API's enqueue joins the connection's group commit: a 201 is on disk.
-    outbox: sqliteOutbox(ctx),
+    api: sqliteApi(ctx),
     // One process per file: its claims need no name beyond this process.
     owner: newLeaseOwner(),
     operations: new SqliteOperationsStore(sqlite),
@@ -162,10 +180,6 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     inbox: new SqliteInboxStore(sqlite),
     deliveries: new SqliteDeliveriesStore(sqlite),
     pruneDeliveries: sqliteDeliveriesPrune(sqlite),
-    feed: sqliteFeedReads(sqlite),
-    // Read per probe from the context, as before: a context reopened meanwhile is read anew.
-    readiness: (listeners) =>
-      sqliteReadiness(ctx.database.sqlite, config.database.busy_timeout_ms)(listeners),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
     mayClaim: () => true,

@@ -1,8 +1,7 @@
 import type { MirrorReads } from '../api/mirrorQueries.js';
+import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import type { FeedReads } from '../feed/reads.js';
-import type { ReadinessReader } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { InboxStore } from '../inbox/storeSeam.js';
 import type { Metrics } from '../metrics.js';
@@ -55,8 +54,8 @@ export interface DaemonStores extends Stores {
   readonly inbox: InboxStore;
   readonly deliveries: DeliveriesStore;
   readonly pruneDeliveries: DeliveriesPrune;
-  readonly feed: FeedReads;
-  readonly readiness: ReadinessReader;
+  /** What the API serves from: its routes' seams, /readyz's facts, its 503 for a database fault. */
+  readonly api: ApiSeams & ApiOptions;
   /** Announced when another process commits to the store (none where this one is the only writer). */
   readonly othersCommitted: ChangeSignal | undefined;
   /** Whether claiming is safe now (a replica that lost its liveness lock claims nothing). */

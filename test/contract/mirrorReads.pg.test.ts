@@ -1,6 +1,5 @@
 import { expect, inject } from 'vitest';
 import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
-import { ROUTE_REGISTRARS, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { startSimulator } from '../../src/simulator/index.js';
@@ -29,12 +28,8 @@ for (const { collation, icuLocale } of [
     const database = await createTestDatabase(cluster, icuLocale ? { icuLocale } : {});
     const store = await openPostgres(database.url, { max: 4 });
     const facts = await seedMirrors(sim, ctx, clock, [sqliteMirror(ctx), pgMirror(store)]);
-    const onSqlite = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
-    const onPostgres = await serveApi(
-      ctx,
-      routeRegistrars({ mirrorReads: pgMirrorReads(store.pool) }),
-      TOKEN,
-    );
+    const onSqlite = await serveApi(ctx, {}, TOKEN);
+    const onPostgres = await serveApi(ctx, { mirrorReads: pgMirrorReads(store.pool) }, TOKEN);
     return {
       facts,
       call: onPostgres.call,

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pgUnavailableAnswer } from '../../src/api/databaseUnavailable.js';
 import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
@@ -51,7 +52,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       deliveries: pgDeliveriesAccess(pool),
       feed: pgFeedReads(pool, new ChangeSignal()),
     }),
-    { readiness: pgReadiness(pool) },
+    { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },
   );
   await api.start();
   stops.push(() => api.stop());

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
@@ -8,6 +7,7 @@ import { pgOutbox } from '../../src/outbox/pgAccess.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { tokenization } from '../outbox/fixtures.js';
 
 /**
@@ -41,13 +41,10 @@ async function startReplica(name: string, url: string): Promise<Replica> {
   const signal = new ChangeSignal();
   const listener = listenForChanges({ pool: db.pool, signal });
   await listener.ready();
-  const api = createApiComponent(
-    ctx,
-    routeRegistrars({
-      outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
-      feed: pgFeedReads(db.pool, signal),
-    }),
-  );
+  const api = sqliteApiComponent(ctx, {
+    outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
+    feed: pgFeedReads(db.pool, signal),
+  });
   await api.start();
   return {
     name,
