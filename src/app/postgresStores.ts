@@ -93,7 +93,6 @@ function open(
 function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string): Stores {
   const { pool } = database;
   return {
-    label: database.label,
     sharedByProcesses: true,
     // A cancel or retry is pushed to the subscribers, whichever process makes it.
     outbox: pgOutbox(ctx, pool, {
@@ -101,8 +100,6 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       onStateChange: pgDeliveriesSink(subscribersFromConfig(ctx.config)),
     }),
     deliveriesAccess: pgDeliveriesAccess(pool),
-    mirrorReads: pgMirrorReads(pool),
-    healthReads: pgHealthReads(pool, database.availability),
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };

@@ -17,6 +17,7 @@ import { sqliteFeedReads } from '../feed/reads.js';
 import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { sqliteReadiness } from '../health/readiness.js';
+import type { HealthReads } from '../health/snapshot.js';
 import { SqliteInboxStore } from '../inbox/sqliteStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
@@ -62,13 +63,10 @@ export function requireDatabase(config: Config): void {
 function commandSeams(ctx: AppContext, close: () => void): Stores {
   const { sqlite } = ctx.database;
   return {
-    label: ctx.config.database.path,
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, { grouped: false }),
     deliveriesAccess: sqliteDeliveriesAccess(sqlite),
-    mirrorReads: sqliteMirrorReads(sqlite),
-    healthReads: sqliteHealthReads(sqlite),
     mirrorBackend: () => sqliteBackend(ctx),
     close: async () => close(),
   };
@@ -92,7 +90,7 @@ export function openSqliteCommand(
 /** `vcu-sync status`'s reads: the file opened read-only, never migrated. */
 export function sqliteStatusReads(
   config: Config,
-): { reads: Stores['healthReads']; close(): Promise<void> } | { missing: string } {
+): { reads: HealthReads; close(): Promise<void> } | { missing: string } {
   if (!existsSync(config.database.path)) return { missing: missingDatabaseMessage(config.database.path) };
   const database = openDatabase(config.database.path, { readonly: true, migrate: false });
   return { reads: sqliteHealthReads(database.sqlite), close: async () => database.close() };

@@ -1,8 +1,6 @@
-import type { MirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import type { HealthReads } from '../health/snapshot.js';
 import type { InboxStore } from '../inbox/storeSeam.js';
 import type { Metrics } from '../metrics.js';
 import type { MirrorBackend } from '../mirror/backend.js';
@@ -22,16 +20,12 @@ import type { RequestSync } from '../syncRequests.js';
  * can do (`sharedByProcesses`), never which it is.
  */
 export interface Stores {
-  /** The database as logs and errors may name it (a file path, or host:port/database). */
-  readonly label: string;
   /** Several processes work on this store at once (PostgreSQL's replicas); else one owner (SQLite). */
   readonly sharedByProcesses: boolean;
   /** The outbox as the API and the CLI read, queue and steer it. */
   readonly outbox: OutboxAccess;
   /** The subscriber deliveries as the API and the CLI read and steer them. */
   readonly deliveriesAccess: DeliveriesAccess;
-  readonly mirrorReads: MirrorReads;
-  readonly healthReads: HealthReads;
   /** Where a sync run reads and writes; one per use (a run's bookkeeping is its own). */
   mirrorBackend(): MirrorBackend;
   /** Closes what the factory opened (SQLite: checkpoints the WAL, then gives up ownership). */

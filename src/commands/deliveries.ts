@@ -10,7 +10,7 @@ import {
 } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { type Column, listText } from './textTable.js';
-import { withStores } from './withContext.js';
+import { withStores } from './withStores.js';
 
 /** Options of `vcu-sync deliveries`. */
 export interface DeliveriesCommandOptions {

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { runEnqueueCommand } from './enqueue.js';
 import { runOutboxCommand } from './outbox.js';
-import { withStores } from './withContext.js';
+import { withStores } from './withStores.js';
 
 /** `vcu-sync enqueue FILE|-`: the database is created when it does not exist. */
 export function runEnqueueCli(config: Config, file: string): Promise<number> {

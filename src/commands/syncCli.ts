@@ -3,7 +3,7 @@ import { requireSettings } from '../configNeeds.js';
 import { noopMetrics } from '../metrics.js';
 import { syncLogger } from './logAboveBars.js';
 import { parseTargets, runSyncCommand } from './sync.js';
-import { withStores } from './withContext.js';
+import { withStores } from './withStores.js';
 
 /**
  * `vcu-sync sync [resources...] [--full]`: one sync, then exit; 0 only if every resource succeeded.
