@@ -15,16 +15,16 @@ import type { RequestSync } from '../syncRequests.js';
 
 /**
  * The store port: every seam the daemon and the commands reach the database through, whichever
- * database it is. Built by one of two factories (sqliteStores.ts, postgresStores.ts), chosen once
- * from the configuration in openStores.ts; below this root nothing names a database. Code asks what the store
- * can do (`sharedByProcesses`), never which it is.
+ * database it is. Built by one of two factories (sqliteStores.ts, postgresStores.ts), picked once
+ * from the configuration in openStores.ts; below this root nothing names a database. Code asks
+ * what the store can do (`sharedByProcesses`), never which it is.
  */
 export interface Stores {
   /** Several processes work on this store at once (PostgreSQL's replicas); else one owner (SQLite). */
   readonly sharedByProcesses: boolean;
-  /** The outbox as the API and the CLI read, queue and steer it. */
+  /** The outbox as the CLI reads, queues and steers it. */
   readonly outbox: OutboxAccess;
-  /** The subscriber deliveries as the API and the CLI read and steer them. */
+  /** The subscriber deliveries as the CLI reads and steers them. */
   readonly deliveriesAccess: DeliveriesAccess;
   /** Where a sync run reads and writes; one per use (a run's bookkeeping is its own). */
   mirrorBackend(): MirrorBackend;
