@@ -6,6 +6,6 @@ import { defineConfig } from 'drizzle-kit';
  */
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/db/schema-pg/index.ts',
+  schema: './src/db/schema/postgres.ts',
   out: './drizzle/pg',
 });

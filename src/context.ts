@@ -4,7 +4,7 @@ import { type OpenDatabase, openDatabase } from './db/open.js';
 import { refuseSqliteUnderPostgres } from './db/pgConfig.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { type SqliteStateChangeSink, useStateChangeSink } from './operations/effects.js';
+import { type StateChangeSink, useStateChangeSink } from './operations/effects.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
 
@@ -65,7 +65,7 @@ export interface CreateContextOptions {
    * transaction (operations/effects.ts): the root hands the subscribers' deliveries, so that a
    * cancel from the CLI is pushed as the daemon's would be (default: nothing).
    */
-  onStateChange?: SqliteStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */

@@ -1,20 +1,17 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
-import { classifyDatabaseError, type DatabaseFacts, databaseFaultsFor, sqliteCode } from './db/faults.js';
 import type { Sqlite } from './db/open.js';
-import { errorMessage } from './errors.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import type { Health } from './health/health.js';
 import { identityOf } from './health/identity.js';
 import { exitCodeOf, judge } from './health/rules.js';
-import { readSeries } from './health/series.js';
 import {
   type HealthReads,
   type HealthSnapshot,
-  readSnapshot,
   type SnapshotWindow,
   unreadableSnapshot,
 } from './health/snapshot.js';
+import { readSnapshot, sqliteReadFailed } from './health/sqliteHealth.js';
 import { maskDeep, scrubText } from './redact.js';
 
 export type { Health } from './health/health.js';
@@ -33,27 +30,6 @@ export function schedulePeriodMs(expression: string): number | null {
   const period = a && b ? b.getTime() - a.getTime() : null;
   periodCache.set(expression, period);
   return period;
-}
-
-/** How SQLite's reads note a failed read: corruption is recorded (a read error is not a failed write). */
-function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
-  const faults = databaseFaultsFor(sqlite);
-  if (classifyDatabaseError(err) === 'corrupt') {
-    faults.noteFailure(err);
-    return faults.facts();
-  }
-  const code = sqliteCode(err);
-  return { ...faults.facts(), readError: code ? `${code}: ${errorMessage(err)}` : errorMessage(err) };
-}
-
-/** The health reads of a SQLite database: today's one read transaction, synchronous underneath. */
-export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
-  return {
-    snapshot: async (window, pageSize) => readSnapshot(sqlite, window, pageSize),
-    daemonStartedAt: async () => readDaemonRecord(sqlite)?.startedAt ?? null,
-    readFailed: (err) => sqliteReadFailed(sqlite, err),
-    series: async (now) => readSeries(sqlite, now),
-  };
 }
 
 /** The window the snapshot counts from, as of `now`. */

@@ -1,9 +1,13 @@
 import type { Sqlite } from '../db/open.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
+import type { ScriptStore } from '../store/script.js';
+import { join, raw, type Sql, sql, typed } from '../store/sql.js';
+import { runSqlite } from '../store/sqliteScripts.js';
 
 /**
- * All SQL of the read API over the mirror. Lists use keyset pagination on the key (stable while
- * the mirror changes, unlike offsets); every filter is a bound parameter on a known column.
+ * All SQL of the read API over the mirror, for both stores. Lists use keyset pagination on the key
+ * (stable while the mirror changes, unlike offsets); every filter is a bound parameter on a known
+ * column.
  */
 
 /** A filter on one column: equality, or a date range. */
@@ -32,6 +36,24 @@ export function inDateOrder(request: Pick<ListRequest, 'filters' | 'dateOrder'>)
 }
 
 const META_COLUMNS = ['_first_seen_at', '_last_seen_at', '_removed_at'];
+
+/** The select lists of the mirror tables, built once each. */
+const selectLists = new Map<ResourceName, Sql>();
+
+/**
+ * What a read selects from a mirror table: its fields and bookkeeping times, named rather than
+ * `*` so neither store ships `_raw` (the whole record as received) to a reader that never shows it.
+ */
+function columnsOf(resource: ResourceName): Sql {
+  let list = selectLists.get(resource);
+  if (list === undefined) {
+    const names = [...RESOURCE_FIELDS[resource].fields.map((f) => `"${f.name}"`), ...META_COLUMNS];
+    if (resource.startsWith('custody_')) names.push('_custody_ended_at');
+    list = raw(names.join(', '));
+    selectLists.set(resource, list);
+  }
+  return list;
+}
 
 /** A mirror row as the API shows it: interface fields typed as the interface says, plus bookkeeping. */
 export function decodeRow(
@@ -62,9 +84,9 @@ export interface ListPage {
 }
 
 /**
- * The mirror's reads as the API makes them, one request each: SQLite's below (synchronous, the
- * statements of today), PostgreSQL's in pgMirrorQueries.ts. Both answer the same values for the
- * same rows, so the routes answer the same JSON on either store.
+ * The mirror's reads as the API makes them, one request each, from the statements below on either
+ * store: both answer the same values for the same rows (decodeRow), so the routes answer the same
+ * JSON on either.
  */
 export interface MirrorReads {
   list(request: ListRequest): Promise<ListPage>;
@@ -72,105 +94,122 @@ export interface MirrorReads {
   get(resource: ResourceName, id: string): Promise<Record<string, unknown> | null>;
 }
 
-/** How a dialect writes a list's SQL: its placeholders and the collation its text comparisons need. */
-export interface ListDialect {
-  /** The placeholder of the `n`th parameter (from 1). */
-  param(n: number): string;
-  /** Appended to a key or text column compared or ordered: byte order, as SQLite's BINARY (or ''). */
-  byteOrder: string;
-  /** What the statement selects. */
-  columns: string;
-}
-
-const SQLITE_LIST: ListDialect = { param: () => '?', byteOrder: '', columns: '*' };
-
 /**
- * The SQL of one page of a list and its parameters (LIMIT asks one row more, to know if there is
- * a next page), and the date column the page is ordered by, if any.
+ * The statement of one page of a list (LIMIT asks one row more, to know if there is a next page),
+ * and the date column the page is ordered by, if any. `byteOrder` is appended to a key or text
+ * column compared or ordered, so it sorts in byte order as SQLite's BINARY does ('' where the
+ * store's own collation already does: see {@link sortsInByteOrder}).
  */
 export function listStatement(
   request: ListRequest,
-  dialect: ListDialect,
-): { sql: string; params: Array<string | number>; date: string | undefined } {
+  byteOrder = '',
+): { statement: Sql; date: string | undefined } {
   const { fields, key } = RESOURCE_FIELDS[request.resource];
   const known = new Map(fields.map((f) => [f.name, f]));
-  const where: string[] = [];
-  const params: Array<string | number> = [];
-  const p = (value: string | number) => {
-    params.push(value);
-    return dialect.param(params.length);
-  };
+  const where: Sql[] = [];
   // Keys and free text sort by collation. Numbers compare as numbers, and dates are checked as
   // YYYY-MM-DD on the way in (operator/schemas.ts), which every collation sorts as bytes: left as
   // they are, their ranges stay index ranges under any collation.
   const ordered = (column: string) => {
     const type = known.get(column)?.type;
-    return `"${column}"${type === 'id' || type === 'text' ? dialect.byteOrder : ''}`;
+    return raw(`"${column}"${type === 'id' || type === 'text' ? byteOrder : ''}`);
   };
   for (const filter of request.filters) {
     // Columns come from the field list, never from the request, so they can be quoted safely.
     if (!known.has(filter.column)) throw new Error(`unknown column ${filter.column}`);
-    const column = filter.op === '=' ? `"${filter.column}"` : ordered(filter.column);
-    where.push(`${column} ${filter.op} ${p(filter.value)}`);
+    const column = filter.op === '=' ? raw(`"${filter.column}"`) : ordered(filter.column);
+    where.push(sql`${column} ${raw(filter.op)} ${filter.value}`);
   }
-  if (request.removed === 'false') where.push('_removed_at IS NULL');
-  if (request.removed === 'only') where.push('_removed_at IS NOT NULL');
+  if (request.removed === 'false') where.push(sql`_removed_at IS NULL`);
+  if (request.removed === 'only') where.push(sql`_removed_at IS NOT NULL`);
   const date = inDateOrder(request) ? request.dateOrder : undefined;
   if (date !== undefined && !known.has(date)) throw new Error(`unknown column ${date}`);
   if (request.after !== undefined) {
-    if (date !== undefined) {
-      // A row value compares (date, key) in one index range.
-      where.push(
-        `(${ordered(date)}, ${ordered(key)}) > (${p(request.afterDate ?? '')}, ${p(request.after)})`,
-      );
-    } else {
-      where.push(`${ordered(key)} > ${p(request.after)}`);
-    }
+    // With a date order, a row value compares (date, key) in one index range.
+    where.push(
+      date !== undefined
+        ? sql`(${ordered(date)}, ${ordered(key)}) > (${request.afterDate ?? ''}, ${request.after})`
+        : sql`${ordered(key)} > ${request.after}`,
+    );
   }
-  const order = date !== undefined ? `${ordered(date)}, ${ordered(key)}` : ordered(key);
-  const sql = `SELECT ${dialect.columns} FROM "${request.resource}" ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${order} LIMIT ${p(request.limit + 1)}`;
-  return { sql, params, date };
+  const order = date !== undefined ? sql`${ordered(date)}, ${ordered(key)}` : ordered(key);
+  const filtered = where.length ? sql` WHERE ${join(where, ' AND ')}` : raw('');
+  const statement = sql`SELECT ${columnsOf(request.resource)} FROM ${raw(`"${request.resource}"`)}${filtered} ORDER BY ${order} LIMIT ${request.limit + 1}`;
+  return { statement, date };
 }
 
 /** The page of `raw` (up to limit + 1 rows, in the list's order), decoded. */
 export function pageOf(
   request: ListRequest,
-  raw: Record<string, unknown>[],
+  rows: Record<string, unknown>[],
   date: string | undefined,
 ): ListPage {
   const { fields, key } = RESOURCE_FIELDS[request.resource];
-  const more = raw.length > request.limit;
-  const page = more ? raw.slice(0, request.limit) : raw;
-  const rows = page.map((r) => decodeRow(fields, r));
+  const more = rows.length > request.limit;
+  const page = more ? rows.slice(0, request.limit) : rows;
   const last = page[page.length - 1];
   return {
-    rows,
+    rows: page.map((r) => decodeRow(fields, r)),
     lastKey: more && last ? String(last[key]) : null,
     ...(more && last && date !== undefined ? { lastDate: String(last[date]) } : {}),
   };
 }
 
+/** The record with key `id` of a mirror table. */
+export function recordStatement(resource: ResourceName, id: string): Sql {
+  return sql`SELECT ${columnsOf(resource)} FROM ${raw(`"${resource}"`)} WHERE ${raw(`"${RESOURCE_FIELDS[resource].key}"`)} = ${id}`;
+}
+
+/** One page of a list on SQLite, now (its BINARY collation is byte order). */
 export function listRecords(sqlite: Sqlite, request: ListRequest): ListPage {
-  const { sql, params, date } = listStatement(request, SQLITE_LIST);
-  return pageOf(request, sqlite.prepare(sql).all(...params) as Record<string, unknown>[], date);
+  const { statement, date } = listStatement(request);
+  return pageOf(request, runSqlite(sqlite, statement).rows, date);
 }
 
-export function getRecord(
-  sqlite: Sqlite,
-  resource: ResourceName,
-  id: string,
-): Record<string, unknown> | null {
-  const { fields, key } = RESOURCE_FIELDS[resource];
-  const row = sqlite.prepare(`SELECT * FROM "${resource}" WHERE "${key}" = ?`).get(id) as
-    | Record<string, unknown>
-    | undefined;
-  return row ? decodeRow(fields, row) : null;
+/** Texts whose byte order differs from a language collation's (case, punctuation, accents). */
+const SAMPLE = ['a', 'B', 'b', 'A', '-1', '1', '_', 'Z9', 'z-', 'é', 'e', 'F', ' x'];
+
+/**
+ * Whether the store's own collation already sorts text in byte order, as SQLite's BINARY does
+ * (PostgreSQL's `C`, `POSIX`, `C.UTF-8`): the sample as the store sorts it is compared with its
+ * byte order. Then the lists' keyset comparisons and ORDER BY run on the indexes as they are;
+ * under a language collation (`en_US.UTF-8`: `a` before `B`, `-` ignored) each one says
+ * `COLLATE "C"`, the same pages at the cost of sorting the matching rows.
+ */
+export async function sortsInByteOrder(store: ScriptStore): Promise<boolean> {
+  const values = join(
+    SAMPLE.map((s) => sql`(${typed(s, 'text')})`),
+    ', ',
+  );
+  const sorted = await store.read<{ s: string }>(
+    sql`SELECT column1 AS s FROM (VALUES ${values}) AS v ORDER BY column1`,
+  );
+  const bytes = [...SAMPLE].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return sorted.every((row, i) => row.s === bytes[i]);
 }
 
-/** The mirror's reads on SQLite: the statements above, answered at once. */
-export function sqliteMirrorReads(sqlite: Sqlite): MirrorReads {
+/** The mirror's reads through a store (the mirror tables of src/db/schema/ or schema-pg/). */
+export function mirrorReads(store: ScriptStore): MirrorReads {
+  let byteOrder: Promise<string> | undefined;
+  const collation = () => {
+    byteOrder ??= sortsInByteOrder(store).then(
+      (same) => (same ? '' : ' COLLATE "C"'),
+      (err: unknown) => {
+        // Asked again on the next request rather than remembered as a failure.
+        byteOrder = undefined;
+        throw err;
+      },
+    );
+    return byteOrder;
+  };
   return {
-    list: async (request) => listRecords(sqlite, request),
-    get: async (resource, id) => getRecord(sqlite, resource, id),
+    async list(request) {
+      const { statement, date } = listStatement(request, await collation());
+      return pageOf(request, await store.read(statement), date);
+    },
+    async get(resource, id) {
+      const [row] = await store.read(recordStatement(resource, id));
+      return row ? decodeRow(RESOURCE_FIELDS[resource].fields, row) : null;
+    },
   };
 }

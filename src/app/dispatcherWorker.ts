@@ -8,7 +8,9 @@
 import { observeCommitWaits } from '../db/commitQueue.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../subscribers/housekeeping.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
+import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { workerSide } from '../thread/workerSide.js';
 
@@ -34,7 +36,7 @@ const component = createDispatcherComponent(side.ctx, {
   housekeeping: deliveriesHousekeeping(
     side.ctx.config,
     side.ctx.log,
-    sqliteDeliveriesPrune(side.ctx.database.sqlite),
+    deliveriesPrune(sqliteScriptStore(side.ctx.database.sqlite)),
   ),
 });
 await side.run<DispatcherIn>(component, (message) => {

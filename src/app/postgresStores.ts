@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { pgUnavailableAnswer } from '../api/databaseUnavailable.js';
-import { pgMirrorReads } from '../api/pgMirrorQueries.js';
+import { mirrorReads } from '../api/mirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
 import { type AppContext, type Component, createPgAppContext } from '../context.js';
@@ -17,13 +17,12 @@ import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js'
 import { listenForChanges } from '../db/pgChangeSignal.js';
 import { pgApplicationName } from '../db/pgConfig.js';
 import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
-import { pgFeedReads } from '../feed/pgQueries.js';
+import { feedReads } from '../feed/reads.js';
 import { instanceName } from '../health/identity.js';
 import { pgReadAdvice } from '../health/pgAdvice.js';
-import { pgReadiness } from '../health/pgReadiness.js';
-import { pgHealthReads } from '../health/pgSnapshot.js';
+import { pgHealthReads, pgReadiness } from '../health/postgresHealth.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { PgInboxStore } from '../inbox/pgStore.js';
+import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
@@ -32,9 +31,11 @@ import { startReplicaPresence } from '../operations/pgPresence.js';
 import { PgOperationsStore } from '../operations/pgStore.js';
 import { pgOutbox } from '../outbox/pgAccess.js';
 import { pgOutboxHooks } from '../outbox/pgHooks.js';
-import { pgDeliveriesSink } from '../subscribers/pgEnqueue.js';
-import { pruneDeliveriesPg } from '../subscribers/pgPrune.js';
-import { PgDeliveriesStore, pgDeliveriesAccess } from '../subscribers/pgStore.js';
+import { postgresScriptStore } from '../store/postgresScripts.js';
+import { deliveriesAccess } from '../subscribers/access.js';
+import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { deliveriesSink } from '../subscribers/enqueue.js';
+import { deliveriesPrune } from '../subscribers/prune.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, DaemonLinks, DaemonStores, Opened, Stores } from './stores.js';
 
@@ -97,9 +98,9 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
     // A cancel or retry is pushed to the subscribers, whichever process makes it.
     outbox: pgOutbox(ctx, pool, {
       leaseOwner,
-      onStateChange: pgDeliveriesSink(subscribersFromConfig(ctx.config)),
+      onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
-    deliveriesAccess: pgDeliveriesAccess(pool),
+    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -196,28 +197,28 @@ export async function openPostgresDaemon(
 /** The replica's seams and PostgreSQL's extras: presence, the feed's LISTEN, availability. */
 function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): DaemonStores {
   const { pool, availability } = database;
+  const scripts = postgresScriptStore(pool);
   // Announced whenever any replica commits to the feed (fed by LISTEN/NOTIFY).
   const signal = new ChangeSignal();
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
-  const onStateChange = pgDeliveriesSink(subscribersFromConfig(ctx.config));
+  const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new PgDeliveriesStore(pool);
+  const deliveries = new ScriptDeliveriesStore(scripts);
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
     owner,
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange }),
-    inbox: new PgInboxStore(pool, { onStateChange }),
+    inbox: new ScriptInboxStore(scripts, { onStateChange }),
     deliveries,
-    pruneDeliveries: (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pool, nowMs, retentionDays, configured),
+    pruneDeliveries: deliveriesPrune(scripts),
     api: {
       outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
-      mirrorReads: pgMirrorReads(pool),
+      mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
-      deliveries: pgDeliveriesAccess(pool),
-      feed: pgFeedReads(pool, signal),
+      deliveries: deliveriesAccess(scripts),
+      feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
       unavailable: pgUnavailableAnswer,
     },
@@ -304,7 +305,7 @@ function presenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
-  stores: { operations: PgOperationsStore; deliveries: PgDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
   links: DaemonLinks,
 ): Component & { alive(): boolean } {
   let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;

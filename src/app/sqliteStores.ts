@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
-import { sqliteMirrorReads } from '../api/mirrorQueries.js';
+import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
@@ -16,9 +16,9 @@ import { feedHead } from '../feed/queries.js';
 import { sqliteFeedReads } from '../feed/reads.js';
 import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js';
 import { instanceName, VERSION } from '../health/identity.js';
-import { sqliteReadiness } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { SqliteInboxStore } from '../inbox/sqliteStore.js';
+import { sqliteHealthReads, sqliteReadiness } from '../health/sqliteHealth.js';
+import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { sqliteBackend } from '../mirror/backend.js';
@@ -28,11 +28,11 @@ import { sqliteOutbox } from '../outbox/access.js';
 import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
 import { sqliteOutboxHooks } from '../outbox/hooks.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
-import { sqliteHealthReads } from '../status.js';
-import { sqliteDeliveriesAccess } from '../subscribers/access.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { deliveriesAccess } from '../subscribers/access.js';
+import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
-import { sqliteDeliveriesPrune } from '../subscribers/housekeeping.js';
-import { SqliteDeliveriesStore } from '../subscribers/storeSeam.js';
+import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, DaemonStores, Opened, Stores } from './stores.js';
 
@@ -66,7 +66,7 @@ function commandSeams(ctx: AppContext, close: () => void): Stores {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, { grouped: false }),
-    deliveriesAccess: sqliteDeliveriesAccess(sqlite),
+    deliveriesAccess: deliveriesAccess(sqliteScriptStore(sqlite)),
     mirrorBackend: () => sqliteBackend(ctx),
     close: async () => close(),
   };
@@ -153,9 +153,9 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
     outbox: sqliteOutbox(ctx),
-    mirrorReads: sqliteMirrorReads(sqlite),
+    mirrorReads: mirrorReads(sqliteScriptStore(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
-    deliveries: sqliteDeliveriesAccess(sqlite),
+    deliveries: deliveriesAccess(sqliteScriptStore(sqlite)),
     feed: sqliteFeedReads(sqlite),
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
@@ -175,9 +175,9 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     owner: newLeaseOwner(),
     operations: new SqliteOperationsStore(sqlite),
     outboxHooks: sqliteOutboxHooks(sqlite),
-    inbox: new SqliteInboxStore(sqlite),
-    deliveries: new SqliteDeliveriesStore(sqlite),
-    pruneDeliveries: sqliteDeliveriesPrune(sqlite),
+    inbox: sqliteInboxStore(sqlite),
+    deliveries: new ScriptDeliveriesStore(sqliteScriptStore(sqlite)),
+    pruneDeliveries: deliveriesPrune(sqliteScriptStore(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
     mayClaim: () => true,

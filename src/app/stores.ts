@@ -9,8 +9,9 @@ import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';
 import type { DeliveriesAccess } from '../subscribers/access.js';
-import type { DeliveriesPrune } from '../subscribers/housekeeping.js';
-import type { DeliveriesStore } from '../subscribers/storeSeam.js';
+import type { DeliveriesStore } from '../subscribers/deliveriesStore.js';
+import type { DeliveriesPrune } from '../subscribers/prune.js';
+
 import type { RequestSync } from '../syncRequests.js';
 
 /**

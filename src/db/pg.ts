@@ -15,7 +15,7 @@ import {
 } from './pgChanges.js';
 import { type PgConnection, pgConnection } from './pgConfig.js';
 import { ObservedPool } from './pgPool.js';
-import * as schema from './schema-pg/index.js';
+import * as schema from './schema/postgres.js';
 
 export type PgDb = NodePgDatabase<typeof schema>;
 

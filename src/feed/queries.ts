@@ -1,8 +1,12 @@
-import type { Statement } from 'better-sqlite3';
 import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
+import { type Sql, sql } from '../store/sql.js';
+import { runSqlite } from '../store/sqliteScripts.js';
 
-/** Reads of the change feed: strictly `seq > after`, in seq order, from the database. */
+/**
+ * Reads of the change feed: strictly `seq > after`, in seq order. Each statement is written once
+ * and run by either store (./reads.ts); SQLite's feed reads run them synchronously here, with no
+ * promise on the feed's hot path.
+ */
 
 /** A change as stored (the `changes` table, either store). */
 export interface StoredChange {
@@ -49,31 +53,26 @@ export interface FeedQuery {
   resource?: string | undefined;
 }
 
-const COLUMNS = 'SELECT seq, resource, record_id, kind, at FROM changes';
-
-const statements = perHandle((sqlite: Sqlite) => ({
-  all: sqlite.prepare(`${COLUMNS} WHERE seq > ? ORDER BY seq LIMIT ?`) as Statement<
-    [number, number],
-    StoredChange
-  >,
-  // Walks the primary key in seq order and filters: with an index on (resource, record_id) a
-  // resource's rows are not in seq order, and the feed is read near its head.
-  ofResource: sqlite.prepare(`${COLUMNS} WHERE seq > ? AND resource = ? ORDER BY seq LIMIT ?`) as Statement<
-    [number, string, number],
-    StoredChange
-  >,
-  head: sqlite.prepare('SELECT coalesce(max(seq), 0) FROM changes').pluck() as Statement<[], number>,
-}));
-
-/** The entries after `q.after`, oldest first. */
-export function readFeed(sqlite: Sqlite, q: FeedQuery): FeedEntry[] {
-  const st = statements(sqlite);
-  const rows =
-    q.resource === undefined ? st.all.all(q.after, q.limit) : st.ofResource.all(q.after, q.resource, q.limit);
-  return rows.map(toChange);
+/**
+ * The entries after `q.after`, oldest first. With a resource it walks the primary key in seq order
+ * and filters: with an index on (resource, record_id) a resource's rows are not in seq order, and
+ * the feed is read near its head.
+ */
+export function feedPage(q: FeedQuery): Sql {
+  const ofResource = q.resource === undefined ? sql`` : sql` AND resource = ${q.resource}`;
+  return sql`SELECT seq, resource, record_id, kind, at FROM changes
+    WHERE seq > ${q.after}${ofResource} ORDER BY seq LIMIT ${q.limit}`;
 }
 
 /** The newest seq in the feed (0 when empty). */
+export const FEED_HEAD: Sql = sql`SELECT coalesce(max(seq), 0) AS head FROM changes`;
+
+/** {@link feedPage} on SQLite, now. */
+export function readFeed(sqlite: Sqlite, q: FeedQuery): FeedEntry[] {
+  return (runSqlite(sqlite, feedPage(q)).rows as unknown as StoredChange[]).map(toChange);
+}
+
+/** {@link FEED_HEAD} on SQLite, now. */
 export function feedHead(sqlite: Sqlite): number {
-  return statements(sqlite).head.get() ?? 0;
+  return Number(runSqlite(sqlite, FEED_HEAD).rows[0]?.head ?? 0);
 }

@@ -2,14 +2,24 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
-import { type FeedEntry, type FeedQuery, feedHead, readFeed } from './queries.js';
+import type { ScriptStore } from '../store/script.js';
+import {
+  FEED_HEAD,
+  type FeedEntry,
+  type FeedQuery,
+  feedHead,
+  feedPage,
+  readFeed,
+  type StoredChange,
+  toChange,
+} from './queries.js';
 
 /**
  * What the feed's routes (long-poll, event stream) read, whatever the store: a page after a seq,
- * the head, and the {@link ChangeSignal} that says the feed grew. SQLite's reads are synchronous
- * and answer plain values (no promise, no extra tick on the hot path); PostgreSQL's answer promises
- * (./pgQueries.ts). Callers `await` either. The routes share these reads between their readers
- * above this seam (./pageCache.ts), whatever the store.
+ * the head, and the {@link ChangeSignal} that says the feed grew. The statements are ./queries.ts's,
+ * one each. SQLite's reads run them synchronously and answer plain values (no promise, no extra
+ * tick on the hot path); a store's {@link feedReads} answers promises. Callers `await` either. The
+ * routes share these reads between their readers above this seam (./pageCache.ts).
  */
 export interface FeedReads {
   /** Announced after each commit that appended to the feed (on PostgreSQL, by LISTEN/NOTIFY). */
@@ -20,7 +30,19 @@ export interface FeedReads {
   head(): number | Promise<number>;
 }
 
-/** SQLite's feed reads: one per database handle, woken by the handle's own signal. */
+/**
+ * The feed's reads through a store, woken by `signal` (on PostgreSQL this process's LISTEN feeds
+ * it, db/pgChangeSignal.ts `listenForChanges`: every replica's commits announce on it).
+ */
+export function feedReads(store: ScriptStore, signal: ChangeSignal): FeedReads {
+  return {
+    signal,
+    read: async (q) => (await store.read<StoredChange>(feedPage(q))).map(toChange),
+    head: async () => Number((await store.read<{ head: number }>(FEED_HEAD))[0]?.head ?? 0),
+  };
+}
+
+/** SQLite's feed reads: one per database handle, synchronous, woken by the handle's own signal. */
 export const sqliteFeedReads = perHandle((sqlite: Sqlite): FeedReads => {
   return {
     signal: changeSignalFor(sqlite),

@@ -1,4 +1,5 @@
-import type { Sqlite } from '../db/open.js';
+import type { ScriptStore } from '../store/script.js';
+import { join, sql, typed } from '../store/sql.js';
 
 /** Points for the status page's charts over the last day, derived from rows already kept. */
 export interface Series {
@@ -20,27 +21,43 @@ export function depthTimes(now: number): string[] {
   return times;
 }
 
-/** The charts' points from a SQLite database (PostgreSQL's: pgSeries.ts). */
-export function readSeries(sqlite: Sqlite, now: number): Series {
+/** Seconds from `started` to `finished` (ISO), to the ms, never below 0. Pure. */
+export function secondsBetween(started: string, finished: string): number {
+  return Math.max(0, Math.round(Date.parse(finished) - Date.parse(started)) / 1000);
+}
+
+/** The charts' points, each read in one statement. */
+export async function readSeries(store: ScriptStore, now: number): Promise<Series> {
   const since = new Date(now - 24 * 3_600_000).toISOString();
-  const syncDurations = sqlite
-    .prepare(
-      `SELECT resource, finished_at AS at, status,
-              max(0, round((julianday(finished_at) - julianday(started_at)) * 86400.0, 3)) AS seconds
-       FROM sync_runs WHERE finished_at >= ? ORDER BY finished_at LIMIT 2000`,
-    )
-    .all(since) as Series['syncDurations'];
-  // Depth at time t: created by t and neither accepted nor finished by t. No sampling table needed.
-  const depthAt = sqlite.prepare(
-    `SELECT count(*) FROM outbox WHERE created_at <= @t
-       AND (accepted_at IS NULL OR accepted_at > @t) AND (finished_at IS NULL OR finished_at > @t)`,
+  const runs = await store.read<{ resource: string; at: string; started: string; status: string }>(
+    sql`SELECT resource, finished_at AS at, started_at AS started, status
+          FROM sync_runs WHERE finished_at >= ${since} ORDER BY finished_at LIMIT 2000`,
   );
-  const queueDepth = depthTimes(now).map((t) => ({ at: t, depth: depthAt.pluck().get({ t }) as number }));
-  const recentWebhooks = sqlite
-    .prepare(
-      `SELECT received_at AS at, event_type AS type, marketplaceTransactionRef AS ref, outcome
-       FROM webhook_events ORDER BY id DESC LIMIT 10`,
-    )
-    .all() as Series['recentWebhooks'];
-  return { syncDurations, queueDepth, recentWebhooks };
+  // Depth at time t: created by t and neither accepted nor finished by t. No sampling table needed.
+  // The times are a VALUES list (columns column1, column2 on both stores), the order kept by n.
+  const times = depthTimes(now);
+  const points = join(
+    times.map((t, n) => sql`(${typed(n, 'int4')}, ${typed(t, 'timestamptz')})`),
+    ', ',
+  );
+  const depths = await store.read<{ depth: number }>(
+    sql`SELECT (SELECT count(*) FROM outbox WHERE created_at <= p.column2
+                  AND (accepted_at IS NULL OR accepted_at > p.column2)
+                  AND (finished_at IS NULL OR finished_at > p.column2)) AS depth
+          FROM (VALUES ${points}) AS p ORDER BY p.column1`,
+  );
+  const recentWebhooks = await store.read<Series['recentWebhooks'][number]>(
+    sql`SELECT received_at AS at, event_type AS type, "marketplaceTransactionRef" AS ref, outcome
+          FROM webhook_events ORDER BY id DESC LIMIT 10`,
+  );
+  return {
+    syncDurations: runs.map((r) => ({
+      resource: r.resource,
+      at: r.at,
+      status: r.status,
+      seconds: secondsBetween(r.started, r.at),
+    })),
+    queueDepth: times.map((at, i) => ({ at, depth: depths[i]?.depth ?? 0 })),
+    recentWebhooks,
+  };
 }

@@ -1,15 +1,10 @@
-import { type DatabaseFacts, databaseFaultsFor, NO_FAULTS } from '../db/faults.js';
-import type { Sqlite } from '../db/open.js';
-import { decisionConflicts } from '../inbox/eventStore.js';
-import { awaitingDecision } from '../operations/reads.js';
-import { readPause } from '../outbox/pause.js';
-import { type SubscriberBacklog, subscriberBacklogs } from '../subscribers/reads.js';
+import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
 import type { Series } from './series.js';
 
 /**
  * Every fact health is judged on, read from the database in one short read transaction, so the
- * daemon, `vcu-sync status` in another process, and the metrics all judge the same numbers.
- * All SQL of the health module lives here.
+ * daemon, `vcu-sync status` in another process, and the metrics all judge the same numbers. The
+ * statements are ./snapshotReads.ts's, written once for both stores.
  */
 
 /** The latest runs of one sync resource. */
@@ -84,6 +79,18 @@ export interface HealthSnapshot {
    * free lock means the replica running it is gone; the next run marks it `interrupted`).
    */
   runningSyncs?: RunningSync[];
+}
+
+/** Per subscriber: rows by state, and when the oldest undelivered one was written. */
+export interface SubscriberBacklog {
+  subscriber: string;
+  pending: number;
+  dead: number;
+  delivered: number;
+  /** created_at (or redriven_at) of the oldest pending/sending row; null when none. */
+  oldestPendingAt: string | null;
+  /** The last failure of the head row, masked. */
+  lastError: string | null;
 }
 
 /** One replica as its `replicas` row and its liveness lock show it. */
@@ -178,139 +185,6 @@ export const SYNC_RESOURCES: ReadonlyArray<{ resource: string; table: string }> 
   { resource: 'units', table: 'unit_operations' },
   { resource: 'custody', table: 'custody_projects' },
 ];
-
-/**
- * Reads the facts. `pageSize` is the configured `sync.page_size` (default: unknown, so
- * `effectivePageSize` is only the learned cap, or null).
- */
-export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: number): HealthSnapshot {
-  const read = sqlite.transaction((): HealthSnapshot => {
-    const resources = SYNC_RESOURCES.map(({ resource, table }): ResourceFacts => {
-      const last = sqlite
-        .prepare(
-          `SELECT id, status, started_at AS startedAt, finished_at AS finishedAt, error, fetched, inserted, updated, removed, quarantined
-           FROM sync_runs WHERE resource = ? ORDER BY id DESC LIMIT 1`,
-        )
-        .get(resource) as ResourceFacts['lastRun'] | undefined;
-      const success = sqlite
-        .prepare(`SELECT max(finished_at) FROM sync_runs WHERE resource = ? AND status = 'succeeded'`)
-        .pluck()
-        .get(resource) as string | null;
-      const records = sqlite
-        .prepare(`SELECT count(*) FROM "${table}" WHERE _removed_at IS NULL`)
-        .pluck()
-        .get() as number;
-      const learned = sqlite
-        // An unreadable state counts as none learned, as the sync itself reads it.
-        .prepare(
-          `SELECT CASE WHEN json_valid(state) THEN json_extract(state, '$.pageSize') END
-           FROM sync_checkpoints WHERE resource = ?`,
-        )
-        .pluck()
-        .get(resource) as number | null | undefined;
-      const effectivePageSize =
-        resource === 'custody' ? null : minKnown(pageSize, typeof learned === 'number' ? learned : undefined);
-      return { resource, lastSuccessAt: success, lastRun: last ?? null, records, effectivePageSize };
-    });
-
-    const byState: Record<string, number> = {};
-    for (const row of sqlite
-      .prepare('SELECT state, count(*) AS n FROM outbox GROUP BY state')
-      .all() as Array<{
-      state: string;
-      n: number;
-    }>) {
-      byState[row.state] = row.n;
-    }
-    const oldestQueuedAt = sqlite
-      .prepare(`SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')`)
-      .pluck()
-      .get() as string | null;
-    const oldestAcceptedAt = sqlite
-      .prepare(`SELECT min(accepted_at) FROM outbox WHERE state = 'accepted'`)
-      .pluck()
-      .get() as string | null;
-    const finishedSince: Record<string, number> = {};
-    for (const row of sqlite
-      .prepare(
-        `SELECT state, count(*) AS n FROM outbox
-         WHERE state IN ('approved', 'rejected', 'failed', 'cancelled') AND finished_at >= ? GROUP BY state`,
-      )
-      .all(window.recentSince) as Array<{ state: string; n: number }>) {
-      finishedSince[row.state] = row.n;
-    }
-    const pause = readPause(sqlite);
-    const awaiting = awaitingDecision(sqlite, window.decisionCutoff);
-    const recentFailures = sqlite
-      .prepare(
-        `SELECT marketplaceTransactionRef AS ref, operationType, last_error AS error, updated_at AS at
-         FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 10`,
-      )
-      .all() as HealthSnapshot['outbox']['recentFailures'];
-    const rejectedSince = sqlite
-      .prepare(`SELECT count(*) FROM outbox WHERE state = 'rejected' AND decided_at >= ?`)
-      .pluck()
-      .get(window.recentSince) as number;
-    const recentRejections = sqlite
-      .prepare(
-        `SELECT marketplaceTransactionRef AS ref, operationType, decision_reason AS reason, decided_at AS at
-         FROM outbox WHERE state = 'rejected' ORDER BY decided_at DESC, id DESC LIMIT 10`,
-      )
-      .all() as HealthSnapshot['rejections']['recent'];
-
-    const quarantine: Record<string, number> = {};
-    for (const row of sqlite
-      .prepare('SELECT resource, count(*) AS n FROM quarantine WHERE resolved_at IS NULL GROUP BY resource')
-      .all() as Array<{ resource: string; n: number }>) {
-      quarantine[row.resource] = row.n;
-    }
-
-    const webhooks = sqlite
-      .prepare(
-        `SELECT
-           (SELECT count(*) FROM webhook_events WHERE received_at >= @since) AS received,
-           (SELECT max(received_at) FROM webhook_events) AS lastReceivedAt,
-           (SELECT count(*) FROM webhook_rejections WHERE at >= @since) AS verificationFailures,
-           (SELECT reason FROM webhook_rejections ORDER BY id DESC LIMIT 1) AS lastFailureReason,
-           (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < @cutoff) AS pendingOlderThanCutoff,
-           (SELECT count(*) FROM webhook_events WHERE id_reused = 1 AND received_at >= @since) AS idReused,
-           (SELECT count(*) FROM webhook_events WHERE outcome = 'undecided' AND received_at >= @since) AS undecided`,
-      )
-      .get({ since: window.recentSince, cutoff: window.decisionCutoff }) as Omit<
-      HealthSnapshot['webhooks'],
-      'conflicts' | 'lastUndecided'
-    >;
-    const lastUndecided =
-      webhooks.undecided > 0
-        ? (sqlite
-            .prepare(
-              `SELECT event_type AS type, event_status AS status FROM webhook_events
-                WHERE outcome = 'undecided' ORDER BY id DESC LIMIT 1`,
-            )
-            .get() as { type: string | null; status: string | null })
-        : null;
-
-    return {
-      resources,
-      outbox: {
-        byState,
-        oldestQueuedAt,
-        paused: pause && { reason: pause.reason, since: pause.since },
-        awaitingDecision: awaiting.length,
-        oldestAwaitingAt: awaiting[0]?.accepted_at ?? null,
-        oldestAcceptedAt,
-        finishedSince,
-        recentFailures,
-      },
-      rejections: { since: rejectedSince, recent: recentRejections },
-      quarantine,
-      webhooks: { ...webhooks, lastUndecided, conflicts: decisionConflicts(sqlite).length },
-      database: databaseFaultsFor(sqlite).facts(),
-      subscribers: subscriberBacklogs(sqlite),
-    };
-  });
-  return read();
-}
 
 /** The learned page-size cap in a checkpoint's state JSON, if readable. */
 export function learnedPageSize(state: string | null | undefined): number | undefined {

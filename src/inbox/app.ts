@@ -18,9 +18,9 @@ import {
 } from '../httpBody.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult } from './correlate.js';
+import { sqliteInboxStore } from './inboxStore.js';
 import { interpretPayload } from './interpret.js';
 import { reportDecisionEffects } from './report.js';
-import { SqliteInboxStore } from './sqliteStore.js';
 import type { InboxStore } from './storeSeam.js';
 import { createVerifier } from './verifySignature.js';
 import { compileVocabulary } from './vocabulary.js';
@@ -108,7 +108,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     tokenHeader: cfg.token_header,
     idHeader: options.idHeader ?? ctx.config.webhook.id_header,
   });
-  const store = options.store ?? new SqliteInboxStore(ctx.database.sqlite);
+  const store = options.store ?? sqliteInboxStore(ctx.database.sqlite);
   const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
   const limit = cfg.max_body_bytes;
   const fields = cfg.fields;

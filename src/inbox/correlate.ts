@@ -1,27 +1,41 @@
 /**
- * Matching decisions to operations. Everything here is synchronous and runs inside the caller's
- * better-sqlite3 transaction: the listener's (record + apply before the 2xx) or the dispatcher's
- * (a row just marked accepted picks up decisions that arrived early). Side effects that are not
- * SQL (logs, metrics, a custody sync) are returned as {@link DecisionEffect}s for the caller to
- * report after the commit.
+ * Matching decisions to operations, written once for both stores: pure decisions, and scripts
+ * (store/script.ts) run inside the caller's transaction: the webhook's (record + apply before the
+ * 2xx) or the dispatcher's (a row just accepted picks up decisions that arrived early). Side
+ * effects that are not SQL (logs, metrics, a custody sync) are returned as {@link DecisionEffect}s
+ * for the caller to report after the commit.
+ *
+ * What makes replicas sharing a store safe (PostgreSQL; SQLite has one writer):
+ * - every path that decides on an operation first locks its outbox row ({@link decidingRow}), so
+ *   decisions on one row are taken one at a time, each against the state the previous committed;
+ * - a replay delivered to two replicas at the same moment meets on the unique index (webhook_id,
+ *   body_hash): the second insert waits for the first commit, then stores nothing and is answered
+ *   as a replay; an event is always inserted before anything it decides is applied;
+ * - a decision whose row does not exist yet is stored `pending` and applied when the row is
+ *   accepted (`acceptedDecisions`, the next decision on that row, or the sweep).
+ * Locks are taken rows first, the feed's last, so these never deadlock with the operations store;
+ * the sweep locks its rows up front, in id order.
  */
 import { createHash } from 'node:crypto';
-import type { Sqlite } from '../db/open.js';
-import type { Masker } from '../operations/personal.js';
-import {
-  acceptedWithPendingDecisions,
-  type OperationSummary,
-  stateById,
-  stateByRef,
-} from '../operations/reads.js';
+import { recordDecision } from '../operations/decision.js';
+import type { StateChangeSink } from '../operations/effects.js';
+import { type Masker, personalValuesOf } from '../operations/personal.js';
+import type { OperationSummary } from '../operations/reads.js';
 import { nextState, type OperationState } from '../operations/states.js';
-import { recordDecision } from '../operations/store.js';
-import { inboxStatements } from './eventStore.js';
+import { all, first, run, type Script } from '../store/script.js';
+import { type Sql, sql, whenShared } from '../store/sql.js';
+import {
+  addCustodyIds,
+  type EventInsert,
+  type EventOutcome,
+  eventsByWebhookId,
+  insertEvent,
+  type PendingEvent,
+  pendingByRef,
+  setOutcome,
+} from './eventStore.js';
 import type { DepositIds, Interpretation } from './interpret.js';
-import { maskEventsOf } from './mask.js';
-
-/** What became of one stored event (`webhook_events.outcome`). */
-export type EventOutcome = 'applied' | 'pending' | 'duplicate' | 'conflict' | 'ignored' | 'undecided';
+import { maskEventsOf, maskIncomingWith } from './mask.js';
 
 /** Something the caller reports after the commit (logs, metrics, hooks). */
 export type DecisionEffect =
@@ -68,22 +82,35 @@ export function outcomeFor(rowState: OperationState | null, decision: 'approved'
   }
 }
 
-/** What deciding `decision` on a row in `state` brings about besides the row's move, if anything. Pure. */
+/** One decision on one operation, as an event states it. */
+export interface Decision {
+  ref: string;
+  decision: 'approved' | 'rejected';
+  reason: string | null;
+  webhookId: string;
+}
+
+/** What deciding `d` with `outcome` on `row` brings about besides the row's move, if anything. Pure. */
 export function decisionEffect(
   outcome: EventOutcome,
   row: OperationSummary,
-  ref: string,
-  decision: 'approved' | 'rejected',
-  reason: string | null,
-  webhookId: string,
+  d: Decision,
 ): DecisionEffect | undefined {
+  const { ref, decision } = d;
   switch (outcome) {
     case 'applied':
       return decision === 'rejected'
-        ? { kind: 'rejected', ref, outboxId: row.id, reason }
+        ? { kind: 'rejected', ref, outboxId: row.id, reason: d.reason }
         : { kind: 'approved', ref, outboxId: row.id };
     case 'conflict':
-      return { kind: 'conflict', ref, outboxId: row.id, decision, standing: row.state, webhookId };
+      return {
+        kind: 'conflict',
+        ref,
+        outboxId: row.id,
+        decision,
+        standing: row.state,
+        webhookId: d.webhookId,
+      };
     case 'ignored':
       return { kind: 'unexpected-state', ref, outboxId: row.id, state: row.state, decision };
     default:
@@ -106,83 +133,87 @@ export function depositedIds(deposit: DepositIds): Array<[kind: string, id: stri
   );
 }
 
-/** Applies one decision to one row in its current state; returns the outcome and any effect (inbox-internal). */
-export function applyOne(
-  sqlite: Sqlite,
+/** When a script decides, and where the state changes it makes go besides the feed. */
+export interface DecidingAt {
+  now: string;
+  sink: StateChangeSink | undefined;
+}
+
+/** An outbox row as deciding needs it, with the body its personal values come from. */
+export type DecidingRow = OperationSummary & { body: string };
+
+/** The operation `ref` names, locked until the transaction ends where replicas decide at once. */
+export const decidingRow = (ref: string): Sql => sql`
+  SELECT id, state, body FROM outbox WHERE "marketplaceTransactionRef" = ${ref} ${whenShared(sql`FOR UPDATE`)}`;
+
+/** Puts a deposit's ids in custody; returns how many rows changed. */
+export function* addCustody(deposit: DepositIds, now: string): Script<number> {
+  const statement = addCustodyIds(depositedIds(deposit), now);
+  return statement ? (yield* run(statement)).rowCount : 0;
+}
+
+/** Applies one decision to a row this transaction holds; returns the outcome and any effect (inbox-internal). */
+export function* applyOne(
   row: OperationSummary,
-  ref: string,
-  decision: 'approved' | 'rejected',
-  reason: string | null,
-  webhookId: string,
-  nowIso: string,
-): { outcome: EventOutcome; effect?: DecisionEffect } {
-  const outcome = outcomeFor(row.state, decision);
-  const effect = decisionEffect(outcome, row, ref, decision, reason, webhookId);
+  d: Decision,
+  at: DecidingAt,
+): Script<{ outcome: EventOutcome; effect?: DecisionEffect }> {
+  const outcome = outcomeFor(row.state, d.decision);
+  const effect = decisionEffect(outcome, row, d);
   if (outcome === 'applied') {
-    recordDecision(sqlite, { id: row.id, ref, decision, reason, now: nowIso });
-    row.state = decision;
+    yield* recordDecision(
+      { id: row.id, ref: d.ref, decision: d.decision, reason: d.reason, now: at.now },
+      at.sink,
+    );
+    row.state = d.decision;
   }
   return effect ? { outcome, effect } : { outcome };
 }
 
 /**
- * Applies the decisions that arrived for `ref` before its row was accepted. Call it inside the
- * transaction that marks the row accepted (synchronous: no awaits), and also whenever a row is
- * enqueued or becomes accepted by any other path. The first pending decision is applied; later
- * ones are duplicates or conflicts. Does nothing unless the row is `accepted`.
- * Returns what to report after the commit (see `reportDecisionEffects`); callers may ignore it.
+ * Applies the decisions that arrived for `ref` before its row was accepted, in arrival order, to
+ * a row this transaction holds: the first is applied, later ones are duplicates or conflicts.
+ * Nothing unless the row is `accepted`.
  */
-export function applyPendingDecisions(
-  sqlite: Sqlite,
-  outboxId: number,
+export function* applyPendingDecisions(
+  row: OperationSummary,
   ref: string,
-  nowIso: string,
-): DecisionEffect[] {
-  const st = inboxStatements(sqlite);
-  const pending = st.pendingByRef.all(ref);
-  if (pending.length === 0) return [];
-  const row = stateById(sqlite, outboxId);
-  if (row?.state !== 'accepted') return [];
+  at: DecidingAt,
+): Script<DecisionEffect[]> {
+  if (row.state !== 'accepted') return [];
   const effects: DecisionEffect[] = [];
-  for (const event of pending) {
-    const { outcome, effect } = applyOne(
-      sqlite,
-      row,
-      ref,
-      event.decision,
-      event.reason,
-      event.webhook_id,
-      nowIso,
-    );
-    st.setOutcome.run(outcome, row.id, outcome === 'applied' ? nowIso : null, event.id);
+  for (const event of yield* all<PendingEvent>(pendingByRef(ref))) {
+    const d = { ref, decision: event.decision, reason: event.reason, webhookId: event.webhook_id };
+    const { outcome, effect } = yield* applyOne(row, d, at);
+    yield* run(setOutcome(event.id, outcome, row.id, outcome === 'applied' ? at.now : null));
     if (effect) effects.push(effect);
   }
   return effects;
 }
 
 /**
- * What an accepted row brings about in the inbox (SQLite). Decisions that came before the row was
- * known were stored with their keys masked only: now that the row is accepted its values are
- * masked there too, before a reason is copied over; then the decisions that arrived early are
- * applied. Synchronous, for the transaction that settles the row; nothing unless it is accepted.
+ * What an accepted row brings about in the inbox, in the transaction that settles it (or right
+ * after). Decisions that came before the row was known were stored with their keys masked only:
+ * now its values are masked there too, before a reason is copied over; then the decisions that
+ * arrived early are applied. Nothing unless the row is accepted by then.
  */
-export function acceptedDecisions(
-  sqlite: Sqlite,
+export function* acceptedDecisions(
   op: { id: number; ref: string; mask: Masker },
-  nowIso: string,
-): DecisionEffect[] {
-  if (stateById(sqlite, op.id)?.state !== 'accepted') return [];
-  maskEventsOf(sqlite, op.ref, op.mask);
-  return applyPendingDecisions(sqlite, op.id, op.ref, nowIso);
+  at: DecidingAt,
+): Script<DecisionEffect[]> {
+  const row = yield* first<DecidingRow>(decidingRow(op.ref));
+  if (row?.id !== op.id || row.state !== 'accepted') return [];
+  yield* maskEventsOf(op.ref, op.mask);
+  return yield* applyPendingDecisions(row, op.ref, at);
 }
 
-/** A verified webhook, ready to store. */
-export interface IncomingEvent {
+/** A verified webhook as the handler hands it over: parsed, interpreted, not masked yet. */
+export interface ReceivedWebhook {
   webhookId: string;
   receivedAt: string;
-  /** The raw body as text (already known to be a JSON object). */
-  body: string;
-  /** {@link bodyHash} of the raw body bytes. */
+  /** The body, a JSON object (masked by the store before it is stored). */
+  body: Record<string, unknown>;
+  /** sha256 (hex) of the raw body bytes as received: replays compare as sent. */
   bodyHash: string;
   meaning: Interpretation;
 }
@@ -199,94 +230,74 @@ export interface RecordResult {
 }
 
 /**
- * Stores one verified event and applies what it decides. Synchronous; run it inside a transaction
- * so the event and its effect commit together, and answer 2xx only after the commit.
- * A replay is the same webhook id with the same body: nothing is stored or changed. The same id
- * with another body is a new fact: stored (flagged `id_reused`) and acted on like any event.
+ * Stores one verified event and applies what it decides, in one transaction: answer 2xx only
+ * after its commit. Personal data the operator quoted is masked before anything is stored, logged
+ * or applied. A replay is the same webhook id with the same body: nothing is stored or changed.
+ * The same id with another body is a new fact: stored (flagged `id_reused`) and acted on as new.
  */
-export function recordEvent(sqlite: Sqlite, event: IncomingEvent): RecordResult {
-  const st = inboxStatements(sqlite);
-  const { meaning, receivedAt: now } = event;
+export function* recordEvent(
+  webhook: ReceivedWebhook,
+  sink: StateChangeSink | undefined,
+): Script<RecordResult> {
+  const { receivedAt: now, webhookId } = webhook;
+  const row =
+    webhook.meaning.ref === null ? undefined : yield* first<DecidingRow>(decidingRow(webhook.meaning.ref));
+  const { body, meaning } = maskIncomingWith(personalValuesOf(row?.body), webhook.body, webhook.meaning);
   const replay: RecordResult = { outcome: 'duplicate', replay: true, idReused: false, effects: [] };
-  const prior = st.eventsByWebhookId.all(event.webhookId);
-  if (isReplay(prior, event.bodyHash)) return replay;
+  const prior = yield* all<{ body_hash: string | null; body: string | null }>(eventsByWebhookId(webhookId));
+  if (isReplay(prior, webhook.bodyHash)) return replay;
   const idReused = prior.length > 0;
-  const store = (outcome: EventOutcome, outboxId: number | null): boolean =>
-    st.insertEvent.get(
-      event.webhookId,
-      now,
-      meaning.type,
-      meaning.status,
-      meaning.ref,
-      meaning.decision,
-      meaning.reason,
-      event.body,
-      event.bodyHash,
-      idReused ? 1 : 0,
-      outboxId,
-      outcome,
-      outcome === 'applied' ? now : null,
-    ) !== undefined;
+  const base: Omit<EventInsert, 'outcome' | 'outboxId'> = { ...webhook, meaning, body, idReused };
+  // False when a replay delivered at the same moment was stored first (the unique index).
+  function* store(outcome: EventOutcome, outboxId: number | null): Script<boolean> {
+    return (yield* run(insertEvent({ ...base, outcome, outboxId }))).rowCount > 0;
+  }
   const done = (outcome: EventOutcome, effects: DecisionEffect[]): RecordResult => {
-    if (idReused) effects.push({ kind: 'id-reused', webhookId: event.webhookId, ref: meaning.ref, outcome });
+    if (idReused) effects.push({ kind: 'id-reused', webhookId, ref: meaning.ref, outcome });
     return { outcome, replay: false, idReused, effects };
   };
 
   if (meaning.decision === 'deposit' && meaning.deposit) {
     // Insert the event first: a replayed id must not touch custody_ids again.
-    if (!store('applied', null)) return replay;
-    let ids = 0;
-    for (const [kind, id] of depositedIds(meaning.deposit))
-      ids += st.insertCustodyId.run(kind, id, now).changes;
-    return done('applied', [{ kind: 'deposit', ids }]);
+    if (!(yield* store('applied', null))) return replay;
+    return done('applied', [{ kind: 'deposit', ids: yield* addCustody(meaning.deposit, now) }]);
   }
-
   if (meaning.undecided !== null) {
     // Kept with its words and the row it names, so a person (or a later vocabulary) can decide it.
-    const row = meaning.ref === null ? undefined : stateByRef(sqlite, meaning.ref);
-    if (!store('undecided', row?.id ?? null)) return replay;
+    if (!(yield* store('undecided', row?.id ?? null))) return replay;
+    const { ref, type, status, undecided: why } = meaning;
     return done('undecided', [
-      {
-        kind: 'undecided',
-        ref: meaning.ref,
-        outboxId: row?.id ?? null,
-        webhookId: event.webhookId,
-        type: meaning.type,
-        status: meaning.status,
-        why: meaning.undecided,
-      },
+      { kind: 'undecided', ref, outboxId: row?.id ?? null, webhookId, type, status, why },
     ]);
   }
-
   if ((meaning.decision !== 'approved' && meaning.decision !== 'rejected') || meaning.ref === null) {
-    return store('ignored', null) ? done('ignored', []) : replay;
+    return (yield* store('ignored', null)) ? done('ignored', []) : replay;
   }
-
-  const ref = meaning.ref;
-  const row = stateByRef(sqlite, ref);
-  const effects: DecisionEffect[] = [];
+  if (!row) return (yield* store('pending', null)) ? done('pending', []) : replay;
+  const d: Decision = { ref: meaning.ref, decision: meaning.decision, reason: meaning.reason, webhookId };
+  const at = { now, sink };
   // Earlier decisions still pending for an accepted row go first, so order of arrival decides.
-  if (row?.state === 'accepted') effects.push(...applyPendingDecisions(sqlite, row.id, ref, now));
-  const current = row ? stateById(sqlite, row.id) : undefined;
-  if (!current) {
-    return store('pending', null) ? done('pending', effects) : replay;
-  }
-  // Decide against a copy: if the id turns out to be a replay, the insert fails and nothing changes.
-  const outcome = outcomeFor(current.state, meaning.decision);
-  if (!store(outcome, current.id)) return { ...replay, effects };
-  const applied = applyOne(sqlite, current, ref, meaning.decision, meaning.reason, event.webhookId, now);
+  const effects = yield* applyPendingDecisions(row, d.ref, at);
+  const outcome = outcomeFor(row.state, d.decision);
+  if (!(yield* store(outcome, row.id))) return { ...replay, effects };
+  const applied = yield* applyOne(row, d, at);
   if (applied.effect) effects.push(applied.effect);
   return done(outcome, effects);
 }
 
 /**
  * Safety net: applies pending decisions to every row that is accepted by now, whatever path
- * accepted it. Run it inside a transaction, now and then.
+ * accepted it. Rows another transaction holds are being decided there (it applies their pending
+ * first), so they are skipped.
  */
-export function sweepPendingDecisions(sqlite: Sqlite, nowIso: string): DecisionEffect[] {
+export function* sweepPendingDecisions(at: DecidingAt): Script<DecisionEffect[]> {
+  const rows = yield* all<OperationSummary & { ref: string }>(sql`
+    SELECT o.id, o."marketplaceTransactionRef" AS ref, o.state FROM outbox o
+     WHERE o.state = 'accepted'
+       AND EXISTS (SELECT 1 FROM webhook_events e
+                    WHERE e."marketplaceTransactionRef" = o."marketplaceTransactionRef" AND e.outcome = 'pending')
+     ORDER BY o.id ${whenShared(sql`FOR UPDATE OF o SKIP LOCKED`)}`);
   const effects: DecisionEffect[] = [];
-  for (const { id, ref } of acceptedWithPendingDecisions(sqlite)) {
-    effects.push(...applyPendingDecisions(sqlite, id, ref, nowIso));
-  }
+  for (const row of rows) effects.push(...(yield* applyPendingDecisions(row, row.ref, at)));
   return effects;
 }

@@ -5,8 +5,8 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import type { RequestSync } from '../syncRequests.js';
+import { sqliteInboxStore } from './inboxStore.js';
 import { reportDecisionEffects } from './report.js';
-import { SqliteInboxStore } from './sqliteStore.js';
 import type { InboxStore } from './storeSeam.js';
 import { compileVocabulary } from './vocabulary.js';
 
@@ -20,7 +20,7 @@ type MaintenanceContext<K extends keyof AppContext> = Pick<AppContext, K> & {
 };
 
 const storeOf = (ctx: MaintenanceContext<'database'>): InboxStore =>
-  ctx.store ?? new SqliteInboxStore(ctx.database.sqlite);
+  ctx.store ?? sqliteInboxStore(ctx.database.sqlite);
 
 /** Applies ready pending decisions and prunes old refusals (one transaction); returns what it did. */
 export async function runInboxMaintenance(

@@ -2,18 +2,19 @@
  * Undecided events read again with the current vocabulary. The vocabulary only changes with the
  * configuration, so this runs once when the listener starts: an operator who adds the operator's
  * word to `webhook.decisions` and restarts gets the stored decisions applied, in arrival order.
- * Synchronous; run it inside a transaction.
  */
-import type { Sqlite } from '../db/open.js';
-import { stateByRef } from '../operations/reads.js';
+import { first, run, type Script } from '../store/script.js';
 import {
+  addCustody,
   applyOne,
   applyPendingDecisions,
+  type DecidingAt,
+  type DecidingRow,
   type DecisionEffect,
-  depositedIds,
+  decidingRow,
   outcomeFor,
 } from './correlate.js';
-import { inboxStatements } from './eventStore.js';
+import { redecide, stillUndecided } from './eventStore.js';
 import { type Interpretation, interpretPayload, type PayloadFields } from './interpret.js';
 import type { Vocabulary } from './vocabulary.js';
 
@@ -27,7 +28,7 @@ export interface RereadResult {
 /**
  * What a stored event's body decides under the current vocabulary, or null when it still decides
  * nothing or cannot be read (stored bodies are JSON objects; a row edited by hand stays as it is).
- * Pure; both stores' rereads use it.
+ * Pure.
  */
 export function rereadMeaning(
   body: string,
@@ -45,43 +46,36 @@ export function rereadMeaning(
   return meaning.undecided === null ? meaning : null;
 }
 
-export function rereadUndecided(
-  sqlite: Sqlite,
-  fields: PayloadFields,
-  vocabulary: Vocabulary,
-  nowIso: string,
-): RereadResult {
-  const st = inboxStatements(sqlite);
-  const effects: DecisionEffect[] = [];
-  let resolved = 0;
-  for (const event of st.undecidedEvents.all()) {
-    const meaning = rereadMeaning(event.body, fields, vocabulary);
-    if (meaning === null) continue;
-    resolved += 1;
-    const { decision, ref, reason } = meaning;
-    if (decision === 'deposit' && meaning.deposit) {
-      let ids = 0;
-      for (const [kind, id] of depositedIds(meaning.deposit))
-        ids += st.insertCustodyId.run(kind, id, nowIso).changes;
-      st.redecide.run(decision, null, 'applied', null, nowIso, event.id);
-      effects.push({ kind: 'deposit', ids });
-      continue;
-    }
-    if ((decision !== 'approved' && decision !== 'rejected') || ref === null) {
-      st.redecide.run(decision, null, 'ignored', null, null, event.id);
-      continue;
-    }
-    const row = stateByRef(sqlite, ref);
-    if (!row || row.state === 'accepted' || outcomeFor(row.state, decision) === 'pending') {
-      // Joins the pending decisions of its operation; applied in arrival order once it is accepted.
-      st.redecide.run(decision, reason, 'pending', null, null, event.id);
-      if (row?.state === 'accepted') effects.push(...applyPendingDecisions(sqlite, row.id, ref, nowIso));
-      continue;
-    }
-    // Already decided (by a later webhook) or given up: a duplicate, a conflict, or ignored.
-    const applied = applyOne(sqlite, row, ref, decision, reason, event.webhook_id, nowIso);
-    st.redecide.run(decision, reason, applied.outcome, row.id, null, event.id);
-    if (applied.effect) effects.push(applied.effect);
+/**
+ * Acts on one undecided event that now decides, in its own transaction, as a webhook does; null
+ * when it is undecided no more (another replica starting at the same time read it again first).
+ */
+export function* redecideEvent(
+  event: { id: number; webhook_id: string },
+  meaning: Interpretation,
+  at: DecidingAt,
+): Script<DecisionEffect[] | null> {
+  if (!(yield* first(stillUndecided(event.id)))) return null;
+  const { decision, ref, reason } = meaning;
+  if (decision === 'deposit' && meaning.deposit) {
+    const ids = yield* addCustody(meaning.deposit, at.now);
+    yield* run(
+      redecide(event.id, { decision, reason: null, outcome: 'applied', outboxId: null, at: at.now }),
+    );
+    return [{ kind: 'deposit', ids }];
   }
-  return { resolved, effects };
+  if ((decision !== 'approved' && decision !== 'rejected') || ref === null) {
+    yield* run(redecide(event.id, { decision, reason: null, outcome: 'ignored', outboxId: null, at: null }));
+    return [];
+  }
+  const row = yield* first<DecidingRow>(decidingRow(ref));
+  if (!row || row.state === 'accepted' || outcomeFor(row.state, decision) === 'pending') {
+    // Joins the pending decisions of its operation; applied in arrival order once it is accepted.
+    yield* run(redecide(event.id, { decision, reason, outcome: 'pending', outboxId: null, at: null }));
+    return row ? yield* applyPendingDecisions(row, ref, at) : [];
+  }
+  // Already decided (by a later webhook) or given up: a duplicate, a conflict, or ignored.
+  const applied = yield* applyOne(row, { ref, decision, reason, webhookId: event.webhook_id }, at);
+  yield* run(redecide(event.id, { decision, reason, outcome: applied.outcome, outboxId: row.id, at: null }));
+  return applied.effect ? [applied.effect] : [];
 }

@@ -1,29 +1,19 @@
 import type { Masker } from '../operations/personal.js';
-import type { DecisionEffect, RecordResult } from './correlate.js';
+import type { DecisionEffect, ReceivedWebhook, RecordResult } from './correlate.js';
 import type { ConflictRow } from './eventStore.js';
-import type { Interpretation, PayloadFields } from './interpret.js';
+import type { PayloadFields } from './interpret.js';
 import type { RereadResult } from './reread.js';
 import type { Vocabulary } from './vocabulary.js';
-
-/** A verified webhook as the handler hands it over: parsed, interpreted, not masked yet. */
-export interface ReceivedWebhook {
-  webhookId: string;
-  receivedAt: string;
-  /** The body, a JSON object (masked by the store before it is stored). */
-  body: Record<string, unknown>;
-  /** sha256 (hex) of the raw body bytes as received: replays compare as sent. */
-  bodyHash: string;
-  meaning: Interpretation;
-}
 
 /**
  * The webhook inbox's store, the same on both dialects, at the granularity of one webhook and of
  * the batch jobs around it. `receive` masks the event's personal data, recognises a replay (webhook
  * id + body hash), records it, correlates it with its outbox row and applies its decision through
- * the operations store's transition rules, the row's feed rows and deliveries included: all in one
- * transaction (on SQLite one job of the connection's group commit; on PostgreSQL one
- * `inPgTransaction`, safe with several replicas receiving webhooks at once). Side effects that are
- * not SQL come back as {@link DecisionEffect}s to report after the commit.
+ * the transition table (operations/decision.ts), the row's feed rows and deliveries included: all
+ * in one transaction (on SQLite one job of the connection's group commit; on PostgreSQL one
+ * transaction, safe with several replicas receiving webhooks at once). Side effects that are not
+ * SQL come back as {@link DecisionEffect}s to report after the commit. Implemented once, over
+ * either store's scripts: ./inboxStore.ts.
  */
 export interface InboxStore {
   receive(webhook: ReceivedWebhook): Promise<RecordResult>;

@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { recordChangesPg } from '../db/pgChanges.js';
-import type { PgStateChangeSink, StateChange } from './effects.js';
-import type { GuardParams } from './rows.js';
-import { feedRows } from './store.js';
+import { drivePostgres } from '../store/postgresScripts.js';
+import type { StateChange, StateChangeSink } from './effects.js';
+import { type GuardParams, OUTBOX_COLUMNS } from './rows.js';
+import { stateChanged } from './stateChanged.js';
 
 /**
  * What the PostgreSQL operations store shares across its statements: how rows read back exactly
@@ -18,28 +18,8 @@ export const PG_GUARD: GuardParams = { now: '$1::timestamptz', owner: '$2' };
 /** A timestamptz as SQLite stores it: `Date#toISOString()` (ms, `Z`). */
 export const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** The outbox's columns in SQLite's table order, so an entry prints the same bytes on both stores. */
-const COLUMNS = [
-  'order_key',
-  'body',
-  'body_hash',
-  'state',
-  'attempts',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_until',
-  'last_error',
-  'last_status',
-  'response',
-  'decision_reason',
-  'created_at',
-  'updated_at',
-  'accepted_at',
-  'decided_at',
-  'finished_at',
-  'scrubbed_at',
-  'retried_at',
-];
+/** The outbox's columns after its id, ref and type, in SQLite's table order (rows.ts). */
+const COLUMNS = OUTBOX_COLUMNS.slice(3);
 
 /** The timestamptz columns, read back as SQLite's ISO text: every `*_at`, and the lease's end. */
 const isTime = (column: string) => column.endsWith('_at') || column === 'lease_until';
@@ -55,16 +35,11 @@ export function operationColumns(alias = ''): string {
   ].join(', ');
 }
 
-/**
- * The PostgreSQL twin of store.ts `stateChanged`: what the store's sink writes (effects.ts: the
- * subscribers' deliveries, subscribers/pgEnqueue.ts), then the feed rows, last in the transaction.
- */
-export async function stateChangedPg(
+/** Every state change passes here, in its transaction: the rule is stateChanged.ts's, run on `client`. */
+export function stateChangedPg(
   client: pg.ClientBase,
-  sink: PgStateChangeSink | undefined,
+  sink: StateChangeSink | undefined,
   changes: readonly StateChange[],
 ): Promise<void> {
-  if (changes.length === 0) return;
-  if (sink) await sink(client, changes);
-  recordChangesPg(client, feedRows(changes));
+  return drivePostgres(client, stateChanged(changes, sink));
 }

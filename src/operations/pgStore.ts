@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
-import type { PgStateChangeSink, StateChange } from './effects.js';
+import type { StateChange, StateChangeSink } from './effects.js';
 import { CLAIM_BEGIN_SQL, CLAIM_SQL } from './pgClaimSql.js';
 import {
   type ClaimJob,
@@ -100,13 +100,13 @@ const SETTLE_SQL = Object.fromEntries(
 /** Options of {@link PgOperationsStore}. */
 export interface PgOperationsStoreOptions {
   /** What each state change writes in its transaction besides the feed (effects.ts; default: nothing). */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
   /** This replica's lease owner: `releaseDead` never hands back its own claims. */
   leaseOwner: string;
 }
 
 export class PgOperationsStore implements OperationsStore {
-  private readonly sink: PgStateChangeSink | undefined;
+  private readonly sink: StateChangeSink | undefined;
   /** Where settles and claims wait for their group's transaction. */
   private readonly group = new GroupRunner((jobs) => this.flushGroup(jobs));
 
@@ -327,7 +327,7 @@ export class PgOperationsStore implements OperationsStore {
  */
 export async function recordDecisionPg(
   client: pg.ClientBase,
-  sink: PgStateChangeSink | undefined,
+  sink: StateChangeSink | undefined,
   d: DecisionRecord,
 ): Promise<boolean> {
   const { rowCount } = await client.query(
@@ -346,7 +346,7 @@ export async function recordDecisionPg(
  */
 async function releaseOwnedBy(
   client: pg.ClientBase,
-  sink: PgStateChangeSink | undefined,
+  sink: StateChangeSink | undefined,
   nowIso: string,
   owner: string | null,
 ): Promise<Array<{ id: number; ref: string }>> {

@@ -1,20 +1,13 @@
-import type { Sqlite } from '../db/open.js';
-import { attemptsOf, operationByRef, operationsPage } from './reads.js';
+import type { ScriptStore } from '../store/script.js';
+import { type OperationsPageRequest, operationReads } from './reads.js';
 import type { AttemptRow, OperationRow } from './rows.js';
-import type { OperationState } from './states.js';
 
-/** A page of the outbox: rows after id `after` (optionally in one state), by id, at most `limit`. */
-export interface OperationsPageRequest {
-  after: number;
-  state: OperationState | null;
-  limit: number;
-}
+export type { OperationsPageRequest } from './reads.js';
 
 /**
  * What the API's operations routes and `vcu-sync outbox` read, one call a request, the same on
- * both dialects: rows exactly as `OperationRow` (numeric ids, times as ISO strings with ms and `Z`).
- * SQLite's is reads.ts's statements as they are (synchronous, answered at once); PostgreSQL's is
- * pgReads.ts.
+ * both stores: rows exactly as `OperationRow` (numeric ids, times as ISO strings with ms and `Z`,
+ * which both adapters return), from the statements of ./reads.ts.
  */
 export interface OperationsReads {
   byRef(ref: string): Promise<OperationRow | undefined>;
@@ -23,11 +16,11 @@ export interface OperationsReads {
   page(request: OperationsPageRequest): Promise<OperationRow[]>;
 }
 
-/** The reads on SQLite: today's prepared statements. */
-export function sqliteOperationsReads(sqlite: Sqlite): OperationsReads {
+/** The reads through a store. */
+export function operationsReads(store: ScriptStore): OperationsReads {
   return {
-    byRef: async (ref) => operationByRef(sqlite, ref),
-    attemptsOf: async (id) => attemptsOf(sqlite, id),
-    page: async (request) => operationsPage(sqlite, request),
+    byRef: async (ref) => (await store.read<OperationRow>(operationReads.byRef(ref)))[0],
+    attemptsOf: (id) => store.read<AttemptRow>(operationReads.attemptsOf(id)),
+    page: (request) => store.read<OperationRow>(operationReads.page(request)),
   };
 }

@@ -1,4 +1,4 @@
-import type { outbox, outboxAttempts } from '../db/schema/outbox.js';
+import type { outbox, outboxAttempts } from '../db/schema/sqlite.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
@@ -6,6 +6,35 @@ export type OperationRow = typeof outbox.$inferSelect;
 
 /** One delivery attempt of an operation as stored. */
 export type AttemptRow = typeof outboxAttempts.$inferSelect;
+
+/**
+ * The outbox's columns in SQLite's table order: reads name them rather than `*`, so a row has the
+ * same keys in the same order on both stores (an entry prints the same bytes).
+ */
+export const OUTBOX_COLUMNS = [
+  'id',
+  'marketplaceTransactionRef',
+  'operationType',
+  'order_key',
+  'body',
+  'body_hash',
+  'state',
+  'attempts',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'last_error',
+  'last_status',
+  'response',
+  'decision_reason',
+  'created_at',
+  'updated_at',
+  'accepted_at',
+  'decided_at',
+  'finished_at',
+  'scrubbed_at',
+  'retried_at',
+] as const satisfies ReadonlyArray<keyof OperationRow>;
 
 /**
  * Timestamps are ISO strings (`isoAt`), which sort as text, so `next_attempt_at <= @now`

@@ -1,9 +1,10 @@
 import type { Statement } from 'better-sqlite3';
-import { type ChangeRow, recordChanges } from '../db/changes.js';
 import type { Sqlite } from '../db/open.js';
 import { perHandle } from '../db/perHandle.js';
+import { driveSqlite } from '../store/sqliteScripts.js';
 import { type StateChange, stateChangeSinkOf } from './effects.js';
 import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
+import { stateChanged as stateChangedScript } from './stateChanged.js';
 import { fromStates, type OperationState } from './states.js';
 
 /**
@@ -14,35 +15,10 @@ import { fromStates, type OperationState } from './states.js';
  * through {@link stateChanged}. A PostgreSQL store implements the same functions (async).
  */
 
-/**
- * The one place every state change of an operation passes, inside the transaction that makes it.
- * What must commit with a state change goes here (and only here): the change feed's
- * `resource = 'operations'` rows, and what the handle's sink writes (effects.ts: the subscribers'
- * durable deliveries, when the root handed them in).
- */
+/** Every state change passes here, in its transaction: the rule is stateChanged.ts's, run on this handle. */
 function stateChanged(sqlite: Sqlite, changes: readonly StateChange[]): void {
-  recordChanges(sqlite, feedRows(changes));
-  stateChangeSinkOf(sqlite)?.(sqlite, changes);
+  driveSqlite(sqlite, stateChangedScript(changes, stateChangeSinkOf(sqlite)));
 }
-
-/**
- * The change feed's rows for these changes: `kind` = the new state, as the outside sees it.
- * `sending` is internal (a claim, a requeue after a failed attempt, a release are no change to an
- * app: the row stays queued), so the hot path of claims adds no row and no write.
- */
-export function feedRows(changes: readonly StateChange[]): ChangeRow[] {
-  const rows: ChangeRow[] = [];
-  for (const c of changes) {
-    const to = visible(c.to);
-    if (c.from === null || visible(c.from) !== to) {
-      rows.push({ resource: 'operations', recordId: c.ref, kind: to, at: c.at });
-    }
-  }
-  return rows;
-}
-
-/** A state as apps see it: `sending` is still `queued` to them. */
-const visible = (state: OperationState): OperationState => (state === 'sending' ? 'queued' : state);
 
 /** Back to the queue as it was before the claim: the attempt that never got an answer does not count. */
 const RELEASE = `

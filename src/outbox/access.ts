@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
-import type { OperationsReads } from '../operations/readsSeam.js';
-import { sqliteOperationsReads } from '../operations/readsSeam.js';
+import { type OperationsReads, operationsReads } from '../operations/readsSeam.js';
 import { SqliteOperationsStore } from '../operations/sqliteStore.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
 import {
   type EnqueueContext,
   type EnqueueResult,
@@ -39,7 +39,7 @@ export function sqliteOutbox(ctx: EnqueueContext, options: SqliteOutboxOptions =
   const { sqlite } = ctx.database;
   return {
     clock: ctx.clock,
-    reads: sqliteOperationsReads(sqlite),
+    reads: operationsReads(sqliteScriptStore(sqlite)),
     store: new SqliteOperationsStore(sqlite),
     enqueue:
       options.grouped === false

@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
-import type { PgStateChangeSink } from '../operations/effects.js';
-import { pgOperationsReads } from '../operations/pgReads.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { PgOperationsStore } from '../operations/pgStore.js';
+import { operationsReads } from '../operations/readsSeam.js';
+import { postgresScriptStore } from '../store/postgresScripts.js';
 import type { OutboxAccess } from './access.js';
 import { enqueueThrough } from './enqueue.js';
 
@@ -11,7 +12,7 @@ export interface PgOutboxOptions {
   /** The store's lease owner (it never claims here: only `releaseDead` reads it). */
   leaseOwner: string;
   /** What each state change writes besides the feed (default: nothing): the root's sink. */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /** The outbox on PostgreSQL: the pg reads and store; an enqueue is one `store.insert`. */
@@ -20,7 +21,7 @@ export function pgOutbox(
   pool: pg.Pool,
   options: PgOutboxOptions,
 ): OutboxAccess {
-  const reads = pgOperationsReads(pool);
+  const reads = operationsReads(postgresScriptStore(pool));
   const store = new PgOperationsStore(pool, {
     leaseOwner: options.leaseOwner,
     onStateChange: options.onStateChange,

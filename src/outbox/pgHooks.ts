@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import { inPgTransaction } from '../db/pg.js';
-import { maskEvents, PgInboxStore } from '../inbox/pgStore.js';
-import type { PgStateChangeSink } from '../operations/effects.js';
+import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { maskEventsOf } from '../inbox/mask.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { iso } from '../operations/pgRows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/store.js';
+import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
 import type { OutboxHooks } from './hooks.js';
 import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
 import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
@@ -14,7 +16,7 @@ import { maskerFor } from './settle.js';
 /** Options of {@link pgOutboxHooks}. */
 export interface PgOutboxHooksOptions {
   /** What each decision applied writes besides the feed (default: nothing): the store's sink. */
-  onStateChange?: PgStateChangeSink;
+  onStateChange?: StateChangeSink;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface PgOutboxHooksOptions {
  * beside the settle it could find it still `sending` and leave the decisions to the sweep.
  */
 export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {}): OutboxHooks {
-  const inbox = new PgInboxStore(pool, { onStateChange: options.onStateChange });
+  const inbox = new ScriptInboxStore(postgresScriptStore(pool), { onStateChange: options.onStateChange });
   return {
     afterAccepted: async (row, nowIso, settled) => {
       // A failed settle is the dispatcher's to report; a lost lease leaves the row to its new owner.
@@ -121,7 +123,7 @@ async function scrubBatch(client: pg.ClientBase, cutoff: string, now: string): P
     });
     scrubbed.push(texts);
     attemptErrors.push(...texts.attemptErrors);
-    await maskEvents(client, row.ref, mask);
+    await drivePostgres(client, maskEventsOf(row.ref, mask));
   }
   await client.query(
     `UPDATE outbox SET body = s.body, response = s.response, last_error = s.last_error,

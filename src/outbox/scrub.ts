@@ -6,6 +6,7 @@ import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } fro
 import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
 import { type ScrubbedTexts, scrubOperations } from '../operations/store.js';
 import { PERSONAL_FIELDS } from '../redact.js';
+import { driveSqlite } from '../store/sqliteScripts.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -92,7 +93,7 @@ export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: numb
         attempts: attemptsOf(sqlite, row.id),
       });
       scrubbed.push(texts);
-      maskEventsOf(sqlite, row.marketplaceTransactionRef, mask);
+      driveSqlite(sqlite, maskEventsOf(row.marketplaceTransactionRef, mask));
     }
     scrubOperations(sqlite, scrubbed, now);
     return rows.length;

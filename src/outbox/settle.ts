@@ -5,11 +5,13 @@ import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
+import { stateChangeSinkOf } from '../operations/effects.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, SettleStep } from '../operations/store.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
+import { driveSqlite } from '../store/sqliteScripts.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
 const EXCERPT = 500;
@@ -87,11 +89,8 @@ export function settleRequest(a: SettledAttempt): { claim: Claim; attempt: Attem
  * settles the row; does nothing unless the row is accepted (so also when this owner's lease was lost).
  */
 export function acceptedInboxEffects(sqlite: Sqlite, row: OperationRow, nowIso: string): DecisionEffect[] {
-  return acceptedDecisions(
-    sqlite,
-    { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) },
-    nowIso,
-  );
+  const op = { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) };
+  return driveSqlite(sqlite, acceptedDecisions(op, { now: nowIso, sink: stateChangeSinkOf(sqlite) }));
 }
 
 /** Logs the step an attempt moved its row to. */

@@ -1,13 +1,15 @@
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
-import type { Sqlite } from '../db/open.js';
-import { type DeliveryRow, redriveDeliveries, retryDelivery } from './queries.js';
-import { type DeliveryFilter, getDelivery, listDeliveries } from './reads.js';
+import { REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
+import type { ScriptStore } from '../store/script.js';
+import {
+  type DeliveryFilter,
+  type DeliveryRow,
+  getStatement,
+  listStatement,
+  redriveDeliveries,
+  retryDelivery,
+} from './queries.js';
 
-/**
- * Where `/v1/deliveries` and `vcu-sync deliveries` read and steer deliveries: SQLite's below, over
- * the context's file; PostgreSQL's is pgStore.ts `pgDeliveriesAccess` (kept apart so `pg` stays
- * out of SQLite runs). The moves are queries.ts's on both.
- */
+/** Where `/v1/deliveries` and `vcu-sync deliveries` read and steer deliveries (manage.ts). */
 export interface DeliveriesAccess {
   /** Rows in id order; a page of at most `limit`. */
   list(f: DeliveryFilter): Promise<DeliveryRow[]>;
@@ -18,14 +20,13 @@ export interface DeliveriesAccess {
   redrive(p: { since: string; subscriber: string | null; now: string }): Promise<number[]>;
 }
 
-/** The deliveries of a SQLite file; steering goes through its group commit, a request refused after a short wait. */
-export function sqliteDeliveriesAccess(sqlite: Sqlite): DeliveriesAccess {
-  const commits = commitQueueFor(sqlite);
+/** The deliveries of either store; a request's steering refused after a short wait for the write lock. */
+export function deliveriesAccess(store: ScriptStore): DeliveriesAccess {
   const grace = { busyGraceMs: REQUEST_BUSY_GRACE_MS };
   return {
-    list: async (f) => listDeliveries(sqlite, f),
-    get: async (id) => getDelivery(sqlite, id),
-    retry: (id, nowIso) => commits.submit(() => retryDelivery(sqlite, id, nowIso), grace),
-    redrive: (p) => commits.submit(() => redriveDeliveries(sqlite, p), grace),
+    list: (f) => store.read<DeliveryRow>(listStatement(f)),
+    get: async (id) => (await store.read<DeliveryRow>(getStatement(id)))[0],
+    retry: (id, nowIso) => store.transaction(retryDelivery(id, nowIso), grace),
+    redrive: (p) => store.transaction(redriveDeliveries(p), grace),
   };
 }

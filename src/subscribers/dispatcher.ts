@@ -4,16 +4,12 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../leaseOwner.js';
+import { driveSqlite, sqliteScriptStore } from '../store/sqliteScripts.js';
 import { WakeableSleep } from '../wakeableSleep.js';
+import { type DeliveriesStore, type DeliveryRun, ScriptDeliveriesStore } from './deliveriesStore.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
-import { type DeliveryRow, type DeliveryStep, releaseAllDeliveries } from './queries.js';
+import { type DeliveryRow, type DeliveryStep, releaseDeliveries, type SettledDelivery } from './queries.js';
 import { SubscriberSender } from './send.js';
-import {
-  type DeliveriesStore,
-  type DeliveryRun,
-  type SettledDelivery,
-  SqliteDeliveriesStore,
-} from './storeSeam.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers.js';
 
 /** What the subscriber dispatcher needs from the daemon. */
@@ -53,7 +49,7 @@ export interface SubscriberDispatcherOptions {
  * store without waiting for it (the next claim runs behind it), so a fast subscriber costs about
  * one commit per batch, not two per event. At-least-once: a crash before a settle commits sends
  * the row again, with the same webhook-id. The store is SQLite's (the group commit) or, with
- * several replicas on one database, PostgreSQL's (pgStore.ts), which keeps the order across them.
+ * several replicas on one database, PostgreSQL's, whose claim keeps the order across them (queries.ts).
  */
 export class SubscriberDispatcher {
   private readonly lanes: Lane[];
@@ -64,7 +60,7 @@ export class SubscriberDispatcher {
   constructor(ctx: SubscriberDispatcherContext, options: SubscriberDispatcherOptions = {}) {
     const c = ctx.config.subscriber_delivery;
     this.sender = new SubscriberSender({ timeoutMs: c.timeout_ms, connectTimeoutMs: c.connect_timeout_ms });
-    this.store = options.store ?? new SqliteDeliveriesStore(ctx.database.sqlite);
+    this.store = options.store ?? new ScriptDeliveriesStore(sqliteScriptStore(ctx.database.sqlite));
     this.wakeOn = options.wakeOn;
     const shared: LaneShared = {
       ctx,
@@ -308,7 +304,7 @@ class Lane {
  * daemon that owns the SQLite file, which knows every claimant it finds is dead.
  */
 export function releaseDeadDeliveries(ctx: Pick<AppContext, 'database' | 'clock' | 'log'>): number {
-  const released = releaseAllDeliveries(ctx.database.sqlite, isoAt(ctx.clock.now()));
+  const released = driveSqlite(ctx.database.sqlite, releaseDeliveries(undefined, isoAt(ctx.clock.now())));
   if (released > 0)
     ctx.log.warn(
       { event: 'subscribers.released_at_start', rows: released },

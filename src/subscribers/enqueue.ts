@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
-import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
-import type { SqliteStateChangeSink } from '../operations/effects.js';
+import { FEED_LOCK_KEY } from '../db/pgChanges.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
+import { all, run, type Script } from '../store/script.js';
+import { join, sql, typed, whenShared } from '../store/sql.js';
 import { deliveryBody } from './body.js';
 import { eventFor, type Subscriber } from './events.js';
 
@@ -42,16 +42,6 @@ export interface DeliveryRow {
   body: string;
   at: string;
 }
-
-const statements = perHandle((sqlite: Sqlite) => ({
-  facts: sqlite.prepare(
-    'SELECT operationType, body, decision_reason, last_error FROM outbox WHERE marketplaceTransactionRef = ?',
-  ) as Statement<[string], OperationFacts>,
-  insert: sqlite.prepare(`
-    INSERT INTO deliveries (subscriber, event_type, ref, webhook_id, body, state, attempts, next_attempt_at,
-                            created_at, updated_at)
-    VALUES (@subscriber, @type, @ref, @webhookId, @body, 'pending', 0, @at, @at, @at)`),
-}));
 
 /** The reason a subscriber is told: the decision's or the failure's, masked of the operation's personal values. */
 function reasonOf(to: OperationState, facts: OperationFacts): string | null {
@@ -114,38 +104,65 @@ export function deliveryRows(
   return rows;
 }
 
-/** The SQLite sink that queues these subscribers' deliveries; none when nobody subscribes. */
-export function deliveriesSink(subscribers: readonly Subscriber[]): SqliteStateChangeSink | undefined {
+/**
+ * The sink (operations/effects.ts) that queues these subscribers' deliveries, on either store;
+ * none when nobody subscribes.
+ */
+export function deliveriesSink(subscribers: readonly Subscriber[]): StateChangeSink | undefined {
   if (subscribers.length === 0) return undefined;
-  return (sqlite, changes) => {
-    enqueueDeliveries(sqlite, subscribers, changes);
-  };
+  return (changes) => enqueueDeliveries(subscribers, changes);
 }
 
 /** Queues one delivery per subscriber whose `events` match, for each change that raises an event. */
-export function enqueueDeliveries(
-  sqlite: Sqlite,
+function* enqueueDeliveries(
   subscribers: readonly Subscriber[],
   changes: readonly Transition[],
-): number {
-  if (subscribers.length === 0) return 0;
-  const st = statements(sqlite);
-  const rows = deliveryRows(subscribers, changes, (ref) => st.facts.get(ref));
-  for (const row of rows) st.insert.run(row);
-  if (rows.length > 0) notifyEnqueued(sqlite);
-  return rows.length;
+): Script<void> {
+  const owing = changesOwingDeliveries(subscribers, changes);
+  if (owing.length === 0) return;
+  const refs = join(
+    owing.map((c) => sql`${c.ref}`),
+    ', ',
+  );
+  const facts = yield* all<OperationFacts & { ref: string }>(
+    sql`SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", body, decision_reason, last_error
+        FROM outbox WHERE "marketplaceTransactionRef" IN (${refs})`,
+  );
+  const byRef = new Map(facts.map(({ ref, ...f }) => [ref, f]));
+  const rows = deliveryRows(subscribers, owing, (ref) => byRef.get(ref));
+  if (rows.length === 0) return;
+  // Where replicas share the store, the feed's lock first (the append at commit takes it again, a
+  // no-op): delivery ids are then handed out in commit order, so a claimer never sees a
+  // subscriber's id 6 while id 5 is still in flight and sends it first (subscribers' claim).
+  yield* run(whenShared(sql`SELECT pg_advisory_xact_lock(${typed(FEED_LOCK_KEY, 'int8')})`));
+  yield* run(sql`
+    INSERT INTO deliveries (subscriber, event_type, ref, webhook_id, body, state, attempts, next_attempt_at,
+                            created_at, updated_at)
+    VALUES ${join(
+      rows.map((d) => {
+        const at = typed(d.at, 'timestamptz');
+        return sql`(${d.subscriber}, ${d.type}, ${d.ref}, ${d.webhookId}, ${d.body}, 'pending', 0, ${at}, ${at}, ${at})`;
+      }),
+      ', ',
+    )}`);
+  // After the transaction (the job it runs in is synchronous on SQLite): the dispatchers waiting
+  // in this process look for work; their claim goes through the same commit queue, behind it.
+  queueMicrotask(notifyEnqueued);
 }
 
-const listeners = new WeakMap<Sqlite, () => void>();
+/** Who looks for work when deliveries are queued, per deliveries store (its dispatcher). */
+const listeners = new Map<object, () => void>();
 
-/** What the dispatcher running on this handle calls to look for work (it claims after the commit). */
-export function onDeliveriesEnqueued(sqlite: Sqlite, listener: (() => void) | undefined): void {
-  if (listener) listeners.set(sqlite, listener);
-  else listeners.delete(sqlite);
+/** What the dispatcher running on `store` calls to look for work (it claims after the commit). */
+export function onDeliveriesEnqueued(store: object, listener: (() => void) | undefined): void {
+  if (listener) listeners.set(store, listener);
+  else listeners.delete(store);
 }
 
-function notifyEnqueued(sqlite: Sqlite): void {
-  const listener = listeners.get(sqlite);
-  // After the transaction: the dispatcher's claim goes through the same commit queue, behind it.
-  if (listener) queueMicrotask(listener);
+/**
+ * Wakes the dispatchers of this process: the sink does not know its store, and a dispatcher
+ * woken for another store's rows only claims and finds none (one thread has one store).
+ */
+function notifyEnqueued(): void {
+  for (const listener of listeners.values()) listener();
 }

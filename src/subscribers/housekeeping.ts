@@ -1,28 +1,14 @@
 import type { Config } from '../config.js';
-import type { Sqlite } from '../db/open.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { type PruneResult, pruneDeliveriesSqlite } from './prune.js';
+import type { DeliveriesPrune } from './prune.js';
 import { subscriberKeys } from './subscribers.js';
 
 /**
- * The deliveries' share of the hourly housekeeping: the prune (prune.ts, pgPrune.ts) and its log.
+ * The deliveries' share of the hourly housekeeping: the prune (prune.ts) and its log.
  * The outbox dispatcher runs it after its scrub (outbox/hooks.ts ScrubSchedule), handed to it by
  * the root that wires the dispatcher, so the outbox never imports the subscribers.
  */
-
-/** One dialect's prune: deliveries over for `retentionDays`, and orphans' rows that old. */
-export type DeliveriesPrune = (
-  nowMs: number,
-  retentionDays: number,
-  configured: readonly string[],
-) => Promise<PruneResult>;
-
-/** The SQLite prune, synchronous, as a {@link DeliveriesPrune}: done when it resolves. */
-export function sqliteDeliveriesPrune(sqlite: Sqlite): DeliveriesPrune {
-  return async (nowMs, retentionDays, configured) =>
-    pruneDeliveriesSqlite(sqlite, nowMs, retentionDays, configured);
-}
 
 /**
  * The housekeeping job: prunes with the config's retention and subscribers, logs what it deleted

@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
-import type { Sqlite } from '../db/open.js';
+import { run, type Script, type ScriptStore } from '../store/script.js';
+import { join, raw, sql, typed } from '../store/sql.js';
 
 /**
  * Deliveries do not grow without end: a row that is over (delivered, or dead and not sent again)
@@ -16,6 +17,10 @@ import type { Sqlite } from '../db/open.js';
  * guard checks again what the read saw (a dead row sent again in between stays). Ids follow
  * creation, so the walk stops at the first row written after the cutoff: a run reads only rows
  * older than the retention, nearly all of them deleted.
+ *
+ * Replicas sharing a store and pruning at once delete each row once (a row already gone is not
+ * counted again); their configs should name the same subscribers (one replica's orphan is another's
+ * live subscriber otherwise, and its pending rows older than the retention would go).
  */
 
 /** Rows read (and at most deleted) per batch, on both stores. */
@@ -63,14 +68,6 @@ export function prunable(row: PruneCandidate, p: PrunePolicy): 'delivered' | 'de
   return null;
 }
 
-/**
- * The guard of the delete, for both dialects (`cutoff`, `configured`: each dialect's placeholders,
- * the configured keys as a list the dialect can test membership of): {@link prunable} in SQL.
- */
-export const pruneGuard = (cutoff: string, notConfigured: string) =>
-  `((state = 'delivered' AND delivered_at < ${cutoff}) OR (state = 'dead' AND dead_at < ${cutoff})
-    OR (state = 'pending' AND ${notConfigured} AND created_at < ${cutoff}))`;
-
 /** One batch's decision: the ids to delete, and whether the walk is over (pure). */
 export function pruneBatch(
   rows: readonly PruneCandidate[],
@@ -104,46 +101,52 @@ export function orphansOf(
     .map((u) => ({ subscriber: u.subscriber, unsettled: u.n }));
 }
 
-const CANDIDATES_SQL = `
-  SELECT id, subscriber, state, created_at, delivered_at, dead_at FROM deliveries
-  WHERE id > @after ORDER BY id LIMIT ${PRUNE_BATCH}`;
-
-/** Prunes the deliveries of a SQLite file (see the top of this file); synchronous, a transaction per batch. */
-export function pruneDeliveriesSqlite(
-  sqlite: Sqlite,
+/** One store's prune: deliveries over for `retentionDays`, and orphans' rows that old. */
+export type DeliveriesPrune = (
   nowMs: number,
   retentionDays: number,
   configured: readonly string[],
-): PruneResult {
-  const policy: PrunePolicy = { cutoff: pruneCutoff(nowMs, retentionDays), configured };
-  const read = sqlite.prepare(CANDIDATES_SQL);
-  const guard = pruneGuard('@cutoff', 'subscriber NOT IN (SELECT value FROM json_each(@configured))');
-  const remove = sqlite
-    .prepare(
-      `DELETE FROM deliveries WHERE id IN (SELECT value FROM json_each(@ids)) AND ${guard} RETURNING state`,
-    )
-    .pluck();
-  const deleteBatch = sqlite.transaction(
-    (ids: number[]) =>
-      remove.all({
-        ids: JSON.stringify(ids),
-        cutoff: policy.cutoff,
-        configured: JSON.stringify(configured),
-      }) as string[],
-  );
-  const result: PruneResult = { delivered: 0, dead: 0, orphaned: 0, orphans: [] };
-  for (let after = 0; ; ) {
-    const rows = read.all({ after }) as PruneCandidate[];
-    const batch = pruneBatch(rows, policy);
-    if (batch.ids.length > 0) countDeleted(result, deleteBatch.immediate(batch.ids));
-    if (batch.done) break;
-    after = rows.at(-1)!.id;
-  }
-  const unsettled = sqlite
-    .prepare(
-      `SELECT subscriber, count(*) AS n FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY subscriber`,
-    )
-    .all() as Array<{ subscriber: string; n: number }>;
-  result.orphans = orphansOf(unsettled, configured);
-  return result;
+) => Promise<PruneResult>;
+
+/** Deletes the batch's rows that the guard ({@link prunable} in SQL) still finds prunable: their states. */
+function* deleteBatch(ids: readonly number[], p: PrunePolicy): Script<string[]> {
+  const cutoff = typed(p.cutoff, 'timestamptz');
+  const notConfigured =
+    p.configured.length === 0
+      ? raw('1 = 1')
+      : sql`subscriber NOT IN (${join(
+          p.configured.map((key) => sql`${key}`),
+          ', ',
+        )})`;
+  const { rows } = yield* run(sql`
+    DELETE FROM deliveries WHERE id IN (${join(
+      ids.map((id) => sql`${id}`),
+      ', ',
+    )})
+      AND ((state = 'delivered' AND delivered_at < ${cutoff}) OR (state = 'dead' AND dead_at < ${cutoff})
+        OR (state = 'pending' AND ${notConfigured} AND created_at < ${cutoff}))
+    RETURNING state`);
+  return rows.map((r) => String(r.state));
+}
+
+/** The prune of either store (see the top of this file): a read and a short transaction per batch. */
+export function deliveriesPrune(store: ScriptStore): DeliveriesPrune {
+  return async (nowMs, retentionDays, configured) => {
+    const policy: PrunePolicy = { cutoff: pruneCutoff(nowMs, retentionDays), configured };
+    const result: PruneResult = { delivered: 0, dead: 0, orphaned: 0, orphans: [] };
+    for (let after = 0; ; ) {
+      const rows = await store.read<PruneCandidate>(sql`
+        SELECT id, subscriber, state, created_at, delivered_at, dead_at FROM deliveries
+        WHERE id > ${after} ORDER BY id LIMIT ${raw(String(PRUNE_BATCH))}`);
+      const batch = pruneBatch(rows, policy);
+      if (batch.ids.length > 0) countDeleted(result, await store.transaction(deleteBatch(batch.ids, policy)));
+      if (batch.done) break;
+      after = rows.at(-1)!.id;
+    }
+    const unsettled = await store.read<{ subscriber: string; n: number }>(
+      sql`SELECT subscriber, count(*) AS n FROM deliveries WHERE state IN ('pending', 'sending') GROUP BY subscriber`,
+    );
+    result.orphans = orphansOf(unsettled, configured);
+    return result;
+  };
 }

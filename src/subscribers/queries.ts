@@ -1,12 +1,11 @@
-import type { Statement } from 'better-sqlite3';
-import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
-import type { deliveries } from '../db/schema/deliveries.js';
+import type { deliveries } from '../db/schema/sqlite.js';
+import { all, run, type Script } from '../store/script.js';
+import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 
 /**
- * Every statement that changes a `deliveries` row on SQLite (enqueue.ts inserts them), and the
- * guards of every move for both dialects (PostgreSQL's statements, pgStore.ts, use the same ones).
- * Synchronous: run them in the commit queue or a transaction (storeSeam.ts). A delivery's life:
+ * Every statement that moves a `deliveries` row (enqueue.ts inserts them), written once for both
+ * stores, and the guard of every move. Run by the one store (deliveriesStore.ts) and the routes'
+ * access (access.ts) through a `ScriptStore`. A delivery's life:
  *
  * ```
  * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered
@@ -16,35 +15,35 @@ import type { deliveries } from '../db/schema/deliveries.js';
  * ```
  */
 
-/** A delivery exactly as stored. */
+/** A delivery exactly as stored (times ISO text, ids numbers, on both stores). */
 export type DeliveryRow = typeof deliveries.$inferSelect;
 
 export const DELIVERY_STATES = ['pending', 'sending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
-/** Each dialect's placeholders for the guards below (SQLite `@now`; PostgreSQL `$1::timestamptz`). */
-export interface DeliveryGuardParams {
-  now: string;
-  owner: string;
-}
+/** Unsettled: what holds back the rows behind it. */
+const UNSETTLED = raw(`state IN ('pending', 'sending')`);
+/** Release whoever holds it (a dead claimant). */
+const CLAIMED = raw(`state = 'sending'`);
 
-/**
- * The guard of every transition above, for both dialects (this file's statements and pgStore.ts's):
- * a row moves only from the states its arrow starts at, so a refused move changes nothing.
- */
-export const deliveryGuards = (p: DeliveryGuardParams) => ({
-  /** Unsettled: what holds back the rows behind it. */
-  unsettled: `state IN ('pending', 'sending')`,
-  claim: `((state = 'pending' AND next_attempt_at <= ${p.now}) OR (state = 'sending' AND lease_until < ${p.now}))`,
-  /** Settle or release by the claimant: only while it still holds the lease. */
-  held: `state = 'sending' AND lease_owner = ${p.owner}`,
-  /** Release whoever holds it (a dead claimant). */
-  claimed: `state = 'sending'`,
-  retry: `state IN ('dead', 'pending')`,
-  redrive: `state = 'dead'`,
-});
+/** May be claimed at `now`: pending and due, or claimed under a lease that ran out ({@link sendableNow} in SQL). */
+const claimable = (now: string) =>
+  sql`((state = 'pending' AND next_attempt_at <= ${typed(now, 'timestamptz')})
+    OR (state = 'sending' AND lease_until < ${typed(now, 'timestamptz')}))`;
 
-const G = deliveryGuards({ now: '@now', owner: '@owner' });
+/** Settle or release by the claimant: only while it still holds the lease. */
+const heldBy = (owner: string) => sql`state = 'sending' AND lease_owner = ${owner}`;
+
+/** Back to pending, the attempt not counted (a release). */
+const releasing = (now: string) =>
+  sql`state = 'pending', attempts = ${greatest(raw('0'), raw('attempts - 1'))}, updated_at = ${typed(now, 'timestamptz')},
+    lease_owner = NULL, lease_until = NULL`;
+
+const ids = (list: readonly number[]) =>
+  join(
+    list.map((id) => sql`${id}`),
+    ', ',
+  );
 
 /** A row at the head of its subscriber, as a claim sees it. */
 export interface DeliveryHead {
@@ -60,95 +59,11 @@ export function sendableNow(head: DeliveryHead, now: string): boolean {
     : head.state === 'sending' && head.lease_until !== null && head.lease_until < now;
 }
 
-const prepareAll = (sqlite: Sqlite) => {
-  const p = <T = unknown>(sql: string) => sqlite.prepare(sql) as Statement<unknown[], T>;
-  return {
-    // The subscriber's unsettled rows from the oldest: the claim takes the prefix it may send.
-    head: p<Pick<DeliveryRow, 'id' | 'state' | 'next_attempt_at' | 'lease_until'>>(`
-      SELECT id, state, next_attempt_at, lease_until FROM deliveries
-      WHERE subscriber = @subscriber AND ${G.unsettled} ORDER BY id LIMIT @limit`),
-    claimOne: p<DeliveryRow>(`
-      UPDATE deliveries SET state = 'sending', attempts = attempts + 1, lease_owner = @owner,
-        lease_until = @leaseUntil, updated_at = @now
-      WHERE id = @id AND ${G.claim}
-      RETURNING *`),
-    delivered: p(`
-      UPDATE deliveries SET state = 'delivered', last_status = @status, last_error = NULL, delivered_at = @now,
-        updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND ${G.held}`),
-    requeue: p(`
-      UPDATE deliveries SET state = 'pending', next_attempt_at = @next, last_status = @status, last_error = @error,
-        updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND ${G.held}`),
-    dead: p(`
-      UPDATE deliveries SET state = 'dead', last_status = @status, last_error = @error, dead_at = @now,
-        updated_at = @now, lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND ${G.held}`),
-    release: p(`
-      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
-        lease_owner = NULL, lease_until = NULL
-      WHERE id = @id AND ${G.held}`),
-    releaseAll: p(`
-      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
-        lease_owner = NULL, lease_until = NULL
-      WHERE ${G.claimed}`),
-    releaseOwner: p(`
-      UPDATE deliveries SET state = 'pending', attempts = MAX(0, attempts - 1), updated_at = @now,
-        lease_owner = NULL, lease_until = NULL
-      WHERE ${G.held}`),
-    retryOne: p<DeliveryRow>(`
-      UPDATE deliveries SET state = 'pending', attempts = CASE WHEN state = 'dead' THEN 0 ELSE attempts END,
-        next_attempt_at = @now, redriven_at = CASE WHEN state = 'dead' THEN @now ELSE redriven_at END,
-        dead_at = NULL, updated_at = @now
-      WHERE id = @id AND ${G.retry} RETURNING *`),
-    redrive: p<{ id: number }>(`
-      UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = @now, redriven_at = @now,
-        dead_at = NULL, updated_at = @now
-      WHERE ${G.redrive} AND dead_at >= @since AND (@subscriber IS NULL OR subscriber = @subscriber)
-      RETURNING id`),
-    // The head decides: rows behind it are due but wait for it, so their times do not count.
-    nextDue: p<string | null>(`
-      SELECT CASE WHEN state = 'pending' THEN next_attempt_at ELSE lease_until END FROM deliveries
-      WHERE subscriber = @subscriber AND ${G.unsettled} ORDER BY id LIMIT 1`).pluck(),
-  };
-};
-
-const statements = perHandle(prepareAll);
-
-/** What a claim needs. */
-export interface DeliveryClaim {
-  subscriber: string;
-  owner: string;
-  now: string;
-  leaseUntil: string;
-  /** Most rows claimed at once (they are sent one after another, in order). */
-  limit: number;
-}
-
 /**
- * Claims the subscriber's oldest unsettled rows, in id order, as long as each may be sent now
- * (pending and due, or sending under a lease that ran out); stops at the first that may not, so
- * nothing overtakes an older row, and after a row being retried (one probe at a time to a failing
- * subscriber). Compare-and-swap per row.
- */
-export function claimDeliveries(sqlite: Sqlite, c: DeliveryClaim): DeliveryRow[] {
-  const st = statements(sqlite);
-  const rows: DeliveryRow[] = [];
-  for (const head of st.head.all({ subscriber: c.subscriber, limit: c.limit })) {
-    if (!sendableNow(head, c.now)) break;
-    const row = st.claimOne.get({ id: head.id, owner: c.owner, leaseUntil: c.leaseUntil, now: c.now });
-    if (!row) break;
-    rows.push(row);
-    // A row tried before is a probe of a failing subscriber: alone, the rest wait untouched behind it.
-    if (row.attempts > 1) break;
-  }
-  return rows;
-}
-
-/**
- * The same rule for a claimer that reads the head first and claims after (PostgreSQL's): the ids
- * to take, in order, from head rows as they stand under the claimer's row locks (`null` for a row
- * it could not lock: another claimer's, so it stops there). Pure.
+ * The ids to claim, in order, from the subscriber's head rows as they stand under the claimer's
+ * row locks (`head` null for a row it could not lock: another claimer's, so it stops there): the
+ * unbroken run that may be sent now, and after a row tried before only that one (a probe of a
+ * failing subscriber: the rest wait untouched behind it). Pure.
  */
 export function runToClaim(
   heads: ReadonlyArray<{ id: number; attempts: number; head: DeliveryHead | null }>,
@@ -163,66 +78,178 @@ export function runToClaim(
   return ids;
 }
 
+/** What a claim needs. */
+export interface DeliveryClaim {
+  subscriber: string;
+  owner: string;
+  now: string;
+  leaseUntil: string;
+  /** Most rows claimed at once (they are sent one after another, in order). */
+  limit: number;
+}
+
+interface HeadRow {
+  id: number;
+  state: string | null;
+  attempts: number | null;
+  next_attempt_at: string | null;
+  lease_until: string | null;
+}
+
+/**
+ * Claims the subscriber's oldest unsettled rows, in id order, as long as each may be sent now
+ * ({@link runToClaim}), leased to `c.owner`. Where replicas share the store, the head's rows are
+ * locked FOR UPDATE SKIP LOCKED as they are read: a row another claimer holds comes back without
+ * its columns, and the claim stops there; the state is read under the lock (as it stands now, not
+ * as the snapshot saw it). Alone on the store (SQLite) the transaction sees no other writer. What
+ * a snapshot must not miss is an OLDER row not committed yet: writers take the feed's lock before
+ * inserting deliveries (enqueue.ts), so ids are handed out in commit order.
+ */
+export function* claimDeliveries(c: DeliveryClaim): Script<DeliveryRow[]> {
+  const head = yield* all<HeadRow>(sql`
+    WITH head AS (
+      SELECT id FROM deliveries WHERE subscriber = ${c.subscriber} AND ${UNSETTLED} ORDER BY id LIMIT ${c.limit}
+    ), locked AS MATERIALIZED (
+      SELECT id, state, attempts, next_attempt_at, lease_until FROM deliveries
+      WHERE id IN (SELECT id FROM head) AND ${UNSETTLED} ${whenShared(sql`FOR UPDATE SKIP LOCKED`)}
+    )
+    SELECT head.id, locked.state, locked.attempts, locked.next_attempt_at, locked.lease_until
+    FROM head LEFT JOIN locked ON locked.id = head.id ORDER BY head.id`);
+  const claim = runToClaim(
+    head.map((r) => ({
+      id: r.id,
+      attempts: r.attempts ?? 0,
+      head: r.state === null ? null : (r as DeliveryHead),
+    })),
+    c.now,
+  );
+  if (claim.length === 0) return [];
+  const rows = yield* all<DeliveryRow>(sql`
+    UPDATE deliveries SET state = 'sending', attempts = attempts + 1, lease_owner = ${c.owner},
+      lease_until = ${typed(c.leaseUntil, 'timestamptz')}, updated_at = ${typed(c.now, 'timestamptz')}
+    WHERE id IN (${ids(claim)}) AND ${claimable(c.now)}
+    RETURNING *`);
+  return rows.sort((a, b) => a.id - b.id);
+}
+
 /** What an attempt's answer moves a claimed row to (see nextStep.ts). */
 export type DeliveryStep =
   | { to: 'delivered'; status: number }
   | { to: 'pending'; nextAttemptAt: string; status: number | null; error: string }
   | { to: 'dead'; status: number | null; error: string };
 
-/** Settles a claimed row; false when `owner` no longer holds it (another claimant settles it). */
-export function settleDelivery(
-  sqlite: Sqlite,
-  d: { id: number; owner: string; now: string },
-  step: DeliveryStep,
-): boolean {
-  const st = statements(sqlite);
-  const result =
-    step.to === 'delivered'
-      ? st.delivered.run({ ...d, status: step.status })
-      : step.to === 'dead'
-        ? st.dead.run({ ...d, status: step.status, error: step.error })
-        : st.requeue.run({ ...d, next: step.nextAttemptAt, status: step.status, error: step.error });
-  return result.changes > 0;
+/** One attempt's outcome, to record. */
+export interface SettledDelivery {
+  id: number;
+  /** When it was decided (ISO). */
+  now: string;
+  step: DeliveryStep;
 }
 
-/** Hands a claimed row back unsent (attempt not counted). */
-export function releaseDelivery(sqlite: Sqlite, d: { id: number; owner: string; now: string }): boolean {
-  return statements(sqlite).release.run(d).changes > 0;
+/** One outcome as a row of the settle's VALUES list: id, state, status, error, next attempt, when. */
+function outcomeValues({ id, now, step }: SettledDelivery): Sql {
+  const error = step.to === 'delivered' ? null : step.error;
+  const next = step.to === 'pending' ? step.nextAttemptAt : null;
+  return sql`(${typed(id, 'int8')}, ${typed(step.to, 'text')}, ${typed(step.status, 'int4')}, ${typed(error, 'text')},
+    ${typed(next, 'timestamptz')}, ${typed(now, 'timestamptz')})`;
 }
 
 /**
- * Hands back every claimed row, whoever claimed it: only for the daemon that owns the SQLite file,
- * at start-up (every claimant it finds is dead). Returns how many went back.
+ * Records a claimant's outcomes and hands back the rows it claimed but did not send (attempt not
+ * counted): one statement each, whatever the number of rows. A row `owner` no longer holds is left
+ * (another claimant settles it).
  */
-export function releaseAllDeliveries(sqlite: Sqlite, nowIso: string): number {
-  return statements(sqlite).releaseAll.run({ now: nowIso }).changes;
+export function* settleDeliveries(
+  owner: string,
+  outcomes: readonly SettledDelivery[],
+  unsent: readonly number[],
+  now: string,
+): Script<void> {
+  if (unsent.length > 0)
+    yield* run(
+      sql`UPDATE deliveries SET ${releasing(now)} WHERE id IN (${ids(unsent)}) AND ${heldBy(owner)}`,
+    );
+  if (outcomes.length === 0) return;
+  yield* run(sql`
+    WITH v(id, st, status, error, next, at) AS (VALUES ${join(outcomes.map(outcomeValues), ', ')})
+    UPDATE deliveries SET state = v.st, last_status = v.status, last_error = v.error,
+      next_attempt_at = COALESCE(v.next, deliveries.next_attempt_at),
+      delivered_at = CASE WHEN v.st = 'delivered' THEN v.at ELSE deliveries.delivered_at END,
+      dead_at = CASE WHEN v.st = 'dead' THEN v.at ELSE deliveries.dead_at END,
+      updated_at = v.at, lease_owner = NULL, lease_until = NULL
+    FROM v WHERE deliveries.id = v.id AND ${heldBy(owner)}`);
 }
 
-/** Hands back every row `owner` holds (a dead replica's); how many went back. */
-export function releaseOwnedDeliveries(sqlite: Sqlite, owner: string, nowIso: string): number {
-  return statements(sqlite).releaseOwner.run({ owner, now: nowIso }).changes;
+/** Hands one claimed row back unsent (attempt not counted); false when `owner` does not hold it. */
+export function* releaseDelivery(d: { id: number; owner: string; now: string }): Script<boolean> {
+  const { rowCount } = yield* run(
+    sql`UPDATE deliveries SET ${releasing(d.now)} WHERE id = ${d.id} AND ${heldBy(d.owner)}`,
+  );
+  return rowCount > 0;
+}
+
+/**
+ * Hands back every claimed row, whoever claimed it (`owner` undefined: only when every claimant is
+ * known dead, as the daemon that owns a SQLite file knows at start-up), or every row `owner` holds
+ * (a dead replica's). Returns how many went back.
+ */
+export function* releaseDeliveries(owner: string | undefined, now: string): Script<number> {
+  const whose = owner === undefined ? CLAIMED : heldBy(owner);
+  return (yield* run(sql`UPDATE deliveries SET ${releasing(now)} WHERE ${whose}`)).rowCount;
 }
 
 /** A dead row back to pending (attempts reset), or a pending one made due now; undefined otherwise. */
-export function retryDelivery(sqlite: Sqlite, id: number, nowIso: string): DeliveryRow | undefined {
-  return statements(sqlite).retryOne.get({ id, now: nowIso });
+export function* retryDelivery(id: number, now: string): Script<DeliveryRow | undefined> {
+  const at = typed(now, 'timestamptz');
+  const [row] = yield* all<DeliveryRow>(sql`
+    UPDATE deliveries SET state = 'pending', attempts = CASE WHEN state = 'dead' THEN 0 ELSE attempts END,
+      next_attempt_at = ${at}, redriven_at = CASE WHEN state = 'dead' THEN ${at} ELSE redriven_at END,
+      dead_at = NULL, updated_at = ${at}
+    WHERE id = ${id} AND state IN ('dead', 'pending') RETURNING *`);
+  return row;
 }
 
 /** Every dead row that died at or after `since` (of one subscriber, if named) back to pending; their ids. */
-export function redriveDeliveries(
-  sqlite: Sqlite,
-  p: { since: string; subscriber: string | null; now: string },
-): number[] {
-  return statements(sqlite)
-    .redrive.all(p)
-    .map((r) => r.id)
-    .sort((a, b) => a - b);
+export function* redriveDeliveries(p: {
+  since: string;
+  subscriber: string | null;
+  now: string;
+}): Script<number[]> {
+  const at = typed(p.now, 'timestamptz');
+  const rows = yield* all<{ id: number }>(sql`
+    UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = ${at}, redriven_at = ${at},
+      dead_at = NULL, updated_at = ${at}
+    WHERE state = 'dead' AND dead_at >= ${typed(p.since, 'timestamptz')}
+      AND (${typed(p.subscriber, 'text')} IS NULL OR subscriber = ${p.subscriber})
+    RETURNING id`);
+  return rows.map((r) => r.id).sort((a, b) => a - b);
 }
 
 /**
- * When the subscriber's head row (its oldest unsettled one) may be sent (ISO): its next attempt
- * time, or when its lease runs out; null when nothing waits.
+ * When the subscriber's head row (its oldest unsettled one) may be sent: its next attempt time, or
+ * when its lease runs out (one row `at`, ISO); none when nothing waits. The head decides: rows
+ * behind it are due but wait for it, so their times do not count.
  */
-export function nextDeliveryDue(sqlite: Sqlite, subscriber: string): string | null {
-  return statements(sqlite).nextDue.get({ subscriber }) ?? null;
+export const nextDueStatement = (subscriber: string) => sql`
+  SELECT CASE WHEN state = 'pending' THEN next_attempt_at ELSE lease_until END AS at FROM deliveries
+  WHERE subscriber = ${subscriber} AND ${UNSETTLED} ORDER BY id LIMIT 1`;
+
+/** Filters of a listing. */
+export interface DeliveryFilter {
+  state?: DeliveryState | undefined;
+  subscriber?: string | undefined;
+  /** Rows with an id greater than this (the cursor). */
+  after?: number | undefined;
+  limit: number;
 }
+
+/** Rows in id order; a page of at most `limit`. */
+export const listStatement = (f: DeliveryFilter) => sql`
+  SELECT * FROM deliveries
+  WHERE (${typed(f.state ?? null, 'text')} IS NULL OR state = ${f.state ?? null})
+    AND (${typed(f.subscriber ?? null, 'text')} IS NULL OR subscriber = ${f.subscriber ?? null})
+    AND id > ${f.after ?? 0}
+  ORDER BY id LIMIT ${f.limit}`;
+
+/** One delivery by id. */
+export const getStatement = (id: number) => sql`SELECT * FROM deliveries WHERE id = ${id}`;

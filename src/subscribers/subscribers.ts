@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Sqlite } from '../db/open.js';
-import { type SqliteStateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
 import { deliveriesSink } from './enqueue.js';
 import type { Subscriber } from './events.js';
 
@@ -33,9 +33,7 @@ export function subscriberKeys(config: Pick<Config, 'subscribers'>): string[] {
  * The sink a root hands the SQLite context (and each worker thread that changes operations): the
  * configured subscribers' deliveries, written with every state change; none when nobody subscribes.
  */
-export function configuredDeliveriesSink(
-  config: Pick<Config, 'subscribers'>,
-): SqliteStateChangeSink | undefined {
+export function configuredDeliveriesSink(config: Pick<Config, 'subscribers'>): StateChangeSink | undefined {
   return deliveriesSink(subscribersFromConfig(config));
 }
 

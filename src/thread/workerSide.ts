@@ -16,7 +16,7 @@ import { useWriterGate } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics.js';
-import { type SqliteStateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
 import type { OperatorClient } from '../operator/client.js';
 import { registerSecret } from '../redact.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
@@ -84,7 +84,7 @@ export interface WorkerSideOptions {
    * subscribers' deliveries, as the main thread's does (default: nothing; a thread that changes no
    * operation needs none).
    */
-  stateChangeSink?: (config: Config) => SqliteStateChangeSink | undefined;
+  stateChangeSink?: (config: Config) => StateChangeSink | undefined;
 }
 
 /** Builds this worker's context from the settings the main thread started it with. */

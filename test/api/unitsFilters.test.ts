@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listRecords } from '../../src/api/mirrorQueries.js';
+import { listStatement } from '../../src/api/mirrorQueries.js';
 import type { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteDialect } from '../../src/store/sql.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
@@ -113,23 +114,8 @@ describe('unit filters read one index range, never the whole table or a sort', (
     ['status and open date range', { unitsStatus: 'Held', to: '2017-01-01' }],
   ];
   it.each(shapes)('%s', (_name, params) => {
-    // Capture the SQL listRecords runs and ask SQLite for its plan, after the sync's statistics.
+    // Render the statement listRecords runs and ask SQLite for its plan, after the sync's statistics.
     const sqlite = ctx.database.sqlite;
-    let captured: { sql: string; args: unknown[] } | undefined;
-    const spy = new Proxy(sqlite, {
-      get(target, prop, receiver) {
-        if (prop !== 'prepare') return Reflect.get(target, prop, receiver);
-        return (sql: string) => {
-          const statement = target.prepare(sql);
-          return {
-            all: (...args: unknown[]) => {
-              captured = { sql, args };
-              return statement.all(...args);
-            },
-          };
-        };
-      },
-    });
     const filters = Object.entries(params).map(([column, value]) =>
       column === 'from'
         ? { column: 'unitsDate', op: '>=' as const, value }
@@ -138,7 +124,7 @@ describe('unit filters read one index range, never the whole table or a sort', (
           : { column, op: '=' as const, value },
     );
     for (const after of [undefined, '1000000040']) {
-      listRecords(spy, {
+      const { text, values } = listStatement({
         resource: 'unit_operations',
         filters,
         removed: 'false',
@@ -146,10 +132,8 @@ describe('unit filters read one index range, never the whole table or a sort', (
         afterDate: after ? '2016-01-01' : undefined,
         limit: 50,
         dateOrder: 'unitsDate',
-      });
-      const plan = (
-        sqlite.prepare(`EXPLAIN QUERY PLAN ${captured!.sql}`).all(...captured!.args) as { detail: string }[]
-      )
+      }).statement.render(sqliteDialect);
+      const plan = (sqlite.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[])
         .map((r) => r.detail)
         .join(' | ');
       expect(plan, plan).toMatch(/^SEARCH unit_operations USING INDEX unit_operations_\w+_key_idx/);

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { pgDeliveriesAccess } from '../../src/subscribers/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { deliveriesAccessCases, ROWS, T0, TOKEN } from './deliveriesAccess.cases.js';
@@ -21,7 +22,7 @@ deliveriesAccessCases('PostgreSQL', async () => {
   ctx.database.sqlite.exec(ROWS);
   await pg.db.pool.query(ROWS);
   const onSqlite = await serveApi(ctx, {}, TOKEN);
-  const deliveries = pgDeliveriesAccess(pg.db.pool);
+  const deliveries = deliveriesAccess(postgresScriptStore(pg.db.pool));
   const onPostgres = await serveApi(ctx, { deliveries }, TOKEN);
   const neverDb = path.join(ctx.dir, 'pg-side', 'never.db');
   return {

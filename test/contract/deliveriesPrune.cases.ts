@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
-import type { DeliveriesPrune } from '../../src/subscribers/housekeeping.js';
-import { PRUNE_BATCH } from '../../src/subscribers/prune.js';
+import { type DeliveriesPrune, PRUNE_BATCH } from '../../src/subscribers/prune.js';
 
 /**
  * Issue 25, item 9: deliveries do not grow without end, the same cases on SQLite

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { pruneDeliveriesPg } from '../../src/subscribers/pgPrune.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';
 
@@ -36,8 +37,7 @@ deliveriesPruneCases('postgres', async () => {
   await pgDb.db.pool.query('TRUNCATE deliveries RESTART IDENTITY');
   return {
     h: pgHarness(pgDb.db.pool),
-    pruneDeliveries: (nowMs, retentionDays, configured) =>
-      pruneDeliveriesPg(pgDb.db.pool, nowMs, retentionDays, configured),
+    pruneDeliveries: deliveriesPrune(postgresScriptStore(pgDb.db.pool)),
     close: async () => {},
   };
 });

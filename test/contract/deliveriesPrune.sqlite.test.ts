@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { openDatabase, type Sqlite } from '../../src/db/open.js';
-import { sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { tempDir } from '../helpers/context.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';
 
@@ -37,7 +38,7 @@ deliveriesPruneCases('sqlite', async () => {
   const database = openDatabase(path.join(dir, 'prune.db'));
   return {
     h: sqliteHarness(database.sqlite),
-    pruneDeliveries: sqliteDeliveriesPrune(database.sqlite),
+    pruneDeliveries: deliveriesPrune(sqliteScriptStore(database.sqlite)),
     close: async () => {
       database.close();
       cleanup();

@@ -1,8 +1,9 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/open.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { type DeliveriesStore, ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import type { DeliveryStep } from '../../src/subscribers/queries.js';
-import { type DeliveriesStore, SqliteDeliveriesStore } from '../../src/subscribers/storeSeam.js';
 import { tempDir } from '../helpers/context.js';
 import { type DeliveriesHarness, sqliteDeliveries } from './deliveriesStores.js';
 
@@ -34,7 +35,7 @@ export async function sqliteDeliveriesUnderTest(): Promise<DeliveriesUnderTest> 
   const database = openDatabase(path.join(dir, 'subs.db'));
   return {
     h: sqliteDeliveries(database.sqlite),
-    store: new SqliteDeliveriesStore(database.sqlite),
+    store: new ScriptDeliveriesStore(sqliteScriptStore(database.sqlite)),
     close: async () => {
       database.close();
       cleanup();
@@ -129,6 +130,87 @@ export function deliveriesStoreCases(
       expect(ids(rest)).toEqual([2, 3]);
       const dead = (await h.rows())[0];
       expect(dead).toEqual({ id: 1, state: 'dead', attempts: 2, owner: null });
+    });
+
+    it('one settle records a run of mixed outcomes, each with its own columns, and hands back the rest', async () => {
+      await h.insert(Array.from({ length: 5 }, () => ({ subscriber: 'a', at: T0 })));
+      expect(ids(await claim('one'))).toEqual([1, 2, 3, 4, 5]);
+      await store.settle({
+        subscriber: 'a',
+        owner: 'one',
+        settled: [
+          { id: 1, now: T1, step: delivered },
+          { id: 2, now: T1, step: { to: 'dead', status: 410, error: 'HTTP 410' } },
+          { id: 3, now: LEASE, step: { to: 'delivered', status: 204 } },
+          {
+            id: 4,
+            now: LEASE,
+            step: { to: 'pending', nextAttemptAt: LATER, status: null, error: 'timeout' },
+          },
+        ],
+        unsent: [5],
+        now: LEASE,
+      });
+      const settled = { lease_until: null };
+      expect(await h.outcomes()).toEqual([
+        {
+          id: 1,
+          state: 'delivered',
+          last_status: 200,
+          last_error: null,
+          next_attempt_at: T0,
+          delivered_at: T1,
+          dead_at: null,
+          ...settled,
+        },
+        {
+          id: 2,
+          state: 'dead',
+          last_status: 410,
+          last_error: 'HTTP 410',
+          next_attempt_at: T0,
+          delivered_at: null,
+          dead_at: T1,
+          ...settled,
+        },
+        {
+          id: 3,
+          state: 'delivered',
+          last_status: 204,
+          last_error: null,
+          next_attempt_at: T0,
+          delivered_at: LEASE,
+          dead_at: null,
+          ...settled,
+        },
+        {
+          id: 4,
+          state: 'pending',
+          last_status: null,
+          last_error: 'timeout',
+          next_attempt_at: LATER,
+          delivered_at: null,
+          dead_at: null,
+          ...settled,
+        },
+        {
+          id: 5,
+          state: 'pending',
+          last_status: null,
+          last_error: null,
+          next_attempt_at: T0,
+          delivered_at: null,
+          dead_at: null,
+          ...settled,
+        },
+      ]);
+      expect((await h.rows()).map((r) => [r.attempts, r.owner])).toEqual([
+        [1, null],
+        [1, null],
+        [1, null],
+        [1, null],
+        [0, null],
+      ]);
     });
 
     it('a lease that ran out is claimed by another owner; the first owner’s late settle is refused', async () => {

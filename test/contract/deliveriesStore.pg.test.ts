@@ -3,8 +3,9 @@ import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.
 import { commitPgTransaction, openFeedTransaction } from '../../src/db/pgChanges.js';
 import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
-import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { deliveriesStoreCases, ids, LEASE, T0, T1 } from './deliveriesStore.cases.js';
@@ -20,7 +21,7 @@ const pg = useTestPgDatabase();
 deliveriesStoreCases('postgres', async () => {
   const h = postgresDeliveries(pg.db.pool);
   await h.reset();
-  return { h, store: new PgDeliveriesStore(pg.db.pool), close: async () => {} };
+  return { h, store: new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool)), close: async () => {} };
 });
 
 describe('deliveries store on PostgreSQL, several claimers', () => {
@@ -37,7 +38,7 @@ describe('deliveries store on PostgreSQL, several claimers', () => {
       const violations: string[] = [];
       await Promise.all(
         pools.map(async (db, n) => {
-          const store = new PgDeliveriesStore(db.pool);
+          const store = new ScriptDeliveriesStore(postgresScriptStore(db.pool));
           const owner = `claimer-${n}`;
           for (let idle = 0; idle < 5000 && claimed.length < total; ) {
             const rows = await store.claim({ subscriber: 'a', owner, now: T1, leaseUntil: LEASE, limit: 7 });
@@ -122,10 +123,10 @@ describe('deliveries writers on PostgreSQL', () => {
       });
       // Opened by hand (inPgTransaction could not pause it): its feed rows go with its commit.
       openFeedTransaction(paused);
-      const olderDone = stateChangedPg(paused, pgDeliveriesSink(subscribers), accepted('old'));
+      const olderDone = stateChangedPg(paused, deliveriesSink(subscribers), accepted('old'));
       let newerDone = false;
       const newer = inPgTransaction(pg.db.pool, (client) =>
-        stateChangedPg(client, pgDeliveriesSink(subscribers), accepted('new')),
+        stateChangedPg(client, deliveriesSink(subscribers), accepted('new')),
       ).then(() => {
         newerDone = true;
       });
@@ -137,7 +138,7 @@ describe('deliveries writers on PostgreSQL', () => {
         if (inserted && Number(rows[0]!.n) > 0) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      const store = new PgDeliveriesStore(pg.db.pool);
+      const store = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
       expect(
         await store.claim({ subscriber: 'a', owner: 'x', now: T1, leaseUntil: LEASE, limit: 10 }),
       ).toEqual([]);

@@ -16,8 +16,23 @@ export interface DeliveriesHarness {
   insert(rows: readonly NewDeliveryRow[]): Promise<void>;
   /** Every row in id order. */
   rows(): Promise<Array<{ id: number; state: string; attempts: number; owner: string | null }>>;
+  /** What a settle writes, every row in id order (times as ISO text on both). */
+  outcomes(): Promise<DeliveryOutcomeColumns[]>;
   reset(): Promise<void>;
 }
+
+export interface DeliveryOutcomeColumns {
+  id: number;
+  state: string;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: string;
+  lease_until: string | null;
+  delivered_at: string | null;
+  dead_at: string | null;
+}
+
+const OUTCOME_COLUMNS = 'state, last_status, last_error, lease_until, delivered_at, dead_at';
 
 let serial = 0;
 const webhookId = () => `msg_test_${process.pid}_${++serial}`;
@@ -37,6 +52,10 @@ export function sqliteDeliveries(sqlite: Sqlite): DeliveriesHarness {
       sqlite
         .prepare('SELECT id, state, attempts, lease_owner AS owner FROM deliveries ORDER BY id')
         .all() as Awaited<ReturnType<DeliveriesHarness['rows']>>,
+    outcomes: async () =>
+      sqlite
+        .prepare(`SELECT id, next_attempt_at, ${OUTCOME_COLUMNS} FROM deliveries ORDER BY id`)
+        .all() as DeliveryOutcomeColumns[],
     reset: async () => {
       sqlite.exec('DELETE FROM deliveries');
     },
@@ -60,6 +79,14 @@ export function postgresDeliveries(pool: pg.Pool): DeliveriesHarness {
           'SELECT id::float8 AS id, state, attempts, lease_owner AS owner FROM deliveries ORDER BY id',
         )
       ).rows,
+    outcomes: async () => {
+      const iso = (c: string) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${c}`;
+      const { rows } = await pool.query<DeliveryOutcomeColumns>(
+        `SELECT id::float8 AS id, state, last_status, last_error, ${iso('next_attempt_at')}, ${iso('lease_until')},
+           ${iso('delivered_at')}, ${iso('dead_at')} FROM deliveries ORDER BY id`,
+      );
+      return rows;
+    },
     reset: async () => {
       await pool.query('TRUNCATE deliveries RESTART IDENTITY');
     },

@@ -3,8 +3,8 @@ import { type ChangeRow, recordChanges } from '../../src/db/changes.js';
 import { commitQueueFor } from '../../src/db/commitQueue.js';
 import { appendChangesPg, openPostgres } from '../../src/db/pg.js';
 import { listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { feedHeadPg, pgFeedReads } from '../../src/feed/pgQueries.js';
-import { type FeedReads, sqliteFeedReads } from '../../src/feed/reads.js';
+import { type FeedReads, feedReads, sqliteFeedReads } from '../../src/feed/reads.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { testContext } from '../helpers/context.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 
@@ -59,9 +59,9 @@ export function pgFeed(database: () => TestDatabase): FeedStoreFactory {
     return {
       name: 'PostgreSQL',
       ctx,
-      feed: pgFeedReads(reader.pool, signal),
+      feed: feedReads(postgresScriptStore(reader.pool), signal),
       commit: (rows) => appendChangesPg(writer.pool, rows),
-      head: () => feedHeadPg(writer.pool),
+      head: async () => feedReads(postgresScriptStore(writer.pool), signal).head(),
       async close() {
         await listener.stop();
         await reader.close();

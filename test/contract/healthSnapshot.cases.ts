@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { Series } from '../../src/health/series.js';
 import { readHealth } from '../../src/status.js';
-import { CONFIG, HEALTH_CASES, type HealthCase, type HealthStore, NOW } from './healthStores.js';
+import {
+  CONFIG,
+  HEALTH_CASES,
+  type HealthCase,
+  type HealthStore,
+  NOW,
+  operation,
+  syncRun,
+} from './healthStores.js';
 
 /**
  * The health snapshot, the same situations on SQLite (healthSnapshot.sqlite.test.ts) and PostgreSQL
@@ -41,6 +49,33 @@ export function healthSnapshotCases(name: string, open: () => Promise<HealthStor
           expect(series.recentWebhooks.length).toBeGreaterThan(0);
         }
         await side.also?.(c, health, series);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it("draws the queue's depth at each hour's end in time order, and each run's seconds", async () => {
+      const store = await open();
+      try {
+        // One queued row created every hour of the last 20: the depth rises by one an hour, so a
+        // point out of order (ten before two) shows.
+        for (let h = 20; h >= 1; h--) await operation(store.exec, `queued-${h}`, 'queued', h * 60 - 1);
+        await syncRun(store.exec, 'projects', 'succeeded', 30);
+        const series = await store.reads.series(NOW);
+        const depths = series.queueDepth.map((p) => p.depth);
+        expect(depths).toEqual([...depths].sort((a, b) => a - b));
+        expect(depths.at(-1)).toBe(20);
+        expect(
+          depths.filter((d, i) => i > 0 && d === (depths[i - 1] ?? 0) + 1).length,
+        ).toBeGreaterThanOrEqual(19);
+        expect(series.syncDurations).toEqual([
+          {
+            resource: 'projects',
+            at: new Date(NOW - 29 * 60_000).toISOString(),
+            status: 'succeeded',
+            seconds: 60,
+          },
+        ]);
       } finally {
         await store.close();
       }

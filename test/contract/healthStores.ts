@@ -2,9 +2,9 @@ import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/open.js';
 import type { PgDatabase } from '../../src/db/pg.js';
-import { pgHealthReads } from '../../src/health/pgSnapshot.js';
+import { pgHealthReads } from '../../src/health/postgresHealth.js';
 import type { HealthReads } from '../../src/health/snapshot.js';
-import { sqliteHealthReads } from '../../src/status.js';
+import { sqliteHealthReads } from '../../src/health/sqliteHealth.js';
 import { tempDir } from '../helpers/context.js';
 
 /**

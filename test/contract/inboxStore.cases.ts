@@ -65,6 +65,15 @@ export function inboxStoreCases(dialect: 'sqlite' | 'postgres', open: () => Prom
       expect(await h.feed()).toEqual(['a queued', 'a accepted', 'a rejected']);
     });
 
+    it('a deposit naming an id twice puts it in custody once; a later deposit of the same ids upserts them', async () => {
+      const twice = webhook('dep-1', { type: 'custody.deposit', unitIds: ['u1', 'u2', 'u1'] });
+      expect((await h.inbox.receive(twice)).effects).toEqual([{ kind: 'deposit', ids: 2 }]);
+      const again = webhook('dep-2', { type: 'custody.deposit', unitIds: ['u2', 'u1'] });
+      expect((await h.inbox.receive(again)).effects).toEqual([{ kind: 'deposit', ids: 2 }]);
+      expect(await h.count('custody_ids')).toBe(2);
+      expect(await h.events()).toEqual(['dep-1 applied -> -', 'dep-2 applied -> -']);
+    });
+
     it('the same id with another body is a new fact: stored, flagged and acted on', async () => {
       await accept(h.ops, 'a');
       await accept(h.ops, 'b');

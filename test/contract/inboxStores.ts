@@ -2,16 +2,16 @@ import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/db/open.js';
 import type { PgDatabase } from '../../src/db/pg.js';
-import { bodyHash } from '../../src/inbox/correlate.js';
+import { bodyHash, type ReceivedWebhook } from '../../src/inbox/correlate.js';
+import { ScriptInboxStore, sqliteInboxStore } from '../../src/inbox/inboxStore.js';
 import { interpretPayload } from '../../src/inbox/interpret.js';
-import { PgInboxStore } from '../../src/inbox/pgStore.js';
-import { SqliteInboxStore } from '../../src/inbox/sqliteStore.js';
-import type { InboxStore, ReceivedWebhook } from '../../src/inbox/storeSeam.js';
+import type { InboxStore } from '../../src/inbox/storeSeam.js';
 import { compileVocabulary } from '../../src/inbox/vocabulary.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
@@ -80,7 +80,7 @@ export function sqliteInboxHarness(): InboxHarness {
   useSubscribers(sqlite, SUBSCRIBERS);
   const values = async (sql: string) => (sqlite.prepare(sql).all() as Array<{ v: string }>).map((r) => r.v);
   return {
-    inbox: new SqliteInboxStore(sqlite),
+    inbox: sqliteInboxStore(sqlite),
     ops: new SqliteOperationsStore(sqlite),
     events: () => values(EVENTS),
     texts: async () => sqlite.prepare(TEXTS).all() as Array<{ reason: string | null; body: string }>,
@@ -102,8 +102,8 @@ export function sqliteInboxHarness(): InboxHarness {
 export function postgresInboxHarness(db: PgDatabase, leaseOwner = ME): InboxHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
-    inbox: new PgInboxStore(db.pool, { onStateChange: pgDeliveriesSink(SUBSCRIBERS) }),
-    ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: pgDeliveriesSink(SUBSCRIBERS) }),
+    inbox: new ScriptInboxStore(postgresScriptStore(db.pool), { onStateChange: deliveriesSink(SUBSCRIBERS) }),
+    ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: deliveriesSink(SUBSCRIBERS) }),
     events: () => values(EVENTS),
     texts: async () => (await db.pool.query<{ reason: string | null; body: string }>(TEXTS)).rows,
     rows: () => values(ROWS),

@@ -1,8 +1,9 @@
 import { expect, inject } from 'vitest';
-import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
+import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { startSimulator } from '../../src/simulator/index.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { mirrorReadsCases, readsContext, seedMirrors, TOKEN } from './mirrorReads.cases.js';
 import { pgMirror, sqliteMirror } from './mirrorStores.js';
@@ -29,7 +30,11 @@ for (const { collation, icuLocale } of [
     const store = await openPostgres(database.url, { max: 4 });
     const facts = await seedMirrors(sim, ctx, clock, [sqliteMirror(ctx), pgMirror(store)]);
     const onSqlite = await serveApi(ctx, {}, TOKEN);
-    const onPostgres = await serveApi(ctx, { mirrorReads: pgMirrorReads(store.pool) }, TOKEN);
+    const onPostgres = await serveApi(
+      ctx,
+      { mirrorReads: mirrorReads(postgresScriptStore(store.pool)) },
+      TOKEN,
+    );
     return {
       facts,
       call: onPostgres.call,

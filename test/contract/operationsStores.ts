@@ -4,7 +4,7 @@ import type { PgDatabase } from '../../src/db/pg.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
@@ -79,7 +79,7 @@ export function sqliteOperationsHarness(): OperationsHarness {
 export function postgresOperationsHarness(db: PgDatabase): OperationsHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
-    store: new PgOperationsStore(db.pool, { leaseOwner: ME, onStateChange: pgDeliveriesSink(SUBSCRIBERS) }),
+    store: new PgOperationsStore(db.pool, { leaseOwner: ME, onStateChange: deliveriesSink(SUBSCRIBERS) }),
     rows: async () =>
       (
         await db.pool.query(

@@ -5,7 +5,8 @@ import { runOutboxCommand } from '../../src/commands/outbox.js';
 import { listText, textTable } from '../../src/commands/textTable.js';
 import { sqliteOutbox } from '../../src/outbox/access.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { sqliteDeliveriesAccess } from '../../src/subscribers/access.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { testContext } from '../helpers/context.js';
 import { transfer } from '../outbox/fixtures.js';
 
@@ -66,7 +67,7 @@ describe('the two list commands', () => {
     expect(
       await runDeliveriesCommand(
         ctx,
-        sqliteDeliveriesAccess(ctx.database.sqlite),
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
         'list',
         undefined,
         deliveries.streams,
@@ -115,7 +116,7 @@ describe('the two list commands', () => {
     expect(
       await runDeliveriesCommand(
         ctx,
-        sqliteDeliveriesAccess(ctx.database.sqlite),
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
         'list',
         undefined,
         first.streams,
@@ -128,18 +129,30 @@ describe('the two list commands', () => {
     expect(lines.at(-1)).toBe('(more: add --cursor 100 for the next page)');
     const second = io();
     expect(
-      await runDeliveriesCommand(ctx, sqliteDeliveriesAccess(ctx.database.sqlite), 'list', undefined, {
-        ...second.streams,
-        cursor: '100',
-      }),
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        {
+          ...second.streams,
+          cursor: '100',
+        },
+      ),
     ).toBe(0);
     expect(second.out().trimEnd().split('\n')).toHaveLength(2);
     const bad = io();
     expect(
-      await runDeliveriesCommand(ctx, sqliteDeliveriesAccess(ctx.database.sqlite), 'list', undefined, {
-        ...bad.streams,
-        cursor: 'x',
-      }),
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        {
+          ...bad.streams,
+          cursor: 'x',
+        },
+      ),
     ).toBe(64);
     expect(bad.err()).toContain('--cursor must be a nextCursor value');
   });

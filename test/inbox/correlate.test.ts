@@ -1,11 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
-import { applyPendingDecisions } from '../../src/inbox/correlate.js';
-import { decisionConflicts, recordRejection } from '../../src/inbox/eventStore.js';
+import { acceptedDecisions } from '../../src/inbox/correlate.js';
+import { sqliteInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
+import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
+import { driveSqlite } from '../../src/store/sqliteScripts.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {
@@ -44,7 +46,8 @@ function markAccepted(ref: string) {
         `UPDATE outbox SET state = 'accepted', accepted_at = ? WHERE marketplaceTransactionRef = ? RETURNING id`,
       )
       .get(isoAt(clock.now()), ref) as { id: number };
-    return applyPendingDecisions(sqlite, row.id, ref, isoAt(clock.now()));
+    const at = { now: isoAt(clock.now()), sink: stateChangeSinkOf(sqlite) };
+    return driveSqlite(sqlite, acceptedDecisions({ id: row.id, ref, mask: (text) => text }, at));
   })();
 }
 
@@ -109,7 +112,7 @@ describe('decisions on accepted operations', () => {
     expect(logged('webhook.decision.conflict')).toEqual([
       expect.objectContaining({ level: 50, ref: 'ref-c' }),
     ]);
-    expect(decisionConflicts(ctx.database.sqlite)).toEqual([
+    expect(await sqliteInboxStore(ctx.database.sqlite).decisionConflicts()).toEqual([
       expect.objectContaining({ marketplaceTransactionRef: 'ref-c', decision: 'rejected' }),
     ]);
     expect((await ctx.metrics.rejections.get()).values[0]?.value ?? 0).toBe(0);
@@ -163,9 +166,16 @@ describe('decisions that arrive early', () => {
     expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(['applied', 'conflict']);
   });
 
-  it('applyPendingDecisions leaves a row that is not accepted alone', () => {
-    const id = insertOutboxRow(ctx.database.sqlite, 'ref-q', 'queued');
-    expect(applyPendingDecisions(ctx.database.sqlite, id, 'ref-q', isoAt(NOW))).toEqual([]);
+  it('acceptedDecisions leaves a row that is not accepted alone', async () => {
+    insertOutboxRow(ctx.database.sqlite, 'ref-q', 'sending');
+    await send(decisionPayload('ref-q', 'approved'));
+    const id = insertOutboxRow(ctx.database.sqlite, 'ref-q2', 'queued');
+    const inbox = sqliteInboxStore(ctx.database.sqlite);
+    const mask = (text: string) => text;
+    expect(await inbox.afterAccepted({ id, ref: 'ref-q2', mask }, isoAt(NOW))).toEqual([]);
+    // Another row's id under this ref: nothing either, and the pending decision waits.
+    expect(await inbox.afterAccepted({ id, ref: 'ref-q', mask }, isoAt(NOW))).toEqual([]);
+    expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(['pending']);
   });
 
   it('maintenance sweeps pending decisions of rows accepted by any path, and prunes old refusals', async () => {
@@ -174,8 +184,9 @@ describe('decisions that arrive early', () => {
     ctx.database.sqlite
       .prepare(`UPDATE outbox SET state = 'accepted' WHERE marketplaceTransactionRef = 'ref-w'`)
       .run();
-    recordRejection(ctx.database.sqlite, isoAt(NOW - 8 * 24 * 3600_000), 401, 'old');
-    recordRejection(ctx.database.sqlite, isoAt(NOW - 6 * 24 * 3600_000), 401, 'recent');
+    const inbox = sqliteInboxStore(ctx.database.sqlite);
+    await inbox.recordRejection(isoAt(NOW - 8 * 24 * 3600_000), 401, 'old');
+    await inbox.recordRejection(isoAt(NOW - 6 * 24 * 3600_000), 401, 'recent');
     expect(await runInboxMaintenance(ctx)).toEqual({ applied: 1, pruned: 1 });
     expect(outboxRow(ctx.database.sqlite, 'ref-w').state).toBe('approved');
     expect(ctx.database.sqlite.prepare('SELECT reason FROM webhook_rejections').all()).toEqual([

@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
-import { applyPendingDecisions } from '../../src/inbox/correlate.js';
+import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
+import { stateChangeSinkOf } from '../../src/operations/effects.js';
+import { driveSqlite } from '../../src/store/sqliteScripts.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 
 /** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */
@@ -84,7 +86,8 @@ describe('with the simulator as the operator', () => {
       sqlite
         .prepare(`UPDATE outbox SET state = 'accepted', accepted_at = ? WHERE id = ?`)
         .run(isoAt(Date.now()), id);
-      return applyPendingDecisions(sqlite, id, 'race-1', isoAt(Date.now()));
+      const at = { now: isoAt(Date.now()), sink: stateChangeSinkOf(sqlite) };
+      return driveSqlite(sqlite, acceptedDecisions({ id, ref: 'race-1', mask: (text) => text }, at));
     })();
     expect(effects).toEqual([expect.objectContaining({ kind: 'rejected', reason: REJECT_REASON })]);
     expect(outboxRow(ctx.database.sqlite, 'race-1')).toMatchObject({

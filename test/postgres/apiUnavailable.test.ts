@@ -1,17 +1,17 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pgUnavailableAnswer } from '../../src/api/databaseUnavailable.js';
-import { pgMirrorReads } from '../../src/api/pgMirrorQueries.js';
+import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { createPgAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { pgFeedReads } from '../../src/feed/pgQueries.js';
-import { pgReadiness } from '../../src/health/pgReadiness.js';
-import { pgHealthReads } from '../../src/health/pgSnapshot.js';
+import { feedReads } from '../../src/feed/reads.js';
+import { pgHealthReads, pgReadiness } from '../../src/health/postgresHealth.js';
 import { silentLogger } from '../../src/log.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
-import { pgDeliveriesAccess } from '../../src/subscribers/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
@@ -46,11 +46,11 @@ async function apiOver(pool: pg.Pool): Promise<string> {
   const api = createApiComponent(
     ctx,
     routeRegistrars({
-      mirrorReads: pgMirrorReads(pool),
+      mirrorReads: mirrorReads(postgresScriptStore(pool)),
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
-      deliveries: pgDeliveriesAccess(pool),
-      feed: pgFeedReads(pool, new ChangeSignal()),
+      deliveries: deliveriesAccess(postgresScriptStore(pool)),
+      feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
     { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },
   );

@@ -11,9 +11,10 @@ import { noopMetrics } from '../../src/metrics.js';
 import { holdLiveness, releaseDeadPg } from '../../src/operations/pgLiveness.js';
 import { stateChangedPg } from '../../src/operations/pgRows.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
-import { pgDeliveriesSink } from '../../src/subscribers/pgEnqueue.js';
-import { PgDeliveriesStore } from '../../src/subscribers/pgStore.js';
+import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { subscribersFromConfig } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -74,11 +75,11 @@ function configFor(subs: readonly TestSubscriber[], overrides: Record<string, un
 }
 
 /** The PostgreSQL store, counting the rows it claims. */
-class CountingStore extends PgDeliveriesStore {
+class CountingStore extends ScriptDeliveriesStore {
   claimed = 0;
   /** Claims made, found rows or not. */
   calls = 0;
-  override async claim(given: Parameters<PgDeliveriesStore['claim']>[0]) {
+  override async claim(given: Parameters<ScriptDeliveriesStore['claim']>[0]) {
     const rows = await super.claim(given);
     this.calls++;
     this.claimed += rows.length;
@@ -91,7 +92,7 @@ async function replica(config: ReturnType<typeof configFor>, owner: string, sign
   const db = await openPostgres(pg.database.url, { migrate: false });
   cleanups.push(() => db.close());
   const ctx = createPgAppContext(config, silentLogger, { metrics: noopMetrics() });
-  const store = new CountingStore(db.pool);
+  const store = new CountingStore(postgresScriptStore(db.pool));
   const component = createSubscriberComponent(ctx, { store, owner, ...(signal ? { wakeOn: signal } : {}) });
   await component.start();
   cleanups.push(() => component.stop());
@@ -108,7 +109,7 @@ async function accept(
   refs: readonly string[],
   perTx = 3,
 ) {
-  const deliveries = pgDeliveriesSink(subscribersFromConfig(config));
+  const deliveries = deliveriesSink(subscribersFromConfig(config));
   const at = new Date().toISOString();
   await new PgOperationsStore(db.pool, { leaseOwner: 'writer' }).insert(
     refs.map((ref) => ({ ref, operationType: 'Transfer', orderKey: null, body: '{}', hash: `h-${ref}` })),
@@ -243,7 +244,7 @@ describe('subscriber deliveries on PostgreSQL, failures and wake-ups', () => {
       Array.from({ length: 10 }, (_, i) => `r${i}`),
     );
     // The replica claims every subscriber's rows for an hour, then dies.
-    const deadStore = new PgDeliveriesStore(pg.db.pool);
+    const deadStore = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
     for (const subscriber of NAMES) {
@@ -276,7 +277,7 @@ describe('subscriber deliveries on PostgreSQL, failures and wake-ups', () => {
     await accept(pg.db, config, ['r0', 'r1']);
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
-    const ghost = new PgDeliveriesStore(pg.db.pool);
+    const ghost = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
     expect(await ghost.claim({ subscriber: 's1', owner: 'ghost', now, leaseUntil, limit: 64 })).toHaveLength(
       2,
     );

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { feedHeadPg, pgFeedReads } from '../../src/feed/pgQueries.js';
+import { feedReads } from '../../src/feed/reads.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -43,7 +44,7 @@ async function startReplica(name: string, url: string): Promise<Replica> {
   await listener.ready();
   const api = sqliteApiComponent(ctx, {
     outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
-    feed: pgFeedReads(db.pool, signal),
+    feed: feedReads(postgresScriptStore(db.pool), signal),
   });
   await api.start();
   return {
@@ -105,7 +106,7 @@ describe('the change feed read through two replicas while both write', () => {
   });
 
   it('a reader on each API sees every change either replica commits, in seq order, none skipped, none twice', async () => {
-    const start = await feedHeadPg(pg.db.pool);
+    const start = await feedReads(postgresScriptStore(pg.db.pool), new ChangeSignal()).head();
     let end: number | null = null;
     const readers = [tail(a, start, () => end), tail(b, start, () => end)];
     await Promise.all([

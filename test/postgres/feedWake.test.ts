@@ -1,9 +1,17 @@
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { listenForChanges } from '../../src/db/pgChangeSignal.js';
-import { feedHeadPg, readFeedPg } from '../../src/feed/pgQueries.js';
+import type { FeedQuery } from '../../src/feed/queries.js';
+import { feedReads } from '../../src/feed/reads.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
+
+const feedOf = (pool: pg.Pool) => feedReads(postgresScriptStore(pool), new ChangeSignal());
+const feedHeadPg = (pool: pg.Pool) => feedOf(pool).head();
+const readFeedPg = (pool: pg.Pool, q: FeedQuery) => feedOf(pool).read(q);
 
 /** The feed on PostgreSQL: reads as SQLite serves them, and readers woken by LISTEN/NOTIFY. */
 describe('the change feed on a real PostgreSQL server', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { ScriptInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
-import { PgInboxStore } from '../../src/inbox/pgStore.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { accept, postgresInboxHarness, T1, T2 } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -32,7 +33,9 @@ describe('webhook listener on the PostgreSQL inbox store', () => {
        VALUES ('msg_early', $1, 'ref-early', 'approved', '{}', 'h', 'pending')`,
       [T1],
     );
-    const listener = createWebhookComponent(ctx, { store: new PgInboxStore(pg.db.pool) });
+    const listener = createWebhookComponent(ctx, {
+      store: new ScriptInboxStore(postgresScriptStore(pg.db.pool)),
+    });
     await listener.start();
     try {
       expect(await h.rows()).toEqual(['ref-1 accepted', 'ref-early approved']);

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { PgInboxStore } from '../../src/inbox/pgStore.js';
+import { ScriptInboxStore } from '../../src/inbox/inboxStore.js';
 import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { ClaimParams } from '../../src/operations/store.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
@@ -11,6 +11,7 @@ import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { pgOutboxHooks, pgPauseRecord } from '../../src/outbox/pgHooks.js';
 import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { decision, webhook } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
@@ -285,7 +286,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
 
   it('with pgOutboxHooks, applies a decision that arrived before its row was accepted right after the accept', async () => {
     // The operator decided before its 202 was recorded (here: before the row was queued), quoting the user.
-    const early = await new PgInboxStore(pgDb.pool).receive(
+    const early = await new ScriptInboxStore(postgresScriptStore(pgDb.pool)).receive(
       webhook('wh-early-1', decision('pg-early-1', 'approved', `ok for ${PERSONAL.originUserName}`)),
     );
     expect(early.outcome).toBe('pending');

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sortsInByteOrder } from '../../src/api/pgMirrorQueries.js';
+import { sortsInByteOrder } from '../../src/api/mirrorQueries.js';
 import { appliedMigrations, openPostgres } from '../../src/db/pg.js';
+import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { ROOT } from '../helpers/cli.js';
 import { type Cluster, startCluster, withAdmin } from '../helpers/postgres.js';
 
@@ -80,7 +81,7 @@ describe("README's PostgreSQL set-up, run as printed", () => {
   it('sorts text in byte order there, as SQLite does, where the cluster default would not', async () => {
     const store = await openPostgres(urlOf(cluster, 'vcu_sync'), { migrate: false, max: 1 });
     try {
-      expect(await sortsInByteOrder(store.pool)).toBe(true);
+      expect(await sortsInByteOrder(postgresScriptStore(store.pool))).toBe(true);
     } finally {
       await store.close();
     }
@@ -97,7 +98,7 @@ describe("README's PostgreSQL set-up, run as printed", () => {
     for (const database of ['vcu_sync_default', 'vcu_sync_icu']) {
       const other = await openPostgres(urlOf(cluster, database), { migrate: false, max: 1 });
       try {
-        expect(await sortsInByteOrder(other.pool), database).toBe(false);
+        expect(await sortsInByteOrder(postgresScriptStore(other.pool)), database).toBe(false);
       } finally {
         await other.close();
       }

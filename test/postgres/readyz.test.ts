@@ -2,7 +2,7 @@ import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgReadiness } from '../../src/health/pgReadiness.js';
+import { pgReadiness } from '../../src/health/postgresHealth.js';
 import type { ReadinessReader } from '../../src/health/readiness.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { PAUSE_KEY } from '../../src/outbox/pause.js';

@@ -42,7 +42,7 @@ interface TestReplica {
 const started: TestReplica[] = [];
 
 /**
- * The daemon's callback, with the deliveries released by plain SQL (PgDeliveriesStore.releaseOwner
+ * The daemon's callback, with the deliveries released by plain SQL (DeliveriesStore.releaseOwner
  * does it in the daemon): the outbox rows and the deliveries the dead owner holds.
  */
 async function releaseOwner(store: PgOperationsStore, owner: string, nowIso: string): Promise<number> {

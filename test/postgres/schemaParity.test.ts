@@ -2,13 +2,14 @@ import { is } from 'drizzle-orm';
 import { PgTable, getTableConfig as pgTableConfig } from 'drizzle-orm/pg-core';
 import { SQLiteTable, getTableConfig as sqliteTableConfig } from 'drizzle-orm/sqlite-core';
 import { describe, expect, it } from 'vitest';
-import * as sqliteSchema from '../../src/db/schema/index.js';
-import * as pgSchema from '../../src/db/schema-pg/index.js';
+import * as pgSchema from '../../src/db/schema/postgres.js';
+import * as sqliteSchema from '../../src/db/schema/sqlite.js';
 
 /**
  * The PostgreSQL schema is the SQLite one in other types: same tables, same column names (SQL
- * readers and the store code rely on them), same indexes, same keys. Derived from drizzle's table
- * objects, so a column added to one dialect and not the other fails here.
+ * readers and the store code rely on them), same indexes, same keys. Both are built from one
+ * description (src/db/schema/tables.ts); derived from drizzle's table objects, this fails when a
+ * dialect's kinds or table builder (sqlite.ts, postgres.ts) drop or add a constraint.
  */
 
 type Shape = Record<

@@ -3,8 +3,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { sqliteDeliveriesAccess } from '../../src/subscribers/access.js';
-import { deliveriesHousekeeping, sqliteDeliveriesPrune } from '../../src/subscribers/housekeeping.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
+import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from './harness.js';
 
@@ -73,7 +75,11 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
 
     // As the daemon wires it (daemon.ts, app/dispatcherWorker.ts): the prune runs after the scrub.
     const component = createDispatcherComponent(ctx, {
-      housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, sqliteDeliveriesPrune(ctx.database.sqlite)),
+      housekeeping: deliveriesHousekeeping(
+        ctx.config,
+        ctx.log,
+        deliveriesPrune(sqliteScriptStore(ctx.database.sqlite)),
+      ),
     });
     await component.start();
     try {
@@ -97,10 +103,16 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
         },
       });
       expect(
-        await runDeliveriesCommand(ctx, sqliteDeliveriesAccess(ctx.database.sqlite), 'list', undefined, {
-          json: true,
-          stdout,
-        }),
+        await runDeliveriesCommand(
+          ctx,
+          deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+          'list',
+          undefined,
+          {
+            json: true,
+            stdout,
+          },
+        ),
       ).toBe(0);
       const listed = (
         JSON.parse(chunks.join('')) as { items: Array<{ subscriber: string; orphaned: boolean }> }

@@ -8,9 +8,10 @@ import { ConfigError } from '../../src/errors.js';
 import { recordDecision } from '../../src/operations/store.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { getHealth } from '../../src/status.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
-import { nextDeliveryDue } from '../../src/subscribers/queries.js';
 import { SubscriberSender } from '../../src/subscribers/send.js';
 import { responseSchema, schemaProblems } from '../api/schemaCheck.js';
 import { tempDir } from '../helpers/context.js';
@@ -254,7 +255,7 @@ describe('the dead-letter limits', () => {
 });
 
 describe('the idle wait', () => {
-  it('is the head row’s next attempt, not the due rows waiting behind it (no busy loop while a subscriber is down)', () => {
+  it('is the head row’s next attempt, not the due rows waiting behind it (no busy loop while a subscriber is down)', async () => {
     const ctx = context([{ name: 'wait', url: 'http://127.0.0.1:9/x', secret: SUB_SECRET }]);
     for (const ref of ['wait-1', 'wait-2']) {
       expect(enqueueOperation(ctx, transfer(ref)).status).toBe(201);
@@ -263,8 +264,9 @@ describe('the idle wait', () => {
     const later = isoAt(Date.now() + 60_000);
     const [head] = deliveryRows(ctx).map((r) => Number(r.id));
     ctx.database.sqlite.prepare('UPDATE deliveries SET next_attempt_at = ? WHERE id = ?').run(later, head);
-    expect(nextDeliveryDue(ctx.database.sqlite, 'wait')).toBe(later);
-    expect(nextDeliveryDue(ctx.database.sqlite, 'nobody')).toBeNull();
+    const store = new ScriptDeliveriesStore(sqliteScriptStore(ctx.database.sqlite));
+    expect(await store.nextDue('wait')).toBe(later);
+    expect(await store.nextDue('nobody')).toBeNull();
   });
 });
 

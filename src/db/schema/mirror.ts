@@ -1,96 +1,102 @@
-import {
-  type AnySQLiteColumn,
-  index,
-  integer,
-  real,
-  type SQLiteColumnBuilderBase,
-  sqliteTable,
-  text,
-} from 'drizzle-orm/sqlite-core';
 import { type FieldDef, ISSUANCE_FIELDS, PROJECT_FIELDS, UNIT_FIELDS } from '../../operator/fields.js';
+import { type ColumnKinds, type ColumnTypes, index, table } from './kinds.js';
 
 /**
- * Mirror tables: one column per interface field, named exactly as the interface spells it, plus the
- * bookkeeping columns SQL readers rely on (`_raw`, `_first_seen_at`, `_last_seen_at`, `_removed_at`).
- * Keys are TEXT so that `12` and `"12"` are the same record.
+ * Mirror tables: one column per interface field, named exactly as the interface spells it (quoted
+ * identifiers on PostgreSQL: `"projectID"`), plus the bookkeeping columns SQL readers rely on
+ * (`_raw`, `_first_seen_at`, `_last_seen_at`, `_removed_at`). Keys are text so that `12` and `"12"`
+ * are the same record. Interface dates stay text on both stores (YYYY-MM-DD sorts as text): an
+ * operator's odd date is data to keep, not a row to refuse.
  */
-function fieldColumn(field: FieldDef): SQLiteColumnBuilderBase {
+function fieldColumn<C extends ColumnTypes>(k: ColumnKinds<C>, field: FieldDef) {
   switch (field.type) {
     case 'id':
-      return text(field.name).primaryKey();
+      return k.key();
     case 'int':
+      return k.int64();
     case 'bool':
-      return integer(field.name);
+      return k.bool();
     case 'number':
-      return real(field.name);
+      return k.real();
+    case 'textList':
+      // A JSON array, so PostgreSQL readers can use jsonb operators on it.
+      return k.json();
     default:
-      // text, date (YYYY-MM-DD sorts as text) and textList (stored as a JSON array)
-      return text(field.name);
+      return k.text();
   }
 }
 
-/** A column of a table whose field columns are built from a list, by name. */
-function col(table: object, name: string): AnySQLiteColumn {
-  const column = (table as Record<string, AnySQLiteColumn | undefined>)[name];
-  if (!column) throw new Error(`no column ${name}`);
-  return column;
-}
-
-function mirrorColumns(fields: readonly FieldDef[], extra: Record<string, SQLiteColumnBuilderBase> = {}) {
-  const columns: Record<string, SQLiteColumnBuilderBase> = {};
-  for (const field of fields) columns[field.name] = fieldColumn(field);
-  return {
-    ...columns,
+/**
+ * The field columns, then the bookkeeping ones, then `extra`. Object.assign rather than a spread: a
+ * spread's type drops the field columns' index signature, and indexes on them would not type-check.
+ */
+function mirrorColumns<C extends ColumnTypes, E extends object>(
+  k: ColumnKinds<C>,
+  fields: readonly FieldDef[],
+  extra: E,
+) {
+  const columns: Record<string, ReturnType<typeof fieldColumn<C>>> = {};
+  for (const field of fields) columns[field.name] = fieldColumn(k, field);
+  const bookkeeping = {
     /** The record's JSON exactly as received, unknown fields kept. */
-    _raw: text('_raw').notNull(),
-    /** Content hash of `_raw`, so an unchanged record costs no write. */
-    _hash: text('_hash').notNull(),
-    _first_seen_at: text('_first_seen_at').notNull(),
-    _last_seen_at: text('_last_seen_at').notNull(),
+    _raw: k.json().notNull(),
+    /** Content hash of the record as received, so an unchanged record costs no write. */
+    _hash: k.text().notNull(),
+    _first_seen_at: k.at().notNull(),
+    _last_seen_at: k.at().notNull(),
     /** Set when a complete scan no longer finds the record; cleared if it returns. */
-    _removed_at: text('_removed_at'),
-    ...extra,
+    _removed_at: k.at(),
   };
+  return Object.assign(columns, bookkeeping, extra);
 }
 
-export const projects = sqliteTable('projects', mirrorColumns(PROJECT_FIELDS), (t) => [
-  index('projects_status_idx').on(col(t, 'projectStatus')),
-  index('projects_country_idx').on(col(t, 'projectCountry')),
-]);
+export const projectsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table('projects', mirrorColumns(k, PROJECT_FIELDS, {}), {
+    indexes: [index('projects_status_idx', 'projectStatus'), index('projects_country_idx', 'projectCountry')],
+  });
 
-export const issuances = sqliteTable('issuances', mirrorColumns(ISSUANCE_FIELDS), (t) => [
-  index('issuances_project_idx').on(col(t, 'issuanceProjectId')),
-]);
+export const issuancesTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table('issuances', mirrorColumns(k, ISSUANCE_FIELDS, {}), {
+    indexes: [index('issuances_project_idx', 'issuanceProjectId')],
+  });
 
-export const unitOperations = sqliteTable(
-  'unit_operations',
-  mirrorColumns(UNIT_FIELDS, {
-    /** Position of the operation in the operator's log, for incremental sync. */
-    _position: integer('_position'),
-  }),
-  // Each filter of GET /v1/units is an index that also gives the list's order (key, or date then
-  // key when dates are filtered), so a page costs its own rows whatever the mirror's size.
-  (t) => [
-    index('unit_operations_issuance_key_idx').on(col(t, 'unitsIssuanceID'), col(t, 'unitsOperationID')),
-    index('unit_operations_status_key_idx').on(col(t, 'unitsStatus'), col(t, 'unitsOperationID')),
-    index('unit_operations_date_key_idx').on(col(t, 'unitsDate'), col(t, 'unitsOperationID')),
-    index('unit_operations_status_date_key_idx').on(
-      col(t, 'unitsStatus'),
-      col(t, 'unitsDate'),
-      col(t, 'unitsOperationID'),
-    ),
-    index('unit_operations_position_idx').on(col(t, '_position')),
-  ],
-);
+export const unitOperationsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table(
+    'unit_operations',
+    mirrorColumns(k, UNIT_FIELDS, {
+      /** Position of the operation in the operator's log, for incremental sync. */
+      _position: k.int64(),
+    }),
+    {
+      // Each filter of GET /v1/units is an index that also gives the list's order (key, or date then
+      // key when dates are filtered), so a page costs its own rows whatever the mirror's size.
+      indexes: [
+        index('unit_operations_issuance_key_idx', 'unitsIssuanceID', 'unitsOperationID'),
+        index('unit_operations_status_key_idx', 'unitsStatus', 'unitsOperationID'),
+        index('unit_operations_date_key_idx', 'unitsDate', 'unitsOperationID'),
+        index('unit_operations_status_date_key_idx', 'unitsStatus', 'unitsDate', 'unitsOperationID'),
+        index('unit_operations_position_idx', '_position'),
+      ],
+    },
+  );
 
-const custodyExtra = () => ({
-  /** Set when the operator answers 404 for this id: it left custody (the row is kept). */
-  _custody_ended_at: text('_custody_ended_at'),
-});
+/** The mirror of records in the marketplace's custody, read one by one (custody_ids). */
+const custodyTable = <C extends ColumnTypes, N extends string>(
+  k: ColumnKinds<C>,
+  name: N,
+  fields: readonly FieldDef[],
+) =>
+  table(
+    name,
+    mirrorColumns(k, fields, {
+      /** Set when the operator answers 404 for this id: it left custody (the row is kept). */
+      _custody_ended_at: k.at(),
+    }),
+  );
 
-export const custodyProjects = sqliteTable('custody_projects', mirrorColumns(PROJECT_FIELDS, custodyExtra()));
-export const custodyIssuances = sqliteTable(
-  'custody_issuances',
-  mirrorColumns(ISSUANCE_FIELDS, custodyExtra()),
-);
-export const custodyUnits = sqliteTable('custody_units', mirrorColumns(UNIT_FIELDS, custodyExtra()));
+export const custodyProjectsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  custodyTable(k, 'custody_projects', PROJECT_FIELDS);
+export const custodyIssuancesTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  custodyTable(k, 'custody_issuances', ISSUANCE_FIELDS);
+export const custodyUnitsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  custodyTable(k, 'custody_units', UNIT_FIELDS);

@@ -1,61 +1,72 @@
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
-import { OPERATION_STATES } from './operationStates.js';
+import { type ColumnKinds, type ColumnTypes, index, table } from './kinds.js';
+import type { OperationState } from './operationStates.js';
+
+/**
+ * How a row waiting to be sent is retried and leased: the same columns, in the same order, on
+ * `outbox` (operations for `/notify`) and `deliveries` (events for subscribers).
+ */
+export const sendingColumns = <C extends ColumnTypes>(k: ColumnKinds<C>) => ({
+  attempts: k.count(),
+  next_attempt_at: k.at().notNull(),
+  lease_owner: k.text(),
+  lease_until: k.at(),
+  /** The last failure, masked. */
+  last_error: k.text(),
+  last_status: k.int(),
+});
 
 /** One row per operation the marketplace queued for `/notify`. */
-export const outbox = sqliteTable(
-  'outbox',
-  {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    marketplaceTransactionRef: text('marketplaceTransactionRef').notNull().unique(),
-    operationType: text('operationType').notNull(),
-    /** Operations with the same key (unit or issuance) leave in queue order. */
-    order_key: text('order_key'),
-    /** The notification exactly as it is sent, on every attempt. */
-    body: text('body').notNull(),
-    /** Hash of the enqueued input, to tell a repeated enqueue from a conflicting one. */
-    body_hash: text('body_hash').notNull(),
-    /** One of OPERATION_STATES (operationStates.ts); typed only, no CHECK constraint. */
-    state: text('state', { enum: OPERATION_STATES }).notNull(),
-    attempts: integer('attempts').notNull().default(0),
-    next_attempt_at: text('next_attempt_at').notNull(),
-    lease_owner: text('lease_owner'),
-    lease_until: text('lease_until'),
-    last_error: text('last_error'),
-    last_status: integer('last_status'),
-    /** The operator's answer to the accepted attempt. */
-    response: text('response'),
-    decision_reason: text('decision_reason'),
-    created_at: text('created_at').notNull(),
-    updated_at: text('updated_at').notNull(),
-    accepted_at: text('accepted_at'),
-    decided_at: text('decided_at'),
-    /** When the row reached a final state (approved, rejected, failed, cancelled). */
-    finished_at: text('finished_at'),
-    /** When its personal fields were scrubbed. */
-    scrubbed_at: text('scrubbed_at'),
-    /** When a person last moved it from `failed` back to `queued`; max_age_hours counts from here. */
-    retried_at: text('retried_at'),
-  },
-  (t) => [
-    index('outbox_due_idx').on(t.state, t.next_attempt_at),
-    index('outbox_order_idx').on(t.order_key, t.id),
-    // Claims walk one state in id order and stop at the limit, instead of sorting every due row.
-    index('outbox_state_id_idx').on(t.state, t.id),
-  ],
-);
+export const outboxTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table(
+    'outbox',
+    {
+      id: k.rowId(),
+      marketplaceTransactionRef: k.uniqueText(),
+      operationType: k.text().notNull(),
+      /** Operations with the same key (unit or issuance) leave in queue order. */
+      order_key: k.text(),
+      /** The notification exactly as it is sent, on every attempt (text: the bytes must not change). */
+      body: k.text().notNull(),
+      /** Hash of the enqueued input, to tell a repeated enqueue from a conflicting one. */
+      body_hash: k.text().notNull(),
+      /** One of OPERATION_STATES (operationStates.ts). */
+      state: k.state<OperationState>(),
+      ...sendingColumns(k),
+      /** The operator's answer to the accepted attempt. */
+      response: k.text(),
+      decision_reason: k.text(),
+      created_at: k.at().notNull(),
+      updated_at: k.at().notNull(),
+      accepted_at: k.at(),
+      decided_at: k.at(),
+      /** When the row reached a final state (approved, rejected, failed, cancelled). */
+      finished_at: k.at(),
+      /** When its personal fields were scrubbed. */
+      scrubbed_at: k.at(),
+      /** When a person last moved it from `failed` back to `queued`; max_age_hours counts from here. */
+      retried_at: k.at(),
+    },
+    {
+      indexes: [
+        index('outbox_due_idx', 'state', 'next_attempt_at'),
+        index('outbox_order_idx', 'order_key', 'id'),
+        // Claims walk one state in id order and stop at the limit, instead of sorting every due row.
+        index('outbox_state_id_idx', 'state', 'id'),
+      ],
+    },
+  );
 
 /** Every delivery attempt of an outbox row. */
-export const outboxAttempts = sqliteTable(
-  'outbox_attempts',
-  {
-    id: integer('id').primaryKey({ autoIncrement: true }),
-    outbox_id: integer('outbox_id')
-      .notNull()
-      .references(() => outbox.id, { onDelete: 'cascade' }),
-    started_at: text('started_at').notNull(),
-    duration_ms: integer('duration_ms').notNull(),
-    status_code: integer('status_code'),
-    error: text('error'),
-  },
-  (t) => [index('outbox_attempts_row_idx').on(t.outbox_id)],
-);
+export const outboxAttemptsTable = <C extends ColumnTypes>(k: ColumnKinds<C>, outboxId: () => C['column']) =>
+  table(
+    'outbox_attempts',
+    {
+      id: k.rowId(),
+      outbox_id: k.reference(outboxId, 'cascade').notNull(),
+      started_at: k.at().notNull(),
+      duration_ms: k.int().notNull(),
+      status_code: k.int(),
+      error: k.text(),
+    },
+    { indexes: [index('outbox_attempts_row_idx', 'outbox_id')] },
+  );

@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { type ColumnFilter, listRecords } from '../../../src/api/mirrorQueries.js';
+import { type ColumnFilter, listRecords, listStatement } from '../../../src/api/mirrorQueries.js';
 import type { Sqlite } from '../../../src/db/open.js';
 import { Rng } from '../../../src/simulator/prng.js';
 import { UNIT_STATUSES, UNIT_TYPES } from '../../../src/simulator/vocab.js';
+import { sqliteDialect } from '../../../src/store/sql.js';
 
 const LIMIT = 100;
 
@@ -150,29 +151,18 @@ function walk(sqlite: Sqlite, shape: string, params: Record<string, string>, pag
       return times;
     },
     plan() {
-      // The SQL listRecords prepares, caught on its way to prepare(), then explained.
-      const prepare = sqlite.prepare;
-      let sql = '';
-      sqlite.prepare = ((text: string) => {
-        sql = text;
-        return prepare.call(sqlite, text);
-      }) as typeof sqlite.prepare;
-      try {
-        listRecords(sqlite, {
-          resource: 'unit_operations',
-          filters,
-          removed: 'false',
-          after: undefined,
-          limit: LIMIT,
-          dateOrder: 'unitsDate',
-        });
-      } finally {
-        sqlite.prepare = prepare;
-      }
-      const params = filters.map((f) => f.value);
-      return (
-        sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params, LIMIT + 1) as { detail: string }[]
-      ).map((r) => r.detail);
+      // The statement listRecords runs, rendered for SQLite, then explained.
+      const { text, values } = listStatement({
+        resource: 'unit_operations',
+        filters,
+        removed: 'false',
+        after: undefined,
+        limit: LIMIT,
+        dateOrder: 'unitsDate',
+      }).statement.render(sqliteDialect);
+      return (sqlite.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[]).map(
+        (r) => r.detail,
+      );
     },
   };
 }

@@ -1,0 +1,148 @@
+import type pg from 'pg';
+import { isoAt, realSchedule, type Schedule } from '../clock.js';
+import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
+import { migrationsNewerThan } from '../db/migrations.js';
+import { inPgTransaction, PG_MIGRATIONS_FOLDER } from '../db/pg.js';
+import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
+import { errorMessage } from '../errors.js';
+import { pauseOf } from '../outbox/pause.js';
+import { scrubText } from '../redact.js';
+import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
+import type { ScriptStore } from '../store/script.js';
+import { sql } from '../store/sql.js';
+import { pgReadAdvice } from './pgAdvice.js';
+import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from './readiness.js';
+import type { HealthReads } from './snapshot.js';
+import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from './snapshotReads.js';
+
+/**
+ * PostgreSQL's part of health (the statements are ./snapshotReads.ts's): the snapshot in one
+ * REPEATABLE READ, READ ONLY transaction, so every figure is of one moment; a server that cannot be
+ * reached reported as such; /readyz's facts within a bound. Write failures, locks and corruption
+ * are SQLite's file-level faults: the server has its own log.
+ */
+
+/**
+ * How a failed read of the PostgreSQL snapshot is reported: a server that cannot be reached is
+ * `unreachable` (since when `availability` says, when given), anything else a read error.
+ */
+export function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
+  const reason = unreachableReason(err);
+  // pg's messages name host:port at most, never the URL's password.
+  if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) };
+  const outage = availability?.outage();
+  return { ...NO_FAULTS, unreachable: { reason, since: outage ? isoAt(outage.since) : null } };
+}
+
+function pgSnapshotEdge(pool: pg.Pool, availability: PgAvailability | undefined): SnapshotEdge {
+  return {
+    atOneMoment: (script) =>
+      inPgTransaction(pool, async (client) => {
+        await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+        return drivePostgres(client, script);
+      }),
+    databaseFacts: () => ({ ...NO_FAULTS }),
+    readFailed: (err) => pgReadFailed(err, availability),
+  };
+}
+
+/** The health reads of a PostgreSQL database; `availability` dates an outage (default: undated). */
+export function pgHealthReads(pool: pg.Pool, availability?: PgAvailability): HealthReads {
+  return healthReads(postgresScriptStore(pool), pgSnapshotEdge(pool, availability));
+}
+
+/**
+ * /readyz's facts on PostgreSQL: the database answers a trivial query within a bound, takes writes
+ * (not a read-only standby), has the schema this build ships, and sending is not paused
+ * (`daemon_state`, shared by the replicas). The judge is readiness.ts's, the same as SQLite's.
+ *
+ * A server that hangs (a network cut with no reset, a stuck proxy) must not hang /readyz, whose
+ * caller is a load balancer with a timeout of its own: after `boundMs` it answers with "no answer
+ * within ...". The read is left to finish in the background and at most one is in flight: probes
+ * arriving meanwhile wait on that one rather than piling connections onto a server that is not
+ * answering.
+ */
+
+/** Options of {@link pgReadiness}. */
+export interface PgReadinessOptions {
+  /** Longest wait for the database's answer, ms (default: 2000). */
+  boundMs?: number;
+  /** Timers (default: real ones; tests end the bound by hand). */
+  schedule?: Schedule;
+}
+
+/** What the database said, or why it said nothing. */
+type ReadinessOfDatabase = Pick<
+  ReadinessFacts,
+  'databaseUnanswered' | 'databaseUnreachable' | 'writeBlocked' | 'pendingMigrations' | 'sendingPaused'
+>;
+
+const UNKNOWN = { writeBlocked: null, pendingMigrations: 0, sendingPaused: null } as const;
+
+/** The server's words, one line, no secrets (pg's messages name no password; scrubbed anyway). */
+function problem(err: unknown): string {
+  return scrubText(errorMessage(err).split('\n')[0] ?? '') || 'unknown error';
+}
+
+async function readDatabaseFacts(store: ScriptStore): Promise<ReadinessOfDatabase> {
+  try {
+    const [state] = await store.read<{ read_only: boolean; migrated: boolean }>(
+      sql`SELECT current_setting('transaction_read_only') = 'on' AS read_only,
+                 to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS migrated`,
+    );
+    const { read_only: readOnly, migrated } = state ?? { read_only: false, migrated: false };
+    let newest = Number.NEGATIVE_INFINITY;
+    let pause: PauseRow | undefined;
+    // An empty database has neither the migrations' table nor `daemon_state`.
+    if (migrated) {
+      const [schema] = await store.read<{ newest: number | null }>(
+        sql`SELECT max(created_at) AS newest FROM drizzle.__drizzle_migrations`,
+      );
+      if (schema?.newest != null) newest = schema.newest;
+      [pause] = await store.read<PauseRow>(PAUSE_ROW);
+    }
+    return {
+      databaseUnanswered: null,
+      writeBlocked: readOnly ? 'the server is read-only (a standby, or default_transaction_read_only)' : null,
+      pendingMigrations: migrationsNewerThan(newest, PG_MIGRATIONS_FOLDER),
+      sendingPaused: pauseOf(pause)?.reason ?? null,
+    };
+  } catch (err) {
+    // A server that is not there at all is its own reason (`database-unreachable`), as status says.
+    const unreachable = unreachableReason(err);
+    if (unreachable !== null)
+      return { databaseUnanswered: null, databaseUnreachable: unreachable, ...UNKNOWN };
+    return { databaseUnanswered: problem(err), ...UNKNOWN };
+  }
+}
+
+/** PostgreSQL's facts reader for `createApiComponent(ctx, registrars, { readiness })`. */
+export function pgReadiness(pool: pg.Pool, options: PgReadinessOptions = {}): ReadinessReader {
+  const boundMs = options.boundMs ?? 2_000;
+  const schedule = options.schedule ?? realSchedule;
+  const store = postgresScriptStore(pool);
+  let inFlight: Promise<ReadinessOfDatabase> | null = null;
+  const unanswered: ReadinessOfDatabase = {
+    databaseUnanswered: `no answer within ${boundMs / 1000} s`,
+    ...UNKNOWN,
+  };
+  return async (listeners) => {
+    if (inFlight === null) {
+      const read = readDatabaseFacts(store);
+      inFlight = read;
+      void read.finally(() => {
+        if (inFlight === read) inFlight = null;
+      });
+    }
+    let cancel: () => void = () => {};
+    const bound = new Promise<ReadinessOfDatabase>((resolve) => {
+      cancel = schedule(boundMs, () => resolve(unanswered));
+    });
+    try {
+      const database = await Promise.race([inFlight, bound]);
+      return { ...database, listeners: new Set(listeners.keys()), expectedListeners: EXPECTED_LISTENERS };
+    } finally {
+      cancel();
+    }
+  };
+}

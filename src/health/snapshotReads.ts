@@ -1,0 +1,253 @@
+import type { DatabaseFacts } from '../db/faults.js';
+import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
+import { all, first, type Script, type ScriptStore } from '../store/script.js';
+import { raw, type Sql, sql } from '../store/sql.js';
+import { readSeries } from './series.js';
+import {
+  type HealthReads,
+  type HealthSnapshot,
+  learnedPageSize,
+  minKnown,
+  type ReplicaFacts,
+  type ResourceFacts,
+  type RunningSync,
+  type SnapshotWindow,
+  type SubscriberBacklog,
+  SYNC_RESOURCES,
+} from './snapshot.js';
+
+/**
+ * Every statement health is judged on, written once for both stores: the snapshot is one script
+ * read in one transaction (see {@link SnapshotEdge}), so every figure is of one moment and both
+ * stores feed the same rules the same facts. Where several processes share the store
+ * (`sharedByProcesses`: PostgreSQL's replicas), the replicas and the runs they hold are read too.
+ * Every statement only reads: status never takes a lock a replica could wait on.
+ */
+
+/** What a store adds to its health reads: how it reads one moment, and its own facts. */
+export interface SnapshotEdge {
+  /** Runs a read-only script in one transaction that sees one moment. */
+  atOneMoment<T>(script: Script<T>): Promise<T>;
+  /** What this process saw of the database's own health (write failures, locks, corruption). */
+  databaseFacts(): DatabaseFacts;
+  /** Notes a read error; returns the facts to report, with why. */
+  readFailed(err: unknown): DatabaseFacts;
+}
+
+/** The outbox's pause record (outbox/pause.ts), as the snapshot and /readyz read it. */
+export const PAUSE_ROW: Sql = sql`SELECT value, updated_at FROM daemon_state WHERE key = ${PAUSE_KEY}`;
+export type PauseRow = { value: string; updated_at: string };
+
+/** `k -> n` of rows `{ k, n }`. */
+function tally(list: ReadonlyArray<{ k: string; n: number }>): Record<string, number> {
+  return Object.fromEntries(list.map((r) => [r.k, r.n]));
+}
+
+/** Byte order, as SQLite's BINARY and PostgreSQL's "C" sort, whatever the server's collation. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+function* resourceFacts(pageSize: number | undefined): Script<ResourceFacts[]> {
+  const out: ResourceFacts[] = [];
+  for (const { resource, table } of SYNC_RESOURCES) {
+    const last = yield* first<NonNullable<ResourceFacts['lastRun']>>(
+      sql`SELECT id, status, started_at AS "startedAt", finished_at AS "finishedAt",
+                 error, fetched, inserted, updated, removed, quarantined
+            FROM sync_runs WHERE resource = ${resource} ORDER BY id DESC LIMIT 1`,
+    );
+    const facts = yield* first<{ success: string | null; records: number; state: string | null }>(
+      sql`SELECT (SELECT max(finished_at) FROM sync_runs WHERE resource = ${resource} AND status = 'succeeded') AS success,
+                 (SELECT count(*) FROM ${raw(`"${table}"`)} WHERE _removed_at IS NULL) AS records,
+                 (SELECT state FROM sync_checkpoints WHERE resource = ${resource}) AS state`,
+    );
+    out.push({
+      resource,
+      lastSuccessAt: facts?.success ?? null,
+      lastRun: last ?? null,
+      records: facts?.records ?? 0,
+      effectivePageSize: resource === 'custody' ? null : minKnown(pageSize, learnedPageSize(facts?.state)),
+    });
+  }
+  return out;
+}
+
+function* outboxFacts(window: SnapshotWindow): Script<HealthSnapshot['outbox']> {
+  const byState = tally(
+    yield* all(sql`SELECT state AS k, count(*) AS n FROM outbox GROUP BY state ORDER BY state`),
+  );
+  const cutoff = window.decisionCutoff;
+  const times = yield* first<{
+    queued: string | null;
+    accepted: string | null;
+    awaiting: number;
+    oldest: string | null;
+  }>(
+    sql`SELECT (SELECT min(created_at) FROM outbox WHERE state IN ('queued', 'sending')) AS queued,
+               (SELECT min(accepted_at) FROM outbox WHERE state = 'accepted') AS accepted,
+               (SELECT count(*) FROM outbox WHERE state = 'accepted' AND accepted_at < ${cutoff}) AS awaiting,
+               (SELECT min(accepted_at) FROM outbox WHERE state = 'accepted' AND accepted_at < ${cutoff}) AS oldest`,
+  );
+  const finishedSince = tally(
+    yield* all(
+      sql`SELECT state AS k, count(*) AS n FROM outbox
+           WHERE state IN ('approved', 'rejected', 'failed', 'cancelled') AND finished_at >= ${window.recentSince}
+           GROUP BY state`,
+    ),
+  );
+  const recentFailures = yield* all<HealthSnapshot['outbox']['recentFailures'][number]>(
+    sql`SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", last_error AS error, updated_at AS at
+          FROM outbox WHERE state = 'failed' ORDER BY updated_at DESC, id DESC LIMIT 10`,
+  );
+  const pause = pauseOf(yield* first<PauseRow>(PAUSE_ROW));
+  return {
+    byState,
+    oldestQueuedAt: times?.queued ?? null,
+    paused: pause && { reason: pause.reason, since: pause.since },
+    awaitingDecision: times?.awaiting ?? 0,
+    oldestAwaitingAt: times?.oldest ?? null,
+    oldestAcceptedAt: times?.accepted ?? null,
+    finishedSince,
+    recentFailures,
+  };
+}
+
+function* rejectionFacts(window: SnapshotWindow): Script<HealthSnapshot['rejections']> {
+  const since = yield* first<{ n: number }>(
+    sql`SELECT count(*) AS n FROM outbox WHERE state = 'rejected' AND decided_at >= ${window.recentSince}`,
+  );
+  const recent = yield* all<HealthSnapshot['rejections']['recent'][number]>(
+    sql`SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", decision_reason AS reason, decided_at AS at
+          FROM outbox WHERE state = 'rejected' ORDER BY decided_at DESC, id DESC LIMIT 10`,
+  );
+  return { since: since?.n ?? 0, recent };
+}
+
+function* webhookFacts(window: SnapshotWindow): Script<HealthSnapshot['webhooks']> {
+  const since = window.recentSince;
+  const w = yield* first<Omit<HealthSnapshot['webhooks'], 'lastUndecided'>>(
+    sql`SELECT
+       (SELECT count(*) FROM webhook_events WHERE received_at >= ${since}) AS received,
+       (SELECT max(received_at) FROM webhook_events) AS "lastReceivedAt",
+       (SELECT count(*) FROM webhook_rejections WHERE at >= ${since}) AS "verificationFailures",
+       (SELECT reason FROM webhook_rejections ORDER BY id DESC LIMIT 1) AS "lastFailureReason",
+       (SELECT count(*) FROM webhook_events WHERE outcome = 'pending' AND received_at < ${window.decisionCutoff})
+         AS "pendingOlderThanCutoff",
+       (SELECT count(*) FROM webhook_events WHERE id_reused = ${true} AND received_at >= ${since}) AS "idReused",
+       (SELECT count(*) FROM webhook_events WHERE outcome = 'undecided' AND received_at >= ${since}) AS undecided,
+       (SELECT count(*) FROM webhook_events WHERE outcome = 'conflict') AS conflicts`,
+  );
+  if (!w) throw new Error('the webhook figures read no row');
+  const lastUndecided =
+    w.undecided > 0
+      ? yield* first<{ type: string | null; status: string | null }>(
+          sql`SELECT event_type AS type, event_status AS status FROM webhook_events
+               WHERE outcome = 'undecided' ORDER BY id DESC LIMIT 1`,
+        )
+      : undefined;
+  return { ...w, lastUndecided: lastUndecided ?? null };
+}
+
+function* subscriberFacts(): Script<SubscriberBacklog[]> {
+  const rows = yield* all<SubscriberBacklog>(
+    // Sorted below: SQLite has no "C" collation, and PostgreSQL's default may not be byte order.
+    sql`SELECT subscriber,
+            count(*) FILTER (WHERE state IN ('pending', 'sending')) AS pending,
+            count(*) FILTER (WHERE state = 'dead') AS dead,
+            count(*) FILTER (WHERE state = 'delivered') AS delivered,
+            min(COALESCE(redriven_at, created_at)) FILTER (WHERE state IN ('pending', 'sending')) AS "oldestPendingAt",
+            (SELECT h.last_error FROM deliveries h
+              WHERE h.subscriber = d.subscriber AND h.state IN ('pending', 'sending') ORDER BY h.id LIMIT 1) AS "lastError"
+       FROM deliveries d GROUP BY subscriber`,
+  );
+  return rows.sort((a, b) => byteOrder(a.subscriber, b.subscriber));
+}
+
+/** A session advisory lock on a 64-bit key (SQL) is granted in this database (PostgreSQL's). */
+const lockHeld = (key: string) =>
+  raw(`EXISTS (
+  SELECT 1 FROM pg_locks l
+   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`);
+
+/** The same keys as operations/pgLiveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
+const LIVENESS_KEY = (owner: string) => `hashtextextended(${owner}, 0)`;
+const RUN_KEY = (resource: string) => `hashtextextended('vcu-sync sync ' || ${resource}, 0)`;
+
+/** Every registered replica, alive or not, with its claims (by lease owner, byte order). */
+const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs,
+            r.started_at AS "startedAt", r.last_heartbeat_at AS "lastHeartbeatAt",
+            ${lockHeld(LIVENESS_KEY('r.lease_owner'))} AS alive,
+            (SELECT count(*) FROM outbox o WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS claimed,
+            (SELECT count(*) FROM deliveries d WHERE d.state = 'sending' AND d.lease_owner = r.lease_owner)
+              AS "claimedDeliveries",
+            (SELECT min(o.updated_at) FROM outbox o
+              WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS "oldestClaimAt"
+       FROM replicas r ORDER BY r.lease_owner COLLATE "C"`;
+
+/** Sync runs still `running`, and whether their resource's run lock is held. */
+const RUNNING_SYNCS: Sql = sql`SELECT id, resource, started_at AS "startedAt", pid,
+            ${lockHeld(RUN_KEY('resource'))} AS "lockHeld"
+       FROM sync_runs WHERE status = 'running' ORDER BY id`;
+
+/**
+ * What only a store shared by several processes has: its replicas (liveness from `pg_locks`) and
+ * the runs they hold. Read only where the store says it is shared.
+ */
+function* sharedStoreFacts(): Script<Pick<HealthSnapshot, 'replicas' | 'runningSyncs'>> {
+  const replicas = yield* all<ReplicaFacts>(REPLICAS);
+  const runningSyncs = yield* all<RunningSync>(RUNNING_SYNCS);
+  return { replicas, runningSyncs };
+}
+
+/** Every fact, read by one script; `database` gives the store's own facts, read at its end. */
+export function* snapshotScript(
+  window: SnapshotWindow,
+  pageSize: number | undefined,
+  store: { shared: boolean; database(): DatabaseFacts },
+): Script<HealthSnapshot> {
+  const resources = yield* resourceFacts(pageSize);
+  const outbox = yield* outboxFacts(window);
+  const rejections = yield* rejectionFacts(window);
+  const quarantine = tally(
+    yield* all(
+      sql`SELECT resource AS k, count(*) AS n FROM quarantine WHERE resolved_at IS NULL GROUP BY resource`,
+    ),
+  );
+  const webhooks = yield* webhookFacts(window);
+  const subscribers = yield* subscriberFacts();
+  const extra = store.shared ? yield* sharedStoreFacts() : {};
+  return {
+    resources,
+    outbox,
+    rejections,
+    quarantine,
+    webhooks,
+    database: store.database(),
+    subscribers,
+    ...extra,
+  };
+}
+
+/** When the running daemon started, from its record in `daemon_state` (null: none, or unreadable). */
+export async function daemonStartedAt(store: ScriptStore): Promise<string | null> {
+  const [row] = await store.read<{ value: string }>(sql`SELECT value FROM daemon_state WHERE key = 'daemon'`);
+  try {
+    return row ? ((JSON.parse(row.value) as { startedAt?: string }).startedAt ?? null) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The health reads of a store: the statements above, read as `edge` says. */
+export function healthReads(store: ScriptStore, edge: SnapshotEdge): HealthReads {
+  const shared = store.dialect.capabilities.sharedByProcesses;
+  return {
+    snapshot: (window, pageSize) =>
+      edge.atOneMoment(snapshotScript(window, pageSize, { shared, database: () => edge.databaseFacts() })),
+    daemonStartedAt: () => daemonStartedAt(store),
+    readFailed: (err) => edge.readFailed(err),
+    series: (now) => readSeries(store, now),
+  };
+}
