@@ -16,7 +16,7 @@ import type { CommandStoreOptions, DaemonStores, Opened, Stores } from './stores
 export async function openDaemonStores(config: Config, log: Logger): Promise<Opened<DaemonStores>> {
   const url = config.database.url;
   if (url) return (await import('./postgresStores.js')).openPostgresDaemon(config, url, log);
-  return (await import('./sqliteStores.js')).openSqliteDaemon(config, log);
+  return (await import('./sqliteDaemon.js')).openSqliteDaemon(config, log);
 }
 
 /** A one-shot command's context and stores on the configured database. */

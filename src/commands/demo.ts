@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { startDaemon } from '../app/daemon.js';
-import { openSqliteDaemon } from '../app/sqliteStores.js';
+import { openSqliteDaemon } from '../app/sqliteDaemon.js';
 import { loadConfig } from '../config.js';
 import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';

@@ -6,7 +6,7 @@ import {
   type RouteRegistrar,
   routeRegistrars,
 } from '../../src/api/server.js';
-import { sqliteApi } from '../../src/app/sqliteStores.js';
+import { sqliteApi } from '../../src/app/sqliteDaemon.js';
 import type { AppContext } from '../../src/context.js';
 
 /** What a test replaces of the API over its SQLite file: a seam of another store, a wake, /readyz's facts. */
