@@ -26,7 +26,7 @@ import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
-import { interruptOrphanedRuns, pgBackend } from '../mirror/pg/pgBackend.js';
+import { interruptOrphanedRuns, pgBackend } from '../mirror/postgres.js';
 import { startReplicaPresence } from '../operations/pgPresence.js';
 import { PgOperationsStore } from '../operations/pgStore.js';
 import { pgOutbox } from '../outbox/pgAccess.js';

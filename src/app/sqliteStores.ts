@@ -7,7 +7,7 @@ import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { sqliteHealthReads } from '../health/sqliteHealth.js';
 import type { Logger } from '../log.js';
-import { sqliteBackend } from '../mirror/backend.js';
+import { sqliteBackend } from '../mirror/sqlite.js';
 import { sqliteOutbox } from '../outbox/access.js';
 import { sqliteScriptStore } from '../store/sqliteScripts.js';
 import { deliveriesAccess } from '../subscribers/access.js';

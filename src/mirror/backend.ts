@@ -1,22 +1,18 @@
 import type { AppContext, SyncTarget } from '../context.js';
-import { classifyDatabaseError } from '../db/faults.js';
-import { refreshPlannerStats } from '../db/plannerStats.js';
-import { whenUnlocked } from '../db/whenUnlocked.js';
-import { errorMessage } from '../errors.js';
-import { bookkeeping, type RunCounts } from './bookkeeping.js';
-import { type CustodyIdBook, sqliteCustodyIds } from './custody.js';
-import { mirrorTable } from './mirrorTable.js';
-import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
+import { all, run, type Script } from '../store/script.js';
+import type { RunCounts } from './bookkeeping.js';
+import { type CustodyIdBook, custodyIdBook } from './custody.js';
 import type { TableDef } from './resources.js';
-import type { Checkpoint } from './scan/checkpoint.js';
-import { type MirrorStore, sqliteStore } from './store.js';
+import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
+import * as statements from './statements.js';
+import { type MirrorDb, type MirrorStore, mirrorStore } from './store.js';
 
 /** A run's right to go: held from before its `sync_runs` row starts until after it finishes. */
 export interface RunLease {
   /** Aborts when the right is lost mid-run (PostgreSQL: the connection holding the lock died). */
   lost?: AbortSignal;
-  /** PostgreSQL: the server process holding the lock, checked by each write (a fence). */
-  holderPid?: number;
+  /** Run first in each write of the run: throws once the right is lost (a fence). */
+  fence?: () => Script<void>;
   release(): Promise<void>;
 }
 
@@ -26,9 +22,24 @@ export type RunAcquire =
   | { ok: false; error: string; fields: Record<string, unknown> };
 
 /**
+ * One run of a resource at a time, as the database allows it: SQLite's single owner (./sqlite.ts,
+ * dead runs known by their pid) or PostgreSQL's advisory lock shared by replicas (./postgres.ts).
+ */
+export interface RunLock {
+  /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
+  acquire(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
+  /** A run's row was started under the lease just acquired (default: nothing). */
+  started?(runId: number): void;
+  /** Whether a run failed on another process's lock and should go again at once. */
+  lockFailure(err: unknown): boolean;
+  /** After a successful run (SQLite: planner statistics); never throws. */
+  afterSuccess(ctx: AppContext): void;
+}
+
+/**
  * What `runSync` needs of a database: the mirror's store, the run's bookkeeping, and the right to
- * run one resource at a time. SQLite's (below) is the embedded default; PostgreSQL's is
- * ./pg/pgBackend.ts.
+ * run one resource at a time. {@link mirrorBackend} is the one implementation; ./sqlite.ts and
+ * ./postgres.ts make it for their database.
  */
 export interface MirrorBackend {
   /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
@@ -61,61 +72,42 @@ export interface MirrorBackend {
   readonly custodyIds: CustodyIdBook;
 }
 
-/**
- * SQLite's backend: `ctx.database`, one process per file. Its bookkeeping waits out another
- * process's lock without blocking the loop (`signal` stops the wait).
- */
-export function sqliteBackend(ctx: AppContext, signal?: AbortSignal): MirrorBackend {
-  const { sqlite } = ctx.database;
-  const book = bookkeeping(sqlite);
-  const unlocked = <T>(work: () => T) => whenUnlocked(sqlite, work, signal);
-  const active = new Set<number>();
+/** The mirror's backend on `db`, its runs one at a time per resource by `lock`. */
+export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
   return {
-    custodyIds: sqliteCustodyIds(sqlite),
-    store: (def, now) => sqliteStore(sqlite, def, now),
-    async acquireRun(_ctx, target) {
-      const { liveElsewhere } = await unlocked(() => markInterruptedRuns(ctx));
-      const busy = liveElsewhere.find((r) => r.resource === target);
-      if (!busy) {
-        return {
-          ok: true,
-          lease: {
-            async release() {
-              for (const runId of active) markInactive(ctx, runId);
-              active.clear();
-            },
-          },
-        };
-      }
+    custodyIds: custodyIdBook(db),
+    store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence),
+    acquireRun: (ctx, target) => lock.acquire(ctx, target),
+    async checkpoint(resource) {
+      const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
+      if (!row) return undefined;
       return {
-        ok: false,
-        error: `${target}: another process (pid ${busy.pid}) is already syncing it (run ${busy.id})`,
-        fields: { pid: busy.pid },
+        resource: row.resource,
+        runId: Number(row.run_id),
+        mode: row.mode === 'incremental' ? 'incremental' : 'full',
+        nextOffset: Number(row.next_offset),
+        scanStartedAt: row.scan_started_at,
+        state: readCheckpointState(row.state),
       };
     },
-    checkpoint: async (resource) => book.checkpoint(resource),
-    liveCount: async (def) => mirrorTable(sqlite, def).liveCount(),
+    async liveCount(def) {
+      return Number((await db.read<{ n: number }>(statements.liveCount(def)))[0]?.n ?? 0);
+    },
     async startRun(target, mode, trigger, at, resumedFrom) {
-      const runId = await unlocked(() => book.startRun(target, mode, trigger, at, resumedFrom));
-      markActive(ctx, runId);
-      active.add(runId);
+      const rows = await db.write(
+        all<{ id: number }>(statements.startRun(target, mode, trigger, at, resumedFrom)),
+      );
+      const runId = Number(rows[0]!.id);
+      lock.started?.(runId);
       return runId;
     },
-    setRunMode: async (runId, mode) => book.setRunMode(runId, mode),
+    async setRunMode(runId, mode) {
+      await db.write(run(statements.setRunMode(runId, mode)));
+    },
     async finishRun(runId, at, status, error, counts) {
-      await unlocked(() => book.finishRun(runId, at, status, error, counts));
+      await db.write(run(statements.finishRun(runId, at, status, error, counts)));
     },
-    lockFailure: (err) => classifyDatabaseError(err) === 'busy',
-    afterSuccess(c) {
-      // Planner statistics follow the mirror's size; a failure here only costs speed.
-      try {
-        refreshPlannerStats(c.database.sqlite);
-      } catch (err) {
-        c.log.warn(
-          { event: 'sync.stats.failed', error: errorMessage(err) },
-          'planner statistics not refreshed',
-        );
-      }
-    },
+    lockFailure: (err) => lock.lockFailure(err),
+    afterSuccess: (ctx) => lock.afterSuccess(ctx),
   };
 }

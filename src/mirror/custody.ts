@@ -1,13 +1,14 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import type { Sqlite } from '../db/open.js';
 import { UnreadableRecord } from '../operator/limits.js';
-import { bookkeeping, type RunCounts, withTally } from './bookkeeping.js';
+import { all, run, type Script } from '../store/script.js';
+import { type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources, type TableDef } from './resources.js';
 import { readRetry } from './retry.js';
 import { logQuarantined } from './scan/heldWrites.js';
-import type { MirrorStore } from './store.js';
+import { activeCustodyIds, addCustodyIds, tokenizationBodies } from './statements.js';
+import { type MirrorDb, type MirrorStore, statementGroups } from './store.js';
 
 /** What a custody run needs besides the context. */
 export interface CustodySyncOptions {
@@ -81,8 +82,8 @@ export function custodyIdsToAdd(
 
 /**
  * `custody_ids` as the custody sync reads and adds to it, on the database that holds the outbox
- * the ids come from: SQLite's (below) or PostgreSQL's (./pg/pgCustodyIds.ts). Ending an id's
- * custody is the mirror store's (`endCustody`), with its record's tombstone.
+ * the ids come from. Ending an id's custody is the mirror store's (`endCustody`), with its
+ * record's tombstone.
  */
 export interface CustodyIdBook {
   /**
@@ -94,22 +95,33 @@ export interface CustodyIdBook {
   active(kind: string): Promise<string[]>;
 }
 
-/** SQLite's `custody_ids`: the bookkeeping statements. */
-export function sqliteCustodyIds(sqlite: Sqlite): CustodyIdBook {
-  const book = bookkeeping(sqlite);
-  const collect = sqlite.transaction(
-    (wireSpelling: string, toAdd: (bodies: string[]) => CustodyIdAdd[], at: string) => {
-      for (const { kind, id, source } of toAdd(book.tokenizationBodies(wireSpelling))) {
-        book.addCustodyId(kind, id, source, at);
-      }
-    },
-  );
+/** Oldest first, then by id bytewise (as SQLite's BINARY collation orders them) (pure). */
+export function custodyOrder(
+  a: { id: string; added_at: string },
+  b: { id: string; added_at: string },
+): number {
+  if (a.added_at !== b.added_at) return a.added_at < b.added_at ? -1 : 1;
+  return Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
+}
+
+/** `custody_ids` on the mirror's database. */
+export function custodyIdBook(db: MirrorDb): CustodyIdBook {
+  function* collect(
+    wireSpelling: string,
+    toAdd: (bodies: string[]) => CustodyIdAdd[],
+    at: string,
+  ): Script<void> {
+    const bodies = yield* all<{ body: string }>(tokenizationBodies(wireSpelling));
+    const adds = toAdd(bodies.map((r) => r.body));
+    for (const group of statementGroups(adds, 4, db.preparesStatements))
+      yield* run(addCustodyIds(at, group, db.rowsSource));
+  }
   return {
-    async collect(wireSpelling, toAdd, at) {
-      // IMMEDIATE: the write lock first; a deferred read-then-write fails at once on another connection's lock.
-      collect.immediate(wireSpelling, toAdd, at);
+    collect: (wireSpelling, toAdd, at) => db.transaction(collect(wireSpelling, toAdd, at)),
+    async active(kind) {
+      const rows = await db.read<{ id: string; added_at: string }>(activeCustodyIds(kind));
+      return rows.sort(custodyOrder).map((r) => r.id);
     },
-    active: async (kind) => book.custodyIds(kind),
   };
 }
 

@@ -1,7 +1,9 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { pidAlive } from '../db/ownership.js';
-import { bookkeeping } from './bookkeeping.js';
+import { sql } from '../store/sql.js';
+import { runSqlite } from '../store/sqliteScripts.js';
+import { interruptRuns, type RunningRow, runningRuns } from './statements.js';
 
 /** Runs in progress in this process, by database file and run id, so a reused pid is not mistaken for them. */
 const activeRuns = new Set<string>();
@@ -31,15 +33,19 @@ export function markInterruptedRuns(ctx: AppContext): {
   interrupted: number[];
   liveElsewhere: { id: number; resource: string; pid: number }[];
 } {
-  const book = bookkeeping(ctx.database.sqlite);
+  const { sqlite } = ctx.database;
   const interrupted: number[] = [];
   const liveElsewhere: { id: number; resource: string; pid: number }[] = [];
-  for (const row of book.runningRuns()) {
+  for (const row of runSqlite(sqlite, runningRuns()).rows as unknown as RunningRow[]) {
     const owns = activeRuns.has(runKey(ctx, row.id));
     const alive = row.pid !== null && row.pid !== process.pid && pidAlive(row.pid);
     if (isDeadRun(row.pid, alive, process.pid, owns)) {
       const at = isoAt(ctx.clock.now());
-      if (book.interruptRun(row.id, at, 'the process running it ended before it finished')) {
+      const which = sql`id = ${row.id} AND status = 'running'`;
+      if (
+        runSqlite(sqlite, interruptRuns(at, 'the process running it ended before it finished', which))
+          .rowCount > 0
+      ) {
         interrupted.push(row.id);
         ctx.log.warn(
           { event: 'sync.run.interrupted', runId: row.id, resource: row.resource, pid: row.pid },

@@ -1,12 +1,14 @@
-import type { Sqlite } from '../db/open.js';
-import { commitThenSync, WalSync } from '../db/walSync.js';
-import * as writerGate from '../db/writerGate.js';
-import { type Bookkeeping, bookkeeping, type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
-import { type MirrorTable, mirrorTable } from './mirrorTable.js';
+import type { ChangeRow } from '../db/changes.js';
+import { all, appendFeed, first, run, type Script } from '../store/script.js';
+import type { Dialect, Sql } from '../store/sql.js';
+import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
+import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
 import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
-import { type FetchedRecord, RecordWriter } from './writer.js';
+import type { RowsSource } from './statements.js';
+import * as statements from './statements.js';
+import type { FetchedRecord, StoredState } from './writeDecision.js';
 
 /** One batch to commit: its records, the checkpoint that goes with them, the run's counts so far. */
 export interface BatchWrite {
@@ -18,12 +20,6 @@ export interface BatchWrite {
   checkpoint: Checkpoint | null;
   /** The run's counts before this batch; saved with the batch's tally added. */
   counts: RunCounts;
-}
-
-/** What a batch did: its tally by outcome, and each quarantined record (to log). */
-export interface BatchResult {
-  tally: WriteTally;
-  quarantined: { key: string | null; reason: string }[];
 }
 
 /** The end of a full scan: tombstones as the verdict allows, then the idle checkpoint. */
@@ -42,8 +38,7 @@ export interface ScanFinish {
 /**
  * The writes of the mirror, at batch granularity: each call is one transaction (records, their
  * `changes` rows and seen keys, the checkpoint and the run's counts together). The driver awaits
- * every call, so a store whose transactions are asynchronous (PostgreSQL) can stand behind the
- * same calls; this one is SQLite's, synchronous inside.
+ * every call; {@link mirrorStore} is the one implementation, on either database.
  */
 export interface MirrorStore {
   /** What a scan starts from; a scan that starts afresh clears the seen set first. */
@@ -60,126 +55,226 @@ export interface MirrorStore {
   readonly heldRecords?: number;
 }
 
+/**
+ * The database as the mirror's writes need it (./sqlite.ts, ./postgres.ts): scripts in
+ * transactions, and what differs in how a batch is best written there.
+ */
+export interface MirrorDb {
+  readonly dialect: Dialect;
+  /** A batch's transaction (SQLite: IMMEDIATE, its fsync after COMMIT, out of the write lock). */
+  transaction<T>(script: Script<T>): Promise<T>;
+  /** A write of the run's bookkeeping outside a batch (SQLite: waits out another process's lock). */
+  write<T>(script: Script<T>): Promise<T>;
+  read<R extends object>(statement: Sql): Promise<R[]>;
+  /** See {@link MirrorStore.heldRecords}. */
+  readonly heldRecords?: number;
+  /** Whether text and JSON columns hold U+0000 (PostgreSQL's do not: such records are quarantined). */
+  readonly holdsNul: boolean;
+  /** How it takes many rows of an INSERT fastest (default: a `VALUES` list). */
+  readonly rowsSource?: RowsSource;
+  /**
+   * Statements are prepared and kept per text (SQLite): multi-row statements come in
+   * power-of-two sizes only, so a handful of texts serve every batch.
+   */
+  readonly preparesStatements: boolean;
+  /**
+   * Another writer of the same database may be waiting for the lock (SQLite's API enqueue): a
+   * batch commits in parts of `every` records while `requested()`, standing aside (`wait()`)
+   * between them; the checkpoint and progress commit only with its last part.
+   */
+  readonly standAside?: { every: number; requested(): boolean; wait(): void };
+}
+
+/** Most values one statement binds (SQLite allows 32,766; PostgreSQL 65,535). */
+const MAX_VALUES = 30_000;
+
+/**
+ * `items` in consecutive groups of at most `MAX_VALUES / perItem`, each a power of two when the
+ * database prepares statements by text (pure).
+ */
+export function statementGroups<T>(items: readonly T[], perItem: number, powersOfTwo: boolean): T[][] {
+  const most = Math.max(1, Math.floor(MAX_VALUES / perItem));
+  const groups: T[][] = [];
+  for (let i = 0; i < items.length; ) {
+    let size = Math.min(most, items.length - i);
+    if (powersOfTwo) size = 2 ** Math.floor(Math.log2(size));
+    groups.push(items.slice(i, i + size));
+    i += size;
+  }
+  return groups;
+}
+
 const NO_TALLY: WriteTally = { inserted: 0, updated: 0, unchanged: 0, quarantined: 0, removed: 0 };
 
-/** The SQLite store of one mirror table; `now` gives each transaction's ISO time. */
-export function sqliteStore(sqlite: Sqlite, def: TableDef, now: () => string): MirrorStore {
-  const table = mirrorTable(sqlite, def);
-  const book = bookkeeping(sqlite);
-  // Each transaction's fsync runs after its COMMIT, out of the write lock (db/walSync.ts).
-  const walSync = WalSync.for(sqlite);
-  // Writes the batch's records from `from` on; ends early (returning where it stopped) when another
-  // writer of this process waits for the lock, so the batch's checkpoint and progress commit only
-  // with its last records.
-  const commit = sqlite.transaction((batch: BatchWrite, from: number, sum: BatchResult): number => {
-    const at = now();
-    const next = writeRecords(table, book, batch, from, at, sum);
-    if (next < batch.records.length) return next;
-    if (batch.checkpoint) book.putCheckpoint(batch.checkpoint, at);
-    book.progress(batch.runId, withTally(batch.counts, sum.tally));
-    return next;
-  });
-  const finish = sqlite.transaction((f: ScanFinish) => {
-    const at = now();
-    let removed = 0;
-    let refusal: string | null = null;
-    if (f.verdict.kind === 'guarded') {
-      const unseen = table.unseenCount();
-      refusal = removalRefusal(f.resource, unseen, unseen > 0 ? table.liveCount() : 0, f.maxRemoveShare);
-      if (refusal === null && unseen > 0) {
-        for (const key of table.tombstoneUnseen(at)) {
-          book.addChange(def.table, key, 'remove', at);
-          removed++;
-        }
+/**
+ * The store of one mirror table on `db`; `now` gives each transaction's ISO time; `fence` (a run
+ * holding a lease that can be lost) runs first in every write of the run and throws once the
+ * lease is gone.
+ */
+export function mirrorStore(
+  db: MirrorDb,
+  def: TableDef,
+  now: () => string,
+  fence?: () => Script<void>,
+): MirrorStore {
+  const name = def.table;
+  const groups = <T>(items: readonly T[], perItem: number) =>
+    statementGroups(items, perItem, db.preparesStatements);
+  const rowValues = def.fields.length + (def.positioned ? 5 : 4);
+
+  /** The rows (and whether this scan saw them) of `keys`, as the write decision needs them. */
+  function* lookup(
+    keys: readonly string[],
+    trackSeen: boolean,
+    stored: Map<string, StoredState>,
+    seen: Set<string>,
+  ) {
+    for (const group of groups(keys, trackSeen ? 2 : 1)) {
+      for (const r of yield* all<statements.LookupRow>(statements.lookupRows(def, group, trackSeen))) {
+        if (r.seen) seen.add(r.key);
+        if (r.hash === null) continue;
+        stored.set(r.key, {
+          hash: r.hash,
+          // Only whether it is set matters to the decision.
+          removedAt: r.removed ? 'removed' : null,
+          position: r.position === null ? null : Number(r.position),
+          custodyEndedAt: r.ended ? 'ended' : null,
+        });
       }
     }
-    if (f.verdict.kind !== 'no-seen-set') book.clearSeen(def.table);
-    if (f.checkpoint) book.putCheckpoint(f.checkpoint, at);
-    else book.deleteCheckpoint(f.resource);
-    book.progress(f.runId, withTally(f.counts, { removed }));
-    return { removed, refusal };
-  });
-  const endCustody = sqlite.transaction((runId: number, kind: string, id: string, counts: RunCounts) => {
+  }
+
+  /** Every write of a planned part of a batch but its feed rows. */
+  function* writePlan(plan: BatchPlan, runId: number, at: string): Script<void> {
+    const rows = [...plan.rows.values()];
+    for (const existing of [false, true]) {
+      const some = rows.filter((r) => r.exists === existing);
+      for (const group of groups(some, rowValues))
+        yield* run(statements.upsertRows(def, group, at, existing, db.rowsSource));
+    }
+    for (const group of groups([...plan.positions], 2)) yield* run(statements.setPositions(def, group));
+    const quarantine = db.holdsNul
+      ? plan.quarantine
+      : // text cannot hold NUL; the excerpt of an unreadable body might.
+        plan.quarantine.map((x) => ({ ...x, raw: x.raw.replaceAll('\0', '\\u0000') }));
+    for (const group of groups(quarantine, 6))
+      yield* run(statements.addQuarantine(name, runId, at, group, db.rowsSource));
+    for (const group of groups(plan.seen, 2)) yield* run(statements.addSeen(name, group, db.rowsSource));
+  }
+
+  /** Reads, decides and writes `records` (a part of a batch), adding what they did to `sum`. */
+  function* writeRecords(batch: BatchWrite, records: readonly FetchedRecord[], at: string, sum: BatchResult) {
+    const prepared = prepare(def, records, db.holdsNul);
+    const stored = new Map<string, StoredState>();
+    const seen = new Set<string>();
+    const keys = new Set<string>();
+    for (const p of prepared) if (p.rawKey !== null) keys.add(p.rawKey);
+    yield* lookup([...keys], batch.trackSeen, stored, seen);
+    // Keys validation spelled differently (a legacy field name): their rows decide instead.
+    const more = validate(def, prepared, stored);
+    if (more.length > 0) yield* lookup(more, batch.trackSeen, stored, seen);
+    const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at);
+    yield* writePlan(plan, batch.runId, at);
+    yield* appendFeed(plan.changes);
+    const { tally, quarantined } = plan.result;
+    for (const k of Object.keys(tally) as (keyof WriteTally)[]) sum.tally[k] += tally[k];
+    sum.quarantined.push(...quarantined);
+  }
+
+  /**
+   * A batch's records from `from` on; returns the index after the last one written: short of the
+   * end when another writer waits for the lock (see {@link MirrorDb.standAside}).
+   */
+  function* writeBatch(batch: BatchWrite, from: number, sum: BatchResult): Script<number> {
     const at = now();
-    book.endCustodyId(kind, id, at);
-    const ended = table.endCustody(id, at);
-    if (ended) book.addChange(def.table, id, 'remove', at);
-    book.progress(runId, withTally(counts, { removed: ended ? 1 : 0 }));
+    if (fence) yield* fence();
+    const { records } = batch;
+    const every = db.standAside?.every ?? records.length;
+    let i = from;
+    while (i < records.length) {
+      const end = Math.min(records.length, i + every);
+      yield* writeRecords(batch, records.slice(i, end), at, sum);
+      i = end;
+      if (i < records.length && db.standAside?.requested()) return i;
+    }
+    if (batch.checkpoint) yield* run(statements.putCheckpoint(batch.checkpoint, at));
+    yield* run(statements.progress(batch.runId, withTally(batch.counts, sum.tally)));
+    return records.length;
+  }
+
+  function* finish(f: ScanFinish): Script<{ removed: number; refusal: string | null }> {
+    const at = now();
+    if (fence) yield* fence();
+    let removed = 0;
+    let refusal: string | null = null;
+    const changes: ChangeRow[] = [];
+    if (f.verdict.kind === 'guarded') {
+      const unseen = Number((yield* first<{ n: number }>(statements.unseenCount(def)))?.n ?? 0);
+      const live = unseen > 0 ? Number((yield* first<{ n: number }>(statements.liveCount(def)))?.n ?? 0) : 0;
+      refusal = removalRefusal(f.resource, unseen, live, f.maxRemoveShare);
+      if (refusal === null && unseen > 0) {
+        for (const { key } of yield* all<{ key: string }>(statements.tombstoneUnseen(def, at)))
+          changes.push({ resource: name, recordId: key, kind: 'remove', at });
+        removed = changes.length;
+      }
+    }
+    if (f.verdict.kind !== 'no-seen-set') yield* run(statements.clearSeen(name));
+    yield* run(
+      f.checkpoint ? statements.putCheckpoint(f.checkpoint, at) : statements.deleteCheckpoint(f.resource),
+    );
+    yield* run(statements.progress(f.runId, withTally(f.counts, { removed })));
+    yield* appendFeed(changes);
+    return { removed, refusal };
+  }
+
+  function* endCustody(runId: number, kind: string, id: string, counts: RunCounts): Script<boolean> {
+    const at = now();
+    if (fence) yield* fence();
+    yield* run(statements.endCustodyId(kind, id, at));
+    const ended = def.custody ? (yield* run(statements.endCustody(def, id, at))).rowCount > 0 : false;
+    yield* run(statements.progress(runId, withTally(counts, { removed: ended ? 1 : 0 })));
+    if (ended) yield* appendFeed([{ resource: name, recordId: id, kind: 'remove', at }]);
     return ended;
-  });
-  // Every write takes the lock first (IMMEDIATE): a deferred read-then-write fails at once when
-  // another connection (the dispatcher's thread) holds it, instead of waiting its busy timeout.
+  }
+
+  const overlap = async (from: number, to: number) =>
+    def.positioned
+      ? (
+          await db.read<{ key: string; hash: string; position: number }>(
+            statements.overlapRows(def, from, to),
+          )
+        ).map((r) => ({ key: r.key, hash: r.hash, position: Number(r.position) }))
+      : [];
+
   return {
+    ...(db.heldRecords === undefined ? {} : { heldRecords: db.heldRecords }),
     async startScan(plan, at) {
-      const hasLive = plan.trackSeen === null ? table.hasLive() : false;
-      // A fresh scan decides its seen set now: whatever an earlier, unfinished one left is stale.
-      if (plan.trackSeen === null) book.clearSeen(def.table);
+      let hasLive = false;
+      if (plan.trackSeen === null) {
+        hasLive = Boolean((await db.read<{ live: unknown }>(statements.hasLive(def)))[0]?.live);
+        // A fresh scan decides its seen set now: whatever an earlier, unfinished one left is stale.
+        await db.write(run(statements.clearSeen(name)));
+      }
       return {
         now: at,
         hasLive,
-        overlapRows: plan.window ? table.overlapRows(plan.window.start, plan.window.known) : [],
-        logStartKey: plan.window ? (table.overlapRows(0, 1)[0]?.key ?? null) : null,
+        overlapRows: plan.window ? await overlap(plan.window.start, plan.window.known) : [],
+        logStartKey: plan.window ? ((await overlap(0, 1))[0]?.key ?? null) : null,
       };
     },
     async commitBatch(batch) {
       const sum: BatchResult = { tally: { ...NO_TALLY }, quarantined: [] };
       for (let from = 0; ; ) {
-        const start = from;
-        from = await commitThenSync(sqlite, walSync, () => commit.immediate(batch, start, sum));
+        from = await db.transaction(writeBatch(batch, from, sum));
         if (from >= batch.records.length) return sum;
         // Committed part of the batch for a waiting writer (the API's enqueue): let it take the lock.
-        writerGate.waitTurn(YIELD_WAIT_MAX_MS);
+        db.standAside?.wait();
       }
     },
     async putCheckpoint(checkpoint) {
-      book.putCheckpoint(checkpoint, now());
+      await db.write(run(statements.putCheckpoint(checkpoint, now())));
     },
-    async finishScan(f) {
-      return commitThenSync(sqlite, walSync, () => finish.immediate(f));
-    },
-    async endCustody(runId, kind, id, counts) {
-      return commitThenSync(sqlite, walSync, () => endCustody.immediate(runId, kind, id, counts));
-    },
+    finishScan: (f) => db.transaction(finish(f)),
+    endCustody: (runId, kind, id, counts) => db.transaction(endCustody(runId, kind, id, counts)),
   };
-}
-
-/**
- * Records written between looks at the writer gate: ~1 ms of unit operations under their indexes,
- * so a waiting enqueue gets the lock within about that.
- */
-const YIELD_EVERY = 32;
-/** Longest a bulk writer stands aside for a waiting one, ms (it goes on after that regardless). */
-const YIELD_WAIT_MAX_MS = 20;
-
-/**
- * Applies a batch's records from `from` on (inside the caller's transaction), adding what they did
- * to `sum`; returns the index after the last record written: short of the end when another writer
- * waits for the lock (writerGate.ts) and at least {@link YIELD_EVERY} records were written.
- */
-function writeRecords(
-  table: MirrorTable,
-  book: Bookkeeping,
-  batch: BatchWrite,
-  from: number,
-  at: string,
-  sum: BatchResult,
-): number {
-  const writer = new RecordWriter(table, book, batch.runId, batch.trackSeen);
-  const { tally, quarantined } = sum;
-  const { records } = batch;
-  for (let i = from; i < records.length; i++) {
-    if ((i - from) % YIELD_EVERY === YIELD_EVERY - 1 && writerGate.yieldRequested()) return i;
-    const outcome = writer.apply(records[i]!, at);
-    switch (outcome.kind) {
-      case 'repeat':
-        break;
-      case 'quarantined':
-        tally.quarantined++;
-        quarantined.push({ key: outcome.key, reason: outcome.reason });
-        break;
-      default:
-        tally[outcome.kind]++;
-    }
-  }
-  return records.length;
 }

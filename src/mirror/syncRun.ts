@@ -2,7 +2,7 @@ import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
-import { type MirrorBackend, type RunLease, sqliteBackend } from './backend.js';
+import type { MirrorBackend, RunLease } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
 import { RunAborted } from './errors.js';
@@ -10,6 +10,7 @@ import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
+import { sqliteBackend } from './sqlite.js';
 
 /** Options of one sync run. */
 export interface RunSyncOptions {

@@ -1,6 +1,12 @@
 import crypto from 'node:crypto';
 import { recordKey } from '../operator/schemas.js';
 
+/** One fetched record, with its log position when the table keeps one. */
+export interface FetchedRecord {
+  value: unknown;
+  position: number | null;
+}
+
 /** What the mirror holds for a key, as far as deciding a write needs. */
 export interface StoredState {
   hash: string;

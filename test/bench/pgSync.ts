@@ -1,6 +1,6 @@
 import type { SyncTarget } from '../../src/context.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { pgBackend } from '../../src/mirror/postgres.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { testContext } from '../helpers/context.js';
 import { type Cluster, createTestDatabase, postgresBinDir, startCluster } from '../helpers/postgres.js';

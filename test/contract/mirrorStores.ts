@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import type { PgDatabase } from '../../src/db/pg.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
-import { pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { pgBackend } from '../../src/mirror/postgres.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
 import { expectRowMatches, type Harness } from '../mirror/harness.js';
 

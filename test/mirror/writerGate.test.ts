@@ -1,10 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as writerGate from '../../src/db/writerGate.js';
-import { bookkeeping, emptyCounts } from '../../src/mirror/bookkeeping.js';
+import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { listResources } from '../../src/mirror/resources.js';
 import type { Checkpoint } from '../../src/mirror/scan/checkpoint.js';
-import { type BatchWrite, sqliteStore } from '../../src/mirror/store.js';
+import { sqliteStore } from '../../src/mirror/sqlite.js';
+import { readCheckpoint, startRun } from '../../src/mirror/statements.js';
+import type { BatchWrite } from '../../src/mirror/store.js';
 import { Registry } from '../../src/simulator/registry.js';
+import { runSqlite } from '../../src/store/sqliteScripts.js';
 import { testContext } from '../helpers/context.js';
 
 /**
@@ -31,8 +34,11 @@ function unitsBatch() {
   const registry = new Registry({ units: UNITS });
   const records = registry.page('units', 0, UNITS).map((value, i) => ({ value, position: i }));
   const units = listResources(ctx.config).units;
-  const book = bookkeeping(ctx.database.sqlite);
-  const runId = book.startRun('units', 'full', 'manual', new Date().toISOString(), null);
+  const started = runSqlite(
+    ctx.database.sqlite,
+    startRun('units', 'full', 'manual', new Date().toISOString(), null),
+  );
+  const runId = Number(started.rows[0]!.id);
   const checkpoint: Checkpoint = {
     resource: 'units',
     runId,
@@ -45,6 +51,9 @@ function unitsBatch() {
   const stamps: string[] = [];
   return { units, batch, stamps, now: () => stamps[stamps.push(`2026-11-25T00:00:0${stamps.length}Z`) - 1]! };
 }
+
+/** The units' checkpoint row as committed (undefined: none). */
+const unitsCheckpoint = () => runSqlite(ctx.database.sqlite, readCheckpoint('units')).rows[0];
 
 const rowsByStamp = () =>
   ctx.database.sqlite
@@ -64,13 +73,12 @@ describe('the writer gate', () => {
 
   it('another thread waiting: the batch commits its first records, gives way, then the rest with the checkpoint', async () => {
     const { units, batch, stamps, now } = unitsBatch();
-    const book = bookkeeping(ctx.database.sqlite);
     Atomics.store(otherThread, 0, 1);
     let checkpointBetween: unknown = 'not looked';
     const store = sqliteStore(ctx.database.sqlite, units, () => {
       if (stamps.length === 1) {
         // The second transaction begins: the first is committed, without the batch's checkpoint.
-        checkpointBetween = book.checkpoint('units');
+        checkpointBetween = unitsCheckpoint();
         // The waiter took its turn.
         Atomics.store(otherThread, 0, 0);
       }
@@ -86,7 +94,7 @@ describe('the writer gate', () => {
     expect(first!.n).toBeLessThan(64);
     expect(first!.n + second!.n).toBe(UNITS);
     expect(checkpointBetween).toBeUndefined();
-    expect(book.checkpoint('units')?.nextOffset).toBe(UNITS);
+    expect(unitsCheckpoint()?.next_offset).toBe(UNITS);
   });
 
   it("this thread's own waiting commit queue is not given way to: it cannot take the lock while this thread writes", async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
-import { interruptOrphanedRuns, pgBackend } from '../../src/mirror/pg/pgBackend.js';
+import { interruptOrphanedRuns, pgBackend } from '../../src/mirror/postgres.js';
 import { custodyResources, listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
 import { expectCustodyEquals, expectMirrorEquals, pgMirror } from '../contract/mirrorStores.js';

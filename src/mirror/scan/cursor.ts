@@ -8,8 +8,7 @@
 import type { ResourceName } from '../../operator/fields.js';
 import { normalizeRecord, recordKey } from '../../operator/schemas.js';
 import { OverlapMismatch } from '../errors.js';
-import { identify } from '../writeDecision.js';
-import type { FetchedRecord } from '../writer.js';
+import { type FetchedRecord, identify } from '../writeDecision.js';
 import {
   batchCheckpoint,
   type Checkpoint,

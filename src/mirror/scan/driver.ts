@@ -3,7 +3,8 @@ import type { AppContext } from '../../context.js';
 import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { type MirrorStore, sqliteStore } from '../store.js';
+import { sqliteStore } from '../sqlite.js';
+import type { MirrorStore } from '../store.js';
 import {
   closeFull,
   closeIncremental,

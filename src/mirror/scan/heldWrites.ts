@@ -1,8 +1,9 @@
 import type { AppContext } from '../../context.js';
+import type { BatchResult } from '../batchPlan.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
 import type { ListResource } from '../resources.js';
-import type { BatchResult, MirrorStore } from '../store.js';
-import type { FetchedRecord } from '../writer.js';
+import type { MirrorStore } from '../store.js';
+import type { FetchedRecord } from '../writeDecision.js';
 import type { Checkpoint } from './checkpoint.js';
 import { admitBatch, checkpointAt, type ScanCursor } from './cursor.js';
 

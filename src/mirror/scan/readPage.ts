@@ -1,7 +1,7 @@
 import type { ListBody } from '../../operator/listBody.js';
 import { recordKey } from '../../operator/schemas.js';
 import type { ListResource } from '../resources.js';
-import type { FetchedRecord } from '../writer.js';
+import type { FetchedRecord } from '../writeDecision.js';
 import { classifyBody, type PageRequest, type PageShape } from './pager.js';
 
 /** Records of one page to write together, and the offset the scan resumes at once they are. */

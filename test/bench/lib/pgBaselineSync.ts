@@ -1,9 +1,19 @@
 import http from 'node:http';
 import got from 'got';
 import type pg from 'pg';
-import { ARRAY_TYPE } from '../../../src/mirror/pg/pgMirrorSql.js';
 import { type FieldType, RESOURCE_FIELDS } from '../../../src/operator/fields.js';
 import type { BaselineList } from './baselineSync.js';
+
+/** The array type a field's column is sent as (the baseline's own unnest upsert). */
+const ARRAY_TYPE: Record<FieldType, string> = {
+  id: 'text[]',
+  text: 'text[]',
+  date: 'text[]',
+  int: 'int8[]',
+  number: 'float8[]',
+  bool: 'bool[]',
+  textList: 'jsonb[]',
+};
 
 /** The column value of a raw field, without any validation (what a bare loop would do). */
 function column(type: FieldType, value: unknown): unknown {

@@ -1,19 +1,24 @@
-import type { ChangeRow } from '../../db/changes.js';
-import { UnreadableRecord } from '../../operator/limits.js';
-import { type NormalizeResult, normalizeRecord, recordKey } from '../../operator/schemas.js';
-import type { WriteTally } from '../bookkeeping.js';
-import type { TableDef } from '../resources.js';
-import type { BatchResult } from '../store.js';
-import { contentHash, decideWrite, type StoredState } from '../writeDecision.js';
-import type { FetchedRecord } from '../writer.js';
+import type { ChangeRow } from '../db/changes.js';
+import { UnreadableRecord } from '../operator/limits.js';
+import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/schemas.js';
+import type { WriteTally } from './bookkeeping.js';
+import type { TableDef } from './resources.js';
+import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';
 
 /**
- * A batch's writes decided in memory, for a store that writes a batch in a few multi-row
- * statements (PostgreSQL) instead of row by row. It walks the records in order exactly as
- * SQLite's RecordWriter does (writer.ts), with the same pure decisions (`decideWrite`,
+ * A batch's writes decided in memory (pure), so a store writes a batch in a few multi-row
+ * statements (store.ts). It walks the records in order with the pure decisions (`decideWrite`,
  * `contentHash`, `normalizeRecord`), against the rows the batch's keys had before it plus what
- * the batch itself wrote so far: the same tallies, the same `changes` kinds per record.
+ * the batch itself wrote so far: per record, its tally and its `changes` kind. A record whose text
+ * hashes to what its row holds was validated when that row was written, so it is not normalized
+ * again (the re-sync fast path).
  */
+
+/** What a batch did: its tally by outcome, and each quarantined record (to log). */
+export interface BatchResult {
+  tally: WriteTally;
+  quarantined: { key: string | null; reason: string }[];
+}
 
 /** A mirror row to upsert: the last content the batch gave its key. */
 export interface RowWrite {
@@ -61,8 +66,11 @@ export interface Prepared {
 /** `\u0000` in JSON text, not preceded by an escaped backslash. */
 const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
-/** Raw text, hash and key of each record (unreadable ones are kept as they are). */
-export function prepare(def: TableDef, records: readonly FetchedRecord[]): Prepared[] {
+/**
+ * Raw text, hash and key of each record (unreadable ones are kept as they are); `holdsNul` false
+ * for a store whose text cannot hold U+0000 (PostgreSQL).
+ */
+export function prepare(def: TableDef, records: readonly FetchedRecord[], holdsNul: boolean): Prepared[] {
   return records.map((record) => {
     if (record.value instanceof UnreadableRecord) return { record, raw: '', hash: '', rawKey: null };
     const raw = JSON.stringify(record.value) ?? 'null';
@@ -74,7 +82,8 @@ export function prepare(def: TableDef, records: readonly FetchedRecord[]): Prepa
     };
     // jsonb and text cannot hold U+0000, which JSON may escape: such a record goes to quarantine
     // (escaped) rather than failing its whole batch on every run.
-    if (NUL_ESCAPE.test(raw)) prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
+    if (!holdsNul && NUL_ESCAPE.test(raw))
+      prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
     return prepared;
   });
 }
