@@ -154,7 +154,7 @@ export function createMetrics() {
       labelNames: ['subscriber', 'outcome'] as const,
       registers,
     }),
-    /** Set by a PostgreSQL replica when its database goes away and comes back (pgDaemon.ts). */
+    /** Set by a PostgreSQL replica when its database goes away and comes back (app/postgresStores.ts). */
     databaseUp: new Gauge({
       name: 'vcu_sync_database_up',
       help: 'Whether the database could be reached at the last connection attempt (1) or not (0); always 1 on SQLite.',

@@ -8,7 +8,7 @@ export type RequestSync = (targets: readonly SyncTarget[], trigger: SyncTrigger)
 
 /**
  * The one line between the mirror scheduler and the loops that ask it for syncs (the API's
- * `POST /v1/sync`, a custody deposit webhook, an accepted Tokenization). daemon.ts makes one, hands
+ * `POST /v1/sync`, a custody deposit webhook, an accepted Tokenization). app/daemon.ts makes one, hands
  * `request` to the asking loops and the object to the mirror, which serves it while it runs; the
  * loops never import each other.
  */

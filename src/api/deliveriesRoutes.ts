@@ -2,8 +2,7 @@ import type { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
-import { type DeliveriesAccess, deliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/access.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { readJsonBody } from './body.js';
@@ -60,11 +59,10 @@ export const DELIVERIES_ROUTE_SPECS: RouteSpec[] = [
 ];
 
 /**
- * Subscriber deliveries over HTTP, on `deliveries` (default: SQLite's, over `ctx.database`);
- * refusals (SteerError) are mapped by the server's error handler.
+ * Subscriber deliveries over HTTP, on the store's `access`; refusals (SteerError) are mapped by
+ * the server's error handler.
  */
-export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, deliveries?: DeliveriesAccess): void {
-  const access = deliveries ?? deliveriesAccess(sqliteScriptStore(ctx.database.sqlite));
+export function registerDeliveriesRoutes(app: Hono, ctx: AppContext, access: DeliveriesAccess): void {
   const configured = subscriberKeys(ctx.config);
   app.get('/v1/deliveries', async (c) => {
     const q = parseQuery(c, listQuery);

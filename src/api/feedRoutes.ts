@@ -9,7 +9,7 @@ import { errorMessage } from '../errors.js';
 import { BUSY_RETRY_AFTER_SECONDS, OpenSlots } from '../feed/admission.js';
 import { longPoll, longPollAnswer } from '../feed/longPoll.js';
 import { sharedFeedReads } from '../feed/pageCache.js';
-import { type FeedReads, sqliteFeedReads } from '../feed/reads.js';
+import type { FeedReads } from '../feed/reads.js';
 import { streamFeed } from '../feed/stream.js';
 import { decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { changesPage } from './schemas/mirror.js';
@@ -79,8 +79,8 @@ export const FEED_ROUTE_SPECS: RouteSpec[] = [
 
 /** Where the feed is read, and what tests replace: the timers, the heartbeat interval, the server's stop. */
 export interface FeedRouteOptions {
-  /** The feed's reads and signal (default: SQLite's, `ctx.database`; feed/reads.ts `feedReads` over a store). */
-  feed?: FeedReads | undefined;
+  /** The store's feed reads and signal. */
+  feed: FeedReads;
   /** (default: real timers) */
   schedule?: Schedule;
   /** (default: {@link HEARTBEAT_MS}) */
@@ -187,9 +187,9 @@ function changesQueryParser(): (c: Context) => z.output<typeof changesQuery> {
   };
 }
 
-export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions = {}): void {
+export function registerFeedRoutes(app: Hono, ctx: AppContext, options: FeedRouteOptions): void {
   // Readers asking the same question share one read and its encoded events, whatever the store.
-  const feed = sharedFeedReads(options.feed ?? sqliteFeedReads(ctx.database.sqlite));
+  const feed = sharedFeedReads(options.feed);
   const schedule = options.schedule ?? realSchedule;
   const closing = options.closing ?? new AbortController().signal;
   const stops = stopFanout(closing);

@@ -3,10 +3,9 @@ import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import { SYNC_TARGETS as ALL_TARGETS, type AppContext, type SyncTarget } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
 import type { RequestSync } from '../syncRequests.js';
 import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
-import { type ColumnFilter, inDateOrder, type MirrorReads, mirrorReads } from './mirrorQueries.js';
+import { type ColumnFilter, inDateOrder, type MirrorReads } from './mirrorQueries.js';
 import {
   cursorParam,
   decimalParam,
@@ -165,15 +164,12 @@ export const MIRROR_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-/**
- * The mirror's routes, reading through `reads` (default: `mirrorReads` over `ctx.database`), one
- * read per request.
- */
+/** The mirror's routes, reading through the store's `reads`, one read per request. */
 export function registerMirrorRoutes(
   app: Hono,
   ctx: AppContext,
+  reads: MirrorReads,
   requestSync?: RequestSync,
-  reads: MirrorReads = mirrorReads(sqliteScriptStore(ctx.database.sqlite)),
 ): void {
   const cursorKey = cursorKeyFor(ctx.config.api.token);
   for (const list of LISTS) {

@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
-import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
+import type { OutboxAccess } from '../outbox/access.js';
 import type { WakeDispatcher } from '../outbox/enqueue.js';
 import { toEntry } from '../outbox/entry.js';
 import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
@@ -95,8 +95,8 @@ export function operationsRouteSpecs(config: Pick<Config, 'outbox'>): RouteSpec[
 export interface OperationsRouteOptions {
   /** The dispatcher's wake (when it runs in this process), called once a row may be due. */
   wake?: WakeDispatcher | undefined;
-  /** Where the operations are kept (default: SQLite's, `ctx.database`, enqueues in its group commit; pgAccess.ts for PostgreSQL). */
-  outbox?: OutboxAccess | undefined;
+  /** Where the operations are kept (the store's; SQLite's enqueues in its group commit). */
+  outbox: OutboxAccess;
 }
 
 /**
@@ -107,11 +107,9 @@ export interface OperationsRouteOptions {
  */
 export function registerOperationsRoutes(
   app: Hono,
-  ctx: AppContext,
-  { wake, outbox: given }: OperationsRouteOptions = {},
+  _ctx: AppContext,
+  { wake, outbox }: OperationsRouteOptions,
 ): void {
-  // On SQLite, grouped: at hundreds of requests a second, one fsync per event-loop turn instead of one per request.
-  const outbox = given ?? sqliteOutbox(ctx);
   app.post('/v1/operations', async (c) => {
     const input = await readJsonBody(c);
     const result = await outbox.enqueue(input, wake);

@@ -7,13 +7,12 @@ import type { FeedReads } from '../feed/reads.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { sqliteReadiness } from '../health/sqliteHealth.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { DeliveriesAccess } from '../subscribers/access.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
-import { databaseUnavailableResponse } from './databaseUnavailable.js';
+import type { UnavailableAnswer } from './databaseUnavailable.js';
 import { DELIVERIES_ROUTE_SPECS, registerDeliveriesRoutes } from './deliveriesRoutes.js';
 import { FEED_ROUTE_SPECS, registerFeedRoutes } from './feedRoutes.js';
 import type { MirrorReads } from './mirrorQueries.js';
@@ -47,22 +46,25 @@ function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
   return () => (document ??= buildOpenApi(routeSpecs(ctx.config), { version: VERSION }));
 }
 
-/** What the API calls in other loops of the same process (daemon.ts wires them). */
-export interface ApiLinks {
+/** The store's seams the routes read and write through (app/ hands the configured store's). */
+export interface ApiSeams {
+  mirrorReads: MirrorReads;
+  /** The operations routes' outbox. */
+  outbox: OutboxAccess;
+  /** Status, metrics and the page. */
+  healthReads: HealthReads;
+  /** The deliveries routes' reads and steering. */
+  deliveries: DeliveriesAccess;
+  /** The change feed's reads and wake-ups. */
+  feed: FeedReads;
+}
+
+/** The seams, and what the API calls in other loops of the same process (app/daemon.ts wires them). */
+export interface ApiLinks extends ApiSeams {
   /** The dispatcher's wake, after an enqueue or a retry (default: none; it polls). */
   wakeDispatcher?: (() => void) | undefined;
   /** The mirror scheduler's sync requests, for `POST /v1/sync` (default: none; 503). */
   requestSync?: RequestSync | undefined;
-  /** Where the mirror's routes read (default: SQLite's mirror, `ctx.database`; mirrorQueries.ts `mirrorReads` over a store). */
-  mirrorReads?: MirrorReads | undefined;
-  /** Where the operations routes read and write (default: SQLite's, `ctx.database`; pgAccess.ts for PostgreSQL). */
-  outbox?: OutboxAccess | undefined;
-  /** Where status, metrics and the page read health (default: SQLite's; health/postgresHealth.ts for PostgreSQL). */
-  healthReads?: HealthReads | undefined;
-  /** Where the deliveries routes read and steer (default: SQLite's, `ctx.database`; subscribers/access.ts `deliveriesAccess` over a store). */
-  deliveries?: DeliveriesAccess | undefined;
-  /** Where the change feed's routes read and wait (default: SQLite's, `ctx.database`; feed/reads.ts `feedReads` over a store). */
-  feed?: FeedReads | undefined;
 }
 
 /** The areas served by the internal API, one route file each, linked to the loops they call. */
@@ -74,26 +76,22 @@ export function routeRegistrars({
   healthReads,
   deliveries,
   feed,
-}: ApiLinks = {}): RouteRegistrar[] {
+}: ApiLinks): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
-    (app, ctx) => registerMirrorRoutes(app, ctx, requestSync, mirrorReads),
+    (app, ctx) => registerMirrorRoutes(app, ctx, mirrorReads, requestSync),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing, feed }),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     (app, ctx) => registerDeliveriesRoutes(app, ctx, deliveries),
   ];
 }
 
-/** The areas served by the internal API, with no dispatcher to wake. */
-export const ROUTE_REGISTRARS: readonly RouteRegistrar[] = routeRegistrars();
-
-/** What the API itself reads beside its routes. */
+/** What the API itself reads of the store beside its routes. */
 export interface ApiOptions {
-  /**
-   * /readyz's facts (default: SQLite's, `ctx.database`; health/postgresHealth.ts `pgReadiness(pool)`
-   * for PostgreSQL).
-   */
-  readiness?: ReadinessReader | undefined;
+  /** /readyz's facts. */
+  readiness: ReadinessReader;
+  /** The 503 a database fault is answered with (undefined when the error is no database fault). */
+  unavailable: UnavailableAnswer;
 }
 
 /**
@@ -102,15 +100,12 @@ export interface ApiOptions {
  */
 export function createApiApp(
   ctx: AppContext,
-  registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
-  closing: AbortSignal = new AbortController().signal,
-  options: ApiOptions = {},
+  registrars: readonly RouteRegistrar[],
+  closing: AbortSignal,
+  options: ApiOptions,
 ): Hono {
   const app = new Hono();
-  // SQLite's reads `ctx.database` per probe, as before: a context reopened meanwhile is read anew.
-  const readinessFacts: ReadinessReader =
-    options.readiness ??
-    ((listeners) => sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners));
+  const readinessFacts = options.readiness;
   // Liveness and readiness answer without the token: load balancers and systemd probes have none.
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', async (c) => {
@@ -135,7 +130,7 @@ export function createApiApp(
       return c.json({ error: err.message }, err.status, err.status === 413 ? { connection: 'close' } : {});
     }
     if (err instanceof UserError) return c.json({ error: err.message }, 400);
-    const unavailable = databaseUnavailableResponse(ctx, c, err);
+    const unavailable = options.unavailable(ctx, c, err);
     if (unavailable) return unavailable;
     ctx.log.error({ event: 'api.error', method: c.req.method, path: c.req.path, err }, errorMessage(err));
     return c.json({ error: 'internal error; see the daemon log' }, 500);
@@ -146,8 +141,8 @@ export function createApiApp(
 /** The internal API listener as a daemon component, on `config.api.listen`. */
 export function createApiComponent(
   ctx: AppContext,
-  registrars: readonly RouteRegistrar[] = ROUTE_REGISTRARS,
-  options: ApiOptions = {},
+  registrars: readonly RouteRegistrar[],
+  options: ApiOptions,
 ): Component & { address(): { host: string; port: number } | undefined } {
   let listener: HttpListener | undefined;
   let closing = new AbortController();

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { sqliteHealthReads } from '../health/sqliteHealth.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
 import { type Health, readHealth } from '../status.js';
@@ -142,15 +141,12 @@ async function seriesOrEmpty(reads: HealthReads, now: number): Promise<Series> {
   }
 }
 
-/**
- * Status, metrics and the page, judged from a snapshot read through `reads` (default: SQLite's,
- * `ctx.database`; health/postgresHealth.ts's for PostgreSQL, which adds the replicas).
- */
+/** Status, metrics and the page, judged from a snapshot read through the store's `reads`. */
 export function registerStatusRoutes(
   app: Hono,
   ctx: AppContext,
   openapi: () => Record<string, unknown>,
-  reads: HealthReads = sqliteHealthReads(ctx.database.sqlite),
+  reads: HealthReads,
 ): void {
   const health = async (): Promise<Health> => {
     const h = await readHealth(reads, ctx.config, ctx.clock.now(), ctx.startedAt);

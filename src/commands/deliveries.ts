@@ -1,9 +1,7 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { SteerError } from '../errors.js';
-import { postgresScriptStore } from '../store/postgresScripts.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
-import { type DeliveriesAccess, deliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/access.js';
 import {
   type DeliveryEntry,
   listDeliveryEntries,
@@ -12,7 +10,7 @@ import {
 } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { type Column, listText } from './textTable.js';
-import { withContext } from './withContext.js';
+import { withStores } from './withStores.js';
 
 /** Options of `vcu-sync deliveries`. */
 export interface DeliveriesCommandOptions {
@@ -24,8 +22,6 @@ export interface DeliveriesCommandOptions {
   limit?: number | undefined;
   /** list: the nextCursor of the previous page (default: from the start). */
   cursor?: string | undefined;
-  /** Where the deliveries are (default: SQLite's, over `ctx.database`). */
-  deliveries?: DeliveriesAccess;
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
 }
@@ -48,6 +44,7 @@ const COLUMNS: ReadonlyArray<Column<keyof DeliveryEntry & string>> = [
  */
 export async function runDeliveriesCommand(
   ctx: AppContext,
+  access: DeliveriesAccess,
   action: string,
   id: string | undefined,
   opts: DeliveriesCommandOptions = {},
@@ -56,7 +53,6 @@ export async function runDeliveriesCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    const access = opts.deliveries ?? deliveriesAccess(sqliteScriptStore(ctx.database.sqlite));
     if (action === 'list') {
       if (opts.cursor !== undefined && !/^\d{1,15}$/.test(opts.cursor))
         throw new SteerError('invalid', 'deliveries list: --cursor must be a nextCursor value');
@@ -93,29 +89,14 @@ export async function runDeliveriesCommand(
   }
 }
 
-/**
- * The CLI's entry: the database must exist already. With `database.url`, the same command on
- * PostgreSQL's deliveries (no SQLite file is opened or created).
- */
-export async function runDeliveriesCli(
+/** The CLI's entry: the database must exist already. */
+export function runDeliveriesCli(
   config: Config,
   action: string,
   id: string | undefined,
   options: DeliveriesCommandOptions,
 ): Promise<number> {
-  const url = config.database.url;
-  if (url) {
-    const { withPgStore } = await import('./pgOutboxCli.js');
-    return withPgStore(
-      config,
-      url,
-      (ctx, pool) =>
-        runDeliveriesCommand(ctx, action, id, {
-          ...options,
-          deliveries: deliveriesAccess(postgresScriptStore(pool)),
-        }),
-      { create: false },
-    );
-  }
-  return withContext(config, (ctx) => runDeliveriesCommand(ctx, action, id, options));
+  return withStores(config, (ctx, stores) =>
+    runDeliveriesCommand(ctx, stores.deliveriesAccess, action, id, options),
+  );
 }

@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { startDaemon } from '../app/daemon.js';
+import { openSqliteDaemon } from '../app/sqliteDaemon.js';
 import { loadConfig } from '../config.js';
-import { openDaemonContext, startDaemon } from '../daemon.js';
 import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
@@ -96,12 +97,12 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   });
   const log = createLogger({ level: config.log.level, fd: 2 });
   // A demo already running in this folder owns its database: say so and leave the simulator closed.
-  const owned = await openDaemonContext(config, log).catch(async (err: unknown) => {
+  // The demo's database is always a SQLite file of its folder (the demo's own configuration).
+  const { ctx, stores } = await openSqliteDaemon(config, log).catch(async (err: unknown) => {
     await sim.close();
     throw err;
   });
-  const { ctx } = owned;
-  const daemon = await startDaemon(ctx);
+  const daemon = await startDaemon(ctx, stores);
   const api = `http://127.0.0.1:${apiPort}`;
   const out = (line = '') => process.stdout.write(`${line}\n`);
   out('vcu-sync demo: operator simulator and daemon running on loopback');
@@ -165,7 +166,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   report();
   await daemon.stop('demo finished');
   await sim.close();
-  owned.close();
+  await stores.close();
   out(`demo stopped; the database stays in ${config.database.path}`);
   return 0;
 }

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { AppContext } from '../context.js';
-import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
+import type { OutboxAccess } from '../outbox/access.js';
 import { toEntry } from '../outbox/entry.js';
 
 /** Where `vcu-sync enqueue` reads and writes; tests pass their own. */
@@ -11,8 +10,6 @@ export interface EnqueueCommandOptions {
   stdout?: NodeJS.WritableStream;
   /** Where refusals are printed (default: process.stderr). */
   stderr?: NodeJS.WritableStream;
-  /** Where the operation is queued (default: SQLite's, `ctx.database`, in a commit of its own). */
-  outbox?: OutboxAccess;
 }
 
 /** Exit code for input that is not a valid notification (sysexits EX_DATAERR). */
@@ -31,7 +28,7 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
  * field error printed, one per line).
  */
 export async function runEnqueueCommand(
-  ctx: AppContext,
+  outbox: OutboxAccess,
   fileOrDash: string,
   opts: EnqueueCommandOptions = {},
 ): Promise<number> {
@@ -52,7 +49,6 @@ export async function runEnqueueCommand(
     stderr.write(`vcu-sync: ${source} is not valid JSON\n`);
     return EXIT_INVALID;
   }
-  const outbox = opts.outbox ?? sqliteOutbox(ctx, { grouped: false });
   const result = await outbox.enqueue(input);
   if (result.status === 422) {
     stderr.write(

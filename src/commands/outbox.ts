@@ -1,6 +1,5 @@
-import type { AppContext } from '../context.js';
 import { SteerError } from '../errors.js';
-import { type OutboxAccess, sqliteOutbox } from '../outbox/access.js';
+import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxEntry } from '../outbox/entry.js';
 import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
 import { type Column, listText } from './textTable.js';
@@ -19,8 +18,6 @@ export interface OutboxCommandOptions {
   stdout?: NodeJS.WritableStream;
   /** (default: process.stderr) */
   stderr?: NodeJS.WritableStream;
-  /** Where the operations are kept (default: SQLite's, `ctx.database`). */
-  outbox?: OutboxAccess;
 }
 
 const COLUMNS: ReadonlyArray<Column<keyof OutboxEntry & string>> = [
@@ -39,7 +36,7 @@ const COLUMNS: ReadonlyArray<Column<keyof OutboxEntry & string>> = [
  * 64 usage error.
  */
 export async function runOutboxCommand(
-  ctx: AppContext,
+  outbox: OutboxAccess,
   sub: string,
   ref: string | undefined,
   opts: OutboxCommandOptions = {},
@@ -48,7 +45,6 @@ export async function runOutboxCommand(
   const stderr = opts.stderr ?? process.stderr;
   const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   try {
-    const outbox = opts.outbox ?? sqliteOutbox(ctx, { grouped: false });
     if (sub === 'list') {
       const page = await listOperations(outbox, {
         state: opts.state,

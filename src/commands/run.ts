@@ -1,35 +1,11 @@
+import { startDaemon } from '../app/daemon.js';
+import { openDaemonStores } from '../app/openStores.js';
 import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
-import type { AppContext, Component } from '../context.js';
-import { openDaemonContext, startDaemon } from '../daemon.js';
 import { checkListenable } from '../httpListener.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger } from '../log.js';
 import { createSdNotifier } from '../sdNotify.js';
 import { onStopSignals } from '../stopSignals.js';
-
-/** The daemon's context on its store, the components to run (SQLite's default when absent), and its close. */
-interface RunningStore {
-  ctx: AppContext;
-  components?: Component[];
-  close(): void | Promise<void>;
-}
-
-/**
- * SQLite: one daemon per file, owned for the process's life. PostgreSQL (`database.url`): one of
- * any number of replicas on the database; loaded only on that path, so a SQLite daemon never loads pg.
- */
-async function openStore(config: Config, log: Logger): Promise<RunningStore> {
-  const url = config.database.url;
-  if (!url) return openDaemonContext(config, log);
-  const { openPgDaemonContext, pgDaemonComponents } = await import('../pgDaemon.js');
-  const opened = await openPgDaemonContext(config, url, log);
-  try {
-    return { ...opened, components: pgDaemonComponents(opened.ctx, opened.replica) };
-  } catch (err) {
-    await opened.close();
-    throw err;
-  }
-}
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {
@@ -40,8 +16,8 @@ export async function runDaemonCommand(config: Config): Promise<number> {
     { key: 'webhook.listen', listen: config.webhook.listen },
   ]);
   // One daemon per SQLite file: refuses (one line, the running daemon's pid) before touching it.
-  const owned = await openStore(config, log);
-  const { ctx } = owned;
+  // PostgreSQL: one of any number of replicas on the database.
+  const { ctx, stores } = await openDaemonStores(config, log);
   if (config.webhook.scheme === 'none') {
     log.warn(
       { event: 'webhook.unsigned' },
@@ -50,11 +26,9 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   }
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   try {
-    daemon = await startDaemon(ctx, {
-      ...(owned.components ? { components: owned.components, daemonRecord: false } : {}),
-    });
+    daemon = await startDaemon(ctx, stores);
   } catch (err) {
-    await owned.close();
+    await stores.close();
     throw err;
   }
   const notifier = createSdNotifier(log);
@@ -77,7 +51,7 @@ export async function runDaemonCommand(config: Config): Promise<number> {
   ctx.operator().close();
   // SQLite: closing checkpoints the WAL into the database file (wal_checkpoint(TRUNCATE)), then
   // frees the database for the next daemon. PostgreSQL: the pool's connections end.
-  await owned.close();
+  await stores.close();
   log.info({ event: 'daemon.exit' }, 'database closed; exiting');
   log.flush();
   // Everything is stopped and stored; a straggler (a request past its bound) must not keep the

@@ -18,8 +18,8 @@ export interface SyncCommandOptions {
   out?: NodeJS.WritableStream;
   /** How retries wait (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
-  /** Where the runs read and write (default: SQLite's `ctx.database`). */
-  backend?: MirrorBackend;
+  /** Where the runs read and write. */
+  backend: MirrorBackend;
   /** Routes the log lines above the bars while they are drawn (default: none, the log writes as it will). */
   aboveBars?: LogAboveBars | undefined;
 }
@@ -53,7 +53,7 @@ export function summaryLine(o: RunOutcome): string {
  * `vcu-sync sync [projects|issuances|units|custody ...] [--full]`: one run of each named resource,
  * in order, then a summary line each. Exit code 0 only when every run succeeded.
  */
-export async function runSyncCommand(ctx: AppContext, options: SyncCommandOptions = {}): Promise<number> {
+export async function runSyncCommand(ctx: AppContext, options: SyncCommandOptions): Promise<number> {
   const targets = parseTargets(options.targets);
   const out = options.out ?? process.stdout;
   const tty = options.tty ?? process.stdout.isTTY === true;

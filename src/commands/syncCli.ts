@@ -2,24 +2,28 @@ import type { Config } from '../config.js';
 import { requireSettings } from '../configNeeds.js';
 import { noopMetrics } from '../metrics.js';
 import { syncLogger } from './logAboveBars.js';
-import { runSyncCommand } from './sync.js';
-import { withContext } from './withContext.js';
+import { parseTargets, runSyncCommand } from './sync.js';
+import { withStores } from './withStores.js';
 
 /**
  * `vcu-sync sync [resources...] [--full]`: one sync, then exit; 0 only if every resource succeeded.
- * It serves no /metrics, so it counts into no-op metrics (prom-client is never loaded). With
- * `database.url` set it runs on PostgreSQL (./pgSyncCli.ts, loaded only then, and `pg` with it).
+ * It serves no /metrics, so it counts into no-op metrics (prom-client is never loaded).
  */
 export async function runSyncCli(config: Config, resources: string[], full: boolean): Promise<number> {
   requireSettings(config, 'sync');
-  if (config.database.url) {
-    const { runPgSyncCli } = await import('./pgSyncCli.js');
-    return runPgSyncCli(config, config.database.url, resources, full);
-  }
+  // A bad resource name is refused before anything is opened.
+  const targets = parseTargets(resources);
   const { log, aboveBars } = await syncLogger(config);
-  return withContext(
+  return withStores(
     config,
-    (ctx) => runSyncCommand(ctx, { targets: resources, full, tty: process.stderr.isTTY === true, aboveBars }),
+    (ctx, stores) =>
+      runSyncCommand(ctx, {
+        targets,
+        full,
+        tty: process.stderr.isTTY === true,
+        backend: stores.mirrorBackend(),
+        aboveBars,
+      }),
     { create: true, metrics: noopMetrics(), log },
   );
 }

@@ -1,7 +1,7 @@
-import { createApiComponent } from '../../src/api/server.js';
 import type { AppContext } from '../../src/context.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 export const TOKEN = 'test-api-token-0123456789';
 
@@ -15,7 +15,7 @@ export async function startApi(overrides: Record<string, unknown> = {}) {
       ...overrides,
     },
   });
-  const api = createApiComponent(ctx);
+  const api = sqliteApiComponent(ctx);
   await api.start();
   const base = `http://127.0.0.1:${api.address()!.port}`;
   const call = apiCaller(base, TOKEN);

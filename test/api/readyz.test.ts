@@ -2,11 +2,12 @@ import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
+import type { createApiComponent } from '../../src/api/server.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { clearPause, writePause } from '../../src/outbox/pause.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 /**
  * /readyz against the real listeners on a real SQLite file: 200 only when the database takes
@@ -33,7 +34,7 @@ beforeEach(async () => {
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
     },
   });
-  api = createApiComponent(ctx);
+  api = sqliteApiComponent(ctx);
   webhook = createWebhookComponent(ctx);
   await api.start();
   await webhook.start();

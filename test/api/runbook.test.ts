@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anchorOf, readRunbookMarkdown, renderRunbook } from '../../src/api/runbook.js';
-import { createApiComponent } from '../../src/api/server.js';
+import type { createApiComponent } from '../../src/api/server.js';
 import { PROBLEM_CODES } from '../../src/health/rules.js';
 import { testContext } from '../helpers/context.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 describe('GET /runbook', () => {
   let ctx: ReturnType<typeof testContext>;
@@ -11,7 +12,7 @@ describe('GET /runbook', () => {
     ctx = testContext({
       overrides: { 'api.listen': '127.0.0.1:0', 'api.token': 'runbook-token-0123456789' },
     });
-    api = createApiComponent(ctx);
+    api = sqliteApiComponent(ctx);
     await api.start();
   });
   afterAll(async () => {

@@ -4,10 +4,10 @@
  * are each a clear 4xx naming what was wrong, and nothing is stored for them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { startApi, TOKEN } from './apiHarness.js';
 
@@ -151,7 +151,7 @@ describe('a cursor is one the API gave out', () => {
     const next = (await page()).json.next as string;
     const expected = keysOf(await page(next));
 
-    const restarted = createApiComponent(h.ctx);
+    const restarted = sqliteApiComponent(h.ctx);
     await restarted.start();
     try {
       const call = apiCaller(`http://127.0.0.1:${restarted.address()!.port}`, TOKEN);

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listStatement } from '../../src/api/mirrorQueries.js';
-import { createApiComponent } from '../../src/api/server.js';
+import type { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteDialect } from '../../src/store/sql.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 const TOKEN = 'units-api-token-0123456789';
 let sim: Simulator;
@@ -51,7 +52,7 @@ beforeAll(async () => {
   });
   const outcome = await runSync(ctx, 'units');
   expect(outcome.status, outcome.error ?? '').toBe('succeeded');
-  api = createApiComponent(ctx);
+  api = sqliteApiComponent(ctx);
   await api.start();
   call = apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN);
 });

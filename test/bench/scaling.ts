@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
-import { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { testContext } from '../helpers/context.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 import { startRegistrySim, syncOverrides } from './lib/simulator.js';
 import { quantile, timed } from './lib/timing.js';
@@ -91,7 +91,7 @@ export async function unitsApiP99(
   options: BenchOptions,
 ): Promise<ScenarioResult> {
   const mix = unitsQueryMix(ctx.database.sqlite, requests);
-  const api = createApiComponent(ctx);
+  const api = sqliteApiComponent(ctx);
   await api.start();
   const base = `http://127.0.0.1:${api.address()!.port}`;
   try {

@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { ROUTE_REGISTRARS, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { postgresScriptStore } from '../../src/store/postgresScripts.js';
@@ -22,9 +21,9 @@ deliveriesAccessCases('PostgreSQL', async () => {
   const ctx = testContext({ clock, overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN } });
   ctx.database.sqlite.exec(ROWS);
   await pg.db.pool.query(ROWS);
-  const onSqlite = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
+  const onSqlite = await serveApi(ctx, {}, TOKEN);
   const deliveries = deliveriesAccess(postgresScriptStore(pg.db.pool));
-  const onPostgres = await serveApi(ctx, routeRegistrars({ deliveries }), TOKEN);
+  const onPostgres = await serveApi(ctx, { deliveries }, TOKEN);
   const neverDb = path.join(ctx.dir, 'pg-side', 'never.db');
   return {
     clock,

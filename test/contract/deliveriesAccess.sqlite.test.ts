@@ -1,4 +1,3 @@
-import { ROUTE_REGISTRARS } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { testContext } from '../helpers/context.js';
 import { deliveriesAccessCases, ROWS, T0, TOKEN } from './deliveriesAccess.cases.js';
@@ -10,7 +9,7 @@ deliveriesAccessCases('SQLite', async () => {
   const clock = new ManualClock(T0);
   const ctx = testContext({ clock, overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN } });
   ctx.database.sqlite.exec(ROWS);
-  const api = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
+  const api = await serveApi(ctx, {}, TOKEN);
   return {
     clock,
     side: { call: api.call, config: ctx.config },

@@ -1,6 +1,5 @@
 import { expect, inject } from 'vitest';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
-import { ROUTE_REGISTRARS, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { startSimulator } from '../../src/simulator/index.js';
@@ -30,10 +29,10 @@ for (const { collation, icuLocale } of [
     const database = await createTestDatabase(cluster, icuLocale ? { icuLocale } : {});
     const store = await openPostgres(database.url, { max: 4 });
     const facts = await seedMirrors(sim, ctx, clock, [sqliteMirror(ctx), pgMirror(store)]);
-    const onSqlite = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
+    const onSqlite = await serveApi(ctx, {}, TOKEN);
     const onPostgres = await serveApi(
       ctx,
-      routeRegistrars({ mirrorReads: mirrorReads(postgresScriptStore(store.pool)) }),
+      { mirrorReads: mirrorReads(postgresScriptStore(store.pool)) },
       TOKEN,
     );
     return {

@@ -1,5 +1,4 @@
 import { inject } from 'vitest';
-import { ROUTE_REGISTRARS, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/db/pg.js';
 import { pgOutbox } from '../../src/outbox/pgAccess.js';
@@ -22,9 +21,9 @@ operationsApiCases('PostgreSQL', async () => {
   const database = await createTestDatabase(cluster);
   const store = await openPostgres(database.url);
   const { pool } = store;
-  const onSqlite = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
+  const onSqlite = await serveApi(ctx, {}, TOKEN);
   const outbox = pgOutbox(ctx, pool, { leaseOwner: 'api-test' });
-  const onPostgres = await serveApi(ctx, routeRegistrars({ outbox }), TOKEN);
+  const onPostgres = await serveApi(ctx, { outbox }, TOKEN);
   return {
     clock,
     side: { call: onPostgres.call, exec: async (sql) => void (await pool.query(sql)) },

@@ -1,4 +1,3 @@
-import { ROUTE_REGISTRARS } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { testContext } from '../helpers/context.js';
 import { operationsApiCases, T0, TOKEN } from './operationsApi.cases.js';
@@ -9,7 +8,7 @@ import { serveApi } from './serveApi.js';
 operationsApiCases('SQLite', async () => {
   const clock = new ManualClock(T0);
   const ctx = testContext({ clock, overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN } });
-  const api = await serveApi(ctx, ROUTE_REGISTRARS, TOKEN);
+  const api = await serveApi(ctx, {}, TOKEN);
   return {
     clock,
     side: { call: api.call, exec: async (sql) => void ctx.database.sqlite.exec(sql) },

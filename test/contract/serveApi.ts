@@ -1,10 +1,13 @@
-import { createApiComponent, type RouteRegistrar } from '../../src/api/server.js';
 import type { AppContext } from '../../src/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { type ApiOverrides, sqliteApiComponent } from '../helpers/sqliteApi.js';
 
-/** An API listener on a free loopback port over `registrars` (a store's routes), and a caller with `token`. */
-export async function serveApi(ctx: AppContext, registrars: readonly RouteRegistrar[], token: string) {
-  const api = createApiComponent(ctx, registrars);
+/**
+ * An API listener on a free loopback port over the test's SQLite file, with `overrides` (another
+ * store's seams), and a caller with `token`.
+ */
+export async function serveApi(ctx: AppContext, overrides: ApiOverrides, token: string) {
+  const api = sqliteApiComponent(ctx, overrides);
   await api.start();
   return { call: apiCaller(`http://127.0.0.1:${api.address()!.port}`, token), stop: () => api.stop() };
 }

@@ -3,7 +3,6 @@ import { closeSync, copyFileSync, openSync, readFileSync, writeSync } from 'node
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { createAppContext } from '../../src/context.js';
 import { databaseFaultsFor } from '../../src/db/faults.js';
@@ -15,6 +14,7 @@ import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { daemonEnv, writeToml } from '../ops/child.js';
 import { transfer } from '../outbox/fixtures.js';
 import { startDaemonChild, TOKEN } from './daemonChild.js';
@@ -143,7 +143,7 @@ describe('a database with a damaged data page', () => {
       overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN, 'operator.marketplace_id': 'mkt-ops' },
     });
     const ctx = createAppContext(config, silentLogger);
-    const api = createApiComponent(ctx);
+    const api = sqliteApiComponent(ctx);
     await api.start();
     try {
       const call = apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN);

@@ -1,9 +1,10 @@
 import http from 'node:http';
 import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
-import { createApiComponent, ROUTE_REGISTRARS, type RouteRegistrar } from '../../src/api/server.js';
+import type { RouteRegistrar } from '../../src/api/server.js';
 import type { Schedule } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import type { FeedReads } from '../../src/feed/reads.js';
+import { sqliteApiComponent, sqliteApiOf, sqliteRegistrars } from '../helpers/sqliteApi.js';
 
 /** Timers a test fires by hand: a long-poll's wait ends, a heartbeat falls due, without waiting. */
 export class ManualTimers {
@@ -32,14 +33,20 @@ export class ManualTimers {
  * reading `feed` (default: SQLite's, the context's database).
  */
 export function feedRegistrars(
+  ctx: AppContext,
   timers: ManualTimers,
   heartbeatMs = 15_000,
   feed?: FeedReads,
 ): RouteRegistrar[] {
   return [
-    (app, ctx, closing) =>
-      registerFeedRoutes(app, ctx, { schedule: timers.schedule, heartbeatMs, closing, feed }),
-    ...ROUTE_REGISTRARS,
+    (app, c, closing) =>
+      registerFeedRoutes(app, c, {
+        schedule: timers.schedule,
+        heartbeatMs,
+        closing,
+        feed: feed ?? sqliteApiOf(ctx).feed,
+      }),
+    ...sqliteRegistrars(ctx),
   ];
 }
 
@@ -50,7 +57,7 @@ export async function startFeedApi(
   heartbeatMs?: number,
   feed?: FeedReads,
 ) {
-  const api = createApiComponent(ctx, feedRegistrars(timers, heartbeatMs, feed));
+  const api = sqliteApiComponent(ctx, {}, feedRegistrars(ctx, timers, heartbeatMs, feed));
   await api.start();
   return { api, base: `http://127.0.0.1:${api.address()!.port}` };
 }

@@ -56,7 +56,7 @@ const FIXTURE: Record<string, string[]> = {
   // A loose helper at src/'s root reaching into a folder.
   'src/clock.ts': ['./db/changes.js'],
   // What the roots may do: the daemon wires the subscribers and the feed in.
-  'src/daemon.ts': ['./subscribers/send.js', './feed/reads.js'],
+  'src/app/daemon.ts': ['../subscribers/send.js', '../feed/reads.js'],
 };
 
 describe('the import rules', () => {

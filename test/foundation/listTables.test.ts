@@ -3,7 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { runOutboxCommand } from '../../src/commands/outbox.js';
 import { listText, textTable } from '../../src/commands/textTable.js';
+import { sqliteOutbox } from '../../src/outbox/access.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
+import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { testContext } from '../helpers/context.js';
 import { transfer } from '../outbox/fixtures.js';
 
@@ -58,8 +61,18 @@ describe('the two list commands', () => {
     contexts.push(ctx);
     const outbox = io();
     const deliveries = io();
-    expect(await runOutboxCommand(ctx, 'list', undefined, outbox.streams)).toBe(0);
-    expect(await runDeliveriesCommand(ctx, 'list', undefined, deliveries.streams)).toBe(0);
+    expect(
+      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, outbox.streams),
+    ).toBe(0);
+    expect(
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        deliveries.streams,
+      ),
+    ).toBe(0);
     expect(outbox.out()).toBe('ID  REF  TYPE  STATE  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n');
     expect(deliveries.out()).toBe(
       'ID  SUBSCRIBER  EVENT  REF  STATE  ORPHANED  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n',
@@ -71,13 +84,20 @@ describe('the two list commands', () => {
     contexts.push(ctx);
     for (let i = 0; i < 101; i++) enqueueOperation(ctx, transfer(`page-${i}`, { unitId: 97_000 + i }));
     const first = io();
-    expect(await runOutboxCommand(ctx, 'list', undefined, first.streams)).toBe(0);
+    expect(
+      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, first.streams),
+    ).toBe(0);
     const lines = first.out().trimEnd().split('\n');
     expect(lines).toHaveLength(1 + 100 + 1);
     expect(lines[1]).toMatch(/^1\s+page-0\s+Transfer\s+queued\s+0\s+\S+\s+-$/);
     expect(lines.at(-1)).toBe('(more: add --cursor 100 for the next page)');
     const second = io();
-    expect(await runOutboxCommand(ctx, 'list', undefined, { ...second.streams, cursor: '100' })).toBe(0);
+    expect(
+      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, {
+        ...second.streams,
+        cursor: '100',
+      }),
+    ).toBe(0);
     expect(second.out().trimEnd().split('\n').slice(1)).toEqual([
       expect.stringMatching(/^101\s+page-100\s+Transfer\s+queued/),
     ]);
@@ -93,17 +113,47 @@ describe('the two list commands', () => {
     const at = new Date().toISOString();
     for (let i = 0; i < 101; i++) insert.run(`d-${i}`, `msg_list_${i}`, at, at, at);
     const first = io();
-    expect(await runDeliveriesCommand(ctx, 'list', undefined, first.streams)).toBe(0);
+    expect(
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        first.streams,
+      ),
+    ).toBe(0);
     const lines = first.out().trimEnd().split('\n');
     expect(lines).toHaveLength(1 + 100 + 1);
     // erp is not in this configuration, so its rows are orphaned.
     expect(lines[1]).toMatch(/^1\s+erp\s+operation\.accepted\s+d-0\s+pending\s+true\s+0\s+\S+\s+-$/);
     expect(lines.at(-1)).toBe('(more: add --cursor 100 for the next page)');
     const second = io();
-    expect(await runDeliveriesCommand(ctx, 'list', undefined, { ...second.streams, cursor: '100' })).toBe(0);
+    expect(
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        {
+          ...second.streams,
+          cursor: '100',
+        },
+      ),
+    ).toBe(0);
     expect(second.out().trimEnd().split('\n')).toHaveLength(2);
     const bad = io();
-    expect(await runDeliveriesCommand(ctx, 'list', undefined, { ...bad.streams, cursor: 'x' })).toBe(64);
+    expect(
+      await runDeliveriesCommand(
+        ctx,
+        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+        'list',
+        undefined,
+        {
+          ...bad.streams,
+          cursor: 'x',
+        },
+      ),
+    ).toBe(64);
     expect(bad.err()).toContain('--cursor must be a nextCursor value');
   });
 });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { captureLog, expectMirrorEqualsRegistry } from './harness.js';
 
 const LIMIT = 20;
@@ -42,7 +42,7 @@ describe('adaptive rate against an operator limiting to 20 req/s', () => {
         'api.token': TOKEN,
       },
     });
-    const api = createApiComponent(ctx);
+    const api = sqliteApiComponent(ctx);
     await api.start();
     const call = apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN);
     const log = captureLog(ctx);

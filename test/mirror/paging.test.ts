@@ -1,11 +1,11 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { getHealth } from '../../src/status.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;
@@ -99,7 +99,7 @@ describe('an operator that caps limit silently', () => {
     expect((await runSync(ctx2, 'projects', { sleep: noSleep })).status).toBe('succeeded');
     expect(h.sim.stats.count(PROJECTS)).toBe(4);
 
-    const api = createApiComponent(h.ctx);
+    const api = sqliteApiComponent(h.ctx);
     await api.start();
     cleanups.push(() => api.stop());
     const base = `http://127.0.0.1:${api.address()!.port}`;

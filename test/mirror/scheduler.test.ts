@@ -3,6 +3,7 @@ import { runSyncCommand } from '../../src/commands/sync.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { isDeadRun, markInterruptedRuns } from '../../src/mirror/recovery.js';
 import { createMirrorComponent, jitterMs } from '../../src/mirror/scheduler.js';
+import { sqliteBackend } from '../../src/mirror/sqlite.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { count, type Harness, harness, noSleep } from './harness.js';
 
@@ -69,15 +70,29 @@ describe('scheduling and runs', () => {
     const lines: string[] = [];
     const out = { write: (s: string) => lines.push(s) } as unknown as NodeJS.WritableStream;
     expect(
-      await runSyncCommand(h.ctx, { targets: ['projects', 'units'], tty: false, out, sleep: noSleep }),
+      await runSyncCommand(h.ctx, {
+        backend: sqliteBackend(h.ctx),
+        targets: ['projects', 'units'],
+        tty: false,
+        out,
+        sleep: noSleep,
+      }),
     ).toBe(0);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^projects: succeeded \(full\) 20 fetched, 20 inserted/);
     h.sim.faults.next(1, '401');
-    expect(await runSyncCommand(h.ctx, { targets: ['issuances'], tty: false, out, sleep: noSleep })).toBe(1);
+    expect(
+      await runSyncCommand(h.ctx, {
+        backend: sqliteBackend(h.ctx),
+        targets: ['issuances'],
+        tty: false,
+        out,
+        sleep: noSleep,
+      }),
+    ).toBe(1);
     expect(lines[2]).toMatch(/^issuances: failed .*refused the API key/);
-    await expect(runSyncCommand(h.ctx, { targets: ['nope'], tty: false, out })).rejects.toThrow(
-      /unknown resource "nope"/,
-    );
+    await expect(
+      runSyncCommand(h.ctx, { backend: sqliteBackend(h.ctx), targets: ['nope'], tty: false, out }),
+    ).rejects.toThrow(/unknown resource "nope"/);
   });
 });

@@ -7,6 +7,7 @@ import { runSyncCommand } from '../../src/commands/sync.js';
 import { loadConfig } from '../../src/config.js';
 import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
+import { sqliteBackend } from '../../src/mirror/sqlite.js';
 
 const config = loadConfig({
   overrides: {
@@ -16,7 +17,11 @@ const config = loadConfig({
   },
 });
 const ctx = createAppContext(config, createLogger({ level: config.log.level, pretty: false }));
-const code = await runSyncCommand(ctx, { targets: process.argv.slice(2), tty: false });
+const code = await runSyncCommand(ctx, {
+  backend: sqliteBackend(ctx),
+  targets: process.argv.slice(2),
+  tty: false,
+});
 ctx.operator().close();
 closeAppContext(ctx);
 process.exit(code);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_PATHS } from '../../src/api/auth.js';
-import { createApiApp, createApiComponent, routeRegistrars } from '../../src/api/server.js';
+import type { createApiComponent } from '../../src/api/server.js';
 import type { Component } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { runSync } from '../../src/mirror/syncRun.js';
@@ -8,6 +8,7 @@ import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiApp, sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { transfer } from '../outbox/fixtures.js';
 import { until } from './child.js';
 
@@ -65,7 +66,7 @@ beforeAll(async () => {
     },
   });
   await syncAll();
-  api = createApiComponent(ctx, routeRegistrars({ requestSync: syncs.request }));
+  api = sqliteApiComponent(ctx, { requestSync: syncs.request });
   await api.start();
   base = `http://127.0.0.1:${api.address()!.port}`;
   call = apiCaller(base, TOKEN);
@@ -80,7 +81,7 @@ afterAll(async () => {
 
 /** Every route Hono serves (middleware excluded), with its params filled in. */
 function servedRoutes(): Array<{ method: string; path: string; url: string }> {
-  const app = createApiApp(ctx);
+  const app = sqliteApiApp(ctx);
   const seen = new Set<string>();
   const out: Array<{ method: string; path: string; url: string }> = [];
   for (const r of app.routes) {

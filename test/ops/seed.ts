@@ -1,10 +1,10 @@
-import { createApiComponent } from '../../src/api/server.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { cancelQueued, transfer } from '../outbox/fixtures.js';
 import { until } from './child.js';
 
@@ -89,7 +89,7 @@ export async function seededApi(): Promise<SeededApi> {
   enqueueOperation(ctx, transfer('status-cancel-1', { unitId: 70_021 }));
   cancelQueued(ctx, 'status-cancel-1');
 
-  const api = createApiComponent(ctx);
+  const api = sqliteApiComponent(ctx);
   await api.start();
   return {
     sim,

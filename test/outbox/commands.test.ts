@@ -4,6 +4,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runEnqueueCommand } from '../../src/commands/enqueue.js';
 import { runOutboxCommand } from '../../src/commands/outbox.js';
+import { sqliteOutbox } from '../../src/outbox/access.js';
 import { testContext } from '../helpers/context.js';
 import { PERSONAL, tokenization, transfer } from './fixtures.js';
 
@@ -32,11 +33,11 @@ describe('vcu-sync enqueue', () => {
     const { ctx, out, io } = setup();
     const file = path.join(ctx.dir, 'op.json');
     writeFileSync(file, JSON.stringify(transfer('cli-1')));
-    expect(await runEnqueueCommand(ctx, file, io)).toBe(0);
+    expect(await runEnqueueCommand(cliOutbox(ctx), file, io)).toBe(0);
     const entry = JSON.parse(out.text());
     expect(entry).toMatchObject({ marketplaceTransactionRef: 'cli-1', state: 'queued' });
     expect(out.text()).not.toContain(PERSONAL.originUserName);
-    expect(await runEnqueueCommand(ctx, file, io)).toBe(0);
+    expect(await runEnqueueCommand(cliOutbox(ctx), file, io)).toBe(0);
   });
 
   it('reads standard input with -, and lists every field error with exit 65', async () => {
@@ -44,11 +45,11 @@ describe('vcu-sync enqueue', () => {
     const stdin = Readable.from([
       JSON.stringify(tokenization('cli-2', { transactionAmount: 0, transactionUnit: 'tons' })),
     ]);
-    expect(await runEnqueueCommand(ctx, '-', { ...io, stdin })).toBe(65);
+    expect(await runEnqueueCommand(cliOutbox(ctx), '-', { ...io, stdin })).toBe(65);
     expect(err.text()).toMatch(/notification is invalid \(2 problems\)/);
     expect(err.text()).toMatch(/transactionAmount: must be positive/);
     expect(err.text()).toMatch(/transactionUnit: must be tCO2e or kgCO2e/);
-    expect(await runEnqueueCommand(ctx, path.join(ctx.dir, 'missing.json'), io)).toBe(65);
+    expect(await runEnqueueCommand(cliOutbox(ctx), path.join(ctx.dir, 'missing.json'), io)).toBe(65);
     expect(err.text()).toMatch(/cannot read .*missing.json \(ENOENT\)/);
   });
 
@@ -56,9 +57,9 @@ describe('vcu-sync enqueue', () => {
     const { ctx, err, io } = setup();
     const file = path.join(ctx.dir, 'op.json');
     writeFileSync(file, JSON.stringify(tokenization('cli-3')));
-    expect(await runEnqueueCommand(ctx, file, io)).toBe(0);
+    expect(await runEnqueueCommand(cliOutbox(ctx), file, io)).toBe(0);
     writeFileSync(file, JSON.stringify(tokenization('cli-3', { transactionAmount: 99 })));
-    expect(await runEnqueueCommand(ctx, file, io)).toBe(1);
+    expect(await runEnqueueCommand(cliOutbox(ctx), file, io)).toBe(1);
     expect(err.text()).toMatch(/cli-3 is already queued with a different body/);
   });
 });
@@ -68,18 +69,28 @@ describe('vcu-sync outbox', () => {
     const { ctx, out, err, io } = setup();
     const file = path.join(ctx.dir, 'op.json');
     writeFileSync(file, JSON.stringify(transfer('cli-4')));
-    await runEnqueueCommand(ctx, file, { stdout: new PassThrough(), stderr: new PassThrough() });
-    expect(await runOutboxCommand(ctx, 'list', undefined, io)).toBe(0);
+    await runEnqueueCommand(cliOutbox(ctx), file, {
+      stdout: new PassThrough(),
+      stderr: new PassThrough(),
+    });
+    expect(await runOutboxCommand(cliOutbox(ctx), 'list', undefined, io)).toBe(0);
     expect(out.text()).toMatch(/cli-4\s+Transfer\s+queued/);
-    expect(await runOutboxCommand(ctx, 'list', undefined, { ...io, json: true, state: 'queued' })).toBe(0);
-    expect(await runOutboxCommand(ctx, 'show', 'cli-4', io)).toBe(0);
+    expect(
+      await runOutboxCommand(cliOutbox(ctx), 'list', undefined, { ...io, json: true, state: 'queued' }),
+    ).toBe(0);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'show', 'cli-4', io)).toBe(0);
     expect(out.text()).not.toContain(PERSONAL.destinationUserEmail);
-    expect(await runOutboxCommand(ctx, 'retry', 'cli-4', io)).toBe(0); // queued: made due now
-    expect(await runOutboxCommand(ctx, 'cancel', 'cli-4', io)).toBe(0);
-    expect(await runOutboxCommand(ctx, 'retry', 'cli-4', io)).toBe(1);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'retry', 'cli-4', io)).toBe(0); // queued: made due now
+    expect(await runOutboxCommand(cliOutbox(ctx), 'cancel', 'cli-4', io)).toBe(0);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'retry', 'cli-4', io)).toBe(1);
     expect(err.text()).toMatch(/cannot retry cli-4: it is cancelled/);
-    expect(await runOutboxCommand(ctx, 'show', 'nope', io)).toBe(3);
-    expect(await runOutboxCommand(ctx, 'show', undefined, io)).toBe(64);
-    expect(await runOutboxCommand(ctx, 'list', undefined, { ...io, state: 'bogus' })).toBe(64);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'show', 'nope', io)).toBe(3);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'show', undefined, io)).toBe(64);
+    expect(await runOutboxCommand(cliOutbox(ctx), 'list', undefined, { ...io, state: 'bogus' })).toBe(64);
   });
 });
+
+/** The CLI's outbox on the test's file: its own commit per enqueue, as `vcu-sync enqueue` makes. */
+function cliOutbox(ctx: Parameters<typeof sqliteOutbox>[0]) {
+  return sqliteOutbox(ctx, { grouped: false });
+}

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pgUnavailableAnswer } from '../../src/api/databaseUnavailable.js';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
@@ -51,7 +52,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       deliveries: deliveriesAccess(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
-    { readiness: pgReadiness(pool) },
+    { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },
   );
   await api.start();
   stops.push(() => api.stop());

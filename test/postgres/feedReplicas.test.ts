@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
@@ -9,6 +8,7 @@ import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { tokenization } from '../outbox/fixtures.js';
 
 /**
@@ -42,13 +42,10 @@ async function startReplica(name: string, url: string): Promise<Replica> {
   const signal = new ChangeSignal();
   const listener = listenForChanges({ pool: db.pool, signal });
   await listener.ready();
-  const api = createApiComponent(
-    ctx,
-    routeRegistrars({
-      outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
-      feed: feedReads(postgresScriptStore(db.pool), signal),
-    }),
-  );
+  const api = sqliteApiComponent(ctx, {
+    outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
+    feed: feedReads(postgresScriptStore(db.pool), signal),
+  });
   await api.start();
   return {
     name,

@@ -1,7 +1,6 @@
 import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { pgReadiness } from '../../src/health/postgresHealth.js';
 import type { ReadinessReader } from '../../src/health/readiness.js';
@@ -12,6 +11,7 @@ import { ManualTimers } from '../feed/helpers.js';
 import { testContext } from '../helpers/context.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 /**
  * /readyz on PostgreSQL, over the real listeners: 200 when both listeners are up and the database
@@ -39,7 +39,7 @@ async function serve(readiness: ReadinessReader, { webhook = true } = {}) {
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
     },
   });
-  const api = createApiComponent(ctx, undefined, { readiness });
+  const api = sqliteApiComponent(ctx, { readiness });
   const hook = createWebhookComponent(ctx);
   await api.start();
   if (webhook) await hook.start();

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { pgHealthReads } from '../../src/health/postgresHealth.js';
@@ -10,6 +9,7 @@ import { ago, CONFIG, NOW, operation, pgHealthStore, syncRun } from '../contract
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
 /**
  * Replicas in status on PostgreSQL: two liveness owners on two pools (two replicas), each holding
@@ -140,7 +140,7 @@ describe('replicas in status on PostgreSQL', () => {
       clock: new ManualClock(NOW),
       overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN },
     });
-    const api = createApiComponent(ctx, routeRegistrars({ healthReads: pgHealthReads(storeB.pool) }));
+    const api = sqliteApiComponent(ctx, { healthReads: pgHealthReads(storeB.pool) });
     await api.start();
     try {
       const call = apiCaller(`http://127.0.0.1:${api.address()!.port}`, TOKEN);

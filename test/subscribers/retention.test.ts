@@ -4,6 +4,7 @@ import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
@@ -101,7 +102,18 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
           done();
         },
       });
-      expect(await runDeliveriesCommand(ctx, 'list', undefined, { json: true, stdout })).toBe(0);
+      expect(
+        await runDeliveriesCommand(
+          ctx,
+          deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+          'list',
+          undefined,
+          {
+            json: true,
+            stdout,
+          },
+        ),
+      ).toBe(0);
       const listed = (
         JSON.parse(chunks.join('')) as { items: Array<{ subscriber: string; orphaned: boolean }> }
       ).items;

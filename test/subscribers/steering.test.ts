@@ -2,7 +2,6 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createApiComponent } from '../../src/api/server.js';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { loadConfig, maskedConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
@@ -17,6 +16,7 @@ import { SubscriberSender } from '../../src/subscribers/send.js';
 import { responseSchema, schemaProblems } from '../api/schemaCheck.js';
 import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
+import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { cancelQueued, capturingLogger, PERSONAL, transfer } from '../outbox/fixtures.js';
 import { deliveryRows, SUB_SECRET, subscriberContext, TestSubscriber, until } from './harness.js';
 
@@ -146,7 +146,7 @@ describe('status, API and config', () => {
       .prepare(`UPDATE deliveries SET state = 'delivered', delivered_at = ? WHERE id = ?`)
       .run(isoAt(now), third);
 
-    const api = createApiComponent(ctx);
+    const api = sqliteApiComponent(ctx);
     await api.start();
     cleanups.push(() => api.stop());
     const call = apiCaller(`http://127.0.0.1:${api.address()!.port}`, token);

@@ -1,0 +1,153 @@
+import { createApiComponent, routeRegistrars } from '../api/server.js';
+import type { AppContext, Component } from '../context.js';
+import { errorMessage } from '../errors.js';
+import { createWebhookComponent } from '../inbox/listener.js';
+import { createMirrorComponent } from '../mirror/scheduler.js';
+import { createDispatcherComponent } from '../outbox/dispatcher.js';
+import { createSubscriberComponent } from '../subscribers/dispatcher.js';
+import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
+import { SyncRequests } from '../syncRequests.js';
+import type { DaemonStores } from './stores.js';
+
+/**
+ * The daemon, one wiring for both stores: the store's own components first (PostgreSQL's presence
+ * and feed listener; SQLite has none, its ownership was taken when it opened), then
+ *
+ *   api, webhook-listener, dispatcher, subscriber-dispatcher, mirror
+ *
+ * each given its seam of the store. What differs per store is asked of the port, never named here.
+ */
+
+/** Options of {@link startDaemon}. */
+export interface DaemonOptions {
+  /** The parts to run, in start order (default: {@link daemonComponents} of the stores). */
+  components?: Component[];
+  /**
+   * Longest the whole graceful stop may take before the process gives up on stragglers, ms; below
+   * the unit's TimeoutStopSec (45 s) so systemd never has to SIGKILL (default: 30000).
+   */
+  stopTimeoutMs?: number;
+}
+
+/** A running daemon. */
+export interface Daemon {
+  /** Stops every component in reverse start order; resolves when all stopped or the bound passed. */
+  stop(reason: string): Promise<void>;
+  /** Resolves once stop() has finished. */
+  readonly stopped: Promise<void>;
+}
+
+/**
+ * The daemon's parts in start order: the store's own, listeners (so status answers), then the loops.
+ * How the loops reach each other is wired here: the mirror serves sync requests; the API, the
+ * webhook listener and the dispatcher ask; the API's enqueue and retry wake the dispatcher, and so
+ * does another process's commit (a row queued through another replica's API is claimed at once).
+ */
+export function daemonComponents(ctx: AppContext, stores: DaemonStores): Component[] {
+  const syncs = new SyncRequests();
+  const requestSync = syncs.request;
+  const { owner, mayClaim } = stores;
+  const thread = stores.dispatcherThread(requestSync);
+  const onLoop = thread
+    ? undefined
+    : createDispatcherComponent(ctx, {
+        requestSync,
+        owner,
+        store: stores.operations,
+        hooks: stores.outboxHooks,
+        // The hourly scrub also prunes old deliveries (in a thread, app/dispatcherWorker.ts does).
+        housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, stores.pruneDeliveries),
+        mayClaim,
+      });
+  const dispatcher = (thread ?? onLoop) as Component & { wake: () => void };
+  const subscribers = createSubscriberComponent(ctx, {
+    store: stores.deliveries,
+    owner,
+    wakeOn: stores.othersCommitted,
+    mayClaim,
+  });
+  stores.othersCommitted?.listen(() => dispatcher.wake());
+  // Back after an outage: what waited on a backoff goes now (claims, owed settles, deliveries).
+  stores.onReachable(() => {
+    onLoop?.dispatcher.retryOwedNow();
+    subscribers.dispatcher.wake();
+  });
+  const own = stores.components({
+    wake: () => {
+      dispatcher.wake();
+      subscribers.dispatcher.wake();
+    },
+  });
+  const routes = routeRegistrars({ ...stores.api, wakeDispatcher: dispatcher.wake, requestSync });
+  return [
+    ...own,
+    createApiComponent(ctx, routes, stores.api),
+    createWebhookComponent(ctx, { requestSync, store: stores.inbox }),
+    dispatcher,
+    subscribers,
+    createMirrorComponent(ctx, { syncRequests: syncs, ...stores.mirrorRuns() }),
+  ];
+}
+
+/**
+ * Starts the components in order. If one fails to start, those already started are stopped
+ * again and the error is thrown (a port in use, say), so the process exits instead of half-running.
+ */
+export async function startDaemon(
+  ctx: AppContext,
+  stores: DaemonStores,
+  options: DaemonOptions = {},
+): Promise<Daemon> {
+  const components = options.components ?? daemonComponents(ctx, stores);
+  const started: Component[] = [];
+  const stopAll = async (reason: string) => {
+    ctx.log.info({ event: 'daemon.stopping', reason }, `stopping (${reason})`);
+    // One deadline for all: components stop one after another, each gets what is left of it.
+    const deadline = Date.now() + (options.stopTimeoutMs ?? 30_000);
+    for (const component of [...started].reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = Math.max(0, deadline - Date.now());
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), bound);
+      });
+      try {
+        const outcome = await Promise.race([component.stop().then(() => 'stopped' as const), timeout]);
+        if (outcome === 'timeout') {
+          ctx.log.warn(
+            { event: 'daemon.stop.timeout', component: component.name },
+            `${component.name} did not stop in ${bound} ms`,
+          );
+        }
+      } catch (err) {
+        ctx.log.error({ event: 'daemon.stop.failed', component: component.name, err }, errorMessage(err));
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    stores.stopped();
+    ctx.log.info({ event: 'daemon.stopped' }, 'stopped');
+  };
+  for (const component of components) {
+    try {
+      await component.start();
+      started.push(component);
+    } catch (err) {
+      await stopAll(`${component.name} failed to start`);
+      throw err;
+    }
+  }
+  stores.ready();
+  ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
+  let stopping: Promise<void> | undefined;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => {
+    resolveStopped = resolve;
+  });
+  return {
+    stopped,
+    stop(reason: string) {
+      stopping ??= stopAll(reason).then(resolveStopped);
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,358 @@
+import type pg from 'pg';
+import { pgUnavailableAnswer } from '../api/databaseUnavailable.js';
+import { mirrorReads } from '../api/mirrorQueries.js';
+import { isoAt } from '../clock.js';
+import type { Config } from '../config.js';
+import { type AppContext, type Component, createPgAppContext } from '../context.js';
+import { ChangeSignal } from '../db/changeSignal.js';
+import { NO_FAULTS } from '../db/faults.js';
+import {
+  appliedMigrations,
+  migratePostgres,
+  openPostgres,
+  type PgDatabase,
+  type PgOpenOptions,
+} from '../db/pg.js';
+import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
+import { listenForChanges } from '../db/pgChangeSignal.js';
+import { pgApplicationName } from '../db/pgConfig.js';
+import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
+import { feedReads } from '../feed/reads.js';
+import { instanceName } from '../health/identity.js';
+import { pgReadAdvice } from '../health/pgAdvice.js';
+import { pgHealthReads, pgReadiness } from '../health/postgresHealth.js';
+import type { HealthReads } from '../health/snapshot.js';
+import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { newLeaseOwner } from '../leaseOwner.js';
+import type { Logger } from '../log.js';
+import { noopMetrics } from '../metrics.js';
+import { interruptOrphanedRuns, pgBackend } from '../mirror/postgres.js';
+import { startReplicaPresence } from '../operations/pgPresence.js';
+import { PgOperationsStore } from '../operations/pgStore.js';
+import { pgOutbox } from '../outbox/pgAccess.js';
+import { pgOutboxHooks } from '../outbox/pgHooks.js';
+import { postgresScriptStore } from '../store/postgresScripts.js';
+import { deliveriesAccess } from '../subscribers/access.js';
+import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { deliveriesSink } from '../subscribers/enqueue.js';
+import { deliveriesPrune } from '../subscribers/prune.js';
+import { subscribersFromConfig } from '../subscribers/subscribers.js';
+import type { CommandStoreOptions, DaemonLinks, DaemonStores, Opened, Stores } from './stores.js';
+
+/**
+ * The PostgreSQL adapter's factory (`database.url`): any number of processes on one database. What
+ * makes several replicas safe lives in the stores (claims with SKIP LOCKED, run locks, the feed's
+ * single-writer lock); what a replica adds is its identity (one lease owner for its outbox claims,
+ * its deliveries' claims and its liveness lock), its presence and the one LISTEN that wakes its feed
+ * readers and dispatchers when any replica commits. Loaded only on that path, so SQLite never loads pg.
+ */
+
+/**
+ * Connections a replica's pool may open: the API's reads, webhooks, the dispatcher's claims and
+ * settles, the deliveries, the LISTEN, and each running sync's lock plus its batches. The liveness
+ * session is a client of its own, outside the pool (the pool could close or lend it).
+ */
+const POOL_MAX = 20;
+
+/**
+ * Connections the pool keeps open while idle: when other clients take every connection slot of the
+ * server (`max_connections`), this replica goes on with these (claims, settles, API reads and
+ * webhooks) instead of finding no slot for its next query. pg-pool counts the LISTEN's connection
+ * (checked out for good) among them: 4 for the work, 1 for the LISTEN.
+ */
+const POOL_MIN = 5;
+
+/** A command's connections: one holds a sync run's lock, the others carry its batches. */
+const COMMAND_POOL_MAX = 4;
+
+/** What a replica runs, as its `replicas` row says: everything the daemon does. */
+const REPLICA_RUNS = 'api,webhooks,outbox,deliveries,mirror';
+
+/**
+ * Opens the pool; a lost connection is noted at `level`: a debug line in the daemon (its availability
+ * tracker says an outage once), a warning for a command, which has no other voice.
+ */
+function open(
+  config: Config,
+  url: string,
+  log: Logger,
+  options: PgOpenOptions,
+  level: 'debug' | 'warn',
+): Promise<PgDatabase> {
+  return openPostgres(url, {
+    applicationName: pgApplicationName(instanceName(config)),
+    onConnectionLost: (err) =>
+      log[level](
+        { event: 'db.connection.lost', error: errorMessage(err) },
+        'a PostgreSQL connection failed; the next query opens a new one',
+      ),
+    ...options,
+  });
+}
+
+/** The seams a command uses; `leaseOwner` names claims (a command never claims: it queues and steers). */
+function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string): Stores {
+  const { pool } = database;
+  return {
+    sharedByProcesses: true,
+    // A cancel or retry is pushed to the subscribers, whichever process makes it.
+    outbox: pgOutbox(ctx, pool, {
+      leaseOwner,
+      onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
+    }),
+    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
+    mirrorBackend: () => pgBackend(pool),
+    close: () => database.close(),
+  };
+}
+
+/**
+ * A command's context and stores, the schema brought up to date first as on SQLite. As on SQLite
+ * only a creating command may start from nothing: the others on a database the daemon has never run
+ * on say so (exit 1) instead of creating the tables.
+ */
+export async function openPostgresCommand(
+  config: Config,
+  url: string,
+  log: Logger,
+  options: CommandStoreOptions = {},
+): Promise<Opened<Stores>> {
+  const database = await open(config, url, log, { max: COMMAND_POOL_MAX, migrate: false }, 'warn');
+  try {
+    if (!options.create && !(await hasTables(database.pool))) {
+      throw new UserError(
+        `database ${database.label} has no vcu-sync tables: the daemon has never run with this configuration (check database.url / VCU_SYNC_DATABASE_URL)`,
+      );
+    }
+    await migratePostgres(database.pool, database.label);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  const ctx = createPgAppContext(config, log, { metrics: options.metrics ?? noopMetrics() });
+  return { ctx, stores: commandSeams(ctx, database, `cli:${process.pid}`) };
+}
+
+async function hasTables(pool: pg.Pool): Promise<boolean> {
+  const { rows } = await pool.query<{ found: boolean }>(
+    `SELECT to_regclass('public.outbox') IS NOT NULL AS found`,
+  );
+  return rows[0]?.found === true;
+}
+
+/**
+ * `vcu-sync status`'s reads: no migration (status only reads), one connection. A server that
+ * cannot be reached reads as a critical `database-unreachable` problem; one that refuses the
+ * connection for another reason (a wrong password) as `database-unreadable`.
+ */
+export async function postgresStatusReads(
+  config: Config,
+  url: string,
+): Promise<{ reads: HealthReads; close(): Promise<void> }> {
+  try {
+    const database = await openPostgres(url, {
+      applicationName: pgApplicationName(instanceName(config)),
+      migrate: false,
+      max: 1,
+    });
+    return { reads: pgHealthReads(database.pool), close: () => database.close() };
+  } catch (err) {
+    // A configuration it cannot read stays a configuration error (exit 78), not a status.
+    if (err instanceof UserError && err.exitCode === EXIT_CONFIG) throw err;
+    return { reads: unopenedReads(err), close: async () => {} };
+  }
+}
+
+/** The health of a database that could not be opened: openPostgres's error names host:port/database only. */
+function unopenedReads(err: unknown): HealthReads {
+  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
+  return {
+    snapshot: () => Promise.reject(err),
+    daemonStartedAt: async () => null,
+    readFailed: () =>
+      unreachableReason(cause) === null
+        ? { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }
+        : { ...NO_FAULTS, unreachable: { reason: errorMessage(err), since: null } },
+    series: () => Promise.reject(err),
+  };
+}
+
+/**
+ * Opens the replica's pool (migrating first: replicas starting together migrate one after another
+ * under an advisory lock) and builds its context and stores; nothing is written to a SQLite file.
+ */
+export async function openPostgresDaemon(
+  config: Config,
+  url: string,
+  log: Logger,
+): Promise<Opened<DaemonStores>> {
+  const database = await open(config, url, log, { max: POOL_MAX, min: POOL_MIN }, 'debug');
+  const ctx = createPgAppContext(config, log);
+  reportAvailability(database.availability, ctx);
+  const owner = newLeaseOwner();
+  log.info({ event: 'db.opened', database: database.label, owner }, 'PostgreSQL store open');
+  return { ctx, stores: daemonSeams(ctx, database, owner) };
+}
+
+/** The replica's seams and PostgreSQL's extras: presence, the feed's LISTEN, availability. */
+function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): DaemonStores {
+  const { pool, availability } = database;
+  const scripts = postgresScriptStore(pool);
+  // Announced whenever any replica commits to the feed (fed by LISTEN/NOTIFY).
+  const signal = new ChangeSignal();
+  // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
+  const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
+  const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
+  const deliveries = new ScriptDeliveriesStore(scripts);
+  let presence: ReturnType<typeof presenceComponent> | undefined;
+  return {
+    ...commandSeams(ctx, database, owner),
+    owner,
+    operations,
+    outboxHooks: pgOutboxHooks(pool, { onStateChange }),
+    inbox: new ScriptInboxStore(scripts, { onStateChange }),
+    deliveries,
+    pruneDeliveries: deliveriesPrune(scripts),
+    api: {
+      outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
+      mirrorReads: mirrorReads(scripts),
+      healthReads: pgHealthReads(pool, availability),
+      deliveries: deliveriesAccess(scripts),
+      feed: feedReads(scripts, signal),
+      readiness: pgReadiness(pool),
+      unavailable: pgUnavailableAnswer,
+    },
+    othersCommitted: signal,
+    // Claims only while this replica holds its liveness lock: without it the others presume it
+    // dead and may hand its claims back (the presence starts first).
+    mayClaim: () => presence?.alive() ?? false,
+    onReachable: (fn) =>
+      availability.onChange((change) => {
+        if (change.kind === 'reachable') fn();
+      }),
+    components(links) {
+      presence = presenceComponent(ctx, database, owner, { operations, deliveries }, links);
+      return [presence, feedListenerComponent(ctx, pool, signal)];
+    },
+    dispatcherThread: () => undefined,
+    // Each run finds dead runs itself as it takes its lock.
+    mirrorRuns: () => ({ backend: pgBackend(pool) }),
+    ready: () => {},
+    stopped: () => {},
+  };
+}
+
+/**
+ * Says once when the database goes away and once when it is back (with how long it was away), and
+ * keeps the `vcu_sync_database_up` gauge in step: an outage is one warning, not one per query.
+ */
+export function reportAvailability(
+  availability: PgAvailability,
+  ctx: Pick<AppContext, 'log' | 'metrics'>,
+): void {
+  ctx.metrics.databaseUp.set(availability.reachable() ? 1 : 0);
+  availability.onChange((change) => {
+    if (change.kind === 'unreachable') {
+      ctx.metrics.databaseUp.set(0);
+      ctx.log.warn(
+        { event: 'db.unreachable', reason: change.reason },
+        `PostgreSQL cannot be reached (${change.reason}): the API and webhooks answer 503, sending waits; retrying with backoff`,
+      );
+      return;
+    }
+    ctx.metrics.databaseUp.set(1);
+    ctx.log.info(
+      { event: 'db.reachable', outageMs: change.downMs, failedAttempts: change.failures },
+      `PostgreSQL is reachable again after ${Math.round(change.downMs / 1000)} s; resuming`,
+    );
+  });
+}
+
+/**
+ * The LISTEN on the feed's channel as a component: started before the API so no commit made after
+ * the API answers goes unheard. A lost connection is logged and re-made by the listener itself.
+ */
+function feedListenerComponent(ctx: Pick<AppContext, 'log'>, pool: pg.Pool, signal: ChangeSignal): Component {
+  let listener: ReturnType<typeof listenForChanges> | undefined;
+  return {
+    name: 'feed-listener',
+    async start() {
+      listener = listenForChanges({
+        pool,
+        signal,
+        onError: (err) =>
+          ctx.log.warn(
+            { event: 'feed.listen_lost', error: errorMessage(err) },
+            'the LISTEN connection failed; reconnecting (waiting readers are woken once it is back)',
+          ),
+      });
+      await listener.ready();
+    },
+    async stop() {
+      await listener?.stop();
+      listener = undefined;
+    },
+  };
+}
+
+/**
+ * The replica's presence as a component: started first, so its liveness lock is held before the
+ * first claim (and dead replicas' claims are back before this one claims), and stopped last, after
+ * the dispatchers handed their own claims back. What a dead replica held comes back through
+ * `releaseOwner`: its operations and its subscriber deliveries; then the dispatchers are woken.
+ */
+function presenceComponent(
+  ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
+  database: PgDatabase,
+  owner: string,
+  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
+  links: DaemonLinks,
+): Component & { alive(): boolean } {
+  let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;
+  return {
+    name: 'presence',
+    alive: () => presence?.alive() ?? false,
+    async start() {
+      presence = await startReplicaPresence({
+        pool: database.pool,
+        replica: { owner, name: instanceName(ctx.config), holds: REPLICA_RUNS, now: isoAt(ctx.clock.now()) },
+        log: ctx.log,
+        releaseOwner: async (dead, nowIso) =>
+          (await stores.operations.releaseOwner(dead, nowIso)).length +
+          (await stores.deliveries.releaseOwner(dead, nowIso)),
+        settleOrphans: (nowIso) => interruptOrphanedRuns(database.pool, ctx.log, nowIso),
+        onReleased: () => links.wake(),
+        availability: database.availability,
+      });
+    },
+    async stop() {
+      await presence?.stop();
+      presence = undefined;
+    },
+  };
+}
+
+/** `db migrate` on PostgreSQL: migrations applied as the pool opens; says how many are in. */
+export async function postgresMigrate(config: Config, url: string): Promise<string> {
+  const database = await openPostgres(url, {
+    applicationName: pgApplicationName(instanceName(config)),
+    max: 1,
+  });
+  try {
+    const applied = await appliedMigrations(database.pool);
+    return `postgresql ${database.label}: schema up to date (${applied} migrations applied)`;
+  } finally {
+    await database.close();
+  }
+}
+
+/** Exit code of `db backup` on PostgreSQL: the command does not apply there (sysexits EX_USAGE). */
+export const EXIT_BACKUP_POSTGRES = 64;
+
+/** `db backup` on PostgreSQL: refused, naming the tool that does it. */
+export async function postgresBackup(): Promise<string> {
+  throw new UserError(
+    'database.url is set: back up PostgreSQL with pg_dump (e.g. pg_dump --format=custom --file=FILE DBNAME); db backup copies a SQLite file only',
+    EXIT_BACKUP_POSTGRES,
+  );
+}

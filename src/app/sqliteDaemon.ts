@@ -1,0 +1,161 @@
+import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
+import { mirrorReads } from '../api/mirrorQueries.js';
+import type { ApiOptions, ApiSeams } from '../api/server.js';
+import type { Config } from '../config.js';
+import { type AppContext, closeAppContext, createAppContext } from '../context.js';
+import { changeSignalFor } from '../db/changeSignal.js';
+import { observeCommitWaits } from '../db/commitQueue.js';
+import { databaseFaultsFor } from '../db/faults.js';
+import { prepareDaemonDatabase } from '../db/integrity.js';
+import { acquireOwnership } from '../db/ownership.js';
+import { errorMessage } from '../errors.js';
+import { feedHead } from '../feed/queries.js';
+import { sqliteFeedReads } from '../feed/reads.js';
+import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js';
+import { instanceName, VERSION } from '../health/identity.js';
+import { sqliteHealthReads, sqliteReadiness } from '../health/sqliteHealth.js';
+import { sqliteInboxStore } from '../inbox/inboxStore.js';
+import { newLeaseOwner } from '../leaseOwner.js';
+import type { Logger } from '../log.js';
+import { createSyncThread } from '../mirror/syncThread.js';
+import { SqliteOperationsStore } from '../operations/sqliteStore.js';
+import { sqliteOutbox } from '../outbox/access.js';
+import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
+import { sqliteOutboxHooks } from '../outbox/hooks.js';
+import { releaseDeadClaims } from '../outbox/startup.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { deliveriesAccess } from '../subscribers/access.js';
+import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
+import { deliveriesPrune } from '../subscribers/prune.js';
+import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { commandSeams } from './sqliteStores.js';
+import type { DaemonStores, Opened } from './stores.js';
+
+/**
+ * The SQLite daemon's part of the adapter's factory, loaded only by `run` and `demo` (a command's
+ * process never loads the daemon's parts): the file owned for the process's life, its integrity
+ * checked at start, the dispatcher and the syncs in threads of their own where configured.
+ */
+
+/**
+ * Takes ownership of the file before opening it (a refused start touches nothing), opens it, and
+ * hands the claims of the dead previous owner back to the queue, so delivery resumes at once.
+ * Throws a UserError naming the database and the running daemon's pid when another owns it.
+ */
+export async function openSqliteDaemon(config: Config, log: Logger): Promise<Opened<DaemonStores>> {
+  const ownership = await acquireOwnership(config.database.path);
+  let ctx: AppContext;
+  try {
+    ctx = createAppContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
+  } catch (err) {
+    ownership.release();
+    throw err;
+  }
+  const close = () => {
+    closeAppContext(ctx);
+    ownership.release();
+  };
+  try {
+    prepareOwnedFile(ctx);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  return { ctx, stores: daemonSeams(ctx, close) };
+}
+
+/** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
+function prepareOwnedFile(ctx: AppContext): void {
+  const { config, log } = ctx;
+  observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
+  // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
+  // A small file is checked right here; a large one in a worker while the daemon serves.
+  void prepareDaemonDatabase(ctx.database, {
+    busyTimeoutMs: config.database.daemon_busy_timeout_ms,
+    checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
+    log,
+  }).catch((err: unknown) =>
+    log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
+  );
+  if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
+  try {
+    releaseDeadClaims(ctx);
+    releaseDeadDeliveries(ctx);
+  } catch (err) {
+    // A file that takes no writes (read-only, full) must not stop the daemon from starting and
+    // saying so in status; the dead claims then go back when their leases run out.
+    log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
+  }
+}
+
+/** The API's seams over the context's file (the daemon's; a test of the API alone takes them too). */
+export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
+  const { sqlite } = ctx.database;
+  return {
+    // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
+    outbox: sqliteOutbox(ctx),
+    mirrorReads: mirrorReads(sqliteScriptStore(sqlite)),
+    healthReads: sqliteHealthReads(sqlite),
+    deliveries: deliveriesAccess(sqliteScriptStore(sqlite)),
+    feed: sqliteFeedReads(sqlite),
+    // Read per probe from the context: a context reopened meanwhile is read anew.
+    readiness: (listeners) =>
+      sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),
+    unavailable: sqliteUnavailableAnswer(() => ctx.database.sqlite),
+  };
+}
+
+/** The daemon's seams over the file it owns, and SQLite's extras (threads, the daemon's record). */
+function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
+  const { config, log } = ctx;
+  const { sqlite } = ctx.database;
+  return {
+    ...commandSeams(ctx, close),
+    api: sqliteApi(ctx),
+    // One process per file: its claims need no name beyond this process.
+    owner: newLeaseOwner(),
+    operations: new SqliteOperationsStore(sqlite),
+    outboxHooks: sqliteOutboxHooks(sqlite),
+    inbox: sqliteInboxStore(sqlite),
+    deliveries: new ScriptDeliveriesStore(sqliteScriptStore(sqlite)),
+    pruneDeliveries: deliveriesPrune(sqliteScriptStore(sqlite)),
+    // The only writer: its own commits announce themselves.
+    othersCommitted: undefined,
+    mayClaim: () => true,
+    onReachable: () => {},
+    components: () => [],
+    // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold
+    // the API's loop; the worker's commits (decisions, failures) land in the feed: wake its readers.
+    dispatcherThread: (requestSync) =>
+      config.outbox.dispatcher_thread
+        ? createDispatcherThreadComponent(ctx, {
+            onCommitted: () => changeSignalFor(sqlite).announce(feedHead(sqlite)),
+            requestSync,
+          })
+        : undefined,
+    // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk
+    // writes give way to the API's commits; on this loop the runs find their dead runs at start.
+    mirrorRuns: () => (config.sync.thread ? { runner: createSyncThread(ctx) } : {}),
+    ready() {
+      // For `vcu-sync status` in another process (uptime); not worth failing a start over.
+      try {
+        writeDaemonRecord(sqlite, {
+          startedAt: ctx.startedAt,
+          pid: process.pid,
+          instance: instanceName(config),
+          version: VERSION,
+        });
+      } catch (err) {
+        log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
+      }
+    },
+    stopped() {
+      try {
+        clearDaemonRecord(sqlite);
+      } catch (err) {
+        log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
+      }
+    },
+  };
+}

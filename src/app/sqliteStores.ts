@@ -1,0 +1,102 @@
+import { existsSync } from 'node:fs';
+import type { Config } from '../config.js';
+import { type AppContext, closeAppContext, createAppContext } from '../context.js';
+import { backupDatabase } from '../db/backup.js';
+import { openDatabase } from '../db/open.js';
+import { UserError } from '../errors.js';
+import type { HealthReads } from '../health/snapshot.js';
+import { sqliteHealthReads } from '../health/sqliteHealth.js';
+import type { Logger } from '../log.js';
+import { sqliteBackend } from '../mirror/sqlite.js';
+import { sqliteOutbox } from '../outbox/access.js';
+import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { deliveriesAccess } from '../subscribers/access.js';
+import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import type { CommandStoreOptions, Opened, Stores } from './stores.js';
+
+/**
+ * The SQLite adapter's factory: one daemon per file, which owns it for the process's life (the
+ * ownership lock), keeps its WAL bounded, checks its integrity at start and may run the dispatcher
+ * and the syncs in threads of their own over connections to the same file.
+ */
+
+/** What a command does when the file is not there (`status`, `outbox`, `db backup`). */
+export function missingDatabaseMessage(file: string): string {
+  return `database ${file} does not exist: the daemon has never run with this configuration`;
+}
+
+/**
+ * Only `run`, `sync`, `enqueue` and `db migrate` may create the database; a command that reads
+ * calls this first, so a mistyped path is an error instead of a new empty database.
+ */
+export function requireDatabase(config: Config): void {
+  if (!existsSync(config.database.path)) {
+    throw new UserError(
+      `${missingDatabaseMessage(config.database.path)} (check database.path / VCU_SYNC_DB)`,
+    );
+  }
+}
+
+/** The seams a command uses, over the context's file. */
+export function commandSeams(ctx: AppContext, close: () => void): Stores {
+  const { sqlite } = ctx.database;
+  return {
+    sharedByProcesses: false,
+    // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
+    outbox: sqliteOutbox(ctx, { grouped: false }),
+    deliveriesAccess: deliveriesAccess(sqliteScriptStore(sqlite)),
+    mirrorBackend: () => sqliteBackend(ctx),
+    close: async () => close(),
+  };
+}
+
+/** A one-shot command's context and stores; the file must exist unless `create`. */
+export function openSqliteCommand(
+  config: Config,
+  log: Logger,
+  options: CommandStoreOptions = {},
+): Opened<Stores> {
+  if (!options.create) requireDatabase(config);
+  const ctx = createAppContext(config, log, {
+    metrics: options.metrics,
+    // A cancel or retry from the CLI is pushed to the subscribers as the daemon's would be.
+    onStateChange: configuredDeliveriesSink(config),
+  });
+  return { ctx, stores: commandSeams(ctx, () => closeAppContext(ctx)) };
+}
+
+/** `vcu-sync status`'s reads: the file opened read-only, never migrated. */
+export function sqliteStatusReads(
+  config: Config,
+): { reads: HealthReads; close(): Promise<void> } | { missing: string } {
+  if (!existsSync(config.database.path)) return { missing: missingDatabaseMessage(config.database.path) };
+  const database = openDatabase(config.database.path, { readonly: true, migrate: false });
+  return { reads: sqliteHealthReads(database.sqlite), close: async () => database.close() };
+}
+
+/** `db migrate` on the file: migrations applied as it opens; says how many are in. */
+export function sqliteMigrate(config: Config): string {
+  const database = openDatabase(config.database.path, { synchronous: config.database.synchronous });
+  try {
+    const applied = database.sqlite
+      .prepare('SELECT count(*) FROM __drizzle_migrations')
+      .pluck()
+      .get() as number;
+    return `${config.database.path}: schema up to date (${applied} migrations applied)`;
+  } finally {
+    database.close();
+  }
+}
+
+/** `db backup FILE`: an online backup of the file, safe while the daemon writes. */
+export async function sqliteBackup(config: Config, file: string): Promise<string> {
+  requireDatabase(config);
+  const database = openDatabase(config.database.path, { migrate: false });
+  try {
+    const result = await backupDatabase(database.sqlite, file);
+    const rows = Object.values(result.tables).reduce((a, b) => a + b, 0);
+    return `backup written to ${result.file}: ${result.pages} pages, ${rows} rows in ${Object.keys(result.tables).length} tables`;
+  } finally {
+    database.sqlite.close();
+  }
+}

@@ -1,0 +1,87 @@
+import type { ApiOptions, ApiSeams } from '../api/server.js';
+import type { AppContext, Component } from '../context.js';
+import type { ChangeSignal } from '../db/changeSignal.js';
+import type { InboxStore } from '../inbox/storeSeam.js';
+import type { Metrics } from '../metrics.js';
+import type { MirrorBackend } from '../mirror/backend.js';
+import type { MirrorComponentOptions } from '../mirror/scheduler.js';
+import type { OperationsStore } from '../operations/storeSeam.js';
+import type { OutboxAccess } from '../outbox/access.js';
+import type { OutboxHooks } from '../outbox/hooks.js';
+import type { DeliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesStore } from '../subscribers/deliveriesStore.js';
+import type { DeliveriesPrune } from '../subscribers/prune.js';
+
+import type { RequestSync } from '../syncRequests.js';
+
+/**
+ * The store port: every seam the daemon and the commands reach the database through, whichever
+ * database it is. Built by one of two factories (sqliteStores.ts, postgresStores.ts), picked once
+ * from the configuration in openStores.ts; below this root nothing names a database. Code asks
+ * what the store can do (`sharedByProcesses`), never which it is.
+ */
+export interface Stores {
+  /** Several processes work on this store at once (PostgreSQL's replicas); else one owner (SQLite). */
+  readonly sharedByProcesses: boolean;
+  /** The outbox as the CLI reads, queues and steers it. */
+  readonly outbox: OutboxAccess;
+  /** The subscriber deliveries as the CLI reads and steers them. */
+  readonly deliveriesAccess: DeliveriesAccess;
+  /** Where a sync run reads and writes; one per use (a run's bookkeeping is its own). */
+  mirrorBackend(): MirrorBackend;
+  /** Closes what the factory opened (SQLite: checkpoints the WAL, then gives up ownership). */
+  close(): Promise<void>;
+}
+
+/** What the daemon's wiring calls back into, handed to the store's own components. */
+export interface DaemonLinks {
+  /** Wakes the dispatcher and the subscriber lanes: claims of a dead process are back. */
+  wake(): void;
+}
+
+/** The seams and the extras a daemon runs on, beside the command's. */
+export interface DaemonStores extends Stores {
+  /** This process's lease owner: its outbox claims, its deliveries' claims, its liveness. */
+  readonly owner: string;
+  readonly operations: OperationsStore;
+  /** The inbox side of an accepted row and the scrub of finished rows. */
+  readonly outboxHooks: OutboxHooks;
+  readonly inbox: InboxStore;
+  readonly deliveries: DeliveriesStore;
+  readonly pruneDeliveries: DeliveriesPrune;
+  /** What the API serves from: its routes' seams, /readyz's facts, its 503 for a database fault. */
+  readonly api: ApiSeams & ApiOptions;
+  /** Announced when another process commits to the store (none where this one is the only writer). */
+  readonly othersCommitted: ChangeSignal | undefined;
+  /** Whether claiming is safe now (a replica that lost its liveness lock claims nothing). */
+  mayClaim(): boolean;
+  /** Calls `fn` whenever the database is back after an outage (never where it cannot go away). */
+  onReachable(fn: () => void): void;
+  /** The store's own components, started before the API and stopped after everything else. */
+  components(links: DaemonLinks): Component[];
+  /**
+   * The dispatcher run in a thread of its own, where the store allows it and the configuration
+   * asks; undefined runs it on this loop.
+   */
+  dispatcherThread(requestSync: RequestSync): (Component & { wake: () => void }) | undefined;
+  /** How the mirror's runs happen on this store: a runner in a thread, or a backend. */
+  mirrorRuns(): Pick<MirrorComponentOptions, 'runner' | 'backend'>;
+  /** Called once every component started (SQLite: the daemon's record, for `status`'s uptime). */
+  ready(): void;
+  /** Called once every component stopped. */
+  stopped(): void;
+}
+
+/** Options of {@link openCommandStores}. */
+export interface CommandStoreOptions {
+  /** Create (and migrate) the database when it does not exist (default: false: it must exist). */
+  create?: boolean;
+  /** The metrics to count into (default: a fresh prom-client set). */
+  metrics?: Metrics;
+}
+
+/** A context over the store it was opened with. */
+export interface Opened<S extends Stores> {
+  ctx: AppContext;
+  stores: S;
+}
