@@ -5,6 +5,7 @@ import pg from 'pg';
 import { systemClock } from '../clock.js';
 import { errorMessage, UserError } from '../errors.js';
 import { scrubText } from '../redact.js';
+import { MIGRATION_LOCK_KEY } from './advisoryLocks.js';
 import type { ChangeRow } from './changes.js';
 import { PgAvailability } from './pgAvailability.js';
 import {
@@ -67,12 +68,6 @@ export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle/pg', im
 /** Where drizzle records applied migrations (its default, named here for `db migrate` to count). */
 const MIGRATIONS_SCHEMA = 'drizzle';
 const MIGRATIONS_TABLE = '__drizzle_migrations';
-
-/**
- * Session advisory lock key held while migrating: "vcu-sync" in ASCII. Several replicas starting at
- * once migrate one after the other; the later ones find nothing to do.
- */
-const MIGRATION_LOCK_KEY = '8530790957241167459';
 
 /**
  * The server's words, on one line: drizzle wraps them in "Failed query: <the whole SQL>", whose

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { FEED_LOCK_KEY } from './advisoryLocks.js';
 import type { ChangeRow } from './changes.js';
 
 /**
@@ -25,9 +26,6 @@ import type { ChangeRow } from './changes.js';
  * The wake-up goes with the commit: `pg_notify` inside a transaction is delivered when it commits
  * (and never if it rolls back), to every replica's `LISTEN vcu_sync_changes`, with the last seq.
  */
-
-/** Transaction advisory lock key of the feed: "vcuchang" in ASCII. */
-export const FEED_LOCK_KEY = '8530790981548027495';
 
 /** The LISTEN/NOTIFY channel woken after each commit that appended to the feed. */
 export const FEED_CHANNEL = 'vcu_sync_changes';

@@ -1,3 +1,4 @@
+import { livenessLock, syncRunLock } from '../db/advisoryLocks.js';
 import type { DatabaseFacts } from '../db/faults.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
@@ -172,13 +173,11 @@ const lockHeld = (key: string) =>
      AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`);
 
 /** The same keys as operations/pgLiveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
-const LIVENESS_KEY = (owner: string) => `hashtextextended(${owner}, 0)`;
-const RUN_KEY = (resource: string) => `hashtextextended('vcu-sync sync ' || ${resource}, 0)`;
 
 /** Every registered replica, alive or not, with its claims (by lease owner, byte order). */
 const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs,
             r.started_at AS "startedAt", r.last_heartbeat_at AS "lastHeartbeatAt",
-            ${lockHeld(LIVENESS_KEY('r.lease_owner'))} AS alive,
+            ${lockHeld(livenessLock('r.lease_owner'))} AS alive,
             (SELECT count(*) FROM outbox o WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS claimed,
             (SELECT count(*) FROM deliveries d WHERE d.state = 'sending' AND d.lease_owner = r.lease_owner)
               AS "claimedDeliveries",
@@ -188,7 +187,7 @@ const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs
 
 /** Sync runs still `running`, and whether their resource's run lock is held. */
 const RUNNING_SYNCS: Sql = sql`SELECT id, resource, started_at AS "startedAt", pid,
-            ${lockHeld(RUN_KEY('resource'))} AS "lockHeld"
+            ${lockHeld(syncRunLock('resource'))} AS "lockHeld"
        FROM sync_runs WHERE status = 'running' ORDER BY id`;
 
 /**

@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget } from '../context.js';
+import { syncRunLock } from '../db/advisoryLocks.js';
 import type { Logger } from '../log.js';
 import { postgresScriptStore, runPostgres } from '../store/postgresScripts.js';
 import { first, type Script } from '../store/script.js';
-import { join, raw, type Sql, sql } from '../store/sql.js';
+import { join, raw, type Sql, sql, typed } from '../store/sql.js';
 import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from './backend.js';
 import { interruptRuns } from './statements.js';
 import type { MirrorDb } from './store.js';
@@ -27,7 +28,6 @@ export class RunLockLost extends Error {
 }
 
 /** The advisory lock key of a resource's runs (64-bit, from its name), given the SQL of the name. */
-const lockKey = (resource: Sql) => sql`hashtextextended('vcu-sync sync ' || ${resource}, 0)`;
 
 const INTERRUPTED = 'the replica running it ended before it finished';
 
@@ -84,7 +84,7 @@ function* fence(holderPid: number): Script<void> {
  * runs marked.
  */
 export async function interruptOrphanedRuns(pool: pg.Pool, log: Logger, nowIso: string): Promise<number> {
-  const which = sql`CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${lockKey(raw('resource'))}) ELSE false END`;
+  const which = sql`CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${raw(syncRunLock('resource'))}) ELSE false END`;
   const { rows } = await runPostgres(pool, interruptRuns(nowIso, INTERRUPTED, which));
   logInterrupted(log, rows as unknown as InterruptedRow[]);
   return rows.length;
@@ -115,13 +115,15 @@ async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): P
     lost.abort(new RunLockLost());
   };
   client.on('error', onError);
-  const unlock = sql`SELECT pg_advisory_unlock(${lockKey(sql`${target}`)})`;
+  // The key derived from the bound resource exactly as health derives it from the column.
+  const ofTarget = sql`FROM (SELECT ${typed(target, 'text')} AS resource) AS run`;
+  const unlock = sql`SELECT pg_advisory_unlock(${raw(syncRunLock('run.resource'))}) ${ofTarget}`;
   let locked = false;
   let holderPid = 0;
   try {
     const { rows } = await runPostgres(
       client,
-      sql`SELECT pg_try_advisory_lock(${lockKey(sql`${target}`)}) AS locked, pg_backend_pid() AS pid`,
+      sql`SELECT pg_try_advisory_lock(${raw(syncRunLock('run.resource'))}) AS locked, pg_backend_pid() AS pid ${ofTarget}`,
     );
     locked = rows[0]?.locked === true;
     holderPid = Number(rows[0]?.pid ?? 0);

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { livenessLock } from '../db/advisoryLocks.js';
 import type { PgAvailability } from '../db/pgAvailability.js';
 
 /**
@@ -12,7 +13,6 @@ import type { PgAvailability } from '../db/pgAvailability.js';
  */
 
 /** The lock key of a lease owner (SQL expression over the owner's name in `param`). */
-const KEY = (param: string) => `hashtextextended(${param}, 0)`;
 
 /** How long a statement on the liveness session may take before it counts as failed (ms). */
 export const LIVENESS_QUERY_TIMEOUT_MS = 10_000;
@@ -78,7 +78,7 @@ export async function holdLiveness(
       'SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3',
     );
     const { rows } = await client.query<{ ok: boolean; pid: number }>(
-      `SELECT pg_try_advisory_lock(${KEY('$1')}) AS ok, pg_backend_pid() AS pid`,
+      `SELECT pg_try_advisory_lock(${livenessLock('$1')}) AS ok, pg_backend_pid() AS pid`,
       [owner],
     );
     if (!rows[0]?.ok) throw new Error('another live replica holds this lease owner');
@@ -134,15 +134,16 @@ export async function releaseDeadPg<R>(
       [self],
     );
     for (const { owner } of rows) {
-      const got = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(${KEY('$1')}) AS ok`, [
-        owner,
-      ]);
+      const got = await client.query<{ ok: boolean }>(
+        `SELECT pg_try_advisory_lock(${livenessLock('$1')}) AS ok`,
+        [owner],
+      );
       if (!got.rows[0]?.ok) continue;
       try {
         released.push(await release(owner));
         await client.query('DELETE FROM replicas WHERE lease_owner = $1', [owner]);
       } finally {
-        await client.query(`SELECT pg_advisory_unlock(${KEY('$1')})`, [owner]);
+        await client.query(`SELECT pg_advisory_unlock(${livenessLock('$1')})`, [owner]);
       }
     }
   } finally {

@@ -1,3 +1,4 @@
+import { orderKeyLock } from '../db/advisoryLocks.js';
 import { all, run, type Script } from '../store/script.js';
 import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
@@ -83,7 +84,7 @@ export function* insertOperations(
   if (keys.length > 0)
     yield* run(
       whenShared(
-        sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (VALUES ${join(
+        sql`SELECT pg_advisory_xact_lock(${raw(orderKeyLock('k'))}) FROM (VALUES ${join(
           keys.map((k) => sql`(${typed(k, 'text')})`),
           ', ',
         )}) AS keys(k) ORDER BY k`,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { FEED_LOCK_KEY } from '../db/pgChanges.js';
+import { FEED_LOCK_KEY } from '../db/advisoryLocks.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
