@@ -1,6 +1,7 @@
 import { retryDelayMs } from '../backoff.js';
 import { cancellableSleep } from '../clock.js';
 import type { AppContext } from '../context.js';
+import { untilAborted } from '../linkedSignal.js';
 import { OperatorError } from '../operator/errors.js';
 
 /** Options of {@link Retry}. */
@@ -59,7 +60,7 @@ export class Retry {
     // The real timer is cleared on abort too, so a stopped process is not kept alive by it.
     await (sleep === realSleep
       ? cancellableSleep(wait, options.signal)
-      : abortable(sleep(wait), options.signal));
+      : untilAborted(sleep(wait), options.signal));
     if (options.signal?.aborted) throw err;
   }
 }
@@ -84,19 +85,5 @@ export function readRetry(
         { event: 'sync.page.retry', ...fields, attempt, waitMs, kind: err.kind, error: err.message },
         message,
       ),
-  });
-}
-
-/** Resolves when `wait` does or as soon as `signal` aborts, so a stop never waits out a backoff. */
-function abortable(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return wait;
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    signal.addEventListener('abort', done, { once: true });
-    void wait.then(done, done);
   });
 }

@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from '../clock.js';
+import { untilAborted } from '../linkedSignal.js';
 
 /**
  * The request rate to the operator, adapted to what it accepts (AIMD, as TCP does with its window):
@@ -275,18 +276,5 @@ function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
       resolve();
     }, ms);
     signal?.addEventListener('abort', stop, { once: true });
-  });
-}
-
-/** Resolves when `wait` does or when `signal` aborts, whichever is first. */
-function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (!signal) return wait;
-  return new Promise((resolve) => {
-    const done = () => {
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    signal.addEventListener('abort', done, { once: true });
-    void wait.then(done, done);
   });
 }

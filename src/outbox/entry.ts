@@ -1,29 +1,15 @@
 import { twinsOf, type WithCamelTwins, withCamelTwins } from '../fieldAliases.js';
 import { type Masker, maskPersonal, personalMasker, personalValuesOf } from '../operations/personal.js';
-import type { AttemptRow, OperationRow } from '../operations/rows.js';
+import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from '../operations/rows.js';
 import { isSensitiveKey, maskDeep } from '../redact.js';
 
 /**
  * The stored columns shown under their snake_case names before the API chose camelCase: each is
  * shown under both names (fieldAliases.ts), the snake_case one a deprecated alias. So is `attempt_log`.
  */
-export const OPERATION_ALIASES = [
-  'order_key',
-  'body_hash',
-  'next_attempt_at',
-  'lease_owner',
-  'lease_until',
-  'last_error',
-  'last_status',
-  'decision_reason',
-  'created_at',
-  'updated_at',
-  'accepted_at',
-  'decided_at',
-  'finished_at',
-  'scrubbed_at',
-  'retried_at',
-] as const satisfies ReadonlyArray<keyof OperationRow>;
+export const OPERATION_ALIASES = OUTBOX_COLUMNS.filter(
+  (c): c is Extract<(typeof OUTBOX_COLUMNS)[number], `${string}_${string}`> => c.includes('_'),
+);
 
 /** An attempt's columns shown under both names. */
 export const ATTEMPT_ALIASES = [
