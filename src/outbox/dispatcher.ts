@@ -25,8 +25,6 @@ import {
   type SettleEffectsDeps,
 } from './settleEffects.js';
 
-export type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
-
 /**
  * Sends queued notifications to the operator's /notify. Rows are claimed by one UPDATE ...
  * RETURNING with a lease (so two dispatchers, or a restart after a crash, never lose a row), up to
