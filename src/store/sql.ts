@@ -115,7 +115,10 @@ const flatTexts = new WeakMap<Dialect, WeakMap<readonly string[], string>>();
 function flatText(strings: readonly string[], dialect: Dialect): string {
   if (strings.length === 1) return strings[0] ?? '';
   let byPieces = flatTexts.get(dialect);
-  if (byPieces === undefined) flatTexts.set(dialect, (byPieces = new WeakMap()));
+  if (byPieces === undefined) {
+    byPieces = new WeakMap();
+    flatTexts.set(dialect, byPieces);
+  }
   let text = byPieces.get(strings);
   if (text === undefined) {
     text = strings[0] ?? '';
