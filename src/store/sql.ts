@@ -100,7 +100,9 @@ export class Sql {
 
 /** Whether `values` are all plain values (no fragment, no typed value): text follows from the pieces alone. */
 function isFlat(values: readonly unknown[]): boolean {
-  for (const v of values) if (v instanceof Sql || v instanceof Spelled || v instanceof Typed) return false;
+  for (const v of values)
+    if (typeof v === 'object' && (v instanceof Sql || v instanceof Spelled || v instanceof Typed))
+      return false;
   return true;
 }
 
