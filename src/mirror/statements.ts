@@ -51,29 +51,19 @@ class RowsShape {
   }
 }
 
-/**
- * `head k, k middle table link k, k)`: the same keys twice around one value (the lookup of rows
- * and seen keys), its text pieces kept per key count as {@link RowsShape}'s are.
- */
+/** `head k, k middle v link k, k)`: the keys twice around one value, pieces kept per key count. */
 class KeysTwiceShape {
   private readonly pieces: string[][] = [];
 
-  constructor(
-    private readonly head: string,
-    private readonly middle: string,
-    private readonly link: string,
-  ) {}
+  constructor(private readonly around: readonly [head: string, middle: string, link: string]) {}
 
   /** The statement of `values`: the keys, the one value between, the keys again. */
   of(values: readonly unknown[]): Sql {
     const keys = (values.length - 1) / 2;
-    let strings = this.pieces[keys];
-    if (strings === undefined) {
-      const list = (end: string) => [...Array.from({ length: keys - 1 }, () => ', '), end];
-      strings = [this.head, ...list(this.middle), this.link, ...list(')')];
-      this.pieces[keys] = strings;
-    }
-    return new Sql(strings, values);
+    const [head, middle, link] = this.around;
+    const list = (end: string) => [...Array.from({ length: keys - 1 }, () => ', '), end];
+    this.pieces[keys] ??= [head, ...list(middle), link, ...list(')')];
+    return new Sql(this.pieces[keys], values);
   }
 }
 
@@ -122,9 +112,8 @@ interface TableText {
   width: number;
   insert: InsertRows;
   upsert: InsertRows;
-  /** The rows of keys: `... IN (k, k)`. */
+  /** The rows of keys; with the keys the scan saw. */
   lookup: RowsShape;
-  /** The rows of keys and the keys the scan saw: `... IN (k, k) UNION ALL ... = table AND ... IN (k, k)`. */
   lookupSeen: KeysTwiceShape;
   unseen: string;
 }
@@ -168,12 +157,12 @@ function tableText(def: TableDef): TableText {
     insert: new InsertRows(into, types),
     upsert: new InsertRows(into, types, ` ON CONFLICT (${k}) DO UPDATE SET ${sets.join(', ')}`),
     lookup: new RowsShape(`${rowsOf} IN (`, 1, ')', ', '),
-    lookupSeen: new KeysTwiceShape(
+    lookupSeen: new KeysTwiceShape([
       `${rowsOf} IN (`,
       `) UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
     WHERE resource = `,
       ' AND record_id IN (',
-    ),
+    ]),
     unseen: `_removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = `,
   };
   texts.set(def.table, text);
