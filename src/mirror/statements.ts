@@ -51,6 +51,22 @@ class RowsShape {
   }
 }
 
+/** `head k, k middle v link k, k)`: the keys twice around one value, pieces kept per key count. */
+class KeysTwiceShape {
+  private readonly pieces: string[][] = [];
+
+  constructor(private readonly around: readonly [head: string, middle: string, link: string]) {}
+
+  /** The statement of `values`: the keys, the one value between, the keys again. */
+  of(values: readonly unknown[]): Sql {
+    const keys = (values.length - 1) / 2;
+    const [head, middle, link] = this.around;
+    const list = (end: string) => [...Array.from({ length: keys - 1 }, () => ', '), end];
+    this.pieces[keys] ??= [head, ...list(middle), link, ...list(')')];
+    return new Sql(this.pieces[keys], values);
+  }
+}
+
 /**
  * How a database takes many rows of an INSERT fastest (default: a `VALUES` list), given each
  * column's type and the rows' values, row after row. PostgreSQL's (../mirror/postgres.ts) binds
@@ -88,9 +104,6 @@ const COLUMN_TYPE: Record<FieldType, string> = {
   textList: 'jsonb',
 };
 
-/** `IN (k, k, ...)`. */
-const IN_LIST = new RowsShape('IN (', 1, ')', ', ');
-
 /** The text of one mirror table's statements, built once per table. */
 interface TableText {
   t: string;
@@ -99,7 +112,9 @@ interface TableText {
   width: number;
   insert: InsertRows;
   upsert: InsertRows;
-  rowsOf: string;
+  /** The rows of keys; with the keys the scan saw. */
+  lookup: RowsShape;
+  lookupSeen: KeysTwiceShape;
   unseen: string;
 }
 
@@ -122,6 +137,10 @@ function tableText(def: TableDef): TableText {
     ...extra.map((c) => `${c} = excluded.${c}`),
   ];
   const insertCols = [...cols, '_raw', '_hash', '_first_seen_at', '_last_seen_at', ...extra];
+  const rowsOf = `SELECT m.${k} AS key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
+        ${def.positioned ? 'm._position' : 'NULL'} AS position,
+        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, false AS seen
+      FROM ${t} m WHERE m.${k}`;
   const into = `INSERT INTO ${t} (${insertCols.join(', ')})`;
   const types = [
     ...def.fields.map((f) => COLUMN_TYPE[f.type]),
@@ -137,10 +156,13 @@ function tableText(def: TableDef): TableText {
     width: insertCols.length,
     insert: new InsertRows(into, types),
     upsert: new InsertRows(into, types, ` ON CONFLICT (${k}) DO UPDATE SET ${sets.join(', ')}`),
-    rowsOf: `SELECT m.${k} AS key, m._hash AS hash, m._removed_at IS NOT NULL AS removed,
-        ${def.positioned ? 'm._position' : 'NULL'} AS position,
-        ${def.custody ? 'm._custody_ended_at IS NOT NULL' : 'false'} AS ended, false AS seen
-      FROM ${t} m WHERE m.${k} `,
+    lookup: new RowsShape(`${rowsOf} IN (`, 1, ')', ', '),
+    lookupSeen: new KeysTwiceShape([
+      `${rowsOf} IN (`,
+      `) UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
+    WHERE resource = `,
+      ' AND record_id IN (',
+    ]),
     unseen: `_removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM sync_seen s WHERE s.resource = `,
   };
   texts.set(def.table, text);
@@ -157,13 +179,14 @@ export interface LookupRow {
   seen: unknown;
 }
 
-/** The rows `keys` have (only those that exist) and, when tracked, the keys the scan saw. */
+/**
+ * The rows `keys` have (only those that exist) and, when tracked, the keys the scan saw. One flat
+ * statement (its pieces kept per key count), run once per part of every batch.
+ */
 export function lookupRows(def: TableDef, keys: readonly string[], trackSeen: boolean): Sql {
-  const { rowsOf } = tableText(def);
-  const rows = sql`${raw(rowsOf)}${IN_LIST.of(keys)}`;
-  if (!trackSeen) return rows;
-  return sql`${rows} UNION ALL SELECT record_id, NULL, false, NULL, false, true FROM sync_seen
-    WHERE resource = ${def.table} AND record_id ${IN_LIST.of(keys)}`;
+  const { lookup, lookupSeen } = tableText(def);
+  if (!trackSeen) return lookup.of(keys);
+  return lookupSeen.of([...keys, def.table, ...keys]);
 }
 
 /**

@@ -74,6 +74,11 @@ export class Sql {
 
   /** The text and the values in the dialect's form. */
   render(dialect: Dialect): { text: string; values: unknown[] } {
+    if (isFlat(this.values)) {
+      const values = new Array<unknown>(this.values.length);
+      for (let i = 0; i < values.length; i++) values[i] = dialect.bind(this.values[i]);
+      return { text: flatText(this.strings, dialect), values };
+    }
     const values: unknown[] = [];
     const text = this.write(dialect, values);
     return { text, values };
@@ -91,6 +96,38 @@ export class Sql {
   writeInto(dialect: Dialect, values: unknown[]): string {
     return this.write(dialect, values);
   }
+}
+
+/** Whether `values` are all plain values (no fragment, no typed value): text follows from the pieces alone. */
+function isFlat(values: readonly unknown[]): boolean {
+  for (const v of values)
+    if (typeof v === 'object' && (v instanceof Sql || v instanceof Spelled || v instanceof Typed))
+      return false;
+  return true;
+}
+
+/**
+ * The text of a statement of plain values, per dialect and text pieces. A template's pieces are
+ * one array per call site (and statements.ts keeps one per row count), so a hot statement is
+ * spelled once and comes back as the same string: the prepared-statement cache then finds it
+ * without hashing kilobytes of `VALUES` text again.
+ */
+const flatTexts = new WeakMap<Dialect, WeakMap<readonly string[], string>>();
+
+function flatText(strings: readonly string[], dialect: Dialect): string {
+  if (strings.length === 1) return strings[0] ?? '';
+  let byPieces = flatTexts.get(dialect);
+  if (byPieces === undefined) {
+    byPieces = new WeakMap();
+    flatTexts.set(dialect, byPieces);
+  }
+  let text = byPieces.get(strings);
+  if (text === undefined) {
+    text = strings[0] ?? '';
+    for (let i = 1; i < strings.length; i++) text += dialect.placeholder(i, undefined) + strings[i];
+    byPieces.set(strings, text);
+  }
+  return text;
 }
 
 function spell(value: unknown, dialect: Dialect, values: unknown[]): string {

@@ -42,10 +42,10 @@ export function runSqlite(sqlite: Sqlite, statement: Sql): Outcome {
   if (text.trim() === '') return { rows: [], rowCount: 0 };
   const st = prepared(sqlite, text);
   if (st.reader) {
-    const rows = st.all(...values);
+    const rows = st.all(values);
     return { rows, rowCount: rows.length };
   }
-  return { rows: [], rowCount: st.run(...values).changes };
+  return { rows: [], rowCount: st.run(values).changes };
 }
 
 /**
