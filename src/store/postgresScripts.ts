@@ -1,7 +1,14 @@
 import pg from 'pg';
 import { inPgTransaction } from '../db/pg.js';
 import { recordChangesPg } from '../db/pgChanges.js';
-import { isFeedStep, type Outcome, type Row, type Script, type ScriptStore } from './script.js';
+import {
+  isFeedStep,
+  type Outcome,
+  type Row,
+  type Script,
+  type ScriptStore,
+  type TransactionOptions,
+} from './script.js';
 import { postgresDialect, type Sql } from './sql.js';
 
 /**
@@ -50,11 +57,26 @@ export async function drivePostgres<T>(client: pg.ClientBase, script: Script<T>)
   }
 }
 
+/**
+ * A request's transaction waits for another session's row or advisory lock no longer than its
+ * grace (`lock_timeout`, set in the BEGIN's own message: no extra round trip), then fails and the
+ * request is answered 503 with Retry-After. A transaction left idle on the rows it updated would
+ * otherwise hold each webhook for those rows, and the pool connection under it, for as long as it
+ * stays idle: the pool filled with waiting webhooks and every other request waited for a connection.
+ */
+function beginFor(options: TransactionOptions | undefined): { begin?: string } {
+  const grace = options?.busyGraceMs;
+  return grace === undefined
+    ? {}
+    : { begin: `BEGIN; SET LOCAL lock_timeout = ${Math.max(1, Math.ceil(grace))}` };
+}
+
 /** The script store of one PostgreSQL pool. */
 export function postgresScriptStore(pool: pg.Pool): ScriptStore {
   return {
     dialect: postgresDialect,
-    transaction: <T>(script: Script<T>) => inPgTransaction(pool, (client) => drivePostgres(client, script)),
+    transaction: <T>(script: Script<T>, options?: TransactionOptions) =>
+      inPgTransaction(pool, (client) => drivePostgres(client, script), beginFor(options)),
     read: async <R extends object = Row>(statement: Sql) => (await runPostgres(pool, statement)).rows as R[],
   };
 }

@@ -64,7 +64,10 @@ export interface TransactionOptions {
    * work a power loss may take back harmlessly because it is done again (default: true).
    */
   durable?: boolean;
-  /** How long a request's write may wait for another process's write lock, ms (default: no limit). */
+  /**
+   * How long a request's write may wait for another process's lock (SQLite: the file's write lock;
+   * PostgreSQL: a row or advisory lock, as `lock_timeout`) before it fails, ms (default: no limit).
+   */
   busyGraceMs?: number;
 }
 
