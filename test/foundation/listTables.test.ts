@@ -55,6 +55,20 @@ describe('textTable and listText', () => {
   });
 });
 
+/** `deliveries list` over the test context's SQLite file. */
+function listDeliveries(
+  ctx: ReturnType<typeof testContext>,
+  streams: Parameters<typeof runDeliveriesCommand>[4],
+) {
+  return runDeliveriesCommand(
+    ctx,
+    deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+    'list',
+    undefined,
+    streams,
+  );
+}
+
 describe('the two list commands', () => {
   it('share their headers for the same things', async () => {
     const ctx = testContext();
@@ -64,15 +78,7 @@ describe('the two list commands', () => {
     expect(
       await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, outbox.streams),
     ).toBe(0);
-    expect(
-      await runDeliveriesCommand(
-        ctx,
-        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
-        'list',
-        undefined,
-        deliveries.streams,
-      ),
-    ).toBe(0);
+    expect(await listDeliveries(ctx, deliveries.streams)).toBe(0);
     expect(outbox.out()).toBe('ID  REF  TYPE  STATE  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n');
     expect(deliveries.out()).toBe(
       'ID  SUBSCRIBER  EVENT  REF  STATE  ORPHANED  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n',
@@ -113,15 +119,7 @@ describe('the two list commands', () => {
     const at = new Date().toISOString();
     for (let i = 0; i < 101; i++) insert.run(`d-${i}`, `msg_list_${i}`, at, at, at);
     const first = io();
-    expect(
-      await runDeliveriesCommand(
-        ctx,
-        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
-        'list',
-        undefined,
-        first.streams,
-      ),
-    ).toBe(0);
+    expect(await listDeliveries(ctx, first.streams)).toBe(0);
     const lines = first.out().trimEnd().split('\n');
     expect(lines).toHaveLength(1 + 100 + 1);
     // erp is not in this configuration, so its rows are orphaned.
@@ -129,30 +127,18 @@ describe('the two list commands', () => {
     expect(lines.at(-1)).toBe('(more: add --cursor 100 for the next page)');
     const second = io();
     expect(
-      await runDeliveriesCommand(
-        ctx,
-        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
-        'list',
-        undefined,
-        {
-          ...second.streams,
-          cursor: '100',
-        },
-      ),
+      await listDeliveries(ctx, {
+        ...second.streams,
+        cursor: '100',
+      }),
     ).toBe(0);
     expect(second.out().trimEnd().split('\n')).toHaveLength(2);
     const bad = io();
     expect(
-      await runDeliveriesCommand(
-        ctx,
-        deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
-        'list',
-        undefined,
-        {
-          ...bad.streams,
-          cursor: 'x',
-        },
-      ),
+      await listDeliveries(ctx, {
+        ...bad.streams,
+        cursor: 'x',
+      }),
     ).toBe(64);
     expect(bad.err()).toContain('--cursor must be a nextCursor value');
   });
