@@ -22,8 +22,32 @@ const LOWER = [
   '^src/context\\.ts$',
 ];
 
+/**
+ * Where a database may be named (issue 27, "the database chosen once"): the schema (src/db/), the two
+ * adapters (src/sqlite/, src/postgres/) and the factories that pick one (src/app/). Everything else
+ * reaches the database through the store port (src/store/ and the seams the factories build).
+ */
+const DATABASE_HOMES = ['^src/db/', '^src/sqlite/', '^src/postgres/', '^src/app/'];
+
 module.exports = {
   forbidden: [
+    {
+      name: 'database-named-in-its-homes',
+      severity: 'error',
+      comment:
+        'Only the schema, the two adapters and their factories import a database driver or an adapter: ' +
+        'code elsewhere asks the store port what it can do (capabilities), never which database it is, ' +
+        'so a rule is written once and a fault path tested on one store runs on the other.',
+      from: { path: '^src/', pathNot: DATABASE_HOMES },
+      to: {
+        path: [
+          '^src/sqlite/',
+          '^src/postgres/',
+          '^node_modules/(pg|pg-[a-z-]+|better-sqlite3)/',
+          '^node_modules/drizzle-orm/(better-sqlite3|node-postgres|sqlite-core|pg-core)/',
+        ],
+      },
+    },
     {
       name: 'no-circular',
       severity: 'error',
@@ -140,7 +164,7 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.json' },
     doNotFollow: { path: 'node_modules' },
     // The rules are about src/; what it imports from packages is npm's business.
-    exclude: { path: '^(node_modules|dist)/' },
+    exclude: { path: '^dist/' },
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['import', 'require', 'node', 'default', 'types'],

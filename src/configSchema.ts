@@ -13,7 +13,7 @@ export { SUBSCRIBER_EVENTS } from './configSubscribers.js';
  * `*_FILE` variables or systemd credentials than written in the file.
  */
 
-/** libpq's `sslmode` values; pg alone reads some of them differently, src/db/pgConfig.ts maps them as libpq does. */
+/** libpq's `sslmode` values; pg alone reads some of them differently, src/postgres/connection.ts maps them as libpq does. */
 export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
 
 /** A libpq connection URL; its messages never quote the value, which holds a password. */

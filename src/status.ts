@@ -1,6 +1,5 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
-import type { Sqlite } from './db/open.js';
 import { readDaemonRecord } from './health/daemonRecord.js';
 import type { Health } from './health/health.js';
 import { identityOf } from './health/identity.js';
@@ -11,8 +10,9 @@ import {
   type SnapshotWindow,
   unreadableSnapshot,
 } from './health/snapshot.js';
-import { readSnapshot, sqliteReadFailed } from './health/sqliteHealth.js';
 import { maskDeep, scrubText } from './redact.js';
+import { readSnapshot, sqliteReadFailed } from './sqlite/health.js';
+import type { Sqlite } from './sqlite/open.js';
 
 export type { Health } from './health/health.js';
 export type { Problem, Severity } from './health/rules.js';

@@ -1,9 +1,9 @@
 import type { Context } from 'hono';
 import type { AppContext } from '../context.js';
-import { databaseFaultsFor, unavailableFor } from '../db/faults.js';
-import type { Sqlite } from '../db/open.js';
-import { unreachableReason } from '../db/pgAvailability.js';
-import { pgUnavailableReason } from '../db/pgFaults.js';
+import { unreachableReason } from '../postgres/availability.js';
+import { pgUnavailableReason } from '../postgres/faults.js';
+import { databaseFaultsFor, unavailableFor } from '../sqlite/faults.js';
+import type { Sqlite } from '../sqlite/open.js';
 
 /**
  * The answer to a request that failed because of the database's state (another process holding the

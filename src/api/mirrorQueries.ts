@@ -1,8 +1,8 @@
-import type { Sqlite } from '../db/open.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { runSqlite } from '../sqlite/scripts.js';
 import type { ScriptStore } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
-import { runSqlite } from '../store/sqliteScripts.js';
 
 /**
  * All SQL of the read API over the mirror, for both stores. Lists use keyset pagination on the key

@@ -5,10 +5,11 @@
  * loop that answers the API and the webhooks. Wake comes in; sync requests and "committed" go out.
  * A root (src/app/): it hands the thread's connection the subscribers' deliveries sink.
  */
-import { observeCommitWaits } from '../db/commitQueue.js';
+
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { observeCommitWaits } from '../sqlite/commitQueue.js';
+import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';

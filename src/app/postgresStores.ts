@@ -5,33 +5,33 @@ import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
 import { type AppContext, type Component, createPgAppContext } from '../context.js';
 import { ChangeSignal } from '../db/changeSignal.js';
-import { NO_FAULTS } from '../db/faults.js';
+import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
+import { feedReads } from '../feed/reads.js';
+import { instanceName } from '../health/identity.js';
+import type { HealthReads } from '../health/snapshot.js';
+import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { newLeaseOwner } from '../leaseOwner.js';
+import type { Logger } from '../log.js';
+import { noopMetrics } from '../metrics.js';
+import { type PgAvailability, unreachableReason } from '../postgres/availability.js';
+import { listenForChanges } from '../postgres/changeListener.js';
+import { pgApplicationName } from '../postgres/connection.js';
+import { pgHealthReads, pgReadiness } from '../postgres/health.js';
+import { pgReadAdvice } from '../postgres/healthAdvice.js';
+import { interruptOrphanedRuns, pgBackend } from '../postgres/mirror.js';
 import {
   appliedMigrations,
   migratePostgres,
   openPostgres,
   type PgDatabase,
   type PgOpenOptions,
-} from '../db/pg.js';
-import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
-import { listenForChanges } from '../db/pgChangeSignal.js';
-import { pgApplicationName } from '../db/pgConfig.js';
-import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
-import { feedReads } from '../feed/reads.js';
-import { instanceName } from '../health/identity.js';
-import { pgReadAdvice } from '../health/pgAdvice.js';
-import { pgHealthReads, pgReadiness } from '../health/postgresHealth.js';
-import type { HealthReads } from '../health/snapshot.js';
-import { ScriptInboxStore } from '../inbox/inboxStore.js';
-import { newLeaseOwner } from '../leaseOwner.js';
-import type { Logger } from '../log.js';
-import { noopMetrics } from '../metrics.js';
-import { interruptOrphanedRuns, pgBackend } from '../mirror/postgres.js';
-import { startReplicaPresence } from '../operations/pgPresence.js';
-import { PgOperationsStore } from '../operations/pgStore.js';
-import { pgOutbox } from '../outbox/pgAccess.js';
-import { pgOutboxHooks } from '../outbox/pgHooks.js';
-import { postgresScriptStore } from '../store/postgresScripts.js';
+} from '../postgres/open.js';
+import { PgOperationsStore } from '../postgres/operationsStore.js';
+import { pgOutbox } from '../postgres/outboxAccess.js';
+import { pgOutboxHooks } from '../postgres/outboxHooks.js';
+import { startReplicaPresence } from '../postgres/presence.js';
+import { postgresScriptStore } from '../postgres/scripts.js';
+import { NO_FAULTS } from '../sqlite/faults.js';
 import { deliveriesAccess } from '../subscribers/access.js';
 import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';

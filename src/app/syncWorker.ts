@@ -2,7 +2,7 @@
  * The mirror's worker thread (see mirror/syncThread.ts): sync runs fetch, parse, validate, hash and
  * write here, on their own event loop and database connection, so a page's work never holds the loop
  * that answers the API and the webhooks. Its bulk writes give way to the API's commits at the writer
- * gate (db/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
+ * gate (sqlite/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
  * A root (src/app/): it wires the thread's feed forwarding (feed/bridge.ts) to its connection.
  */
 import type { Component } from '../context.js';

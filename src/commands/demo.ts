@@ -4,10 +4,10 @@ import path from 'node:path';
 import { startDaemon } from '../app/daemon.js';
 import { openSqliteDaemon } from '../app/sqliteDaemon.js';
 import { loadConfig } from '../config.js';
-import type { Sqlite } from '../db/open.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { countsByState, unsentCount } from '../operations/reads.js';
+import type { Sqlite } from '../sqlite/open.js';
 import { onStopSignals } from '../stopSignals.js';
 import { demoOperation } from './demoOperations.js';
 

@@ -1,5 +1,5 @@
-import type { Sqlite } from './open.js';
-import { perHandle } from './perHandle.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { perHandle } from '../sqlite/perHandle.js';
 
 /**
  * "The change feed grew": how readers of `changes` (long-polls, event streams) learn of a new row

@@ -10,7 +10,7 @@ import type { FeedReads } from './reads.js';
  *
  * Two kinds of answer, two lifetimes:
  * - A full page (`limit` rows) never changes: seqs are given in commit order (on SQLite by its one
- *   writer, on PostgreSQL by the feed's single-writer lock, db/pgChanges.ts) and the feed is never
+ *   writer, on PostgreSQL by the feed's single-writer lock, postgres/changes.ts) and the feed is never
  *   pruned, so no row can later appear inside it. Kept in a small LRU, whatever happened since.
  * - A short page (the head of the feed) is shared only between readers of the same announcement
  *   (the signal's version when the read began): it sees every commit announced up to it, and a

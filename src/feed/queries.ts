@@ -1,6 +1,6 @@
-import type { Sqlite } from '../db/open.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { runSqlite } from '../sqlite/scripts.js';
 import { type Sql, sql } from '../store/sql.js';
-import { runSqlite } from '../store/sqliteScripts.js';
 
 /**
  * Reads of the change feed: strictly `seq > after`, in seq order. Each statement is written once

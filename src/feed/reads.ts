@@ -1,7 +1,7 @@
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { changeSignalFor } from '../db/changeSignal.js';
-import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { perHandle } from '../sqlite/perHandle.js';
 import type { ScriptStore } from '../store/script.js';
 import {
   FEED_HEAD,
@@ -32,7 +32,7 @@ export interface FeedReads {
 
 /**
  * The feed's reads through a store, woken by `signal` (on PostgreSQL this process's LISTEN feeds
- * it, db/pgChangeSignal.ts `listenForChanges`: every replica's commits announce on it).
+ * it, postgres/changeListener.ts `listenForChanges`: every replica's commits announce on it).
  */
 export function feedReads(store: ScriptStore, signal: ChangeSignal): FeedReads {
   return {

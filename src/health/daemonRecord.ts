@@ -1,4 +1,4 @@
-import type { Sqlite } from '../db/open.js';
+import type { Sqlite } from '../sqlite/open.js';
 
 /**
  * The running daemon's record in `daemon_state`: when it started, as which instance and pid, so

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Config } from '../config.js';
-import { pgConnection } from '../db/pgConfig.js';
+import { pgConnection } from '../postgres/connection.js';
 import { VERSION } from '../version.js';
 
 /**

@@ -1,4 +1,4 @@
-import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
+import { type DatabaseFacts, NO_FAULTS } from '../sqlite/faults.js';
 import type { Series } from './series.js';
 
 /**

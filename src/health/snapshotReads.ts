@@ -1,6 +1,6 @@
-import { livenessLock, syncRunLock } from '../db/advisoryLocks.js';
-import type { DatabaseFacts } from '../db/faults.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
+import { livenessLock, syncRunLock } from '../postgres/advisoryLocks.js';
+import type { DatabaseFacts } from '../sqlite/faults.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
 import { readSeries } from './series.js';
@@ -172,7 +172,7 @@ const lockHeld = (key: string) =>
      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
      AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`);
 
-/** The same keys as operations/pgLiveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
+/** The same keys as postgres/liveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
 
 /** Every registered replica, alive or not, with its claims (by lease owner, byte order). */
 const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs,

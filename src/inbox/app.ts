@@ -7,7 +7,6 @@
 import { Hono } from 'hono';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { DatabaseUnavailable } from '../db/faults.js';
 import { errorMessage } from '../errors.js';
 import {
   declaredTooLarge,
@@ -16,6 +15,7 @@ import {
   isJsonContentType,
   readRequestBody,
 } from '../httpBody.js';
+import { DatabaseUnavailable } from '../sqlite/faults.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult } from './correlate.js';
 import { sqliteInboxStore } from './inboxStore.js';

@@ -1,9 +1,9 @@
-import { REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
-import type { Sqlite } from '../db/open.js';
 import { type StateChangeSink, stateChangeSinkOf } from '../operations/effects.js';
 import type { Masker } from '../operations/personal.js';
+import { REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { run, type ScriptStore } from '../store/script.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
 import {
   acceptedDecisions,
   type DecidingAt,

@@ -1,8 +1,8 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { pidAlive } from '../db/ownership.js';
+import { pidAlive } from '../sqlite/ownership.js';
+import { runSqlite } from '../sqlite/scripts.js';
 import { sql } from '../store/sql.js';
-import { runSqlite } from '../store/sqliteScripts.js';
 import { interruptRuns, type RunningRow, runningRuns } from './statements.js';
 
 /** Runs in progress in this process, by database file and run id, so a reused pid is not mistaken for them. */

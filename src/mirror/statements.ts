@@ -69,7 +69,7 @@ class KeysTwiceShape {
 
 /**
  * How a database takes many rows of an INSERT fastest (default: a `VALUES` list), given each
- * column's type and the rows' values, row after row. PostgreSQL's (../mirror/postgres.ts) binds
+ * column's type and the rows' values, row after row. PostgreSQL's (../postgres/mirror.ts) binds
  * one array per column: a page of rows is a few parameters to parse, not thousands.
  */
 export type RowsSource = (types: readonly string[], values: readonly unknown[]) => Sql;

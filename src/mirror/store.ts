@@ -1,4 +1,4 @@
-import type { ChangeRow } from '../db/changes.js';
+import type { ChangeRow } from '../sqlite/changes.js';
 import { all, appendFeed, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
 import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';

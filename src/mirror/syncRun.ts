@@ -2,6 +2,7 @@ import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
+import { sqliteBackend } from '../sqlite/mirror.js';
 import type { MirrorBackend, RunLease } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
@@ -10,7 +11,6 @@ import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
-import { sqliteBackend } from './sqlite.js';
 
 /** Options of one sync run. */
 export interface RunSyncOptions {

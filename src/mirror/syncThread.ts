@@ -3,7 +3,7 @@
  * while a full sync wrote pages on the daemon's loop, an enqueue waited behind each page's parsing,
  * validation, hashing and writes (25-75 ms a page, more with held commits): p99 625 ms against a
  * target of 5. In its thread the sync's CPU leaves the API's loop, and its bulk writes give way to
- * the API's commits at the writer gate (db/writerGate.ts), so an enqueue waits for the lock about a
+ * the API's commits at the writer gate (sqlite/writerGate.ts), so an enqueue waits for the lock about a
  * millisecond, not a held commit.
  *
  * The schedules, the requests of the API, the webhooks and the dispatcher stay in the main thread

@@ -1,4 +1,4 @@
-import type { Sqlite } from '../db/open.js';
+import type { Sqlite } from '../sqlite/open.js';
 import type { Script } from '../store/script.js';
 import type { OperationState } from './states.js';
 

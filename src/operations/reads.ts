@@ -1,6 +1,6 @@
-import type { Sqlite } from '../db/open.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { runSqlite } from '../sqlite/scripts.js';
 import { raw, type Sql, sql } from '../store/sql.js';
-import { runSqlite } from '../store/sqliteScripts.js';
 import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from './rows.js';
 import { FINISHED_STATES, type OperationState, UNSENT_STATES } from './states.js';
 
@@ -9,7 +9,7 @@ import { FINISHED_STATES, type OperationState, UNSENT_STATES } from './states.js
  * snapshot's aggregate counts aside, in health/): one statement each, for either store
  * (./readsSeam.ts runs the API's through a store). The SQLite functions below run them
  * synchronously, as the loops and the group commit's jobs call them; prepared once per connection
- * and text (store/sqliteScripts.ts).
+ * and text (sqlite/scripts.ts).
  */
 
 /** The outbox's columns, quoted (PostgreSQL folds unquoted camelCase). */

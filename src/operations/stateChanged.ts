@@ -1,4 +1,4 @@
-import type { ChangeRow } from '../db/changes.js';
+import type { ChangeRow } from '../sqlite/changes.js';
 import { appendFeed, type Script } from '../store/script.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import type { OperationState } from './states.js';

@@ -1,5 +1,5 @@
-import type { Sqlite } from '../db/open.js';
-import { driveSqlite } from '../store/sqliteScripts.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { driveSqlite } from '../sqlite/scripts.js';
 import { stateChangeSinkOf } from './effects.js';
 import type { OperationRow } from './rows.js';
 import type { DecisionRecord, NewOperation, ScrubbedTexts } from './storeSeam.js';

@@ -1,4 +1,4 @@
-import { orderKeyLock } from '../db/advisoryLocks.js';
+import { orderKeyLock } from '../postgres/advisoryLocks.js';
 import { all, run, type Script } from '../store/script.js';
 import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import { type OperationsReads, operationsReads } from '../operations/readsSeam.js';
-import { SqliteOperationsStore } from '../operations/sqliteStore.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
+import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
+import { sqliteScriptStore } from '../sqlite/scripts.js';
 import {
   type EnqueueContext,
   type EnqueueResult,

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
 import { operationByRef } from '../operations/reads.js';
 import type { OperationsReads } from '../operations/readsSeam.js';
 import type { OperationRow } from '../operations/rows.js';
 import { insertOperation } from '../operations/store.js';
 import type { NewOperation, OperationsStore } from '../operations/storeSeam.js';
+import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 

@@ -1,11 +1,11 @@
 import type { Config } from '../config.js';
-import { commitQueueFor } from '../db/commitQueue.js';
-import type { Sqlite } from '../db/open.js';
 import { errorMessage } from '../errors.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
-import { DISPATCHER_WORK } from '../operations/sqliteStore.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { DISPATCHER_WORK } from '../sqlite/operationsStore.js';
 import { type PauseRecord, sqlitePauseRecord } from './pause.js';
 import { scrubFinishedRows } from './scrub.js';
 import { acceptedInboxEffects } from './settle.js';

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { perHandle } from '../sqlite/perHandle.js';
 
 /** The `daemon_state` key under which a paused dispatcher records why and since when. */
 export const PAUSE_KEY = 'outbox.paused';

@@ -1,13 +1,13 @@
 import { isoAt } from '../clock.js';
-import type { Sqlite } from '../db/open.js';
-import { purgeWalAfterScrub, purgeWalIfOwed } from '../db/walPurge.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
 import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
 import { scrubOperations } from '../operations/store.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { PERSONAL_FIELDS } from '../redact.js';
-import { driveSqlite } from '../store/sqliteScripts.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { driveSqlite } from '../sqlite/scripts.js';
+import { purgeWalAfterScrub, purgeWalIfOwed } from '../sqlite/walPurge.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -75,9 +75,9 @@ export function scrubCutoff(nowMs: number, afterDays: number): string {
  * `afterDays` ago (see {@link scrubbedTextsOf}), and the body and reason of the operation's webhook
  * events. Stamps `scrubbed_at`. `body_hash` is left alone, so a repeated enqueue of the original
  * input still answers 200. Synchronous, one transaction per batch. No copy is left in the file:
- * writing connections zero what they free (`secure_delete`, db/open.ts), so neither the scrubbed
+ * writing connections zero what they free (`secure_delete`, sqlite/open.ts), so neither the scrubbed
  * values nor the copies earlier updates of the row left behind survive in the database file, and
- * the WAL is emptied after (db/walPurge.ts). Returns the number of rows scrubbed.
+ * the WAL is emptied after (sqlite/walPurge.ts). Returns the number of rows scrubbed.
  * (scrubFinishedPg in pgHooks.ts does the same on PostgreSQL.)
  */
 export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: number): number {
@@ -105,7 +105,7 @@ export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: numb
     total += n;
     if (n < SCRUB_BATCH) break;
   }
-  // The rows are overwritten in the database file's pages (secure_delete, db/open.ts); their old
+  // The rows are overwritten in the database file's pages (secure_delete, sqlite/open.ts); their old
   // versions are still in the WAL until it is emptied.
   if (total > 0) purgeWalAfterScrub(sqlite);
   else purgeWalIfOwed(sqlite);

@@ -1,6 +1,5 @@
 import { type Clock, cancellableSleep, isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import type { Sqlite } from '../db/open.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
@@ -10,7 +9,8 @@ import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
-import { driveSqlite } from '../store/sqliteScripts.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { driveSqlite } from '../sqlite/scripts.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
 const EXCERPT = 500;

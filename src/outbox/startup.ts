@@ -10,7 +10,7 @@ const REFS_LOGGED = 20;
  * a restart after a kill resumes delivery now instead of when the dead process's leases run out
  * (`outbox.lease_seconds`), with every later row on the same units waiting behind them.
  *
- * Only for the daemon that owns the SQLite file (see db/ownership.ts): no other process claims
+ * Only for the daemon that owns the SQLite file (see sqlite/ownership.ts): no other process claims
  * outbox rows, so every claim it finds at start-up belongs to a process that died. The operator
  * may have received those requests: delivery is at-least-once, with the same ref on the next attempt.
  * Returns how many rows went back.

@@ -1,4 +1,4 @@
-import type { ChangeRow } from '../db/changes.js';
+import type { ChangeRow } from '../sqlite/changes.js';
 import type { Dialect, Sql } from './sql.js';
 
 /**
@@ -29,7 +29,7 @@ export interface Outcome {
   rowCount: number;
 }
 
-/** Change-feed rows to append in the script's transaction (db/changes.ts, db/pgChanges.ts). */
+/** Change-feed rows to append in the script's transaction (sqlite/changes.ts, postgres/changes.ts). */
 export interface FeedStep {
   readonly feed: readonly ChangeRow[];
 }
@@ -60,7 +60,7 @@ export function* appendFeed(rows: readonly ChangeRow[]): Generator<Step, void, O
 /** How a transaction may wait: asked by SQLite's group commit, met anyway elsewhere. */
 export interface TransactionOptions {
   /**
-   * Whether the caller waits for the commit's fsync (db/commitQueue.ts `durable`): false only for
+   * Whether the caller waits for the commit's fsync (sqlite/commitQueue.ts `durable`): false only for
    * work a power loss may take back harmlessly because it is done again (default: true).
    */
   durable?: boolean;

@@ -1,4 +1,4 @@
-import { REQUEST_BUSY_GRACE_MS } from '../db/commitQueue.js';
+import { REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
 import type { ScriptStore } from '../store/script.js';
 import {
   type DeliveryFilter,

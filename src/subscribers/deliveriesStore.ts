@@ -43,7 +43,7 @@ export interface DeliveriesStore {
   release(d: { id: number; owner: string; now: string }): Promise<boolean>;
   /** Hands back every claimed row, whoever holds it (only when every claimant is known dead). */
   releaseAll(nowIso: string): Promise<number>;
-  /** Hands back every row `owner` holds: a replica found dead (operations/pgLiveness.ts). */
+  /** Hands back every row `owner` holds: a replica found dead (postgres/liveness.ts). */
   releaseOwner(owner: string, nowIso: string): Promise<number>;
   /** When the subscriber's head row may be sent (ISO), or null when nothing waits. */
   nextDue(subscriber: string): Promise<string | null>;
@@ -51,7 +51,7 @@ export interface DeliveriesStore {
   onEnqueued(listener: (() => void) | undefined): void;
 }
 
-/** The deliveries store over either store's scripts (store/sqliteScripts.ts, store/postgresScripts.ts). */
+/** The deliveries store over either store's scripts (sqlite/scripts.ts, postgres/scripts.ts). */
 export class ScriptDeliveriesStore implements DeliveriesStore {
   /** Settles not yet committed, where a claim must wait for them (see {@link claim}). */
   private readonly settling = new Set<Promise<unknown>>();

@@ -4,7 +4,7 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../leaseOwner.js';
-import { driveSqlite, sqliteScriptStore } from '../store/sqliteScripts.js';
+import { driveSqlite, sqliteScriptStore } from '../sqlite/scripts.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import { type DeliveriesStore, type DeliveryRun, ScriptDeliveriesStore } from './deliveriesStore.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
@@ -31,7 +31,7 @@ export interface SubscriberDispatcherOptions {
   /**
    * Wakes the lanes when it announces: on PostgreSQL other processes write deliveries, each in a
    * transaction that appends to the change feed, whose LISTEN/NOTIFY feeds this signal
-   * (db/pgChangeSignal.ts). Without it (or between announcements) the lanes poll as ever.
+   * (postgres/changeListener.ts). Without it (or between announcements) the lanes poll as ever.
    */
   wakeOn?: ChangeSignal;
   /**

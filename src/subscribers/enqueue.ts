@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { FEED_LOCK_KEY } from '../db/advisoryLocks.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
+import { FEED_LOCK_KEY } from '../postgres/advisoryLocks.js';
 import { all, run, type Script } from '../store/script.js';
 import { join, sql, typed, whenShared } from '../store/sql.js';
 import { deliveryBody } from './body.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
-import type { Sqlite } from '../db/open.js';
 import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import type { Sqlite } from '../sqlite/open.js';
 import { deliveriesSink } from './enqueue.js';
 import type { Subscriber } from './events.js';
 

@@ -12,10 +12,10 @@
 import type { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { AppContext } from '../context.js';
-import { databaseFaultsFor } from '../db/faults.js';
-import { writerGateBuffer } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { registeredSecrets } from '../redact.js';
+import { databaseFaultsFor } from '../sqlite/faults.js';
+import { writerGateBuffer } from '../sqlite/writerGate.js';
 import { startWorker } from '../startWorker.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 

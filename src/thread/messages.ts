@@ -10,7 +10,7 @@ export interface ThreadSettings {
   corruption: string | null;
   /** The secrets the main thread masks: this thread's redaction must know them too. */
   secrets: string[];
-  /** The process's writer gate (db/writerGate.ts), shared so bulk writes give way to the API's. */
+  /** The process's writer gate (sqlite/writerGate.ts), shared so bulk writes give way to the API's. */
   writerGate: SharedArrayBuffer;
   /** The daemon's operator rate budget (AppContext.operatorBudget): one rate for every thread. */
   operatorBudget: SharedArrayBuffer;

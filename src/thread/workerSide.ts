@@ -8,17 +8,17 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { type AppContext, type Component, operatorClientFor } from '../context.js';
-import { databaseFaultsFor } from '../db/faults.js';
-import { openDatabase } from '../db/open.js';
-import { boundWal } from '../db/walBound.js';
-import { purgeWalIfOwed } from '../db/walPurge.js';
-import { useWriterGate } from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
 import type { OperatorClient } from '../operator/client.js';
 import { registerSecret } from '../redact.js';
+import { databaseFaultsFor } from '../sqlite/faults.js';
+import { openDatabase } from '../sqlite/open.js';
+import { boundWal } from '../sqlite/walBound.js';
+import { purgeWalIfOwed } from '../sqlite/walPurge.js';
+import { useWriterGate } from '../sqlite/writerGate.js';
 import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 import { lowerThreadPriority } from './priority.js';
 
@@ -47,7 +47,7 @@ function forwardedMetrics(post: (message: ThreadMessage) => void): Metrics {
 
 /**
  * The WAL is checkpointed in the workers, off the API's loop (the main connection's automatic
- * checkpoints are off while one runs), and kept within its bound (db/walBound.ts): often, so that
+ * checkpoints are off while one runs), and kept within its bound (sqlite/walBound.ts): often, so that
  * a burst of writes (5,000 webhooks a second write ~60 MiB of WAL) is copied back in small steps.
  */
 const CHECKPOINT_EVERY_MS = 100;

@@ -1,8 +1,8 @@
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { AttemptRecord, Claim, SettleStep } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { type Cluster, createTestDatabase, postgresBinDir, startCluster } from '../helpers/postgres.js';
 import { tokenization } from '../outbox/fixtures.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openDatabase } from '../../src/db/open.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { freePort } from '../helpers/net.js';
 import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';

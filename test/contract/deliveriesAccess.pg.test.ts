@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';

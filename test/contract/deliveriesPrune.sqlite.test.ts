@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { openDatabase, type Sqlite } from '../../src/db/open.js';
-import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { openDatabase, type Sqlite } from '../../src/sqlite/open.js';
+import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { tempDir } from '../helpers/context.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/open.js';
-import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { openDatabase } from '../../src/sqlite/open.js';
+import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { type DeliveriesStore, ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import type { DeliveryStep } from '../../src/subscribers/queries.js';
 import { tempDir } from '../helpers/context.js';

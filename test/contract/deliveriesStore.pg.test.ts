@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { commitPgTransaction, openFeedTransaction } from '../../src/db/pgChanges.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import { stateChanged } from '../../src/operations/stateChanged.js';
-import { drivePostgres, postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { commitPgTransaction, openFeedTransaction } from '../../src/postgres/changes.js';
+import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
+import { drivePostgres, postgresScriptStore } from '../../src/postgres/scripts.js';
 import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';

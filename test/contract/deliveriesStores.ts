@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Sqlite } from '../../src/db/open.js';
+import type { Sqlite } from '../../src/sqlite/open.js';
 
 /**
  * Deliveries rows for the seam's tests on either store: written straight into the table (the

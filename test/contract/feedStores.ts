@@ -1,10 +1,10 @@
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { type ChangeRow, recordChanges } from '../../src/db/changes.js';
-import { commitQueueFor } from '../../src/db/commitQueue.js';
-import { appendChangesPg, openPostgres } from '../../src/db/pg.js';
-import { listenForChanges } from '../../src/db/pgChangeSignal.js';
 import { type FeedReads, feedReads, sqliteFeedReads } from '../../src/feed/reads.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { listenForChanges } from '../../src/postgres/changeListener.js';
+import { appendChangesPg, openPostgres } from '../../src/postgres/open.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
+import { type ChangeRow, recordChanges } from '../../src/sqlite/changes.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 

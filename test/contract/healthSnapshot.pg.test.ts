@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgHealthReads } from '../../src/health/postgresHealth.js';
+import { pgHealthReads } from '../../src/postgres/health.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { readHealth } from '../../src/status.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { healthSnapshotCases } from './healthSnapshot.cases.js';

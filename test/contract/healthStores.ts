@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config.js';
-import { openDatabase } from '../../src/db/open.js';
-import type { PgDatabase } from '../../src/db/pg.js';
-import { pgHealthReads } from '../../src/health/postgresHealth.js';
 import type { HealthReads } from '../../src/health/snapshot.js';
-import { sqliteHealthReads } from '../../src/health/sqliteHealth.js';
+import { pgHealthReads } from '../../src/postgres/health.js';
+import type { PgDatabase } from '../../src/postgres/open.js';
+import { sqliteHealthReads } from '../../src/sqlite/health.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { tempDir } from '../helpers/context.js';
 
 /**

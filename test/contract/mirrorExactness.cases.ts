@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, SyncTarget } from '../../src/context.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources } from '../../src/mirror/resources.js';
-import { sqliteBackend } from '../../src/mirror/sqlite.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
 import {
   expectCustodyEquals,

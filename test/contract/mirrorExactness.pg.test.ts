@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { type Harness, harness } from '../mirror/harness.js';
 import { mirrorExactnessCases, sync } from './mirrorExactness.cases.js';

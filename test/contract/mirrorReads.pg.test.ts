@@ -1,9 +1,9 @@
 import { expect, inject } from 'vitest';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { ManualClock } from '../../src/clock.js';
-import { openPostgres } from '../../src/db/pg.js';
+import { openPostgres } from '../../src/postgres/open.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { mirrorReadsCases, readsContext, seedMirrors, TOKEN } from './mirrorReads.cases.js';
 import { pgMirror, sqliteMirror } from './mirrorStores.js';

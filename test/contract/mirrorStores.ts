@@ -1,9 +1,9 @@
 import { expect } from 'vitest';
 import type { AppContext } from '../../src/context.js';
-import type { PgDatabase } from '../../src/db/pg.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
-import { pgBackend } from '../../src/mirror/postgres.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
+import { pgBackend } from '../../src/postgres/mirror.js';
+import type { PgDatabase } from '../../src/postgres/open.js';
 import { expectRowMatches, type Harness } from '../mirror/harness.js';
 
 /**

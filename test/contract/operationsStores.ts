@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { openDatabase } from '../../src/db/open.js';
-import type { PgDatabase } from '../../src/db/pg.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
-import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
+import type { PgDatabase } from '../../src/postgres/open.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
+import { openDatabase } from '../../src/sqlite/open.js';
+import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';

@@ -1,7 +1,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/open.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
 import { PERSONAL, tokenization, transfer } from '../outbox/fixtures.js';
 

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { expect, inject } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { tempDir } from '../helpers/context.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { cliConfig, cliEnv, outboxCliCases, sqliteCliSide } from './outboxCli.cases.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
-import { openDatabase } from '../../src/db/open.js';
-import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import { sqliteOutboxHooks } from '../../src/outbox/hooks.js';
+import { openDatabase } from '../../src/sqlite/open.js';
+import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import { tempDir } from '../helpers/context.js';
 import {
   ATTEMPTS,

@@ -1,4 +1,4 @@
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { scriptStoreCases } from './scriptStore.cases.js';
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { openDatabase } from '../../src/db/open.js';
-import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { openDatabase } from '../../src/sqlite/open.js';
+import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { tempDir } from '../helpers/context.js';
 import { scriptStoreCases } from './scriptStore.cases.js';
 

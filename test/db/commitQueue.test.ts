@@ -1,10 +1,10 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CommitQueue } from '../../src/db/commitQueue.js';
-import { DatabaseUnavailable, databaseFaultsFor } from '../../src/db/faults.js';
-import { type OpenDatabase, openDatabase } from '../../src/db/open.js';
-import { whenUnlocked } from '../../src/db/whenUnlocked.js';
+import { CommitQueue } from '../../src/sqlite/commitQueue.js';
+import { DatabaseUnavailable, databaseFaultsFor } from '../../src/sqlite/faults.js';
+import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
+import { whenUnlocked } from '../../src/sqlite/whenUnlocked.js';
 import { tempDir } from '../helpers/context.js';
 import { until } from '../ops/child.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseFaultsFor } from '../../src/db/faults.js';
+import { databaseFaultsFor } from '../../src/sqlite/faults.js';
 import { startApi } from '../api/apiHarness.js';
 import { PERSONAL, transfer } from '../outbox/fixtures.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { busyRetryDelay } from '../../src/db/commitQueue.js';
-import { classifyDatabaseError, faultCause, NO_FAULTS } from '../../src/db/faults.js';
-import { privateFileMode } from '../../src/db/fileMode.js';
-import { checkResult } from '../../src/db/integrity.js';
 import { judge, LOCK_WARNING_MS, type RuleInputs } from '../../src/health/rules.js';
 import { unreadableSnapshot } from '../../src/health/snapshot.js';
+import { busyRetryDelay } from '../../src/sqlite/commitQueue.js';
+import { classifyDatabaseError, faultCause, NO_FAULTS } from '../../src/sqlite/faults.js';
+import { privateFileMode } from '../../src/sqlite/fileMode.js';
+import { checkResult } from '../../src/sqlite/integrity.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const inputs: RuleInputs = {

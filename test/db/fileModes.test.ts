@@ -1,8 +1,8 @@
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { backupDatabase } from '../../src/db/backup.js';
-import { openDatabase } from '../../src/db/open.js';
+import { backupDatabase } from '../../src/sqlite/backup.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { tempDir } from '../helpers/context.js';
 
 const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);

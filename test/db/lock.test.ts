@@ -1,9 +1,9 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseFaultsFor } from '../../src/db/faults.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { databaseFaultsFor } from '../../src/sqlite/faults.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { until } from '../ops/child.js';
 import { transfer } from '../outbox/fixtures.js';

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { FailureStreak, STORE_RETRY_CAP_MS } from '../../src/failureStreak.js';
 import {
   type AvailabilityChange,
   type AvailabilityState,
   observeAvailability,
   PgAvailability,
   unreachableReason,
-} from '../../src/db/pgAvailability.js';
-import { FailureStreak, STORE_RETRY_CAP_MS } from '../../src/failureStreak.js';
+} from '../../src/postgres/availability.js';
 
 /**
  * The database availability tracker's decisions (issue 25): an outage is one change when it

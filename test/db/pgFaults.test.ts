@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pgUnavailableReason } from '../../src/db/pgFaults.js';
+import { pgUnavailableReason } from '../../src/postgres/faults.js';
 
 const withCode = (code: string, message = 'server said no') => Object.assign(new Error(message), { code });
 

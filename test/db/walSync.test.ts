@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { changeSignalFor } from '../../src/db/changeSignal.js';
-import { recordChanges } from '../../src/db/changes.js';
-import { CommitQueue } from '../../src/db/commitQueue.js';
-import { type OpenDatabase, openDatabase } from '../../src/db/open.js';
-import { WalSync } from '../../src/db/walSync.js';
+import { recordChanges } from '../../src/sqlite/changes.js';
+import { CommitQueue } from '../../src/sqlite/commitQueue.js';
+import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
+import { WalSync } from '../../src/sqlite/walSync.js';
 import { tempDir } from '../helpers/context.js';
 
 /**

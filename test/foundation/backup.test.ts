@@ -2,8 +2,8 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { backupDatabase } from '../../src/db/backup.js';
-import { openDatabase } from '../../src/db/open.js';
+import { backupDatabase } from '../../src/sqlite/backup.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { tempDir } from '../helpers/context.js';
 
 const { dir, cleanup } = tempDir();

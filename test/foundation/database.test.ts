@@ -1,10 +1,10 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { backupDatabase } from '../../src/db/backup.js';
-import { pendingMigrations } from '../../src/db/migrations.js';
-import { openDatabase } from '../../src/db/open.js';
 import { UserError } from '../../src/errors.js';
+import { backupDatabase } from '../../src/sqlite/backup.js';
+import { pendingMigrations } from '../../src/sqlite/migrations.js';
+import { openDatabase } from '../../src/sqlite/open.js';
 import { tempDir } from '../helpers/context.js';
 
 const CONTRACT_TABLES = [

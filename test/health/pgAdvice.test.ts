@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { identityLine, identityOf } from '../../src/health/identity.js';
-import { pgReadAdvice } from '../../src/health/pgAdvice.js';
 import { formatDuration } from '../../src/health/rules.js';
+import { pgReadAdvice } from '../../src/postgres/healthAdvice.js';
 
 /** PostgreSQL's own advice when status cannot read it, from the server's code or words (also wrapped). */
 

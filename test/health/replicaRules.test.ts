@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { NO_FAULTS } from '../../src/db/faults.js';
 import { formatHealth } from '../../src/health/format.js';
 import { judge, REPLICA_STALE_MS, type RuleInputs } from '../../src/health/rules.js';
 import {
@@ -9,6 +8,7 @@ import {
   type RunningSync,
   unreadableSnapshot,
 } from '../../src/health/snapshot.js';
+import { NO_FAULTS } from '../../src/sqlite/faults.js';
 import { readHealth } from '../../src/status.js';
 
 /**

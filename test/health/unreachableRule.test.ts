@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { NO_FAULTS } from '../../src/db/faults.js';
 import { exitCodeOf, judge, type RuleInputs } from '../../src/health/rules.js';
 import { unreadableSnapshot } from '../../src/health/snapshot.js';
+import { NO_FAULTS } from '../../src/sqlite/faults.js';
 
 /**
  * The `database-unreachable` rule (issue 25): a PostgreSQL server that cannot be reached is a

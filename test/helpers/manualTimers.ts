@@ -1,5 +1,5 @@
 import type { ManualClock } from '../../src/clock.js';
-import type { PresenceTimers } from '../../src/operations/pgPresence.js';
+import type { PresenceTimers } from '../../src/postgres/presence.js';
 
 /**
  * Timers that fire only when a test advances them, on a ManualClock: `advance(ms)` moves the clock

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { createTestDatabase, type TestDatabase } from './postgres.js';
 
 /** The throwaway database of one test file and a pool on it; read its fields inside tests. */

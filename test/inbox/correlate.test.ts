@@ -7,7 +7,7 @@ import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
 import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
-import { driveSqlite } from '../../src/store/sqliteScripts.js';
+import { driveSqlite } from '../../src/sqlite/scripts.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
-import type { Sqlite } from '../../src/db/open.js';
+import type { Sqlite } from '../../src/sqlite/open.js';
 
 /** A test secret: whsec_ + base64 of 32 bytes. */
 export const SECRET = `whsec_${Buffer.from('inbox-test-secret-0123456789abcd').toString('base64')}`;

@@ -3,7 +3,7 @@ import { runSyncCommand } from '../../src/commands/sync.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { isDeadRun, markInterruptedRuns } from '../../src/mirror/recovery.js';
 import { createMirrorComponent, jitterMs } from '../../src/mirror/scheduler.js';
-import { sqliteBackend } from '../../src/mirror/sqlite.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { count, type Harness, harness, noSleep } from './harness.js';
 

@@ -7,7 +7,7 @@ import { runSyncCommand } from '../../src/commands/sync.js';
 import { loadConfig } from '../../src/config.js';
 import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
-import { sqliteBackend } from '../../src/mirror/sqlite.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 
 const config = loadConfig({
   overrides: {

@@ -1,18 +1,18 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import * as writerGate from '../../src/db/writerGate.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { listResources } from '../../src/mirror/resources.js';
 import type { Checkpoint } from '../../src/mirror/scan/checkpoint.js';
-import { sqliteStore } from '../../src/mirror/sqlite.js';
 import { readCheckpoint, startRun } from '../../src/mirror/statements.js';
 import type { BatchWrite } from '../../src/mirror/store.js';
 import { Registry } from '../../src/simulator/registry.js';
-import { runSqlite } from '../../src/store/sqliteScripts.js';
+import { sqliteStore } from '../../src/sqlite/mirror.js';
+import { runSqlite } from '../../src/sqlite/scripts.js';
+import * as writerGate from '../../src/sqlite/writerGate.js';
 import { testContext } from '../helpers/context.js';
 
 /**
  * A bulk write of the mirror gives way to a commit queue of another thread waiting for the lock
- * (db/writerGate.ts): it commits the records written so far without their checkpoint, lets the
+ * (sqlite/writerGate.ts): it commits the records written so far without their checkpoint, lets the
  * waiter take its turn, and finishes the batch, checkpoint last. The other thread is played here
  * by the gate's shared counter itself (what a waiting commit queue in another thread adds to it).
  */

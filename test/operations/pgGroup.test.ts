@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import type { ClaimParams } from '../../src/operations/storeSeam.js';
 import {
   type ClaimJob,
   claimsByOwner,
   type GroupJob,
   GroupRunner,
   shareClaimed,
-} from '../../src/operations/pgGroup.js';
-import type { ClaimParams } from '../../src/operations/storeSeam.js';
+} from '../../src/postgres/settleGroup.js';
 
 /** The grouping of the PostgreSQL store's settles and claims, without a database. */
 

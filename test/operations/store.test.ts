@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sqlite } from '../../src/db/open.js';
 import { claimOperations } from '../../src/operations/claim.js';
 import { operationByRef } from '../../src/operations/reads.js';
 import {
@@ -19,8 +18,9 @@ import {
   retryFailed,
   settleAttempt,
 } from '../../src/operations/transitions.js';
+import type { Sqlite } from '../../src/sqlite/open.js';
+import { driveSqlite } from '../../src/sqlite/scripts.js';
 import type { Script } from '../../src/store/script.js';
-import { driveSqlite } from '../../src/store/sqliteScripts.js';
 import { testContext } from '../helpers/context.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';

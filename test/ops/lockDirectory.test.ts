@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { lockFileProblem } from '../../src/db/lockProblem.js';
+import { lockFileProblem } from '../../src/sqlite/lockProblem.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
 

@@ -10,20 +10,20 @@ import {
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { posixWriteLockHolders } from '../../src/db/lockHolders.js';
+import { EXIT_CONFIG, UserError } from '../../src/errors.js';
+import { claimOperations } from '../../src/operations/claim.js';
+import { enqueueOperation } from '../../src/outbox/enqueue.js';
+import { releaseDeadClaims } from '../../src/outbox/startup.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { posixWriteLockHolders } from '../../src/sqlite/lockHolders.js';
 import {
   acquireOwnership,
   EXIT_DATABASE_OWNED,
   fileIdentity,
   fileLockPathFor,
   lockPathFor,
-} from '../../src/db/ownership.js';
-import { EXIT_CONFIG, UserError } from '../../src/errors.js';
-import { claimOperations } from '../../src/operations/claim.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { releaseDeadClaims } from '../../src/outbox/startup.js';
-import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { driveSqlite } from '../../src/store/sqliteScripts.js';
+} from '../../src/sqlite/ownership.js';
+import { driveSqlite } from '../../src/sqlite/scripts.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { freePort } from '../helpers/net.js';

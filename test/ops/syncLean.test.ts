@@ -2,9 +2,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pendingMigrations } from '../../src/db/migrations.js';
 import { noopMetrics } from '../../src/metrics.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { pendingMigrations } from '../../src/sqlite/migrations.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
 

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SqliteOperationsStore } from '../../src/operations/sqliteStore.js';
 import type { ClaimParams } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { readPause } from '../../src/outbox/pause.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import {
   assertNoPersonalData,
   capturingLogger,

@@ -5,7 +5,7 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { operationByRef } from '../../src/operations/reads.js';
 import { cancelOperation } from '../../src/operations/transitions.js';
-import { driveSqlite } from '../../src/store/sqliteScripts.js';
+import { driveSqlite } from '../../src/sqlite/scripts.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {

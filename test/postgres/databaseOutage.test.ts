@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
 import {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { appendChangesPg, inPgTransaction, openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { FEED_CHANNEL, recordChangesPg } from '../../src/db/pgChanges.js';
+import { FEED_CHANNEL, recordChangesPg } from '../../src/postgres/changes.js';
+import { appendChangesPg, inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 /**

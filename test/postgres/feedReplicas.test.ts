@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { type ChangeListener, listenForChanges } from '../../src/db/pgChangeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
-import { pgOutbox } from '../../src/outbox/pgAccess.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { type ChangeListener, listenForChanges } from '../../src/postgres/changeListener.js';
+import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { pgOutbox } from '../../src/postgres/outboxAccess.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';

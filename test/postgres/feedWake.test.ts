@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { listenForChanges } from '../../src/db/pgChangeSignal.js';
 import type { FeedQuery } from '../../src/feed/queries.js';
 import { feedReads } from '../../src/feed/reads.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { listenForChanges } from '../../src/postgres/changeListener.js';
+import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 

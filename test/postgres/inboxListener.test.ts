@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { ScriptInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { accept, postgresInboxHarness, T1, T2 } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import type { RecordResult } from '../../src/inbox/correlate.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import {
   accept,
   decision,

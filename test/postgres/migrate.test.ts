@@ -1,9 +1,9 @@
 import { is } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { appliedMigrations, openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgApplicationName } from '../../src/db/pgConfig.js';
 import * as pgSchema from '../../src/db/schema/postgres.js';
+import { pgApplicationName } from '../../src/postgres/connection.js';
+import { appliedMigrations, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 
 /** What the schema declares, per table and column: information_schema's data_type. */

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
-import { interruptOrphanedRuns, pgBackend } from '../../src/mirror/postgres.js';
 import { custodyResources, listResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
+import { interruptOrphanedRuns, pgBackend } from '../../src/postgres/mirror.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { expectCustodyEquals, expectMirrorEquals, pgMirror } from '../contract/mirrorStores.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { claimShared } from '../../src/operations/claim.js';
-import { CLAIM_PLAN_SQL } from '../../src/operations/pgGroup.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
-import { runPostgres } from '../../src/store/postgresScripts.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
+import { runPostgres } from '../../src/postgres/scripts.js';
+import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
 /**

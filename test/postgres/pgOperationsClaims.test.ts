@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { holdLiveness } from '../../src/operations/pgLiveness.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
+import { holdLiveness } from '../../src/postgres/liveness.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { ROOT, tsNodeArgs } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase, terminateBackend } from '../helpers/postgres.js';
 

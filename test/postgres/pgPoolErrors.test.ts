@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { inPgTransaction, openPostgres } from '../../src/db/pg.js';
+import { inPgTransaction, openPostgres } from '../../src/postgres/open.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { terminateBackend } from '../helpers/postgres.js';
@@ -9,7 +9,7 @@ import { until } from '../ops/child.js';
  * The root cause of issue 25: pg-pool listens for a client's `error` only while the client sits
  * idle, so a backend ended while its client is checked out (between two statements of a
  * transaction) emitted an `error` nobody handled, and the process ended. Every pooled client now
- * has a listener for life (src/db/pgPool.ts); the broken one is dropped, the next query opens a new
+ * has a listener for life (src/postgres/pool.ts); the broken one is dropped, the next query opens a new
  * one. An unhandled `error` here would fail the run (vitest reports it), not just this test.
  */
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sortsInByteOrder } from '../../src/api/mirrorQueries.js';
-import { appliedMigrations, openPostgres } from '../../src/db/pg.js';
-import { postgresScriptStore } from '../../src/store/postgresScripts.js';
+import { appliedMigrations, openPostgres } from '../../src/postgres/open.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { ROOT } from '../helpers/cli.js';
 import { type Cluster, startCluster, withAdmin } from '../helpers/postgres.js';
 

@@ -1,11 +1,11 @@
 import { createServer, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgReadiness } from '../../src/health/postgresHealth.js';
 import type { ReadinessReader } from '../../src/health/readiness.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { PAUSE_KEY } from '../../src/outbox/pause.js';
+import { pgReadiness } from '../../src/postgres/health.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
 import { ManualTimers } from '../feed/helpers.js';
 import { testContext } from '../helpers/context.js';

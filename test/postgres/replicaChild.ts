@@ -1,6 +1,6 @@
-import { openPostgres } from '../../src/db/pg.js';
-import { holdLiveness } from '../../src/operations/pgLiveness.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
+import { holdLiveness } from '../../src/postgres/liveness.js';
+import { openPostgres } from '../../src/postgres/open.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 
 /**
  * A replica in a child process: holds its liveness lock, claims what it can (lease far in the

@@ -1,15 +1,15 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
-import { PgAvailability } from '../../src/db/pgAvailability.js';
-import { holdLiveness } from '../../src/operations/pgLiveness.js';
+import { PgAvailability } from '../../src/postgres/availability.js';
+import { holdLiveness } from '../../src/postgres/liveness.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import {
   HEARTBEAT_MS,
   RETAKE_BACKOFF,
   type ReplicaPresence,
   SWEEP_MS,
   startReplicaPresence,
-} from '../../src/operations/pgPresence.js';
-import { PgOperationsStore } from '../../src/operations/pgStore.js';
+} from '../../src/postgres/presence.js';
 import { ManualTimers } from '../helpers/manualTimers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { terminateBackend } from '../helpers/postgres.js';

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { pgHealthReads } from '../../src/health/postgresHealth.js';
-import { holdLiveness, type ReplicaLiveness } from '../../src/operations/pgLiveness.js';
+import { pgHealthReads } from '../../src/postgres/health.js';
+import { holdLiveness, type ReplicaLiveness } from '../../src/postgres/liveness.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { type Health, readHealth } from '../../src/status.js';
 import { ago, CONFIG, NOW, operation, pgHealthStore, syncRun } from '../contract/healthStores.js';
 import { testContext } from '../helpers/context.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres } from '../../src/db/pg.js';
+import { openPostgres } from '../../src/postgres/open.js';
 import { type Cluster, createTestDatabase, startCluster, type TestDatabase } from '../helpers/postgres.js';
 
 /**

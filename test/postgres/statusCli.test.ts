@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
-import { holdLiveness, type ReplicaLiveness } from '../../src/operations/pgLiveness.js';
+import { holdLiveness, type ReplicaLiveness } from '../../src/postgres/liveness.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import type { Health } from '../../src/status.js';
 import { operation, pgHealthStore } from '../contract/healthStores.js';
 import { tempDir } from '../helpers/context.js';

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openPostgres, type PgDatabase } from '../../src/db/pg.js';
+import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { expectMirrorEquals, feedAfter, pgMirror, queueOutboxRow, scalar } from '../contract/mirrorStores.js';
 import { tempDir } from '../helpers/context.js';

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { sqliteScriptStore } from '../../src/store/sqliteScripts.js';
+import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { deliveriesAccess } from '../../src/subscribers/access.js';
 import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';

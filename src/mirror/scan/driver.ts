@@ -1,9 +1,9 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
+import { sqliteStore } from '../../sqlite/mirror.js';
 import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { sqliteStore } from '../sqlite.js';
 import type { MirrorStore } from '../store.js';
 import {
   closeFull,

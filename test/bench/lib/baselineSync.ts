@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import got, { type Got } from 'got';
-import { type OpenDatabase, openDatabase } from '../../../src/db/open.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../../src/operator/fields.js';
+import { type OpenDatabase, openDatabase } from '../../../src/sqlite/open.js';
 
 /** One list the baseline reads: its table and path. */
 export interface BaselineList {

@@ -1,9 +1,9 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { openPostgres } from '../../../src/db/pg.js';
-import { PgOperationsStore } from '../../../src/operations/pgStore.js';
 import type { NewOperation } from '../../../src/operations/storeSeam.js';
+import { openPostgres } from '../../../src/postgres/open.js';
+import { PgOperationsStore } from '../../../src/postgres/operationsStore.js';
 import { freePort } from '../../helpers/net.js';
 import type { TestDatabase } from '../../helpers/postgres.js';
 import { tokenization } from '../../outbox/fixtures.js';

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { type ColumnFilter, listRecords, listStatement } from '../../../src/api/mirrorQueries.js';
-import type { Sqlite } from '../../../src/db/open.js';
 import { Rng } from '../../../src/simulator/prng.js';
 import { UNIT_STATUSES, UNIT_TYPES } from '../../../src/simulator/vocab.js';
+import type { Sqlite } from '../../../src/sqlite/open.js';
 import { sqliteDialect } from '../../../src/store/sql.js';
 
 const LIMIT = 100;

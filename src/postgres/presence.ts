@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import { type BackoffPolicy, backoffDelayMs } from '../backoff.js';
 import { type Clock, isoAt, systemClock } from '../clock.js';
-import type { PgAvailability } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log.js';
-import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } from './pgLiveness.js';
+import type { PgAvailability } from './availability.js';
+import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } from './liveness.js';
 
 /**
  * A replica's presence on PostgreSQL, for as long as the daemon runs: it holds its liveness lock

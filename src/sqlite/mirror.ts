@@ -1,23 +1,23 @@
 import type { AppContext } from '../context.js';
-import { classifyDatabaseError } from '../db/faults.js';
-import type { Sqlite } from '../db/open.js';
-import { refreshPlannerStats } from '../db/plannerStats.js';
-import { commitThenSync, WalSync } from '../db/walSync.js';
-import { whenUnlocked } from '../db/whenUnlocked.js';
-import * as writerGate from '../db/writerGate.js';
 import { errorMessage } from '../errors.js';
+import { type MirrorBackend, mirrorBackend, type RunLock } from '../mirror/backend.js';
+import { markActive, markInactive, markInterruptedRuns } from '../mirror/recovery.js';
+import type { TableDef } from '../mirror/resources.js';
+import { type MirrorDb, type MirrorStore, mirrorStore } from '../mirror/store.js';
 import type { Script } from '../store/script.js';
 import { sqliteDialect } from '../store/sql.js';
-import { driveSqlite, runSqlite } from '../store/sqliteScripts.js';
-import { type MirrorBackend, mirrorBackend, type RunLock } from './backend.js';
-import { markActive, markInactive, markInterruptedRuns } from './recovery.js';
-import type { TableDef } from './resources.js';
-import { type MirrorDb, type MirrorStore, mirrorStore } from './store.js';
+import { classifyDatabaseError } from './faults.js';
+import type { Sqlite } from './open.js';
+import { refreshPlannerStats } from './plannerStats.js';
+import { driveSqlite, runSqlite } from './scripts.js';
+import { commitThenSync, WalSync } from './walSync.js';
+import { whenUnlocked } from './whenUnlocked.js';
+import * as writerGate from './writerGate.js';
 
 /**
  * The mirror on SQLite: one process owns the file, so a run's right is the absence of a live run
  * of the resource in another process (recovery.ts); the sync writes from a worker thread, in large
- * batches that stand aside for the API's enqueue (db/writerGate.ts).
+ * batches that stand aside for the API's enqueue (sqlite/writerGate.ts).
  */
 
 /**
@@ -32,7 +32,7 @@ const YIELD_WAIT_MAX_MS = 20;
  * SQLite's database for the mirror's writes. Each transaction takes the lock first (IMMEDIATE): a
  * deferred read-then-write fails at once when another connection (the dispatcher's thread) holds
  * it, instead of waiting its busy timeout. Its fsync runs after its COMMIT, out of the write lock
- * (db/walSync.ts). Bookkeeping writes wait out another process's lock without blocking the loop
+ * (sqlite/walSync.ts). Bookkeeping writes wait out another process's lock without blocking the loop
  * (`signal` stops the wait).
  */
 export function sqliteMirrorDb(sqlite: Sqlite, signal?: AbortSignal): MirrorDb {

@@ -78,7 +78,7 @@ export function openDatabase(file: string, options: OpenOptions = {}): OpenDatab
   }
   if (options.migrate ?? !options.readonly) {
     try {
-      // Checked first so that a current database never loads drizzle (src/db/migrations.ts).
+      // Checked first so that a current database never loads drizzle (src/sqlite/migrations.ts).
       if (pendingMigrations(sqlite) > 0) applyMigrations(sqlite);
     } catch (err) {
       sqlite.close();

@@ -1,20 +1,20 @@
 import type pg from 'pg';
-import { inPgTransaction } from '../db/pg.js';
-import { drivePostgres } from '../store/postgresScripts.js';
+import { type ClaimedRow, claimChanges, claimShared } from '../operations/claim.js';
+import type { StateChange, StateChangeSink } from '../operations/effects.js';
+import { eventAppliesSql, type OperationRow } from '../operations/rows.js';
+import { stateChanged } from '../operations/stateChanged.js';
+import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
+import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
 import { all, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
-import { type ClaimedRow, claimChanges, claimShared } from './claim.js';
-import type { StateChange, StateChangeSink } from './effects.js';
-import { eventAppliesSql, type OperationRow } from './rows.js';
-import { stateChanged } from './stateChanged.js';
-import type { AttemptRecord, Claim, ClaimParams, SettleStep } from './storeSeam.js';
-import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from './transitions.js';
+import { inPgTransaction } from './open.js';
+import { drivePostgres } from './scripts.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's
  * transaction runs goes into the next one, so a settle, the refill claim submitted beside it and
  * their neighbours share one transaction (one statement per kind of work, one feed append, one
- * commit) rather than a transaction each. SQLite's group commit (db/commitQueue.ts) does the same
+ * commit) rather than a transaction each. SQLite's group commit (sqlite/commitQueue.ts) does the same
  * for its fsync; here it is round trips and the feed lock, which every writer waits for in turn.
  * As there, the group is atomic: if its transaction fails, every job in it fails (the rows' leases
  * run out and they are claimed again: at-least-once, never lost).

@@ -1,19 +1,19 @@
 import type pg from 'pg';
 import { isoAt, realSchedule, type Schedule } from '../clock.js';
-import { type DatabaseFacts, NO_FAULTS } from '../db/faults.js';
-import { migrationsNewerThan } from '../db/migrations.js';
-import { inPgTransaction, PG_MIGRATIONS_FOLDER } from '../db/pg.js';
-import { type PgAvailability, unreachableReason } from '../db/pgAvailability.js';
 import { errorMessage } from '../errors.js';
+import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from '../health/readiness.js';
+import type { HealthReads } from '../health/snapshot.js';
+import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from '../health/snapshotReads.js';
 import { pauseOf } from '../outbox/pause.js';
 import { scrubText } from '../redact.js';
-import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
+import { type DatabaseFacts, NO_FAULTS } from '../sqlite/faults.js';
+import { migrationsNewerThan } from '../sqlite/migrations.js';
 import type { ScriptStore } from '../store/script.js';
 import { sql } from '../store/sql.js';
-import { pgReadAdvice } from './pgAdvice.js';
-import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from './readiness.js';
-import type { HealthReads } from './snapshot.js';
-import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from './snapshotReads.js';
+import { type PgAvailability, unreachableReason } from './availability.js';
+import { pgReadAdvice } from './healthAdvice.js';
+import { inPgTransaction, PG_MIGRATIONS_FOLDER } from './open.js';
+import { drivePostgres, postgresScriptStore } from './scripts.js';
 
 /**
  * PostgreSQL's part of health (the statements are ./snapshotReads.ts's): the snapshot in one

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
 import type { StateChangeSink } from '../operations/effects.js';
-import { PgOperationsStore } from '../operations/pgStore.js';
 import { operationsReads } from '../operations/readsSeam.js';
-import { postgresScriptStore } from '../store/postgresScripts.js';
-import type { OutboxAccess } from './access.js';
-import { enqueueThrough } from './enqueue.js';
+import type { OutboxAccess } from '../outbox/access.js';
+import { enqueueThrough } from '../outbox/enqueue.js';
+import { PgOperationsStore } from './operationsStore.js';
+import { postgresScriptStore } from './scripts.js';
 
 /** Options of {@link pgOutbox}. */
 export interface PgOutboxOptions {

@@ -1,5 +1,5 @@
 import type { Statement } from 'better-sqlite3';
-import { announceAfterCommit } from './changeSignal.js';
+import { announceAfterCommit } from '../db/changeSignal.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 

@@ -3,20 +3,15 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { systemClock } from '../clock.js';
+import * as schema from '../db/schema/postgres.js';
 import { errorMessage, UserError } from '../errors.js';
 import { scrubText } from '../redact.js';
+import type { ChangeRow } from '../sqlite/changes.js';
 import { MIGRATION_LOCK_KEY } from './advisoryLocks.js';
-import type { ChangeRow } from './changes.js';
-import { PgAvailability } from './pgAvailability.js';
-import {
-  commitPgTransaction,
-  dropFeedTransaction,
-  openFeedTransaction,
-  recordChangesPg,
-} from './pgChanges.js';
-import { type PgConnection, pgConnection } from './pgConfig.js';
-import { ObservedPool } from './pgPool.js';
-import * as schema from './schema/postgres.js';
+import { PgAvailability } from './availability.js';
+import { commitPgTransaction, dropFeedTransaction, openFeedTransaction, recordChangesPg } from './changes.js';
+import { type PgConnection, pgConnection } from './connection.js';
+import { ObservedPool } from './pool.js';
 
 export type PgDb = NodePgDatabase<typeof schema>;
 
@@ -231,6 +226,6 @@ async function runPgTransaction<T>(
 
 /**
  * A timestamptz as SQLite stores it (`Date#toISOString()`: ms, `Z`), for statements sent with raw
- * `pg` queries; those run through store/postgresScripts.ts read times so already.
+ * `pg` queries; those run through postgres/scripts.ts read times so already.
  */
 export const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;

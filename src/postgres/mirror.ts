@@ -1,14 +1,14 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget } from '../context.js';
-import { syncRunLock } from '../db/advisoryLocks.js';
 import type { Logger } from '../log.js';
-import { postgresScriptStore, runPostgres } from '../store/postgresScripts.js';
+import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from '../mirror/backend.js';
+import { interruptRuns } from '../mirror/statements.js';
+import type { MirrorDb } from '../mirror/store.js';
 import { first, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
-import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from './backend.js';
-import { interruptRuns } from './statements.js';
-import type { MirrorDb } from './store.js';
+import { syncRunLock } from './advisoryLocks.js';
+import { postgresScriptStore, runPostgres } from './scripts.js';
 
 /**
  * The mirror on PostgreSQL, shared by any number of replicas. One run of a resource at a time

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { backoffDelayMs } from '../backoff.js';
 import { cancellableSleep } from '../clock.js';
-import type { ChangeSignal } from './changeSignal.js';
-import { FEED_CHANNEL } from './pgChanges.js';
+import type { ChangeSignal } from '../db/changeSignal.js';
+import { FEED_CHANNEL } from './changes.js';
 
 /**
  * Feeds PostgreSQL's `NOTIFY vcu_sync_changes` into a {@link ChangeSignal}, so long-polls and event

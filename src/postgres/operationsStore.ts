@@ -1,12 +1,18 @@
 import type pg from 'pg';
-import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
-import type { StateChangeSink } from './effects.js';
-import { flushGroup, GroupRunner } from './pgGroup.js';
-import { releaseDeadPg } from './pgLiveness.js';
-import type { OperationRow } from './rows.js';
-import { ScriptedOperationsStore } from './scriptedStore.js';
-import type { AttemptRecord, Claim, ClaimParams, DecisionRecord, SettleStep } from './storeSeam.js';
-import { decide, releaseOwnedBy } from './transitions.js';
+import type { StateChangeSink } from '../operations/effects.js';
+import type { OperationRow } from '../operations/rows.js';
+import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
+import type {
+  AttemptRecord,
+  Claim,
+  ClaimParams,
+  DecisionRecord,
+  SettleStep,
+} from '../operations/storeSeam.js';
+import { decide, releaseOwnedBy } from '../operations/transitions.js';
+import { releaseDeadPg } from './liveness.js';
+import { drivePostgres, postgresScriptStore } from './scripts.js';
+import { flushGroup, GroupRunner } from './settleGroup.js';
 
 /**
  * The operations store on PostgreSQL, shared by several replicas: the transitions of

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { errorMessage } from '../errors.js';
 import { scrubText } from '../redact.js';
-import { NETWORK_CODES } from './pgFaults.js';
+import { NETWORK_CODES } from './faults.js';
 
 /**
  * Whether PostgreSQL can be reached now, as this process last saw it: fed by every attempt to open

@@ -1,5 +1,5 @@
 import { closeSync, fsync, openSync } from 'node:fs';
-import { durability } from './changeSignal.js';
+import { durability } from '../db/changeSignal.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 

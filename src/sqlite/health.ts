@@ -1,3 +1,15 @@
+import { errorMessage } from '../errors.js';
+import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from '../health/readiness.js';
+import type { HealthReads, HealthSnapshot, SnapshotWindow } from '../health/snapshot.js';
+import {
+  healthReads,
+  PAUSE_ROW,
+  type PauseRow,
+  type SnapshotEdge,
+  snapshotScript,
+} from '../health/snapshotReads.js';
+import { pauseOf } from '../outbox/pause.js';
+import { sqliteDialect } from '../store/sql.js';
 import {
   classifyDatabaseError,
   type DatabaseFacts,
@@ -5,21 +17,15 @@ import {
   databaseFaultsFor,
   faultCause,
   sqliteCode,
-} from '../db/faults.js';
-import { pendingMigrations } from '../db/migrations.js';
-import type { Sqlite } from '../db/open.js';
-import { errorMessage } from '../errors.js';
-import { pauseOf } from '../outbox/pause.js';
-import { sqliteDialect } from '../store/sql.js';
-import { driveSqlite, runSqlite, sqliteScriptStore } from '../store/sqliteScripts.js';
-import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from './readiness.js';
-import type { HealthReads, HealthSnapshot, SnapshotWindow } from './snapshot.js';
-import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge, snapshotScript } from './snapshotReads.js';
+} from './faults.js';
+import { pendingMigrations } from './migrations.js';
+import type { Sqlite } from './open.js';
+import { driveSqlite, runSqlite, sqliteScriptStore } from './scripts.js';
 
 /**
  * SQLite's part of health (the statements are ./snapshotReads.ts's): the snapshot in one deferred
  * read transaction, driven synchronously; the file's own faults (write failures, locks,
- * corruption, db/faults.ts); and /readyz's write probe, which only a write can answer on a file.
+ * corruption, sqlite/faults.ts); and /readyz's write probe, which only a write can answer on a file.
  */
 
 /** How SQLite's reads note a failed read: corruption is recorded (a read error is not a failed write). */
@@ -66,7 +72,7 @@ export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
  * 1. every probe: the write lock, taken without waiting (a probe must never hold the event loop in
  *    SQLite's busy wait, which is what it would report), and a write statement run inside it that
  *    changes nothing (`DELETE ... WHERE 0`), which a file opened read-only refuses. No I/O.
- * 2. the fault record's last write outcome (db/faults.ts, where every writer on this connection
+ * 2. the fault record's last write outcome (sqlite/faults.ts, where every writer on this connection
  *    reports): a write that failed for want of space or an I/O error, none succeeding since.
  * 3. only while (2) stands: a trial write that commits (a page-sized row added and removed, so it
  *    needs free space as an enqueue does). Its success clears the record, so readiness comes back

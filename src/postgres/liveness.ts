@@ -1,6 +1,6 @@
 import pg from 'pg';
-import { livenessLock } from '../db/advisoryLocks.js';
-import type { PgAvailability } from '../db/pgAvailability.js';
+import { livenessLock } from './advisoryLocks.js';
+import type { PgAvailability } from './availability.js';
 
 /**
  * Replica liveness on PostgreSQL. Each replica holds a session advisory lock keyed by its lease

@@ -1,6 +1,6 @@
 import pg from 'pg';
+import type { ChangeRow } from '../sqlite/changes.js';
 import { FEED_LOCK_KEY } from './advisoryLocks.js';
-import type { ChangeRow } from './changes.js';
 
 /**
  * The one writer of the `changes` feed on PostgreSQL (SQLite's is ./changes.ts). Call it in the

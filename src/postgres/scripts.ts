@@ -1,6 +1,4 @@
 import pg from 'pg';
-import { inPgTransaction } from '../db/pg.js';
-import { recordChangesPg } from '../db/pgChanges.js';
 import {
   isFeedStep,
   type Outcome,
@@ -8,12 +6,14 @@ import {
   type Script,
   type ScriptStore,
   type TransactionOptions,
-} from './script.js';
-import { postgresDialect, type Sql } from './sql.js';
+} from '../store/script.js';
+import { postgresDialect, type Sql } from '../store/sql.js';
+import { recordChangesPg } from './changes.js';
+import { inPgTransaction } from './open.js';
 
 /**
  * Scripts (./script.ts) on PostgreSQL: driven with awaits inside one `inPgTransaction`, whose
- * commit appends the feed rows they added (db/pgChanges.ts). Rows read back as SQLite gives them,
+ * commit appends the feed rows they added (postgres/changes.ts). Rows read back as SQLite gives them,
  * so a rule reads the same values on both stores: `bigint` as a number (no id nears 2^53),
  * `timestamptz` as `Date#toISOString()` text (ms, `Z`), `numeric` as a number.
  */

@@ -1,17 +1,17 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
-import { inPgTransaction, iso } from '../db/pg.js';
 import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
-import { drivePostgres, postgresScriptStore } from '../store/postgresScripts.js';
-import type { OutboxHooks } from './hooks.js';
-import { PAUSE_KEY, type PauseRecord, pauseOf } from './pause.js';
-import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from './scrub.js';
-import { maskerFor } from './settle.js';
+import type { OutboxHooks } from '../outbox/hooks.js';
+import { PAUSE_KEY, type PauseRecord, pauseOf } from '../outbox/pause.js';
+import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from '../outbox/scrub.js';
+import { maskerFor } from '../outbox/settle.js';
+import { inPgTransaction, iso } from './open.js';
+import { drivePostgres, postgresScriptStore } from './scripts.js';
 
 /** Options of {@link pgOutboxHooks}. */
 export interface PgOutboxHooksOptions {

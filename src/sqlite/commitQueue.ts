@@ -13,7 +13,7 @@
  * up after its grace and is refused (the API answers 503 with Retry-After). Failed writes and
  * corruption are reported to the connection's fault tracker; a corrupt file refuses every task.
  */
-import { durability } from './changeSignal.js';
+import { durability } from '../db/changeSignal.js';
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';

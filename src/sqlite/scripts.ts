@@ -1,8 +1,4 @@
 import type { Statement } from 'better-sqlite3';
-import { recordChanges } from '../db/changes.js';
-import { commitQueueFor } from '../db/commitQueue.js';
-import type { Sqlite } from '../db/open.js';
-import { perHandle } from '../db/perHandle.js';
 import {
   isFeedStep,
   type Outcome,
@@ -10,12 +6,16 @@ import {
   type Script,
   type ScriptStore,
   type TransactionOptions,
-} from './script.js';
-import { type Sql, sqliteDialect } from './sql.js';
+} from '../store/script.js';
+import { type Sql, sqliteDialect } from '../store/sql.js';
+import { recordChanges } from './changes.js';
+import { commitQueueFor } from './commitQueue.js';
+import type { Sqlite } from './open.js';
+import { perHandle } from './perHandle.js';
 
 /**
  * Scripts (./script.ts) on SQLite: driven synchronously, inside one job of the connection's group
- * commit (db/commitQueue.ts), so they commit with their neighbours in one fsync and never await
+ * commit (sqlite/commitQueue.ts), so they commit with their neighbours in one fsync and never await
  * inside a transaction. Statements are prepared once per handle and text.
  */
 

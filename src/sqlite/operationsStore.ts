@@ -1,8 +1,8 @@
-import type { SubmitOptions } from '../db/commitQueue.js';
-import type { Sqlite } from '../db/open.js';
-import { sqliteScriptStore } from '../store/sqliteScripts.js';
-import { stateChangeSinkOf } from './effects.js';
-import { ScriptedOperationsStore } from './scriptedStore.js';
+import { stateChangeSinkOf } from '../operations/effects.js';
+import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
+import type { SubmitOptions } from './commitQueue.js';
+import type { Sqlite } from './open.js';
+import { sqliteScriptStore } from './scripts.js';
 
 /**
  * The dispatcher's claims, settles and releases go on once committed, without waiting for the

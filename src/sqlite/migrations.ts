@@ -35,7 +35,7 @@ function shippedMigrations(folder: string): number[] {
 /**
  * How many migrations shipped in `folder` are newer than `newest`, the newest `created_at` of
  * `__drizzle_migrations` (-Infinity when none): what drizzle's migrator would run (the PostgreSQL
- * schema's folder is db/pg.ts PG_MIGRATIONS_FOLDER).
+ * schema's folder is postgres/open.ts PG_MIGRATIONS_FOLDER).
  */
 export function migrationsNewerThan(newest: number, folder: string = MIGRATIONS_FOLDER): number {
   return shippedMigrations(folder).filter((when) => when > newest).length;

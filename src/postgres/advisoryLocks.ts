@@ -6,17 +6,17 @@
  *
  * | lock | key | held |
  * |---|---|---|
- * | migrations | {@link MIGRATION_LOCK_KEY} | session, while one process migrates (db/pg.ts) |
- * | change feed | {@link FEED_LOCK_KEY} | transaction, from a feed append to its commit (db/pgChanges.ts) |
+ * | migrations | {@link MIGRATION_LOCK_KEY} | session, while one process migrates (postgres/open.ts) |
+ * | change feed | {@link FEED_LOCK_KEY} | transaction, from a feed append to its commit (postgres/changes.ts) |
  * | order key | {@link orderKeyLock} | transaction, an enqueue of that unit (operations/transitions.ts) |
- * | replica liveness | {@link livenessLock} | session, for the replica's life (operations/pgLiveness.ts) |
- * | sync run | {@link syncRunLock} | session, for one resource's sync run (mirror/postgres.ts) |
+ * | replica liveness | {@link livenessLock} | session, for the replica's life (postgres/liveness.ts) |
+ * | sync run | {@link syncRunLock} | session, for one resource's sync run (postgres/mirror.ts) |
  */
 
 /** "vcu-sync" in ASCII: several replicas starting at once migrate one after the other. */
 export const MIGRATION_LOCK_KEY = '8530790957241167459';
 
-/** "vcuchang" in ASCII: the change feed's single writer (db/pgChanges.ts says why). */
+/** "vcuchang" in ASCII: the change feed's single writer (postgres/changes.ts says why). */
 export const FEED_LOCK_KEY = '8530790981548027495';
 
 /** An order key's lock, from the SQL expression giving the key: ids of one unit in commit order. */

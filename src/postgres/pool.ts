@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { backoffDelayMs } from '../backoff.js';
-import type { PgAvailability } from './pgAvailability.js';
+import type { PgAvailability } from './availability.js';
 
 /**
  * The one place this process's pooled PostgreSQL connections come from, so that none can end it.
