@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { openDatabase } from '../../src/sqlite/open.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { type DeliveriesStore, ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import type { DeliveryStep } from '../../src/subscribers/queries.js';
 import { tempDir } from '../helpers/context.js';
@@ -35,7 +35,7 @@ export async function sqliteDeliveriesUnderTest(): Promise<DeliveriesUnderTest> 
   const database = openDatabase(path.join(dir, 'subs.db'));
   return {
     h: sqliteDeliveries(database.sqlite),
-    store: new ScriptDeliveriesStore(sqliteScriptStore(database.sqlite)),
+    store: new ScriptDeliveriesStore(commitQueueFor(database.sqlite)),
     close: async () => {
       database.close();
       cleanup();
