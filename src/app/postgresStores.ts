@@ -33,7 +33,7 @@ import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { NO_FAULTS } from '../sqlite/faults.js';
 import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
@@ -203,7 +203,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new ScriptDeliveriesStore(scripts);
+  const deliveries = new DeliveriesStore(scripts);
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
@@ -305,7 +305,7 @@ function presenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
-  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
   links: DaemonLinks,
 ): Component & { alive(): boolean } {
   let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;

@@ -24,7 +24,7 @@ import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
 import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
@@ -117,7 +117,7 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     operations: new SqliteOperationsStore(sqlite),
     outboxHooks: sqliteOutboxHooks(sqlite),
     inbox: sqliteInboxStore(sqlite),
-    deliveries: new ScriptDeliveriesStore(commitQueueFor(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
     pruneDeliveries: deliveriesPrune(commitQueueFor(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,

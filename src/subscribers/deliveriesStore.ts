@@ -6,7 +6,6 @@ import {
   type DeliveryRow,
   nextDueStatement,
   releaseDeliveries,
-  releaseDelivery,
   type SettledDelivery,
   settleDeliveries,
 } from './queries.js';
@@ -22,43 +21,25 @@ export interface DeliveryRun {
 }
 
 /**
- * The deliveries store at batch granularity (a claim, a run's settle): each call is one
- * transaction (SQLite: one job of the connection's group commit; PostgreSQL: one transaction over
- * a pool). The states and guards are queries.ts's.
+ * The deliveries store at batch granularity (a claim, a run's settle), over either store's scripts:
+ * each call is one transaction (SQLite: one job of the connection's group commit; PostgreSQL: one
+ * transaction over a pool). The states and guards are queries.ts's.
  *
  * A claim runs after every settle submitted before it through the same store, so a lane may
  * submit a run's settle without waiting and claim the next run at once, and never finds its own
  * rows still held by itself.
  */
-export interface DeliveriesStore {
-  /**
-   * Claims the subscriber's oldest unsettled rows, in id order, leased to `owner`, stopping at the
-   * first that may not be sent now, and never ahead of an older unsettled row of the subscriber
-   * (whoever holds it). Given a function, the parameters are taken when the claim runs.
-   */
-  claim(params: DeliveryClaim | (() => DeliveryClaim)): Promise<DeliveryRow[]>;
-  /** Records a run's outcomes and hands back its unsent rows, in one transaction (rows `owner` no longer holds are left). */
-  settle(run: DeliveryRun): Promise<void>;
-  /** Hands one claimed row back unsent (attempt not counted); false when `owner` does not hold it. */
-  release(d: { id: number; owner: string; now: string }): Promise<boolean>;
-  /** Hands back every claimed row, whoever holds it (only when every claimant is known dead). */
-  releaseAll(nowIso: string): Promise<number>;
-  /** Hands back every row `owner` holds: a replica found dead (postgres/liveness.ts). */
-  releaseOwner(owner: string, nowIso: string): Promise<number>;
-  /** When the subscriber's head row may be sent (ISO), or null when nothing waits. */
-  nextDue(subscriber: string): Promise<string | null>;
-  /** Calls `listener` after this process commits new deliveries, or stops (undefined). */
-  onEnqueued(listener: (() => void) | undefined): void;
-}
-
-/** The deliveries store over either store's scripts (sqlite/scripts.ts, postgres/scripts.ts). */
-export class ScriptDeliveriesStore implements DeliveriesStore {
+export class DeliveriesStore {
   /** Settles not yet committed, where a claim must wait for them (see {@link claim}). */
   private readonly settling = new Set<Promise<unknown>>();
 
   constructor(private readonly store: ScriptStore) {}
 
   /**
+   * Claims the subscriber's oldest unsettled rows, in id order, leased to `owner`, stopping at the
+   * first that may not be sent now, and never ahead of an older unsettled row of the subscriber
+   * (whoever holds it). Given a function, the parameters are taken when the claim runs.
+   *
    * Alone on its store (SQLite), transactions run first in, first out in the group commit, so a
    * claim is behind the settles before it without waiting (and joins their commit). Shared, they
    * run side by side over a pool: the claim waits for this store's settles to commit first.
@@ -73,6 +54,7 @@ export class ScriptDeliveriesStore implements DeliveriesStore {
     );
   }
 
+  /** Records a run's outcomes and hands back its unsent rows, in one transaction (rows `owner` no longer holds are left). */
   settle(run: DeliveryRun): Promise<void> {
     if (run.settled.length === 0 && run.unsent.length === 0) return Promise.resolve();
     const done = this.store.transaction(settleDeliveries(run.owner, run.settled, run.unsent, run.now));
@@ -83,25 +65,20 @@ export class ScriptDeliveriesStore implements DeliveriesStore {
     return done;
   }
 
-  release(d: { id: number; owner: string; now: string }): Promise<boolean> {
-    return this.store.transaction(releaseDelivery(d));
-  }
-
-  releaseAll(nowIso: string): Promise<number> {
-    return this.store.transaction(releaseDeliveries(undefined, nowIso));
-  }
-
+  /** Hands back every row `owner` holds: a replica found dead (postgres/liveness.ts). */
   releaseOwner(owner: string, nowIso: string): Promise<number> {
     return this.store.transaction(releaseDeliveries(owner, nowIso));
   }
 
+  /** When the subscriber's head row may be sent (ISO), or null when nothing waits. */
   async nextDue(subscriber: string): Promise<string | null> {
     const [head] = await this.store.read<{ at: string | null }>(nextDueStatement(subscriber));
     return head?.at ?? null;
   }
 
   /**
-   * Alone on its store, every writer is in this process: the sink (enqueue.ts) calls back after its
+   * Calls `listener` after this process commits new deliveries, or stops (undefined). Alone on its
+   * store, every writer is in this process: the sink (enqueue.ts) calls back after its
    * commit. Shared, other processes write too and the sink here calls back before its commit: the
    * dispatcher is woken by the change feed's signal instead (its `wakeOn`), so nothing here.
    */

@@ -180,14 +180,6 @@ export function* settleDeliveries(
     FROM v WHERE deliveries.id = v.id AND ${heldBy(owner)}`);
 }
 
-/** Hands one claimed row back unsent (attempt not counted); false when `owner` does not hold it. */
-export function* releaseDelivery(d: { id: number; owner: string; now: string }): Script<boolean> {
-  const { rowCount } = yield* run(
-    sql`UPDATE deliveries SET ${releasing(d.now)} WHERE id = ${d.id} AND ${heldBy(d.owner)}`,
-  );
-  return rowCount > 0;
-}
-
 /**
  * Hands back every claimed row, whoever claimed it (`owner` undefined: only when every claimant is
  * known dead, as the daemon that owns a SQLite file knows at start-up), or every row `owner` holds

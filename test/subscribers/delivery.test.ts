@@ -5,7 +5,7 @@ import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
-import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { SECRET } from '../inbox/helpers.js';
@@ -54,7 +54,7 @@ async function pipeline(
   await outbox.start();
   cleanups.push(() => outbox.stop());
   const subscribers = createSubscriberComponent(ctx, {
-    store: new ScriptDeliveriesStore(commitQueueFor(ctx.database.sqlite)),
+    store: new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
     ...(clock ? { clock } : {}),
   });
   await subscribers.start();
