@@ -32,7 +32,6 @@ import { pgOutboxHooks } from '../postgres/outboxHooks.js';
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { NO_FAULTS } from '../sqlite/faults.js';
-import { deliveriesAccess } from '../subscribers/access.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -100,7 +99,7 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       leaseOwner,
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
-    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
+    deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -217,7 +216,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
       mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
-      deliveries: deliveriesAccess(scripts),
+      deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
       unavailable: pgUnavailableAnswer,

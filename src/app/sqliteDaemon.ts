@@ -23,7 +23,6 @@ import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
-import { deliveriesAccess } from '../subscribers/access.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -96,7 +95,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
     outbox: sqliteOutbox(ctx),
     mirrorReads: mirrorReads(commitQueueFor(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
-    deliveries: deliveriesAccess(commitQueueFor(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
     feed: sqliteFeedReads(sqlite),
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>

@@ -1,11 +1,16 @@
-import type { ScriptStore } from '../store/script.js';
+import { REQUEST_BUSY_GRACE_MS, type ScriptStore } from '../store/script.js';
 import { onDeliveriesEnqueued } from './enqueue.js';
 import {
   claimDeliveries,
   type DeliveryClaim,
+  type DeliveryFilter,
   type DeliveryRow,
+  getStatement,
+  listStatement,
   nextDueStatement,
+  redriveDeliveries,
   releaseDeliveries,
+  retryDelivery,
   type SettledDelivery,
   settleDeliveries,
 } from './queries.js';
@@ -20,10 +25,14 @@ export interface DeliveryRun {
   now: string;
 }
 
+/** A person's steering waits a moment for another process's lock, then is refused (503). */
+const REQUEST_GRACE = { busyGraceMs: REQUEST_BUSY_GRACE_MS };
+
 /**
- * The deliveries store at batch granularity (a claim, a run's settle), over either store's scripts:
- * each call is one transaction (SQLite: one job of the connection's group commit; PostgreSQL: one
- * transaction over a pool). The states and guards are queries.ts's.
+ * The deliveries store, over either store's scripts: the lanes' claims and settles at batch
+ * granularity, and the reads and steering of `/v1/deliveries` and `vcu-sync deliveries`
+ * (manage.ts). Each call is one transaction (SQLite: one job of the connection's group commit;
+ * PostgreSQL: one transaction over a pool). The states and guards are queries.ts's.
  *
  * A claim runs after every settle submitted before it through the same store, so a lane may
  * submit a run's settle without waiting and claim the next run at once, and never finds its own
@@ -85,4 +94,29 @@ export class DeliveriesStore {
   onEnqueued(listener: (() => void) | undefined): void {
     if (!this.store.dialect.capabilities.sharedByProcesses) onDeliveriesEnqueued(this, listener);
   }
+
+  /** Rows in id order; a page of at most `limit`. */
+  list(f: DeliveryFilter): Promise<DeliveryRow[]> {
+    return this.store.read<DeliveryRow>(listStatement(f));
+  }
+
+  async get(id: number): Promise<DeliveryRow | undefined> {
+    return (await this.store.read<DeliveryRow>(getStatement(id)))[0];
+  }
+
+  /**
+   * A dead row back to pending (attempts reset), or a pending one made due now; undefined otherwise.
+   * A person's steering: refused after a short wait for another process's lock.
+   */
+  retry(id: number, nowIso: string): Promise<DeliveryRow | undefined> {
+    return this.store.transaction(retryDelivery(id, nowIso), REQUEST_GRACE);
+  }
+
+  /** Every dead row that died at or after `since` (of one subscriber, if named) back to pending; their ids. */
+  redrive(p: { since: string; subscriber: string | null; now: string }): Promise<number[]> {
+    return this.store.transaction(redriveDeliveries(p), REQUEST_GRACE);
+  }
 }
+
+/** What `/v1/deliveries` and `vcu-sync deliveries` read and steer deliveries through (manage.ts). */
+export type DeliveriesAccess = Pick<DeliveriesStore, 'list' | 'get' | 'retry' | 'redrive'>;

@@ -4,7 +4,7 @@ import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { capturingLogger, until } from '../outbox/fixtures.js';
@@ -105,7 +105,7 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
       expect(
         await runDeliveriesCommand(
           ctx,
-          deliveriesAccess(commitQueueFor(ctx.database.sqlite)),
+          new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
           'list',
           undefined,
           {
