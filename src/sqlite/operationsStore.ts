@@ -9,7 +9,7 @@ import type { Sqlite } from './open.js';
  * commit's fsync: a power loss that takes one back only sends its row again (at-least-once, as
  * after any crash). A send slot waiting for an fsync after each answer halved the drain rate
  * against a bare POST loop (an fsync here costs as much as the operator's answer). What others
- * learn of them still waits for it: feed readers are woken once it is durable (db/changeSignal.ts).
+ * learn of them still waits for it: feed readers are woken once it is durable (./changes.ts).
  */
 export const DISPATCHER_WORK: TransactionOptions = { durable: false };
 

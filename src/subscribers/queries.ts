@@ -4,8 +4,8 @@ import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/
 
 /**
  * Every statement that moves a `deliveries` row (enqueue.ts inserts them), written once for both
- * stores, and the guard of every move. Run by the one store (deliveriesStore.ts) and the routes'
- * access (access.ts) through a `ScriptStore`. A delivery's life:
+ * stores, and the guard of every move. Run by the one store (deliveriesStore.ts: the lanes' claims
+ * and settles, the routes' reads and steering) through a `ScriptStore`. A delivery's life:
  *
  * ```
  * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered
