@@ -8,8 +8,7 @@
 
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import { observeCommitWaits } from '../sqlite/commitQueue.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
+import { commitQueueFor, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
@@ -37,7 +36,7 @@ const component = createDispatcherComponent(side.ctx, {
   housekeeping: deliveriesHousekeeping(
     side.ctx.config,
     side.ctx.log,
-    deliveriesPrune(sqliteScriptStore(side.ctx.database.sqlite)),
+    deliveriesPrune(commitQueueFor(side.ctx.database.sqlite)),
   ),
 });
 await side.run<DispatcherIn>(component, (message) => {

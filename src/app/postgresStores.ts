@@ -32,8 +32,7 @@ import { pgOutboxHooks } from '../postgres/outboxHooks.js';
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { NO_FAULTS } from '../sqlite/faults.js';
-import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
@@ -100,7 +99,7 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       leaseOwner,
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
-    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
+    deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -203,7 +202,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new ScriptDeliveriesStore(scripts);
+  const deliveries = new DeliveriesStore(scripts);
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
@@ -217,7 +216,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
       mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
-      deliveries: deliveriesAccess(scripts),
+      deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
       unavailable: pgUnavailableAnswer,
@@ -305,7 +304,7 @@ function presenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
-  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
   links: DaemonLinks,
 ): Component & { alive(): boolean } {
   let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;
