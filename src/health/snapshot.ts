@@ -6,7 +6,7 @@ import type { Series } from './series.js';
  * Every fact health is judged on, read from the database in one short read transaction, so the
  * daemon, `vcu-sync status` in another process, and the metrics all judge the same numbers. The
  * statements are ./snapshotReads.ts's, written once for both stores. The facts are declared once,
- * as the zod schema GET /status documents (api/schemas/health.ts); the types are read from it.
+ * as the zod schema GET /status documents (./health.ts); the types are read from it.
  */
 
 /** An ISO 8601 instant (UTC, milliseconds), as api/schemas/common.ts's. */

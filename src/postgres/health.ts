@@ -14,12 +14,11 @@ import {
 } from '../health/snapshot.js';
 import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from '../health/snapshotReads.js';
 import { pauseOf } from '../outbox/pause.js';
-import { scrubText } from '../redact.js';
 import { migrationsNewerThan } from '../sqlite/migrations.js';
 import { all, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
 import { livenessLock, syncRunLock } from './advisoryLocks.js';
-import { type PgAvailability, unreachableReason } from './availability.js';
+import { errorLine, type PgAvailability, unreachableReason } from './availability.js';
 import { labelOf, pgConnection } from './connection.js';
 import { pgUnavailableReason } from './faults.js';
 import { pgReadAdvice, UNREACHABLE_ACTION } from './healthAdvice.js';
@@ -40,7 +39,7 @@ const storeAt = (label: string): StoreIdentity => ({ kind: 'postgres', location:
  * How a failed read of the PostgreSQL snapshot is reported: a server that cannot be reached is
  * `unreachable` (since when `availability` says, when given), anything else a read error.
  */
-export function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
+function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
   const reason = unreachableReason(err);
   // pg's messages name host:port at most, never the URL's password.
   if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) };
@@ -168,11 +167,6 @@ type ReadinessOfDatabase = Pick<
 
 const UNKNOWN = { writeBlocked: null, pendingMigrations: 0, sendingPaused: null } as const;
 
-/** The server's words, one line, no secrets (pg's messages name no password; scrubbed anyway). */
-function problem(err: unknown): string {
-  return scrubText(errorMessage(err).split('\n')[0] ?? '') || 'unknown error';
-}
-
 async function readDatabaseFacts(store: ScriptStore): Promise<ReadinessOfDatabase> {
   try {
     const [state] = await store.read<{ read_only: boolean; migrated: boolean }>(
@@ -201,7 +195,7 @@ async function readDatabaseFacts(store: ScriptStore): Promise<ReadinessOfDatabas
     const unreachable = unreachableReason(err);
     if (unreachable !== null)
       return { databaseUnanswered: null, databaseUnreachable: unreachable, ...UNKNOWN };
-    return { databaseUnanswered: problem(err), ...UNKNOWN };
+    return { databaseUnanswered: errorLine(err), ...UNKNOWN };
   }
 }
 
