@@ -8,22 +8,18 @@ import type { ClassifyFault } from '../health/refusal.js';
  * retry, rather than a 500 they must not. Undefined when the error is not a database fault. Each
  * store classifies its own errors ({@link ClassifyFault}, built by its factory in app/).
  */
-export type UnavailableAnswer = (
+export function unavailableAnswer(
+  classify: ClassifyFault,
   ctx: Pick<AppContext, 'log'>,
   c: Context,
   err: unknown,
-) => Response | undefined;
-
-/** The API's answer over a store's {@link ClassifyFault}. */
-export function unavailableAnswer(classify: ClassifyFault): UnavailableAnswer {
-  return (ctx, c, err) => {
-    const refusal = classify(err);
-    if (refusal === null) return undefined;
-    const { kind, code, message, retryAfterSeconds } = refusal;
-    ctx.log[refusal.quiet ? 'debug' : 'warn'](
-      { event: 'api.database_unavailable', kind, code, method: c.req.method, path: c.req.path },
-      message,
-    );
-    return c.json({ error: message }, 503, { 'retry-after': String(retryAfterSeconds) });
-  };
+): Response | undefined {
+  const refusal = classify(err);
+  if (refusal === null) return undefined;
+  const { kind, code, message, retryAfterSeconds } = refusal;
+  ctx.log[refusal.quiet ? 'debug' : 'warn'](
+    { event: 'api.database_unavailable', kind, code, method: c.req.method, path: c.req.path },
+    message,
+  );
+  return c.json({ error: message }, 503, { 'retry-after': String(retryAfterSeconds) });
 }

@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { unavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
@@ -204,7 +203,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       deliveries: deliveriesAccess(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
-      unavailable: unavailableAnswer(pgClassifyFault),
+      unavailable: pgClassifyFault,
     },
     othersCommitted: signal,
     // Claims only while this replica holds its liveness lock: without it the others presume it

@@ -1,4 +1,3 @@
-import { unavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
@@ -101,7 +100,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
       sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),
-    unavailable: unavailableAnswer(sqliteClassifyFault(() => ctx.database.sqlite)),
+    unavailable: sqliteClassifyFault(() => ctx.database.sqlite),
   };
 }
 

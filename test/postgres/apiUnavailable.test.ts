@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { unavailableAnswer } from '../../src/api/databaseUnavailable.js';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
@@ -52,7 +51,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       deliveries: deliveriesAccess(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
-    { readiness: pgReadiness(pool), unavailable: unavailableAnswer(pgClassifyFault) },
+    { readiness: pgReadiness(pool), unavailable: pgClassifyFault },
   );
   await api.start();
   stops.push(() => api.stop());
