@@ -8,7 +8,6 @@ import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { feedReads } from '../feed/reads.js';
 import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { NO_FAULTS } from '../health/snapshot.js';
 import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';

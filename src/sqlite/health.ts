@@ -15,7 +15,7 @@ import {
 } from './faults.js';
 import { pendingMigrations } from './migrations.js';
 import type { Sqlite } from './open.js';
-import { runSqlite, sqliteDialect } from './scripts.js';
+import { runSqlite } from './scripts.js';
 
 /**
  * SQLite's part of health (the statements are ./snapshotReads.ts's): the snapshot in one deferred
