@@ -9,7 +9,7 @@ import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { feedReads } from '../feed/reads.js';
 import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { InboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
@@ -210,7 +210,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     owner,
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange }),
-    inbox: new ScriptInboxStore(scripts, { onStateChange }),
+    inbox: new InboxStore(scripts, { onStateChange }),
     deliveries,
     pruneDeliveries: deliveriesPrune(scripts),
     api: {

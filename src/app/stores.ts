@@ -1,7 +1,7 @@
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import type { InboxStore } from '../inbox/storeSeam.js';
+import type { InboxStore } from '../inbox/inboxStore.js';
 import type { Metrics } from '../metrics.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { MirrorComponentOptions } from '../mirror/scheduler.js';

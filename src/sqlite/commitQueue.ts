@@ -48,9 +48,6 @@ export interface SubmitOptions {
   durable?: boolean;
 }
 
-/** How long a request's write waits for another process's lock before the request is refused, ms. */
-export const REQUEST_BUSY_GRACE_MS = 1_000;
-
 /**
  * Waits between tries while the lock is held, ms: every millisecond for the first
  * {@link BUSY_RETRY_PROMPT_TRIES} tries (the dispatcher thread's commits hold the lock for a

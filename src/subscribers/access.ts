@@ -1,5 +1,4 @@
-import { REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
-import type { ScriptStore } from '../store/script.js';
+import { REQUEST_BUSY_GRACE_MS, type ScriptStore } from '../store/script.js';
 import {
   type DeliveryFilter,
   type DeliveryRow,

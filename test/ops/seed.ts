@@ -3,6 +3,7 @@ import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { cancelQueued, transfer } from '../outbox/fixtures.js';
@@ -49,7 +50,9 @@ export async function seededApi(): Promise<SeededApi> {
       'custody.units': sim.registry.custodyIds('units').map(String),
     },
   });
-  const webhook = createWebhookComponent(ctx);
+  const webhook = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await webhook.start();
   sim.webhooks.configure({ url: webhook.address()!.url });
 

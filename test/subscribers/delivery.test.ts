@@ -4,6 +4,7 @@ import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { SECRET } from '../inbox/helpers.js';
@@ -44,7 +45,9 @@ async function pipeline(
     },
   });
   cleanups.push(() => ctx.dispose());
-  const listener = createWebhookComponent(ctx);
+  const listener = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await listener.start();
   cleanups.push(() => listener.stop());
   sim.webhooks.configure({ url: listener.address()!.url });
