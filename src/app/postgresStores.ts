@@ -13,6 +13,7 @@ import { InboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
+import { SyncCoordinator } from '../mirror/coordinator.js';
 import { type PgAvailability, unreachableReason } from '../postgres/availability.js';
 import { listenForChanges } from '../postgres/changeListener.js';
 import { pgApplicationName } from '../postgres/connection.js';
@@ -236,7 +237,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     },
     dispatcherThread: () => undefined,
     // Each run finds dead runs itself as it takes its lock.
-    mirrorRuns: () => ({ backend: pgBackend(pool) }),
+    mirrorRuns: () => new SyncCoordinator(ctx, () => pgBackend(pool)),
     ready: () => {},
     stopped: () => {},
   };

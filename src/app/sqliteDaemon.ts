@@ -9,25 +9,27 @@ import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js'
 import { instanceName, VERSION } from '../health/identity.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
-import { createSyncThread } from '../mirror/syncThread.js';
+import { SyncCoordinator } from '../mirror/coordinator.js';
 import { sqliteOutbox } from '../outbox/access.js';
 import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
 import { sqliteOutboxHooks } from '../outbox/hooks.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
 import { observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
-import { feedHead, sqliteFeedReads } from '../sqlite/feedReads.js';
 import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { sqliteInboxStore } from '../sqlite/inboxStore.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
+import { sqliteBackend } from '../sqlite/mirror.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
 import { sqliteScriptStore } from '../sqlite/scripts.js';
+import { createSyncThread } from '../sqlite/syncThread.js';
 import { deliveriesAccess } from '../subscribers/access.js';
 import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
 import { commandSeams } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
 
@@ -134,8 +136,11 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
           })
         : undefined,
     // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk
-    // writes give way to the API's commits; on this loop the runs find their dead runs at start.
-    mirrorRuns: () => (config.sync.thread ? { runner: createSyncThread(ctx) } : {}),
+    // writes give way to the API's commits. Either finds the runs that died with a previous process at start.
+    mirrorRuns: () =>
+      config.sync.thread
+        ? createSyncThread(ctx, sqlite)
+        : new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop)),
     ready() {
       // For `vcu-sync status` in another process (uptime); not worth failing a start over.
       try {

@@ -1,4 +1,5 @@
 import type { AppContext, SyncTarget } from '../context.js';
+import type { Logger } from '../log.js';
 import { all, run, type Script } from '../store/script.js';
 import type { RunCounts } from './bookkeeping.js';
 import { type CustodyIdBook, custodyIdBook } from './custody.js';
@@ -13,6 +14,8 @@ export interface RunLease {
   lost?: AbortSignal;
   /** Run first in each write of the run: throws once the right is lost (a fence). */
   fence?: () => Script<void>;
+  /** The run's row was started under this lease (SQLite: the run is known alive while held). */
+  started?(runId: number): void;
   release(): Promise<void>;
 }
 
@@ -22,30 +25,32 @@ export type RunAcquire =
   | { ok: false; error: string; fields: Record<string, unknown> };
 
 /**
- * One run of a resource at a time, as the database allows it: SQLite's single owner (./sqlite.ts,
- * dead runs known by their pid) or PostgreSQL's advisory lock shared by replicas (./postgres.ts).
+ * One run of a resource at a time, as the database allows it: SQLite's single owner (dead runs
+ * known by their pid) or PostgreSQL's advisory lock shared by replicas (the adapters' mirror.ts).
  */
 export interface RunLock {
   /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
   acquire(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
-  /** A run's row was started under the lease just acquired (default: nothing). */
-  started?(runId: number): void;
   /** Whether a run failed on another process's lock and should go again at once. */
   lockFailure(err: unknown): boolean;
   /** After a successful run (SQLite: planner statistics); never throws. */
   afterSuccess(ctx: AppContext): void;
+  /**
+   * Marks the runs a dead process left `running` as interrupted, when the mirror starts (default:
+   * nothing: each acquire finds them, and PostgreSQL's presence sweeps them).
+   */
+  recover?(ctx: AppContext): void;
 }
 
 /**
  * What `runSync` needs of a database: the mirror's store, the run's bookkeeping, and the right to
- * run one resource at a time. {@link mirrorBackend} is the one implementation; ./sqlite.ts and
- * ./postgres.ts make it for their database.
+ * run one resource at a time. {@link mirrorBackend} is the one implementation; each adapter's
+ * mirror.ts makes it for its database.
  */
 export interface MirrorBackend {
+  readonly lock: RunLock;
   /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
   store(def: TableDef, now: () => string, lease?: RunLease): MirrorStore;
-  /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
-  acquireRun(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
   checkpoint(resource: string): Promise<Checkpoint | undefined>;
   /** Live rows of a mirror table (a run's record cap follows the mirror's size). */
   liveCount(def: TableDef): Promise<number>;
@@ -64,10 +69,6 @@ export interface MirrorBackend {
     error: string | null,
     counts: RunCounts,
   ): Promise<void>;
-  /** Whether a run failed on another process's lock and should go again at once (default: never). */
-  lockFailure(err: unknown): boolean;
-  /** After a successful run (SQLite: planner statistics); never throws. */
-  afterSuccess(ctx: AppContext): void;
   /** `custody_ids`, on the same database as the outbox their ids come from. */
   readonly custodyIds: CustodyIdBook;
 }
@@ -75,9 +76,9 @@ export interface MirrorBackend {
 /** The mirror's backend on `db`, its runs one at a time per resource by `lock`. */
 export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
   return {
+    lock,
     custodyIds: custodyIdBook(db),
     store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence),
-    acquireRun: (ctx, target) => lock.acquire(ctx, target),
     async checkpoint(resource) {
       const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
       if (!row) return undefined;
@@ -97,9 +98,7 @@ export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
       const rows = await db.write(
         all<{ id: number }>(statements.startRun(target, mode, trigger, at, resumedFrom)),
       );
-      const runId = Number(rows[0]!.id);
-      lock.started?.(runId);
-      return runId;
+      return Number(rows[0]!.id);
     },
     async setRunMode(runId, mode) {
       await db.write(run(statements.setRunMode(runId, mode)));
@@ -107,7 +106,14 @@ export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
     async finishRun(runId, at, status, error, counts) {
       await db.write(run(statements.finishRun(runId, at, status, error, counts)));
     },
-    lockFailure: (err) => lock.lockFailure(err),
-    afterSuccess: (ctx) => lock.afterSuccess(ctx),
   };
+}
+
+/** One warning per run marked interrupted because the process or replica running it died. */
+export function logInterrupted(log: Logger, runs: readonly statements.RunningRow[]): void {
+  for (const run of runs)
+    log.warn(
+      { event: 'sync.run.interrupted', runId: Number(run.id), resource: run.resource, pid: run.pid },
+      'marked a run that died as interrupted',
+    );
 }

@@ -1,6 +1,6 @@
 import { UnreadableRecord } from '../operator/limits.js';
 import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/schemas.js';
-import type { ChangeRow } from '../sqlite/changes.js';
+import type { FeedStep } from '../store/script.js';
 import type { WriteTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';
@@ -47,7 +47,8 @@ export interface BatchPlan {
   quarantine: QuarantineWrite[];
   /** Keys the scan sees for the first time (to add to `sync_seen`). */
   seen: string[];
-  changes: ChangeRow[];
+  /** Its rows of the change feed, appended with its writes. */
+  changes: FeedStep['feed'][number][];
   result: BatchResult;
 }
 

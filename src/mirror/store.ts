@@ -1,5 +1,4 @@
-import type { ChangeRow } from '../sqlite/changes.js';
-import { all, appendFeed, first, run, type Script } from '../store/script.js';
+import { all, appendFeed, type FeedStep, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
 import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
 import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
@@ -207,7 +206,7 @@ export function mirrorStore(
     if (fence) yield* fence();
     let removed = 0;
     let refusal: string | null = null;
-    const changes: ChangeRow[] = [];
+    const changes: FeedStep['feed'][number][] = [];
     if (f.verdict.kind === 'guarded') {
       const unseen = Number((yield* first<{ n: number }>(statements.unseenCount(def)))?.n ?? 0);
       const live = unseen > 0 ? Number((yield* first<{ n: number }>(statements.liveCount(def)))?.n ?? 0) : 0;

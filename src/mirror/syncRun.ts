@@ -2,7 +2,6 @@ import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
-import { sqliteBackend } from '../sqlite/mirror.js';
 import type { MirrorBackend, RunLease } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
@@ -24,8 +23,8 @@ export interface RunSyncOptions {
   signal?: AbortSignal;
   /** Called after each committed batch (default: none). */
   onProgress?: (counts: RunCounts) => void;
-  /** Where the run reads and writes: SQLite's `ctx.database` or PostgreSQL's (default: SQLite). */
-  backend?: MirrorBackend;
+  /** Where the run reads and writes (the store's factory makes it). */
+  backend: MirrorBackend;
 }
 
 /** How a run ended. */
@@ -55,10 +54,10 @@ export function outcomeWithoutRun(
 export async function runSync(
   ctx: AppContext,
   target: SyncTarget,
-  options: RunSyncOptions = {},
+  options: RunSyncOptions,
 ): Promise<RunOutcome> {
-  const backend = options.backend ?? sqliteBackend(ctx, options.signal);
-  const acquired = await backend.acquireRun(ctx, target);
+  const { backend } = options;
+  const acquired = await backend.lock.acquire(ctx, target);
   if (!acquired.ok) {
     ctx.log.warn({ event: 'sync.run.skipped', resource: target, ...acquired.fields }, acquired.error);
     return outcomeWithoutRun(target, 'failed', acquired.error);
@@ -108,6 +107,7 @@ async function runHeld(
     : undefined;
   let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
   const runId = await backend.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
+  lease.started?.(runId);
   ctx.log.info(
     {
       event: 'sync.run.started',
@@ -169,7 +169,7 @@ async function runHeld(
       guard.failure !== null
         ? `${target}: ${guard.failure}`
         : describeFailure(target, lease.lost?.aborted ? lease.lost.reason : err);
-    locked = backend.lockFailure(err);
+    locked = backend.lock.lockFailure(err);
   } finally {
     guard.close();
   }
@@ -177,7 +177,7 @@ async function runHeld(
   const finished = ctx.clock.now();
   await backend.finishRun(runId, isoAt(finished), status, error, counts);
   record(ctx, target, status, counts, started, finished);
-  if (status === 'succeeded') backend.afterSuccess(ctx);
+  if (status === 'succeeded') backend.lock.afterSuccess(ctx);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);

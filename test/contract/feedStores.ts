@@ -1,3 +1,4 @@
+import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { type FeedReads, feedReads } from '../../src/feed/reads.js';
 import { listenForChanges } from '../../src/postgres/changeListener.js';
@@ -5,7 +6,6 @@ import { appendChangesPg, openPostgres } from '../../src/postgres/open.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { type ChangeRow, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
-import { sqliteFeedReads } from '../../src/sqlite/feedReads.js';
 import { testContext } from '../helpers/context.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 

@@ -1,11 +1,11 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { AppContext, Component } from '../../src/context.js';
 import { changeSignalFor } from '../../src/db/changeSignal.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
-import { sqliteFeedReads } from '../../src/sqlite/feedReads.js';
 import { testContext } from '../helpers/context.js';
 import { capturingLogger } from '../outbox/fixtures.js';
 import { ManualTimers, openStream, startFeedApi } from './helpers.js';

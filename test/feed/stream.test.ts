@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { AppContext, Component } from '../../src/context.js';
 import { ChangeSignal, changeSignalFor } from '../../src/db/changeSignal.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
 import { recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
-import { sqliteFeedReads } from '../../src/sqlite/feedReads.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { ManualTimers, openStream, startFeedApi } from './helpers.js';

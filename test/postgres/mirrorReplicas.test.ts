@@ -131,7 +131,7 @@ describe('replicas on one PostgreSQL database', () => {
     const lines = captureLog(h!.ctx);
     // Replica A takes the run and starts its row, then dies: its row stays `running`, and the
     // server drops its session (here: terminated), which frees its lock.
-    const acquired = await backendA.acquireRun(h!.ctx, 'projects');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'projects');
     expect(acquired.ok).toBe(true);
     const deadRun = await backendA.startRun('projects', 'full', 'schedule', new Date().toISOString(), null);
     expect((await runSync(h!.ctx, 'projects', { backend: backendB, sleep: noSleep })).error).toBe(
@@ -173,12 +173,12 @@ describe('replicas on one PostgreSQL database', () => {
   it('a survivor’s sweep marks a dead replica’s run interrupted at once; a live replica’s run is left running', async () => {
     const { a, b, backendA, backendB } = await twoReplicas();
     const lines = captureLog(h!.ctx);
-    const acquired = await backendA.acquireRun(h!.ctx, 'projects');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'projects');
     expect(acquired.ok).toBe(true);
     const deadRun = await backendA.startRun('projects', 'full', 'schedule', new Date().toISOString(), null);
     await terminateLockHolder(b);
     // B runs issuances meanwhile: its lock is held, so its row is not an orphan.
-    const live = await backendB.acquireRun(h!.ctx, 'issuances');
+    const live = await backendB.lock.acquire(h!.ctx, 'issuances');
     if (!live.ok) throw new Error('B could not take the issuances lock');
     const liveRun = await backendB.startRun('issuances', 'full', 'schedule', new Date().toISOString(), null);
 
@@ -223,7 +223,7 @@ describe('replicas on one PostgreSQL database', () => {
     await expectCustodyEquals(pgMirror(a), h!);
 
     // A replica that lost its lock cannot end an id's custody either (the fence).
-    const acquired = await backendA.acquireRun(h!.ctx, 'custody');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'custody');
     if (!acquired.ok) throw new Error(acquired.error);
     const runId = await backendA.startRun('custody', 'full', 'schedule', new Date().toISOString(), null);
     await terminateLockHolder(b);

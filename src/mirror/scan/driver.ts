@@ -1,6 +1,5 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
-import { sqliteStore } from '../../sqlite/mirror.js';
 import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
@@ -38,8 +37,8 @@ export interface ListSyncOptions {
   onProgress?: (counts: RunCounts) => void;
   /** Called when an incremental run falls back to a full scan (default: none). */
   onModeChange?: (mode: 'full') => void | Promise<void>;
-  /** Where the batches go (default: SQLite's store on `ctx.database`). */
-  store?: MirrorStore;
+  /** Where the batches go. */
+  store: MirrorStore;
 }
 
 /** How a list run ended when it did not throw. */
@@ -61,7 +60,7 @@ export async function syncList(
   options: ListSyncOptions,
 ): Promise<ListSyncResult> {
   const now = () => isoAt(ctx.clock.now());
-  const store = options.store ?? sqliteStore(ctx.database.sqlite, resource, now);
+  const { store } = options;
   const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
   const first = await open(options.plan);
   try {

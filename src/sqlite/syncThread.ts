@@ -3,28 +3,22 @@
  * while a full sync wrote pages on the daemon's loop, an enqueue waited behind each page's parsing,
  * validation, hashing and writes (25-75 ms a page, more with held commits): p99 625 ms against a
  * target of 5. In its thread the sync's CPU leaves the API's loop, and its bulk writes give way to
- * the API's commits at the writer gate (sqlite/writerGate.ts), so an enqueue waits for the lock about a
+ * the API's commits at the writer gate (./writerGate.ts), so an enqueue waits for the lock about a
  * millisecond, not a held commit.
  *
  * The schedules, the requests of the API, the webhooks and the dispatcher stay in the main thread
- * (scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
+ * (mirror/scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
+import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
+import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
 import { hostThread } from '../thread/host.js';
-import { SyncCoordinator } from './coordinator.js';
-import { markInterruptedRuns } from './recovery.js';
-import type { SyncIn, SyncOut } from './syncMessages.js';
-import { outcomeWithoutRun, type RunOutcome } from './syncRun.js';
-
-/** Where the mirror component's runs happen: in this thread (SyncCoordinator) or the worker's. */
-export interface SyncRunner {
-  start?(): Promise<void>;
-  request(target: SyncTarget, trigger: SyncTrigger, full?: boolean): Promise<RunOutcome>;
-  stop(): Promise<void>;
-}
+import { markInterruptedRuns, sqliteBackend } from './mirror.js';
+import type { Sqlite } from './open.js';
 
 /** Options of {@link createSyncThread}. */
 export interface SyncThreadOptions {
@@ -38,7 +32,11 @@ export interface SyncThreadOptions {
  * daemon is ready as soon as its listeners are; should the worker fail to start, syncs run in this
  * thread instead, and the log says so.
  */
-export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {}): SyncRunner {
+export function createSyncThread(
+  ctx: AppContext,
+  sqlite: Sqlite,
+  options: SyncThreadOptions = {},
+): SyncRunner {
   type Pending = {
     target: SyncTarget;
     trigger: SyncTrigger;
@@ -62,7 +60,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
     label: 'sync thread',
     onMessage(message) {
       if (message.type === 'vcu-sync.feed') {
-        changeSignalFor(ctx.database.sqlite).announce(message.seq);
+        changeSignalFor(sqlite).announce(message.seq);
         return;
       }
       const request = pending.get(message.id);
@@ -83,7 +81,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
       }
       if (stopping) return;
       try {
-        markInterruptedRuns(ctx);
+        markInterruptedRuns(ctx, sqlite);
       } catch {
         // The next start of a run marks them: acquiring a run looks for dead ones first.
       }
@@ -91,12 +89,14 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
   });
   return {
     async start() {
+      // Before any run: the runs a previous process left `running` are marked interrupted.
+      markInterruptedRuns(ctx, sqlite);
       void host.start().then(
         () => {
           started = true;
         },
         (err: unknown) => {
-          here = new SyncCoordinator(ctx);
+          here = new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop));
           for (const [id, request] of pending) {
             pending.delete(id);
             runHere(request);

@@ -1,8 +1,8 @@
 import { changeSignalFor } from '../db/changeSignal.js';
 import { FEED_HEAD, type FeedReads, feedPage, type StoredChange, toChange } from '../feed/reads.js';
-import type { Sqlite } from './open.js';
-import { perHandle } from './perHandle.js';
-import { runSqlite } from './scripts.js';
+import type { Sqlite } from '../sqlite/open.js';
+import { perHandle } from '../sqlite/perHandle.js';
+import { runSqlite } from '../sqlite/scripts.js';
 
 /** The newest seq in the feed of `sqlite` (0 when empty), read now. */
 export function feedHead(sqlite: Sqlite): number {
