@@ -10,9 +10,9 @@ import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
-import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
 import { outcomeWithoutRun } from '../mirror/syncRun.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
+import type { SyncIn, SyncOut } from '../sqlite/syncThread.js';
 import { workerSide } from '../thread/workerSide.js';
 
 // No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).

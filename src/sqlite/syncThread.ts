@@ -11,14 +11,19 @@
  * request goes to the one coordinator in the worker.
  */
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
+import { changeSignalFor, type FeedMessage } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
-import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
 import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
 import { hostThread } from '../thread/host.js';
 import { markInterruptedRuns, sqliteBackend } from './mirror.js';
 import type { Sqlite } from './open.js';
+
+/** Main thread → mirror worker: run (or join a coming run of) one target. */
+export type SyncIn = { type: 'request'; id: number; target: SyncTarget; trigger: SyncTrigger; full: boolean };
+
+/** Mirror worker → main thread: a requested run's outcome, or the feed's new head after a commit. */
+export type SyncOut = { type: 'outcome'; id: number; outcome: RunOutcome } | FeedMessage;
 
 /** Options of {@link createSyncThread}. */
 export interface SyncThreadOptions {
