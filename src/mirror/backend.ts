@@ -1,8 +1,6 @@
 import type { AppContext, SyncTarget } from '../context.js';
 import type { Logger } from '../log.js';
-import { all, run, type Script } from '../store/script.js';
-import type { RunCounts } from './bookkeeping.js';
-import { type CustodyIdBook, custodyIdBook } from './custody.js';
+import { all, type Script } from '../store/script.js';
 import type { TableDef } from './resources.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 import * as statements from './statements.js';
@@ -43,70 +41,46 @@ export interface RunLock {
 }
 
 /**
- * What `runSync` needs of a database: the mirror's store, the run's bookkeeping, and the right to
- * run one resource at a time. {@link mirrorBackend} is the one implementation; each adapter's
- * mirror.ts makes it for its database.
+ * What `runSync` needs of a database: where the mirror's statements run, and the right to run one
+ * resource at a time. Each adapter's mirror.ts makes it with {@link mirrorBackend}.
  */
 export interface MirrorBackend {
+  readonly db: MirrorDb;
   readonly lock: RunLock;
   /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
   store(def: TableDef, now: () => string, lease?: RunLease): MirrorStore;
-  checkpoint(resource: string): Promise<Checkpoint | undefined>;
-  /** Live rows of a mirror table (a run's record cap follows the mirror's size). */
-  liveCount(def: TableDef): Promise<number>;
-  startRun(
-    target: SyncTarget,
-    mode: string,
-    trigger: string,
-    at: string,
-    resumedFrom: number | null,
-  ): Promise<number>;
-  setRunMode(runId: number, mode: string): Promise<void>;
-  finishRun(
-    runId: number,
-    at: string,
-    status: string,
-    error: string | null,
-    counts: RunCounts,
-  ): Promise<void>;
-  /** `custody_ids`, on the same database as the outbox their ids come from. */
-  readonly custodyIds: CustodyIdBook;
 }
 
 /** The mirror's backend on `db`, its runs one at a time per resource by `lock`. */
 export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
+  return { db, lock, store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence) };
+}
+
+/** The checkpoint a resource's last scan left, if any. */
+export async function readCheckpoint(db: MirrorDb, resource: string): Promise<Checkpoint | undefined> {
+  const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
+  if (!row) return undefined;
   return {
-    lock,
-    custodyIds: custodyIdBook(db),
-    store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence),
-    async checkpoint(resource) {
-      const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
-      if (!row) return undefined;
-      return {
-        resource: row.resource,
-        runId: Number(row.run_id),
-        mode: row.mode === 'incremental' ? 'incremental' : 'full',
-        nextOffset: Number(row.next_offset),
-        scanStartedAt: row.scan_started_at,
-        state: readCheckpointState(row.state),
-      };
-    },
-    async liveCount(def) {
-      return Number((await db.read<{ n: number }>(statements.liveCount(def)))[0]?.n ?? 0);
-    },
-    async startRun(target, mode, trigger, at, resumedFrom) {
-      const rows = await db.write(
-        all<{ id: number }>(statements.startRun(target, mode, trigger, at, resumedFrom)),
-      );
-      return Number(rows[0]!.id);
-    },
-    async setRunMode(runId, mode) {
-      await db.write(run(statements.setRunMode(runId, mode)));
-    },
-    async finishRun(runId, at, status, error, counts) {
-      await db.write(run(statements.finishRun(runId, at, status, error, counts)));
-    },
+    resource: row.resource,
+    runId: Number(row.run_id),
+    mode: row.mode === 'incremental' ? 'incremental' : 'full',
+    nextOffset: Number(row.next_offset),
+    scanStartedAt: row.scan_started_at,
+    state: readCheckpointState(row.state),
   };
+}
+
+/** Live rows of a mirror table (a run's record cap follows the mirror's size). */
+export async function liveRows(db: MirrorDb, def: TableDef): Promise<number> {
+  return Number((await db.read<{ n: number }>(statements.liveCount(def)))[0]?.n ?? 0);
+}
+
+/** A run's row, started `running`: its id. */
+export async function startRun(
+  db: MirrorDb,
+  ...row: Parameters<typeof statements.startRun>
+): Promise<number> {
+  return Number((await db.write(all<{ id: number }>(statements.startRun(...row))))[0]!.id);
 }
 
 /** One warning per run marked interrupted because the process or replica running it died. */

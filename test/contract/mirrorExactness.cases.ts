@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, SyncTarget } from '../../src/context.js';
+import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
@@ -312,7 +313,7 @@ export function mirrorExactnessCases(kind: 'sqlite' | 'postgres', open: OpenMirr
       const now = () => new Date().toISOString();
       const custody = m.backend.store(def, now);
       const runs = m.backend;
-      const runId = await runs.startRun('custody', 'full', 'manual', now(), null);
+      const runId = await startRun(runs.db, 'custody', 'full', 'manual', now(), null);
       const [id, record] = [...h.sim.registry.snapshot('projects')][0]!;
       const write = () =>
         custody.commitBatch({
