@@ -19,9 +19,8 @@ import {
   tombstoneVerdict,
 } from './cursor.js';
 import { HeldWrites } from './heldWrites.js';
-import { PageRead } from './pageRead.js';
+import { PageRead, pageShape } from './pageRead.js';
 import { type PageShape, sameRequest } from './pager.js';
-import { pageShape } from './readPage.js';
 
 /** What a list run needs besides the context. */
 export interface ListSyncOptions {
