@@ -1,6 +1,4 @@
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
-import type { Sqlite } from '../sqlite/open.js';
-import { runSqlite } from '../sqlite/scripts.js';
 import type { ScriptStore } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
 
@@ -158,12 +156,6 @@ export function pageOf(
 /** The record with key `id` of a mirror table. */
 export function recordStatement(resource: ResourceName, id: string): Sql {
   return sql`SELECT ${columnsOf(resource)} FROM ${raw(`"${resource}"`)} WHERE ${raw(`"${RESOURCE_FIELDS[resource].key}"`)} = ${id}`;
-}
-
-/** One page of a list on SQLite, now (its BINARY collation is byte order). */
-export function listRecords(sqlite: Sqlite, request: ListRequest): ListPage {
-  const { statement, date } = listStatement(request);
-  return pageOf(request, runSqlite(sqlite, statement).rows, date);
 }
 
 /** Texts whose byte order differs from a language collation's (case, punctuation, accents). */

@@ -85,7 +85,7 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
     createWebhookComponent(ctx, { requestSync, store: stores.inbox }),
     dispatcher,
     subscribers,
-    createMirrorComponent(ctx, { syncRequests: syncs, ...stores.mirrorRuns() }),
+    createMirrorComponent(ctx, { syncRequests: syncs, runner: stores.mirrorRuns() }),
   ];
 }
 

@@ -8,10 +8,11 @@ import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { feedReads } from '../feed/reads.js';
 import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { InboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
+import { SyncCoordinator } from '../mirror/coordinator.js';
 import type { PgAvailability } from '../postgres/availability.js';
 import { listenForChanges } from '../postgres/changeListener.js';
 import { pgApplicationName } from '../postgres/connection.js';
@@ -192,7 +193,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     owner,
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange }),
-    inbox: new ScriptInboxStore(scripts, { onStateChange }),
+    inbox: new InboxStore(scripts, { onStateChange }),
     deliveries,
     pruneDeliveries: deliveriesPrune(scripts),
     api: {
@@ -218,7 +219,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     },
     dispatcherThread: () => undefined,
     // Each run finds dead runs itself as it takes its lock.
-    mirrorRuns: () => ({ backend: pgBackend(pool) }),
+    mirrorRuns: () => new SyncCoordinator(ctx, () => pgBackend(pool)),
     ready: () => {},
     stopped: () => {},
   };

@@ -3,13 +3,10 @@ import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
-import { feedHead } from '../feed/queries.js';
-import { sqliteFeedReads } from '../feed/reads.js';
 import { instanceName, VERSION } from '../health/identity.js';
-import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
-import { createSyncThread } from '../mirror/syncThread.js';
+import { SyncCoordinator } from '../mirror/coordinator.js';
 import { sqliteOutbox } from '../outbox/access.js';
 import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
 import { sqliteOutboxHooks } from '../outbox/hooks.js';
@@ -18,13 +15,17 @@ import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
 import { sqliteClassifyFault, sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
+import { sqliteInboxStore } from '../sqlite/inboxStore.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
+import { sqliteBackend } from '../sqlite/mirror.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlite/ownership.js';
+import { createSyncThread } from '../sqlite/syncThread.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
 import { commandSeams } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
 
@@ -131,8 +132,11 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
           })
         : undefined,
     // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk
-    // writes give way to the API's commits; on this loop the runs find their dead runs at start.
-    mirrorRuns: () => (config.sync.thread ? { runner: createSyncThread(ctx) } : {}),
+    // writes give way to the API's commits. Either finds the runs that died with a previous process at start.
+    mirrorRuns: () =>
+      config.sync.thread
+        ? createSyncThread(ctx, sqlite)
+        : new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop)),
     ready() {
       // For `vcu-sync status` in another process (uptime); not worth failing a start over.
       try {

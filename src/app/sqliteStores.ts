@@ -45,7 +45,7 @@ export function commandSeams(ctx: AppContext, close: () => void): Stores {
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, { grouped: false }),
     deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
-    mirrorBackend: () => sqliteBackend(ctx),
+    mirrorBackend: () => sqliteBackend(sqlite),
     close: async () => close(),
   };
 }

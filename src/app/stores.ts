@@ -1,10 +1,10 @@
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import type { InboxStore } from '../inbox/storeSeam.js';
+import type { InboxStore } from '../inbox/inboxStore.js';
 import type { Metrics } from '../metrics.js';
 import type { MirrorBackend } from '../mirror/backend.js';
-import type { MirrorComponentOptions } from '../mirror/scheduler.js';
+import type { SyncRunner } from '../mirror/coordinator.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';
@@ -63,8 +63,8 @@ export interface DaemonStores extends Stores {
    * asks; undefined runs it on this loop.
    */
   dispatcherThread(requestSync: RequestSync): (Component & { wake: () => void }) | undefined;
-  /** How the mirror's runs happen on this store: a runner in a thread, or a backend. */
-  mirrorRuns(): Pick<MirrorComponentOptions, 'runner' | 'backend'>;
+  /** Where the mirror's runs happen on this store: a coordinator here, or in a thread of its own. */
+  mirrorRuns(): SyncRunner;
   /** Called once every component started (SQLite: the daemon's record, for `status`'s uptime). */
   ready(): void;
   /** Called once every component stopped. */

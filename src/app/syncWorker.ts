@@ -1,5 +1,5 @@
 /**
- * The mirror's worker thread (see mirror/syncThread.ts): sync runs fetch, parse, validate, hash and
+ * The mirror's worker thread (see sqlite/syncThread.ts): sync runs fetch, parse, validate, hash and
  * write here, on their own event loop and database connection, so a page's work never holds the loop
  * that answers the API and the webhooks. Its bulk writes give way to the API's commits at the writer
  * gate (sqlite/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
@@ -10,16 +10,18 @@ import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
-import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
 import { outcomeWithoutRun } from '../mirror/syncRun.js';
 import { changeSignalFor } from '../sqlite/changes.js';
+import { sqliteBackend } from '../sqlite/mirror.js';
+import type { SyncIn, SyncOut } from '../sqlite/syncThread.js';
 import { workerSide } from '../thread/workerSide.js';
 
 // No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).
 const side = workerSide<SyncOut>('sync.worker');
-const coordinator = new SyncCoordinator(side.ctx);
+const { sqlite } = side.ctx.database;
+const coordinator = new SyncCoordinator(side.ctx, (stop) => sqliteBackend(sqlite, stop));
 // Readers of the feed wait in the main thread: each commit here wakes them there.
-const unforward = forwardFeed(changeSignalFor(side.ctx.database.sqlite), { postMessage: side.post });
+const unforward = forwardFeed(changeSignalFor(sqlite), { postMessage: side.post });
 const component: Component = {
   name: 'mirror',
   async start() {},

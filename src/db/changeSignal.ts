@@ -17,7 +17,7 @@ export const WAKE_BATCH = 100;
 
 /**
  * A thread's message "the feed holds rows up to seq N" (feed/bridge.ts forwards it; the mirror's
- * thread, mirror/syncMessages.ts, sends it among its own): here so both import it downward.
+ * thread, sqlite/syncThread.ts, sends it among its own): here so both import it downward.
  */
 export interface FeedMessage {
   type: 'vcu-sync.feed';

@@ -1,6 +1,5 @@
 import type { Schedule } from '../clock.js';
-import type { FeedEntry, FeedQuery } from './queries.js';
-import type { FeedReads } from './reads.js';
+import type { FeedEntry, FeedQuery, FeedReads } from './reads.js';
 
 // The timers live in clock.ts, below every folder that waits (health's readiness waits too).
 

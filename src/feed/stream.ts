@@ -1,6 +1,5 @@
 import type { Schedule } from '../clock.js';
-import type { FeedEntry } from './queries.js';
-import type { FeedReads } from './reads.js';
+import type { FeedEntry, FeedReads } from './reads.js';
 
 /**
  * Where a stream's bytes go: the client's connection. Writes never wait; the stream reads how far

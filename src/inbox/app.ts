@@ -15,13 +15,11 @@ import {
   isJsonContentType,
   readRequestBody,
 } from '../httpBody.js';
-import { DatabaseUnavailable } from '../sqlite/faults.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult } from './correlate.js';
-import { sqliteInboxStore } from './inboxStore.js';
+import type { InboxStore } from './inboxStore.js';
 import { interpretPayload } from './interpret.js';
 import { reportDecisionEffects } from './report.js';
-import type { InboxStore } from './storeSeam.js';
 import { createVerifier } from './verifySignature.js';
 import { compileVocabulary } from './vocabulary.js';
 
@@ -36,8 +34,8 @@ export interface WebhookAppOptions {
   rejectionRowsPerMinute?: number;
   /** Asks the mirror for a custody sync after a deposit (default: none; daemon.ts wires the scheduler's). */
   requestSync?: RequestSync | undefined;
-  /** Where events are recorded and applied (default: the context's SQLite database). */
-  store?: InboxStore | undefined;
+  /** Where events are recorded and applied. */
+  store: InboxStore;
 }
 
 /** The Hono app plus what the component needs from it. */
@@ -76,6 +74,12 @@ export function parseJsonObject(
   return { ok: true, value: value as Record<string, unknown>, text };
 }
 
+/** The wait a database fault asks of its clients (its `retryAfterSeconds`), else 5 s. */
+function retryAfterOf(err: unknown): number {
+  const seconds = (err as { retryAfterSeconds?: unknown } | null)?.retryAfterSeconds;
+  return typeof seconds === 'number' ? seconds : 5;
+}
+
 /** Counts stored refusals per minute so a flood of forgeries cannot grow the table without bound. */
 class RefusalBudget {
   private windowStart = 0;
@@ -93,10 +97,10 @@ class RefusalBudget {
 }
 
 /**
- * Builds the webhook app over its store (default: the context's SQLite database). Throws an Error naming the problem when the
- * configured scheme needs secrets and none are set.
+ * Builds the webhook app over its store. Throws an Error naming the problem when the configured
+ * scheme needs secrets and none are set.
  */
-export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {}): WebhookApp {
+export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions): WebhookApp {
   const cfg = ctx.config.webhook;
   const verify = createVerifier({
     scheme: cfg.scheme,
@@ -108,7 +112,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
     tokenHeader: cfg.token_header,
     idHeader: options.idHeader ?? ctx.config.webhook.id_header,
   });
-  const store = options.store ?? sqliteInboxStore(ctx.database.sqlite);
+  const { store } = options;
   const budget = new RefusalBudget(options.rejectionRowsPerMinute ?? 60);
   const limit = cfg.max_body_bytes;
   const fields = cfg.fields;
@@ -174,7 +178,7 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions = {
         'could not store a webhook; answering 503',
       );
       return c.json({ error: 'could not store the event, retry later' }, 503, {
-        'retry-after': String(err instanceof DatabaseUnavailable ? err.retryAfterSeconds : 5),
+        'retry-after': String(retryAfterOf(err)),
       });
     }
     ctx.metrics.webhookEvents.inc({ outcome: result.replay ? 'replay' : result.outcome });

@@ -3,11 +3,13 @@
  * from the internal API, since this one faces the internet through the reverse proxy), plus
  * occasional inbox maintenance.
  */
+import { isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { ConfigError, errorMessage } from '../errors.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
-import { rereadAtStart, runInboxMaintenance } from './maintenance.js';
+import { reportDecisionEffects } from './report.js';
+import { compileVocabulary } from './vocabulary.js';
 
 export { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
 
@@ -19,6 +21,42 @@ export interface WebhookComponentOptions extends WebhookAppOptions {
   stopTimeoutMs?: number;
 }
 
+/** Refusals older than this are deleted. */
+const REJECTION_RETENTION_MS = 7 * 24 * 3600 * 1000;
+
+/** What the maintenance jobs need: the context's services, the store, and how to ask for syncs. */
+type MaintenanceContext = Pick<AppContext, 'clock' | 'log' | 'metrics' | 'config'> &
+  Pick<WebhookAppOptions, 'requestSync' | 'store'>;
+
+/** Applies ready pending decisions and prunes old refusals (one transaction); returns what it did. */
+export async function runInboxMaintenance(
+  ctx: MaintenanceContext,
+): Promise<{ applied: number; pruned: number }> {
+  const now = ctx.clock.now();
+  const { effects, pruned } = await ctx.store.maintain(isoAt(now), isoAt(now - REJECTION_RETENTION_MS));
+  reportDecisionEffects(ctx, effects);
+  if (effects.length > 0 || pruned > 0) {
+    ctx.log.info({ event: 'webhook.maintenance', applied: effects.length, pruned }, 'inbox maintenance');
+  }
+  return { applied: effects.length, pruned };
+}
+
+/** Reads undecided events again with the configured vocabulary (at start-up); returns how many now decide. */
+export async function rereadAtStart(ctx: MaintenanceContext): Promise<number> {
+  const cfg = ctx.config.webhook;
+  const vocabulary = compileVocabulary(cfg.decisions);
+  const nowIso = isoAt(ctx.clock.now());
+  const { resolved, effects } = await ctx.store.rereadUndecided(cfg.fields, vocabulary, nowIso);
+  reportDecisionEffects(ctx, effects);
+  if (resolved > 0) {
+    ctx.log.info(
+      { event: 'webhook.undecided.reread', resolved, applied: effects.length },
+      'undecided webhooks read again with the current webhook.decisions',
+    );
+  }
+  return resolved;
+}
+
 /** The component, plus where it listens once started. */
 export interface WebhookComponent extends Component {
   /** The bound address once started (the real port when `listen` asked for port 0). */
@@ -26,10 +64,7 @@ export interface WebhookComponent extends Component {
 }
 
 /** The webhook listener component. */
-export function createWebhookComponent(
-  ctx: AppContext,
-  options: WebhookComponentOptions = {},
-): WebhookComponent {
+export function createWebhookComponent(ctx: AppContext, options: WebhookComponentOptions): WebhookComponent {
   let listener: HttpListener | undefined;
   let timer: NodeJS.Timeout | undefined;
   let bound: { host: string; port: number; url: string } | undefined;

@@ -1,7 +1,6 @@
 import type { AppContext, SyncTarget } from '../context.js';
-import { all, run, type Script } from '../store/script.js';
-import type { RunCounts } from './bookkeeping.js';
-import { type CustodyIdBook, custodyIdBook } from './custody.js';
+import type { Logger } from '../log.js';
+import { all, type Script } from '../store/script.js';
 import type { TableDef } from './resources.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 import * as statements from './statements.js';
@@ -13,6 +12,8 @@ export interface RunLease {
   lost?: AbortSignal;
   /** Run first in each write of the run: throws once the right is lost (a fence). */
   fence?: () => Script<void>;
+  /** The run's row was started under this lease (SQLite: the run is known alive while held). */
+  started?(runId: number): void;
   release(): Promise<void>;
 }
 
@@ -22,92 +23,71 @@ export type RunAcquire =
   | { ok: false; error: string; fields: Record<string, unknown> };
 
 /**
- * One run of a resource at a time, as the database allows it: SQLite's single owner (./sqlite.ts,
- * dead runs known by their pid) or PostgreSQL's advisory lock shared by replicas (./postgres.ts).
+ * One run of a resource at a time, as the database allows it: SQLite's single owner (dead runs
+ * known by their pid) or PostgreSQL's advisory lock shared by replicas (the adapters' mirror.ts).
  */
 export interface RunLock {
   /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
   acquire(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
-  /** A run's row was started under the lease just acquired (default: nothing). */
-  started?(runId: number): void;
   /** Whether a run failed on another process's lock and should go again at once. */
   lockFailure(err: unknown): boolean;
   /** After a successful run (SQLite: planner statistics); never throws. */
   afterSuccess(ctx: AppContext): void;
+  /**
+   * Marks the runs a dead process left `running` as interrupted, when the mirror starts (default:
+   * nothing: each acquire finds them, and PostgreSQL's presence sweeps them).
+   */
+  recover?(ctx: AppContext): void;
 }
 
 /**
- * What `runSync` needs of a database: the mirror's store, the run's bookkeeping, and the right to
- * run one resource at a time. {@link mirrorBackend} is the one implementation; ./sqlite.ts and
- * ./postgres.ts make it for their database.
+ * What `runSync` needs of a database: where the mirror's statements run, and the right to run one
+ * resource at a time. Each adapter's mirror.ts makes it with {@link mirrorBackend}.
  */
 export interface MirrorBackend {
+  readonly db: MirrorDb;
+  readonly lock: RunLock;
   /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
   store(def: TableDef, now: () => string, lease?: RunLease): MirrorStore;
-  /** Marks dead runs `interrupted`, then takes the resource's run right (or says who has it). */
-  acquireRun(ctx: AppContext, target: SyncTarget): Promise<RunAcquire>;
-  checkpoint(resource: string): Promise<Checkpoint | undefined>;
-  /** Live rows of a mirror table (a run's record cap follows the mirror's size). */
-  liveCount(def: TableDef): Promise<number>;
-  startRun(
-    target: SyncTarget,
-    mode: string,
-    trigger: string,
-    at: string,
-    resumedFrom: number | null,
-  ): Promise<number>;
-  setRunMode(runId: number, mode: string): Promise<void>;
-  finishRun(
-    runId: number,
-    at: string,
-    status: string,
-    error: string | null,
-    counts: RunCounts,
-  ): Promise<void>;
-  /** Whether a run failed on another process's lock and should go again at once (default: never). */
-  lockFailure(err: unknown): boolean;
-  /** After a successful run (SQLite: planner statistics); never throws. */
-  afterSuccess(ctx: AppContext): void;
-  /** `custody_ids`, on the same database as the outbox their ids come from. */
-  readonly custodyIds: CustodyIdBook;
 }
 
 /** The mirror's backend on `db`, its runs one at a time per resource by `lock`. */
 export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
+  return { db, lock, store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence) };
+}
+
+/** The checkpoint a resource's last scan left, if any. */
+export async function readCheckpoint(db: MirrorDb, resource: string): Promise<Checkpoint | undefined> {
+  const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
+  if (!row) return undefined;
   return {
-    custodyIds: custodyIdBook(db),
-    store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence),
-    acquireRun: (ctx, target) => lock.acquire(ctx, target),
-    async checkpoint(resource) {
-      const [row] = await db.read<statements.CheckpointRow>(statements.readCheckpoint(resource));
-      if (!row) return undefined;
-      return {
-        resource: row.resource,
-        runId: Number(row.run_id),
-        mode: row.mode === 'incremental' ? 'incremental' : 'full',
-        nextOffset: Number(row.next_offset),
-        scanStartedAt: row.scan_started_at,
-        state: readCheckpointState(row.state),
-      };
-    },
-    async liveCount(def) {
-      return Number((await db.read<{ n: number }>(statements.liveCount(def)))[0]?.n ?? 0);
-    },
-    async startRun(target, mode, trigger, at, resumedFrom) {
-      const rows = await db.write(
-        all<{ id: number }>(statements.startRun(target, mode, trigger, at, resumedFrom)),
-      );
-      const runId = Number(rows[0]!.id);
-      lock.started?.(runId);
-      return runId;
-    },
-    async setRunMode(runId, mode) {
-      await db.write(run(statements.setRunMode(runId, mode)));
-    },
-    async finishRun(runId, at, status, error, counts) {
-      await db.write(run(statements.finishRun(runId, at, status, error, counts)));
-    },
-    lockFailure: (err) => lock.lockFailure(err),
-    afterSuccess: (ctx) => lock.afterSuccess(ctx),
+    resource: row.resource,
+    runId: Number(row.run_id),
+    mode: row.mode === 'incremental' ? 'incremental' : 'full',
+    nextOffset: Number(row.next_offset),
+    scanStartedAt: row.scan_started_at,
+    state: readCheckpointState(row.state),
   };
+}
+
+/** Live rows of a mirror table (a run's record cap follows the mirror's size). */
+export async function liveRows(db: MirrorDb, def: TableDef): Promise<number> {
+  return Number((await db.read<{ n: number }>(statements.liveCount(def)))[0]?.n ?? 0);
+}
+
+/** A run's row, started `running`: its id. */
+export async function startRun(
+  db: MirrorDb,
+  ...row: Parameters<typeof statements.startRun>
+): Promise<number> {
+  return Number((await db.write(all<{ id: number }>(statements.startRun(...row))))[0]!.id);
+}
+
+/** One warning per run marked interrupted because the process or replica running it died. */
+export function logInterrupted(log: Logger, runs: readonly statements.RunningRow[]): void {
+  for (const run of runs)
+    log.warn(
+      { event: 'sync.run.interrupted', runId: Number(run.id), resource: run.resource, pid: run.pid },
+      'marked a run that died as interrupted',
+    );
 }

@@ -47,6 +47,7 @@ export interface BatchPlan {
   quarantine: QuarantineWrite[];
   /** Keys the scan sees for the first time (to add to `sync_seen`). */
   seen: string[];
+  /** Its rows of the change feed, appended with its writes. */
   changes: ChangeRow[];
   result: BatchResult;
 }

@@ -7,8 +7,13 @@ import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';
 export interface CoordinatorOptions {
   /** How retries wait (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
-  /** Where runs read and write (default: SQLite's `ctx.database`). */
-  backend?: MirrorBackend;
+}
+
+/** Where the mirror component's runs happen: a SyncCoordinator here, or one in a worker thread. */
+export interface SyncRunner {
+  start?(): Promise<void>;
+  request(target: SyncTarget, trigger: SyncTrigger, full?: boolean): Promise<RunOutcome>;
+  stop(): Promise<void>;
 }
 
 interface Lane {
@@ -23,16 +28,25 @@ interface Lane {
  * into a single follow-up run (so a custody deposit that arrives mid-run is still read), however many
  * requests arrive meanwhile.
  */
-export class SyncCoordinator {
+export class SyncCoordinator implements SyncRunner {
   private readonly lanes = new Map<SyncTarget, Lane>();
   private readonly abort = new AbortController();
+  private readonly backend: MirrorBackend;
 
+  /** `backend` makes where runs read and write, given the signal that stops them (at stop). */
   constructor(
     private readonly ctx: AppContext,
+    backend: (stop: AbortSignal) => MirrorBackend,
     private readonly options: CoordinatorOptions = {},
   ) {
     // All resources' runs (their page requests and retry waits) listen on this one signal at once.
     setMaxListeners(64, this.abort.signal);
+    this.backend = backend(this.abort.signal);
+  }
+
+  /** Marks the runs a dead process left `running` as interrupted, before any run here. */
+  async start(): Promise<void> {
+    this.backend.lock.recover?.(this.ctx);
   }
 
   /** Runs (or joins a coming run of) `target`; resolves with that run's outcome. */
@@ -57,11 +71,15 @@ export class SyncCoordinator {
     return lane.queued;
   }
 
-  private startRun(lane: Lane, target: SyncTarget, opts: RunSyncOptions): Promise<RunOutcome> {
+  private startRun(
+    lane: Lane,
+    target: SyncTarget,
+    opts: Pick<RunSyncOptions, 'trigger' | 'full'>,
+  ): Promise<RunOutcome> {
     const run = runSync(this.ctx, target, {
       ...opts,
       sleep: this.options.sleep,
-      backend: this.options.backend,
+      backend: this.backend,
       signal: this.abort.signal,
     }).finally(() => {
       if (lane.running === run) lane.running = undefined;

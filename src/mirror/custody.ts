@@ -20,8 +20,8 @@ export interface CustodySyncOptions {
   signal?: AbortSignal;
   /** Called after each read (default: none). */
   onProgress?: (counts: RunCounts) => void;
-  /** `custody_ids` on the run's database. */
-  ids: CustodyIdBook;
+  /** The run's database: `custody_ids` is on the one that holds the outbox its ids come from. */
+  db: MirrorDb;
   /** The store of a custody table on the run's database (its writes fenced by the run's lease). */
   store: (def: TableDef) => MirrorStore;
 }
@@ -80,21 +80,6 @@ export function custodyIdsToAdd(
   return out;
 }
 
-/**
- * `custody_ids` as the custody sync reads and adds to it, on the database that holds the outbox
- * the ids come from. Ending an id's custody is the mirror store's (`endCustody`), with its
- * record's tombstone.
- */
-export interface CustodyIdBook {
-  /**
-   * In one transaction: reads the bodies of accepted Tokenizations (`wireSpelling` or
-   * "Tokenization") and adds `toAdd(bodies)`, all at `at`; an id already there is left as it is.
-   */
-  collect(wireSpelling: string, toAdd: (bodies: string[]) => CustodyIdAdd[], at: string): Promise<void>;
-  /** The ids of `kind` still in custody, oldest first, then by id (bytewise). */
-  active(kind: string): Promise<string[]>;
-}
-
 /** Oldest first, then by id bytewise (as SQLite's BINARY collation orders them) (pure). */
 export function custodyOrder(
   a: { id: string; added_at: string },
@@ -104,25 +89,27 @@ export function custodyOrder(
   return Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
 }
 
-/** `custody_ids` on the mirror's database. */
-export function custodyIdBook(db: MirrorDb): CustodyIdBook {
-  function* collect(
-    wireSpelling: string,
-    toAdd: (bodies: string[]) => CustodyIdAdd[],
-    at: string,
-  ): Script<void> {
-    const bodies = yield* all<{ body: string }>(tokenizationBodies(wireSpelling));
-    const adds = toAdd(bodies.map((r) => r.body));
-    for (const group of statementGroups(adds, 4, db.preparesStatements))
-      yield* run(addCustodyIds(at, group, db.rowsSource));
-  }
-  return {
-    collect: (wireSpelling, toAdd, at) => db.transaction(collect(wireSpelling, toAdd, at)),
-    async active(kind) {
-      const rows = await db.read<{ id: string; added_at: string }>(activeCustodyIds(kind));
-      return rows.sort(custodyOrder).map((r) => r.id);
-    },
-  };
+/**
+ * In one transaction: reads the bodies of accepted Tokenizations (`wireSpelling` or
+ * "Tokenization") and adds `toAdd(bodies)` to `custody_ids`, all at `at` (an id already there is
+ * left as it is).
+ */
+function* collectIds(
+  db: MirrorDb,
+  wireSpelling: string,
+  toAdd: (bodies: string[]) => CustodyIdAdd[],
+  at: string,
+): Script<void> {
+  const bodies = yield* all<{ body: string }>(tokenizationBodies(wireSpelling));
+  const adds = toAdd(bodies.map((r) => r.body));
+  for (const group of statementGroups(adds, 4, db.preparesStatements))
+    yield* run(addCustodyIds(at, group, db.rowsSource));
+}
+
+/** The ids of `kind` still in custody, oldest first, then by id (bytewise). */
+async function activeIds(db: MirrorDb, kind: string): Promise<string[]> {
+  const rows = await db.read<{ id: string; added_at: string }>(activeCustodyIds(kind));
+  return rows.sort(custodyOrder).map((r) => r.id);
 }
 
 /**
@@ -131,15 +118,19 @@ export function custodyIdBook(db: MirrorDb): CustodyIdBook {
  * `_custody_ended_at` set, a `remove` change fed); it does not fail the run.
  */
 export async function syncCustody(ctx: AppContext, options: CustodySyncOptions): Promise<void> {
-  const { counts, runId, ids } = options;
-  await ids.collect(
-    ctx.config.outbox.wire_spelling.tokenization,
-    (bodies) => custodyIdsToAdd(ctx.config.custody, bodies),
-    isoAt(ctx.clock.now()),
+  const { counts, runId, db } = options;
+  // Ending an id's custody is the mirror store's (`endCustody`), with its record's tombstone.
+  await db.transaction(
+    collectIds(
+      db,
+      ctx.config.outbox.wire_spelling.tokenization,
+      (bodies) => custodyIdsToAdd(ctx.config.custody, bodies),
+      isoAt(ctx.clock.now()),
+    ),
   );
   for (const resource of custodyResources(ctx.config)) {
     const store = options.store(resource);
-    for (const id of await ids.active(resource.kind)) {
+    for (const id of await activeIds(db, resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
       const retry = readRetry(ctx, options, 'custody read failed; retrying', {
         resource: 'custody',

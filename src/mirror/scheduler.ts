@@ -4,28 +4,19 @@ import { cancellableSleep } from '../clock.js';
 import type { AppContext, Component, SyncTarget } from '../context.js';
 import { SYNC_TARGETS } from '../context.js';
 import type { SyncRequests } from '../syncRequests.js';
-import type { MirrorBackend } from './backend.js';
-import { SyncCoordinator } from './coordinator.js';
-import { markInterruptedRuns } from './recovery.js';
+import type { SyncRunner } from './coordinator.js';
 import { realSleep } from './retry.js';
-import type { SyncRunner } from './syncThread.js';
 
 /** Options of {@link createMirrorComponent}. */
 export interface MirrorComponentOptions {
-  /** How jitter and retries wait (default: setTimeout). */
+  /** How jitter waits (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
   /** Source of jitter in [0, 1) (default: Math.random). */
   random?: () => number;
   /** Served while the scheduler runs: how the API, webhooks and dispatcher ask for syncs (default: none). */
   syncRequests?: SyncRequests;
-  /** Where runs happen: a worker thread (syncThread.ts) or this thread (default: a SyncCoordinator here). */
-  runner?: SyncRunner;
-  /**
-   * The database the runs of the default runner use (default: SQLite's, `ctx.database`). Another
-   * backend (PostgreSQL's) finds dead runs itself as each run takes its lock, so the start-up
-   * recovery of SQLite's `running` rows is skipped.
-   */
-  backend?: MirrorBackend;
+  /** Where runs happen: a SyncCoordinator here, or one in a worker thread (the store's factory picks). */
+  runner: SyncRunner;
 }
 
 /** The jitter before a scheduled run, ms (pure). */
@@ -39,12 +30,10 @@ export function jitterMs(jitterSeconds: number, random: number): number {
  * serves `options.syncRequests` (API, webhooks, accepted Tokenizations). Stopping ends schedules and waits for runs,
  * which stop between pages with their checkpoints kept.
  */
-export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions = {}): Component {
+export function createMirrorComponent(ctx: AppContext, options: MirrorComponentOptions): Component {
   const sleep = options.sleep ?? realSleep;
   const random = options.random ?? Math.random;
-  const coordinator: SyncRunner =
-    options.runner ??
-    new SyncCoordinator(ctx, { sleep, ...(options.backend ? { backend: options.backend } : {}) });
+  const coordinator = options.runner;
   const tasks: ScheduledTask[] = [];
   let stopping = false;
   let unserve: (() => void) | undefined;
@@ -69,7 +58,7 @@ export function createMirrorComponent(ctx: AppContext, options: MirrorComponentO
   return {
     name: 'mirror',
     async start() {
-      if (!options.backend) markInterruptedRuns(ctx);
+      // The runner marks the runs that died with a previous process first.
       await coordinator.start?.();
       unserve = options.syncRequests?.serve((targets, trigger) => {
         if (!stopping) requestAll(targets, trigger);

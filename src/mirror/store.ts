@@ -55,7 +55,7 @@ export interface MirrorStore {
 }
 
 /**
- * The database as the mirror's writes need it (./sqlite.ts, ./postgres.ts): scripts in
+ * The database as the mirror's writes need it (sqlite/mirror.ts, postgres/mirror.ts): scripts in
  * transactions, and what differs in how a batch is best written there.
  */
 export interface MirrorDb {

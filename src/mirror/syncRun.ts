@@ -2,8 +2,8 @@ import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
-import { sqliteBackend } from '../sqlite/mirror.js';
-import type { MirrorBackend, RunLease } from './backend.js';
+import { run } from '../store/script.js';
+import { liveRows, type MirrorBackend, type RunLease, readCheckpoint, startRun } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
 import { RunAborted } from './errors.js';
@@ -11,6 +11,7 @@ import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
+import * as statements from './statements.js';
 
 /** Options of one sync run. */
 export interface RunSyncOptions {
@@ -24,8 +25,8 @@ export interface RunSyncOptions {
   signal?: AbortSignal;
   /** Called after each committed batch (default: none). */
   onProgress?: (counts: RunCounts) => void;
-  /** Where the run reads and writes: SQLite's `ctx.database` or PostgreSQL's (default: SQLite). */
-  backend?: MirrorBackend;
+  /** Where the run reads and writes (the store's factory makes it). */
+  backend: MirrorBackend;
 }
 
 /** How a run ended. */
@@ -55,10 +56,10 @@ export function outcomeWithoutRun(
 export async function runSync(
   ctx: AppContext,
   target: SyncTarget,
-  options: RunSyncOptions = {},
+  options: RunSyncOptions,
 ): Promise<RunOutcome> {
-  const backend = options.backend ?? sqliteBackend(ctx, options.signal);
-  const acquired = await backend.acquireRun(ctx, target);
+  const { backend } = options;
+  const acquired = await backend.lock.acquire(ctx, target);
   if (!acquired.ok) {
     ctx.log.warn({ event: 'sync.run.skipped', resource: target, ...acquired.fields }, acquired.error);
     return outcomeWithoutRun(target, 'failed', acquired.error);
@@ -100,14 +101,15 @@ async function runHeld(
   const list = target === 'custody' ? undefined : listResources(ctx.config)[target];
   const plan = list
     ? planScan(
-        await backend.checkpoint(list.name),
+        await readCheckpoint(backend.db, list.name),
         list.log,
         options.full ?? false,
         ctx.config.sync.units_overlap,
       )
     : undefined;
   let mode: 'full' | 'incremental' = plan?.mode ?? 'full';
-  const runId = await backend.startRun(target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
+  const runId = await startRun(backend.db, target, mode, trigger, isoAt(started), plan?.resumedFrom ?? null);
+  lease.started?.(runId);
   ctx.log.info(
     {
       event: 'sync.run.started',
@@ -124,8 +126,8 @@ async function runHeld(
   let error: string | null = null;
   let locked = false;
   // Bounds: idle and overall time, and (for lists) records fetched against the mirror's size.
-  const liveRows = list ? await backend.liveCount(list) : null;
-  const guard = new RunGuard(runBounds(ctx.config, liveRows), liveRows, stop);
+  const live = list ? await liveRows(backend.db, list) : null;
+  const guard = new RunGuard(runBounds(ctx.config, live), live, stop);
   const bounded = {
     sleep: guard.sleeper(options.sleep),
     signal: guard.signal,
@@ -144,7 +146,7 @@ async function runHeld(
         store: backend.store(list, () => isoAt(ctx.clock.now()), lease),
         onModeChange: async (next) => {
           mode = next;
-          await backend.setRunMode(runId, next);
+          await backend.db.write(run(statements.setRunMode(runId, next)));
         },
       });
       if (result.refusal) {
@@ -156,7 +158,7 @@ async function runHeld(
         runId,
         counts,
         ...bounded,
-        ids: backend.custodyIds,
+        db: backend.db,
         store: (def) => backend.store(def, () => isoAt(ctx.clock.now()), lease),
       });
     }
@@ -169,15 +171,15 @@ async function runHeld(
       guard.failure !== null
         ? `${target}: ${guard.failure}`
         : describeFailure(target, lease.lost?.aborted ? lease.lost.reason : err);
-    locked = backend.lockFailure(err);
+    locked = backend.lock.lockFailure(err);
   } finally {
     guard.close();
   }
 
   const finished = ctx.clock.now();
-  await backend.finishRun(runId, isoAt(finished), status, error, counts);
+  await backend.db.write(run(statements.finishRun(runId, isoAt(finished), status, error, counts)));
   record(ctx, target, status, counts, started, finished);
-  if (status === 'succeeded') backend.afterSuccess(ctx);
+  if (status === 'succeeded') backend.lock.afterSuccess(ctx);
   const fields = { event: 'sync.run.finished', resource: target, runId, mode, status, ...counts, error };
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);

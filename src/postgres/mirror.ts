@@ -2,8 +2,14 @@ import type pg from 'pg';
 import { isoAt } from '../clock.js';
 import type { AppContext, SyncTarget } from '../context.js';
 import type { Logger } from '../log.js';
-import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from '../mirror/backend.js';
-import { interruptRuns } from '../mirror/statements.js';
+import {
+  logInterrupted,
+  type MirrorBackend,
+  mirrorBackend,
+  type RunAcquire,
+  type RunLock,
+} from '../mirror/backend.js';
+import { interruptRuns, type RunningRow } from '../mirror/statements.js';
 import type { MirrorDb } from '../mirror/store.js';
 import { first, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
@@ -27,8 +33,6 @@ export class RunLockLost extends Error {
   }
 }
 
-/** The advisory lock key of a resource's runs (64-bit, from its name), given the SQL of the name. */
-
 const INTERRUPTED = 'the replica running it ended before it finished';
 
 /**
@@ -37,7 +41,7 @@ const INTERRUPTED = 'the replica running it ended before it finished';
  * the one page read ahead waits with it (1,000-record commits: 0.84x of the bare loop on 300,000
  * units; 10,000-record: 0.44-0.62x).
  */
-export function postgresMirrorDb(pool: pg.Pool): MirrorDb {
+function postgresMirrorDb(pool: pg.Pool): MirrorDb {
   const store = postgresScriptStore(pool);
   return {
     dialect: store.dialect,
@@ -86,23 +90,8 @@ function* fence(holderPid: number): Script<void> {
 export async function interruptOrphanedRuns(pool: pg.Pool, log: Logger, nowIso: string): Promise<number> {
   const which = sql`CASE WHEN status = 'running' THEN pg_try_advisory_xact_lock(${raw(syncRunLock('resource'))}) ELSE false END`;
   const { rows } = await runPostgres(pool, interruptRuns(nowIso, INTERRUPTED, which));
-  logInterrupted(log, rows as unknown as InterruptedRow[]);
+  logInterrupted(log, rows as unknown as RunningRow[]);
   return rows.length;
-}
-
-interface InterruptedRow {
-  id: number;
-  resource: string;
-  pid: number | null;
-}
-
-/** One warning per run marked interrupted because its replica died. */
-function logInterrupted(log: Logger, runs: readonly InterruptedRow[]): void {
-  for (const run of runs)
-    log.warn(
-      { event: 'sync.run.interrupted', runId: Number(run.id), resource: run.resource, pid: run.pid },
-      'marked a run that died as interrupted',
-    );
 }
 
 /** Takes the resource's run lock on a connection of its own, then marks its dead runs. */
@@ -131,7 +120,7 @@ async function acquireRun(pool: pg.Pool, ctx: AppContext, target: SyncTarget): P
     // Holding the lock, no replica runs this resource: a row still `running` is a dead replica's.
     const which = sql`resource = ${target} AND status = 'running'`;
     const dead = await runPostgres(client, interruptRuns(isoAt(ctx.clock.now()), INTERRUPTED, which));
-    logInterrupted(ctx.log, dead.rows as unknown as InterruptedRow[]);
+    logInterrupted(ctx.log, dead.rows as unknown as RunningRow[]);
   } catch (err) {
     if (locked) await runPostgres(client, unlock).catch(() => {});
     locked = false;

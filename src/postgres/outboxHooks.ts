@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
-import { ScriptInboxStore } from '../inbox/inboxStore.js';
+import { InboxStore } from '../inbox/inboxStore.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { FINISHED_STATES } from '../operations/states.js';
@@ -25,7 +25,7 @@ export interface PgOutboxHooksOptions {
  * beside the settle it could find it still `sending` and leave the decisions to the sweep.
  */
 export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {}): OutboxHooks {
-  const inbox = new ScriptInboxStore(postgresScriptStore(pool), { onStateChange: options.onStateChange });
+  const inbox = new InboxStore(postgresScriptStore(pool), { onStateChange: options.onStateChange });
   return {
     afterAccepted: async (row, nowIso, settled) => {
       // A failed settle is the dispatcher's to report; a lost lease leaves the row to its new owner.

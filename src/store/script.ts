@@ -64,6 +64,9 @@ export function* appendFeed(rows: readonly ChangeRow[]): Generator<Step, void, O
   if (rows.length > 0) yield { feed: rows };
 }
 
+/** How long a request's write waits for another process's lock before the request is refused, ms. */
+export const REQUEST_BUSY_GRACE_MS = 1_000;
+
 /** How a transaction may wait: asked by SQLite's group commit, met anyway elsewhere. */
 export interface TransactionOptions {
   /**
@@ -80,9 +83,6 @@ export interface TransactionOptions {
    */
   busyGraceMs?: number;
 }
-
-/** How long a request's write waits for another process's lock before the request is refused, ms. */
-export const REQUEST_BUSY_GRACE_MS = 1_000;
 
 /**
  * A store as the rules see it: scripts in transactions, reads, and the dialect to spell

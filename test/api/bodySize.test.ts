@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { count, decisionPayload, insertOutboxRow, outboxRow, SECRET, signed } from '../inbox/helpers.js';
 import { tokenization } from '../outbox/fixtures.js';
@@ -139,7 +140,9 @@ describe('the webhook listener answers every body size too', () => {
         'webhook.max_body_bytes': LIMIT,
       },
     });
-    hook = createWebhookComponent(ctx);
+    hook = createWebhookComponent(ctx, {
+      store: sqliteInboxStore(ctx.database.sqlite),
+    });
     await hook.start();
     base = hook.address()!.url;
   });

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { decisionPayload, insertOutboxRow, outboxRow, SECRET, signed } from '../inbox/helpers.js';
 import { startApi, TOKEN } from './apiHarness.js';
@@ -98,7 +99,9 @@ describe('fuzz: body sizes at the webhook listener', () => {
         'webhook.max_body_bytes': LIMIT,
       },
     });
-    hook = createWebhookComponent(ctx);
+    hook = createWebhookComponent(ctx, {
+      store: sqliteInboxStore(ctx.database.sqlite),
+    });
     await hook.start();
   });
   afterAll(async () => {

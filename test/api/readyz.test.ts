@@ -6,6 +6,7 @@ import type { createApiComponent } from '../../src/api/server.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { clearPause, writePause } from '../../src/outbox/pause.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
@@ -35,7 +36,9 @@ beforeEach(async () => {
     },
   });
   api = sqliteApiComponent(ctx);
-  webhook = createWebhookComponent(ctx);
+  webhook = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await api.start();
   await webhook.start();
   base = `http://127.0.0.1:${api.address()!.port}`;

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { tokenization } from '../outbox/fixtures.js';
@@ -20,7 +21,7 @@ beforeAll(async () => {
     'operator.api_key': 'sim-api-key',
     'operator.rate_per_second': 100_000,
   });
-  const outcome = await runSync(h.ctx, 'projects');
+  const outcome = await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite) });
   expect(outcome.status, outcome.error ?? '').toBe('succeeded');
 });
 afterAll(async () => {

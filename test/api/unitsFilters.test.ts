@@ -3,6 +3,7 @@ import { listStatement } from '../../src/api/mirrorQueries.js';
 import type { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { sqliteDialect } from '../../src/sqlite/scripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
@@ -50,7 +51,7 @@ beforeAll(async () => {
       'sync.page_size': 100,
     },
   });
-  const outcome = await runSync(ctx, 'units');
+  const outcome = await runSync(ctx, 'units', { backend: sqliteBackend(ctx.database.sqlite) });
   expect(outcome.status, outcome.error ?? '').toBe('succeeded');
   api = sqliteApiComponent(ctx);
   await api.start();

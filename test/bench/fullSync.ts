@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { SyncTarget } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { type BaselineList, bareSync, fetchOnly, writeOnly } from './lib/baselineSync.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
@@ -25,7 +26,7 @@ export async function fullSyncScenarios(options: BenchOptions): Promise<Scenario
   try {
     const syncAll = async (targets: readonly SyncTarget[], full: boolean) => {
       for (const target of targets) {
-        const outcome = await runSync(ctx, target, { full });
+        const outcome = await runSync(ctx, target, { backend: sqliteBackend(ctx.database.sqlite), full });
         if (outcome.status !== 'succeeded') throw new Error(`${target}: ${outcome.status}: ${outcome.error}`);
       }
     };

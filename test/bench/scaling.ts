@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
@@ -37,7 +38,7 @@ export async function scalingScenario(options: BenchOptions): Promise<ScenarioRe
       });
       try {
         options.say(`scaling: sync ${size} units into a fresh database`);
-        const run = await timed(() => runSync(ctx, 'units'));
+        const run = await timed(() => runSync(ctx, 'units', { backend: sqliteBackend(ctx.database.sqlite) }));
         if (run.result.status !== 'succeeded') throw new Error(`units: ${run.result.error}`);
         const stored = ctx.database.sqlite.prepare('SELECT count(*) FROM unit_operations').pluck().get();
         if (stored !== size) throw new Error(`mirror holds ${String(stored)} of ${size} unit operations`);

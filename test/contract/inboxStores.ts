@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { bodyHash, type ReceivedWebhook } from '../../src/inbox/correlate.js';
-import { ScriptInboxStore, sqliteInboxStore } from '../../src/inbox/inboxStore.js';
+import { InboxStore } from '../../src/inbox/inboxStore.js';
 import { interpretPayload } from '../../src/inbox/interpret.js';
-import type { InboxStore } from '../../src/inbox/storeSeam.js';
 import { compileVocabulary } from '../../src/inbox/vocabulary.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { useStateChangeSink } from '../../src/sqlite/changes.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
@@ -103,7 +103,7 @@ export function sqliteInboxHarness(): InboxHarness {
 export function postgresInboxHarness(db: PgDatabase, leaseOwner = ME): InboxHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
-    inbox: new ScriptInboxStore(postgresScriptStore(db.pool), { onStateChange: deliveriesSink(SUBSCRIBERS) }),
+    inbox: new InboxStore(postgresScriptStore(db.pool), { onStateChange: deliveriesSink(SUBSCRIBERS) }),
     ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: deliveriesSink(SUBSCRIBERS) }),
     events: () => values(EVENTS),
     texts: async () => (await db.pool.query<{ reason: string | null; body: string }>(TEXTS)).rows,

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, SyncTarget } from '../../src/context.js';
+import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
-import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
 import {
   expectCustodyEquals,
@@ -29,7 +29,12 @@ const PROJECTS = '/integration/v1/projects';
 /** The mirror under test on a fresh database of its kind, for the case's simulator and context. */
 export type OpenMirror = (h: Harness) => Promise<MirrorUnderTest>;
 
-export function sync(ctx: AppContext, m: MirrorUnderTest, target: SyncTarget, options: RunSyncOptions = {}) {
+export function sync(
+  ctx: AppContext,
+  m: MirrorUnderTest,
+  target: SyncTarget,
+  options: Partial<RunSyncOptions> = {},
+) {
   return runSync(ctx, target, { sleep: noSleep, backend: m.backend, ...options });
 }
 
@@ -306,9 +311,9 @@ export function mirrorExactnessCases(kind: 'sqlite' | 'postgres', open: OpenMirr
       const m = await open(h);
       const def = custodyResources(h.ctx.config)[0]!;
       const now = () => new Date().toISOString();
-      const custody = m.backend ? m.backend.store(def, now) : sqliteBackend(h.ctx).store(def, now);
-      const runs = m.backend ?? sqliteBackend(h.ctx);
-      const runId = await runs.startRun('custody', 'full', 'manual', now(), null);
+      const custody = m.backend.store(def, now);
+      const runs = m.backend;
+      const runId = await startRun(runs.db, 'custody', 'full', 'manual', now(), null);
       const [id, record] = [...h.sim.registry.snapshot('projects')][0]!;
       const write = () =>
         custody.commitBatch({

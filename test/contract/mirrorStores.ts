@@ -4,6 +4,7 @@ import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
 import { pgBackend } from '../../src/postgres/mirror.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { expectRowMatches, type Harness } from '../mirror/harness.js';
 
 /**
@@ -13,15 +14,15 @@ import { expectRowMatches, type Harness } from '../mirror/harness.js';
  */
 export interface MirrorUnderTest {
   kind: 'sqlite' | 'postgres';
-  /** What `runSync` gets (undefined: its SQLite default). */
-  backend: MirrorBackend | undefined;
+  /** What `runSync` gets. */
+  backend: MirrorBackend;
   query(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
 }
 
 export function sqliteMirror(ctx: AppContext): MirrorUnderTest {
   return {
     kind: 'sqlite',
-    backend: undefined,
+    backend: sqliteBackend(ctx.database.sqlite),
     async query(sql, params = []) {
       // PostgreSQL's $n placeholders, in order, as SQLite's ?.
       return ctx.database.sqlite.prepare(sql.replace(/\$\d+/g, '?')).all(...params) as Record<

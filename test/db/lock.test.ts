@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { databaseFaultsFor } from '../../src/sqlite/faults.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { until } from '../ops/child.js';
 import { transfer } from '../outbox/fixtures.js';
@@ -116,7 +117,7 @@ describe('a sync run meets the lock between pages', () => {
     try {
       sim.stats.reset();
       sim.faults.setRates({ latencyMs: 30 });
-      const run = runSync(ctx, 'projects');
+      const run = runSync(ctx, 'projects', { backend: sqliteBackend(ctx.database.sqlite) });
       // Pages are being written when the other process takes the lock: the next commit meets it.
       await until('two pages fetched', () => sim.stats.count('/integration/v1/projects') >= 2);
       other.exec('BEGIN IMMEDIATE');

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { AppContext, Component } from '../../src/context.js';
-import { type FeedReads, sqliteFeedReads } from '../../src/feed/reads.js';
+import type { FeedReads } from '../../src/feed/reads.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';

@@ -1,7 +1,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { forwardFeed, receiveFeed } from '../../src/feed/bridge.js';
+import type { FeedMessage } from '../../src/db/changeSignal.js';
+import { forwardFeed } from '../../src/feed/bridge.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { testContext } from '../helpers/context.js';
@@ -29,13 +30,14 @@ describe('commits on another connection (a worker thread) wake the main thread o
     // The worker's own connection to the same file, and the port pair the daemon would wire.
     const other = openDatabase(ctx.config.database.path, { migrate: false });
     const { port1, port2 } = new MessageChannel();
+    const main = changeSignalFor(ctx.database.sqlite);
+    // The main thread's side, as the worker's host announces what its port brings.
+    port2.on('message', (message: FeedMessage) => main.announce(message.seq));
     closes.push(
       () => other.close(),
       () => port1.close(),
       forwardFeed(changeSignalFor(other.sqlite), port1),
-      receiveFeed(port2, changeSignalFor(ctx.database.sqlite)),
     );
-    const main = changeSignalFor(ctx.database.sqlite);
     const poll = apiCaller(started.base, TOKEN)('GET', '/v1/changes?after=0&resource=operations&wait=60');
     for (let i = 0; i < 10_000 && main.waiting === 0; i++) await new Promise((r) => setImmediate(r));
     other.sqlite.transaction(() =>

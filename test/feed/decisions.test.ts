@@ -4,6 +4,7 @@ import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { changeSignalFor } from '../../src/sqlite/changes.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { SECRET } from '../inbox/helpers.js';
@@ -42,7 +43,9 @@ async function setup(policy: 'approve' | 'reject') {
   const timers = new ManualTimers();
   const { api, base } = await startFeedApi(ctx, timers);
   started.push(api);
-  const listener = createWebhookComponent(ctx);
+  const listener = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await listener.start();
   started.push(listener);
   sim.webhooks.configure({ url: listener.address()!.url });

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { AppContext, Component } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import type { FeedReads } from '../../src/feed/reads.js';
-import { sqliteFeedReads } from '../../src/feed/reads.js';
 import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';

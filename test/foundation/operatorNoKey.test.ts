@@ -3,6 +3,7 @@ import { runSync } from '../../src/mirror/syncRun.js';
 import { OperatorClient } from '../../src/operator/client.js';
 import { OperatorError } from '../../src/operator/errors.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { getHealth } from '../helpers/health.js';
 
@@ -26,7 +27,11 @@ async function syncProjects(overrides: Record<string, unknown>) {
     overrides: { 'operator.url': sim.url, 'operator.rate_per_second': 100_000, ...overrides },
   });
   try {
-    const outcome = await runSync(ctx, 'projects', { trigger: 'manual', sleep: noSleep });
+    const outcome = await runSync(ctx, 'projects', {
+      backend: sqliteBackend(ctx.database.sqlite),
+      trigger: 'manual',
+      sleep: noSleep,
+    });
     const health = getHealth(ctx.database.sqlite, ctx.config, ctx.clock.now());
     return { outcome, problem: health.problems.find((p) => p.code === 'operator-auth') };
   } finally {

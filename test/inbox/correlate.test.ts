@@ -2,12 +2,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
-import { sqliteInboxStore } from '../../src/inbox/inboxStore.js';
-import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
-import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
+import { createWebhookApp, runInboxMaintenance, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {
@@ -60,7 +59,7 @@ beforeEach(() => {
   ctx.log = capture.log;
   lines = capture.lines;
   syncs = new SyncRequests();
-  app = createWebhookApp(ctx, { requestSync: syncs.request });
+  app = createWebhookApp(ctx, { store: sqliteInboxStore(ctx.database.sqlite), requestSync: syncs.request });
 });
 afterEach(() => ctx.dispose());
 
@@ -187,7 +186,7 @@ describe('decisions that arrive early', () => {
     const inbox = sqliteInboxStore(ctx.database.sqlite);
     await inbox.recordRejection(isoAt(NOW - 8 * 24 * 3600_000), 401, 'old');
     await inbox.recordRejection(isoAt(NOW - 6 * 24 * 3600_000), 401, 'recent');
-    expect(await runInboxMaintenance(ctx)).toEqual({ applied: 1, pruned: 1 });
+    expect(await runInboxMaintenance({ ...ctx, store: inbox })).toEqual({ applied: 1, pruned: 1 });
     expect(outboxRow(ctx.database.sqlite, 'ref-w').state).toBe('approved');
     expect(ctx.database.sqlite.prepare('SELECT reason FROM webhook_rejections').all()).toEqual([
       { reason: 'recent' },
@@ -251,7 +250,9 @@ describe('deposits, unknown events, queries', () => {
         'webhook.fields': { type: ['kind'], ref: ['payload.opRef'], status: ['outcome'], reason: ['why'] },
       },
     });
-    app = createWebhookApp(ctx);
+    app = createWebhookApp(ctx, {
+      store: sqliteInboxStore(ctx.database.sqlite),
+    });
     insertOutboxRow(ctx.database.sqlite, 'cfg', 'accepted');
     await send({ kind: 'decision', payload: { opRef: 'cfg' }, outcome: 'rejected', why: 'configured' });
     expect(outboxRow(ctx.database.sqlite, 'cfg')).toMatchObject({

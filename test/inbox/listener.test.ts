@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import {
   count,
@@ -34,7 +35,9 @@ function assertNothingDecided(ref = 'ref-1') {
 beforeEach(() => {
   clock = new ManualClock(NOW);
   ctx = testContext({ clock, overrides: { 'webhook.secrets': [SECRET], 'webhook.max_body_bytes': 4096 } });
-  app = createWebhookApp(ctx);
+  app = createWebhookApp(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   insertOutboxRow(ctx.database.sqlite, 'ref-1', 'accepted');
 });
 afterEach(() => ctx.dispose());
@@ -198,7 +201,9 @@ describe('key rotation', () => {
   it('accepts webhooks signed with any configured secret', async () => {
     ctx.dispose();
     ctx = testContext({ clock, overrides: { 'webhook.secrets': [SECRET, OTHER_SECRET] } });
-    app = createWebhookApp(ctx);
+    app = createWebhookApp(ctx, {
+      store: sqliteInboxStore(ctx.database.sqlite),
+    });
     insertOutboxRow(ctx.database.sqlite, 'ref-1', 'accepted');
     const res = await post(signed(decisionPayload('ref-1', 'approved'), { atMs: NOW, secret: OTHER_SECRET }));
     expect(res.status).toBe(200);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { count, decisionPayload, insertOutboxRow, outboxRow, signed } from './helpers.js';
 
@@ -45,7 +46,10 @@ beforeAll(() => {
     clock: new ManualClock(NOW),
     overrides: { 'webhook.secrets': [`whsec_${Buffer.alloc(24, 9).toString('base64')}`] },
   });
-  app = createWebhookApp(ctx, { rejectionRowsPerMinute: 1_000_000 });
+  app = createWebhookApp(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+    rejectionRowsPerMinute: 1_000_000,
+  });
   insertOutboxRow(ctx.database.sqlite, 'ref-p', 'accepted');
 });
 afterAll(() => ctx.dispose());

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { bodyHash } from '../../src/inbox/correlate.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { getHealth } from '../helpers/health.js';
 import {
@@ -41,7 +42,9 @@ beforeEach(() => {
   const capture = captureLogger();
   ctx.log = capture.log;
   lines = capture.lines;
-  app = createWebhookApp(ctx);
+  app = createWebhookApp(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
 });
 afterEach(() => ctx.dispose());
 

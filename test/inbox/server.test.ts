@@ -2,6 +2,7 @@ import http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { count, decisionPayload, events, insertOutboxRow, SECRET, signed } from './helpers.js';
 
@@ -11,7 +12,9 @@ let url: string;
 
 beforeEach(async () => {
   ctx = testContext({ overrides: { 'webhook.secrets': [SECRET], 'webhook.listen': '127.0.0.1:0' } });
-  listener = createWebhookComponent(ctx);
+  listener = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await listener.start();
   url = listener.address()!.url;
 });
@@ -96,15 +99,21 @@ describe('real listener', () => {
     const otherCtx = testContext({
       overrides: { 'webhook.secrets': [SECRET], 'webhook.listen': `127.0.0.1:${listener.address()!.port}` },
     });
-    await expect(createWebhookComponent(otherCtx).start()).rejects.toThrow(
-      /webhook.listen .*address already in use/,
-    );
+    await expect(
+      createWebhookComponent(otherCtx, {
+        store: sqliteInboxStore(otherCtx.database.sqlite),
+      }).start(),
+    ).rejects.toThrow(/webhook.listen .*address already in use/);
     otherCtx.dispose();
   });
 
   it('refuses to start without secrets unless the scheme is none', async () => {
     const bareCtx = testContext({ overrides: { 'webhook.listen': '127.0.0.1:0' } });
-    await expect(createWebhookComponent(bareCtx).start()).rejects.toThrow(/webhook.secrets is empty/);
+    await expect(
+      createWebhookComponent(bareCtx, {
+        store: sqliteInboxStore(bareCtx.database.sqlite),
+      }).start(),
+    ).rejects.toThrow(/webhook.secrets is empty/);
     bareCtx.dispose();
   });
 });

@@ -18,6 +18,7 @@ import {
   startSimulator,
   type WebhookPolicy,
 } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { events, insertOutboxRow, outboxRow, SECRET } from './helpers.js';
@@ -47,7 +48,10 @@ async function setup(webhook: { policy?: WebhookPolicy; beforeResponse?: boolean
     },
   });
   syncs = new SyncRequests();
-  listener = createWebhookComponent(ctx, { requestSync: syncs.request });
+  listener = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+    requestSync: syncs.request,
+  });
   await listener.start();
   stops.push(() => listener!.stop());
   sim.webhooks.configure({ url: listener.address()!.url });

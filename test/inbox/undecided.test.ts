@@ -1,8 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
-import { createWebhookApp, createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
-import { rereadAtStart } from '../../src/inbox/maintenance.js';
+import {
+  createWebhookApp,
+  createWebhookComponent,
+  rereadAtStart,
+  WEBHOOK_PATH,
+} from '../../src/inbox/listener.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { getHealth } from '../helpers/health.js';
@@ -48,7 +53,7 @@ beforeEach(() => {
   ctx.log = capture.log;
   lines = capture.lines;
   syncs = new SyncRequests();
-  app = createWebhookApp(ctx, { requestSync: syncs.request });
+  app = createWebhookApp(ctx, { store: sqliteInboxStore(ctx.database.sqlite), requestSync: syncs.request });
 });
 afterEach(() => ctx.dispose());
 
@@ -181,11 +186,11 @@ describe('undecided events are read again at start-up with the current vocabular
     expect(events(ctx.database.sqlite).map((e) => e.outcome)).toEqual(Array(5).fill('undecided'));
 
     // Unchanged vocabulary: nothing happens.
-    expect(await rereadAtStart(ctx)).toBe(0);
+    expect(await rereadAtStart({ ...ctx, store: sqliteInboxStore(ctx.database.sqlite) })).toBe(0);
 
     const decisions = { ...ctx.config.webhook.decisions, approved: ['approved', 'ok'], rejected: ['ko'] };
     const restarted = { ...ctx, config: { ...ctx.config, webhook: { ...ctx.config.webhook, decisions } } };
-    expect(await rereadAtStart(restarted)).toBe(4);
+    expect(await rereadAtStart({ ...restarted, store: sqliteInboxStore(ctx.database.sqlite) })).toBe(4);
 
     expect(outboxRow(ctx.database.sqlite, 'ref-acc').state).toBe('approved');
     expect(outboxRow(ctx.database.sqlite, 'ref-done').state).toBe('approved');
@@ -202,7 +207,7 @@ describe('undecided events are read again at start-up with the current vocabular
     expect(logged('webhook.undecided.reread')).toEqual([expect.objectContaining({ resolved: 4 })]);
     expect(logged('operation.approved').map((l) => l.ref)).toEqual(['ref-acc']);
     // Read once more: only the still-unknown word is left, and it stays.
-    expect(await rereadAtStart(restarted)).toBe(0);
+    expect(await rereadAtStart({ ...restarted, store: sqliteInboxStore(ctx.database.sqlite) })).toBe(0);
   });
 
   it('the listener does it when it starts', async () => {
@@ -214,7 +219,10 @@ describe('undecided events are read again at start-up with the current vocabular
       listen: '127.0.0.1:0',
       decisions: { ...ctx.config.webhook.decisions, approved: ['approved', 'accepted'] },
     };
-    const listener = createWebhookComponent({ ...ctx, config: { ...ctx.config, webhook } });
+    const listener = createWebhookComponent(
+      { ...ctx, config: { ...ctx.config, webhook } },
+      { store: sqliteInboxStore(ctx.database.sqlite) },
+    );
     await listener.start();
     try {
       expect(outboxRow(ctx.database.sqlite, 'ref-1').state).toBe('approved');

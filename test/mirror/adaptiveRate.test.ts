@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { startSimulator } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
@@ -52,7 +53,7 @@ describe('adaptive rate against an operator limiting to 20 req/s', () => {
       expect(before.operatorRate).toBeUndefined();
 
       const started = clock.now();
-      const outcome = await runSync(ctx, 'units', { sleep });
+      const outcome = await runSync(ctx, 'units', { backend: sqliteBackend(ctx.database.sqlite), sleep });
       expect(outcome.status, outcome.error ?? '').toBe('succeeded');
       const seconds = (clock.now() - started) / 1000;
       expectMirrorEqualsRegistry({ sim, ctx, close: async () => {} }, ['unit_operations']);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { idsFromTokenization } from '../../src/mirror/custody.js';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { count, expectRowMatches, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;
@@ -19,7 +20,10 @@ const KEYS = { projects: 'projectID', issuances: 'issuanceId', units: 'unitsOper
 describe('custody sync', () => {
   it('reads the data of every id in custody, field by field', async () => {
     h = await harness();
-    const outcome = await runSync(h.ctx, 'custody', { sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'custody', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(outcome.status, outcome.error ?? '').toBe('succeeded');
     for (const kind of ['projects', 'issuances', 'units'] as const) {
       const ids = h.sim.registry.custodyIds(kind).map(String);
@@ -55,13 +59,19 @@ describe('custody sync', () => {
     h.ctx.database.sqlite
       .prepare("INSERT INTO custody_ids (kind, id, source, added_at) VALUES ('units', ?, 'webhook', ?)")
       .run(unitB, at);
-    const first = await runSync(h.ctx, 'custody', { sleep: noSleep });
+    const first = await runSync(h.ctx, 'custody', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(first.status).toBe('succeeded');
     expect(count(h.ctx, 'SELECT count(*) n FROM custody_units')).toBe(2);
     expect(count(h.ctx, 'SELECT count(*) n FROM custody_issuances')).toBe(1);
 
     h.sim.registry.removeFromCustody('units', [unitB!]);
-    const second = await runSync(h.ctx, 'custody', { sleep: noSleep });
+    const second = await runSync(h.ctx, 'custody', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(second.status).toBe('succeeded');
     expect(second.counts.removed).toBe(1);
     const row = h.ctx.database.sqlite

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
 import type { FaultKind, FaultOptions } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 
 let h: Harness | undefined;
@@ -46,7 +47,10 @@ describe('faults during a sync', () => {
         issuanceAmount: 5,
       });
       h.sim.faults.next(2, kind, { ...opts, pathPrefix: ISSUANCES });
-      const outcome = await runSync(h.ctx, 'issuances', { sleep });
+      const outcome = await runSync(h.ctx, 'issuances', {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        sleep,
+      });
       expect(outcome.status, outcome.error ?? '').toBe('succeeded');
       expectMirrorEqualsRegistry(h, ['issuances']);
       expect(count(h.ctx, 'SELECT count(*) n FROM issuances')).toBe(60);
@@ -59,9 +63,12 @@ describe('faults during a sync', () => {
 
   it('gives up after sync.page_attempts and fails the run with the error, mirror intact', async () => {
     const { h, lines, sleep } = await setup();
-    await runSync(h.ctx, 'issuances', { sleep });
+    await runSync(h.ctx, 'issuances', { backend: sqliteBackend(h.ctx.database.sqlite), sleep });
     h.sim.faults.next(10, '503', { pathPrefix: ISSUANCES });
-    const outcome = await runSync(h.ctx, 'issuances', { sleep });
+    const outcome = await runSync(h.ctx, 'issuances', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep,
+    });
     expect(outcome.status).toBe('failed');
     expect(outcome.error).toMatch(/operator kept failing: operator answered 503/);
     expect(lastRun(h)).toMatchObject({ status: 'failed', error: outcome.error });
@@ -72,7 +79,10 @@ describe('faults during a sync', () => {
   it('stops at once on 401 and marks the run failed with the auth error', async () => {
     const { h, lines, waits, sleep } = await setup();
     h.sim.faults.next(1, '401', { pathPrefix: ISSUANCES });
-    const outcome = await runSync(h.ctx, 'issuances', { sleep });
+    const outcome = await runSync(h.ctx, 'issuances', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep,
+    });
     expect(outcome.status).toBe('failed');
     expect(outcome.error).toMatch(/refused the API key.*401/);
     expect(waits).toHaveLength(0);
@@ -90,7 +100,10 @@ describe('faults during a sync', () => {
       // The first page passes, the second is broken.
       h.sim.faults.next(1, 'latency', { latencyMs: 1, pathPrefix: ISSUANCES });
       h.sim.faults.next(1, kind, { ...opts, pathPrefix: ISSUANCES });
-      const outcome = await runSync(h.ctx, 'issuances', { sleep });
+      const outcome = await runSync(h.ctx, 'issuances', {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        sleep,
+      });
       expect(outcome.status).toBe('failed');
       expect(outcome.error).toMatch(/unreadable/);
       expect(count(h.ctx, 'SELECT count(*) n FROM issuances')).toBe(50);
@@ -99,7 +112,10 @@ describe('faults during a sync', () => {
         .get('issuances');
       expect(cp).toEqual({ next_offset: 50 });
       h.sim.stats.reset();
-      const resumed = await runSync(h.ctx, 'issuances', { sleep });
+      const resumed = await runSync(h.ctx, 'issuances', {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        sleep,
+      });
       expect(resumed.status).toBe('succeeded');
       expect(lastRun(h).resumed_from).toBe(outcome.runId);
       // The page after the checkpoint, then the empty page that proves the end.
@@ -110,9 +126,12 @@ describe('faults during a sync', () => {
 
   it('quarantines an invalid record, goes on, and does not tombstone it', async () => {
     const { h, lines, sleep } = await setup();
-    await runSync(h.ctx, 'issuances', { sleep });
+    await runSync(h.ctx, 'issuances', { backend: sqliteBackend(h.ctx.database.sqlite), sleep });
     h.sim.faults.next(1, 'invalid-record', { pathPrefix: ISSUANCES });
-    const outcome = await runSync(h.ctx, 'issuances', { sleep });
+    const outcome = await runSync(h.ctx, 'issuances', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep,
+    });
     expect(outcome.status).toBe('succeeded');
     expect(outcome.counts).toMatchObject({ quarantined: 1, removed: 0 });
     const q = h.ctx.database.sqlite

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { count, expectMirrorEqualsRegistry, type Harness, harness, liveRows, noSleep } from './harness.js';
 
 let h: Harness | undefined;
@@ -9,7 +10,7 @@ afterEach(async () => {
 });
 
 const sync = (target: 'projects' | 'issuances' | 'units' | 'custody', full = false) =>
-  runSync(h!.ctx, target, { sleep: noSleep, full });
+  runSync(h!.ctx, target, { backend: sqliteBackend(h!.ctx.database.sqlite), sleep: noSleep, full });
 
 describe('list sync', () => {
   it('mirrors the three lists field by field and feeds an insert per record', async () => {

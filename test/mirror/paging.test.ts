@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { getHealth } from '../helpers/health.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
@@ -46,7 +47,9 @@ function reopen(hh: Harness, overrides: Record<string, unknown>): AppContext {
 async function syncAll(ctx: AppContext) {
   const outcomes = [];
   for (const target of ['projects', 'issuances', 'units'] as const) {
-    outcomes.push(await runSync(ctx, target, { sleep: noSleep }));
+    outcomes.push(
+      await runSync(ctx, target, { backend: sqliteBackend(ctx.database.sqlite), sleep: noSleep }),
+    );
   }
   return outcomes;
 }
@@ -96,7 +99,10 @@ describe('an operator that caps limit silently', () => {
     // are 0-99, 99-198, 198-229, then the anchor alone (with 500: all of them, then the anchor).
     h.sim.state.settings.maxPageSize = 1000;
     h.sim.stats.reset();
-    expect((await runSync(ctx2, 'projects', { sleep: noSleep })).status).toBe('succeeded');
+    expect(
+      (await runSync(ctx2, 'projects', { backend: sqliteBackend(ctx2.database.sqlite), sleep: noSleep }))
+        .status,
+    ).toBe('succeeded');
     expect(h.sim.stats.count(PROJECTS)).toBe(4);
 
     const api = sqliteApiComponent(h.ctx);
@@ -121,7 +127,7 @@ describe('an operator that caps limit silently', () => {
 
   it('shows the configured page size where no cap was seen', async () => {
     h = await harness({ projects: 30 }, { 'sync.page_size': 50 });
-    await runSync(h.ctx, 'projects', { sleep: noSleep });
+    await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
     const health = getHealth(h.ctx.database.sqlite, h.ctx.config, Date.now());
     expect(health.snapshot.resources.find((r) => r.resource === 'projects')?.effectivePageSize).toBe(50);
     // Nothing is kept for a list that was read in full with no cap.
@@ -130,12 +136,18 @@ describe('an operator that caps limit silently', () => {
 
   it('a cap that appears later reads every record and removes only what really left', async () => {
     h = await harness({ projects: 230 }, { 'sync.page_size': 500, 'sync.max_remove_share': 1 });
-    expect((await runSync(h.ctx, 'projects', { sleep: noSleep })).counts.inserted).toBe(230);
+    expect(
+      (await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep }))
+        .counts.inserted,
+    ).toBe(230);
     h.sim.state.settings.maxPageSize = 100;
     const ids = [...h.sim.registry.snapshot('projects').keys()];
     h.sim.registry.remove('projects', ids[10]!);
     h.sim.registry.remove('projects', ids[220]!);
-    const outcome = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     // Ending at the first short page would have removed the 128 records after it.
     expect(outcome).toMatchObject({ status: 'succeeded', counts: { removed: 2 } });
     expect(liveCount(h.ctx, 'projects')).toBe(228);
@@ -146,29 +158,36 @@ describe('an operator that caps limit silently', () => {
 describe('a scan that ended early never tombstones', () => {
   it('stopped by sync.max_pages: nothing removed; the resumed scan completes and removes', async () => {
     h = await harness({ projects: 120 }, { 'sync.page_size': 20, 'sync.max_remove_share': 1 });
-    await runSync(h.ctx, 'projects', { sleep: noSleep });
+    await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
     const ids = [...h.sim.registry.snapshot('projects').keys()];
     for (const id of ids.slice(100, 105)) h.sim.registry.remove('projects', id);
     h.ctx.config.sync.max_pages = 2;
-    const cut = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const cut = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(cut.status).toBe('failed');
     expect(cut.error).toMatch(/sync\.max_pages=2/);
     expect(cut.counts.removed).toBe(0);
     expect(liveCount(h.ctx, 'projects')).toBe(120);
     expect(count(h.ctx, "SELECT count(*) n FROM changes WHERE kind = 'remove'")).toBe(0);
     h.ctx.config.sync.max_pages = 100;
-    const resumed = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const resumed = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(resumed).toMatchObject({ status: 'succeeded', counts: { removed: 5 } });
     expectMirrorEqualsRegistry(h, ['projects']);
   });
 
   it('stopped between pages: nothing removed', async () => {
     h = await harness({ projects: 120 }, { 'sync.page_size': 20, 'sync.max_remove_share': 1 });
-    await runSync(h.ctx, 'projects', { sleep: noSleep });
+    await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
     for (const id of [...h.sim.registry.snapshot('projects').keys()].slice(0, 5))
       h.sim.registry.remove('projects', id);
     const stop = new AbortController();
     const outcome = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
       sleep: noSleep,
       signal: stop.signal,
       onProgress: () => stop.abort(),
@@ -179,12 +198,15 @@ describe('a scan that ended early never tombstones', () => {
 
   it('a list that ignores offset but honours limit: one page read, nothing removed, said in the log', async () => {
     h = await harness({ projects: 120 }, { 'sync.page_size': 20, 'sync.max_remove_share': 1 });
-    await runSync(h.ctx, 'projects', { sleep: noSleep });
+    await runSync(h.ctx, 'projects', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
     const lines = captureLog(h.ctx);
     for (const id of [...h.sim.registry.snapshot('projects').keys()].slice(50, 55))
       h.sim.registry.remove('projects', id);
     h.sim.faults.next(2, 'ignore-offset', { pathPrefix: PROJECTS });
-    const outcome = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     // The first 20 records twice: the other 95 were never seen, so none may be removed.
     expect(outcome.counts).toMatchObject({ fetched: 20, removed: 0 });
     expect(liveCount(h.ctx, 'projects')).toBe(120);
@@ -192,7 +214,10 @@ describe('a scan that ended early never tombstones', () => {
     expect(skipped).toHaveLength(1);
     expect(String(skipped[0]!.msg)).toMatch(/ignores offset and answered only 20 records/);
     // Once the list pages again, the removals happen.
-    const clean = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const clean = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(clean).toMatchObject({ status: 'succeeded', counts: { removed: 5 } });
     expectMirrorEqualsRegistry(h, ['projects']);
   });
@@ -220,14 +245,20 @@ describe('a units log that ignores paging', () => {
         { 'sync.page_size': pageSize, 'sync.units_overlap': 100 },
       );
       const lines = captureLog(h.ctx);
-      const first = await runSync(h.ctx, 'units', { sleep: noSleep });
+      const first = await runSync(h.ctx, 'units', {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        sleep: noSleep,
+      });
       expect(first).toMatchObject({ status: 'succeeded', mode: 'full', counts: { inserted: units } });
 
       for (const added of [0, 7, 40]) {
         h.sim.registry.appendUnits(added);
         h.sim.stats.reset();
         const changesBefore = count(h.ctx, 'SELECT count(*) n FROM changes');
-        const next = await runSync(h.ctx, 'units', { sleep: noSleep });
+        const next = await runSync(h.ctx, 'units', {
+          backend: sqliteBackend(h.ctx.database.sqlite),
+          sleep: noSleep,
+        });
         expect(next).toMatchObject({
           status: 'succeeded',
           mode: 'incremental',
@@ -253,13 +284,16 @@ describe('a units log that ignores paging', () => {
         { 'sync.page_size': 500, 'sync.units_overlap': 100 },
       );
       const lines = captureLog(h.ctx);
-      await runSync(h.ctx, 'units', { sleep: noSleep });
+      await runSync(h.ctx, 'units', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
       const reg = h.sim.registry;
       const [op, id] = rewrite([...reg.snapshot('units').keys()]);
       if (op === 'change') reg.change('units', id, { unitsStatus: 'Retired' });
       else reg.remove('units', id);
       reg.appendUnits(3);
-      const outcome = await runSync(h.ctx, 'units', { sleep: noSleep });
+      const outcome = await runSync(h.ctx, 'units', {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        sleep: noSleep,
+      });
       expect(outcome).toMatchObject({ status: 'succeeded', mode: 'full' });
       expect(outcome.counts).toMatchObject({
         inserted: 3,
@@ -268,7 +302,9 @@ describe('a units log that ignores paging', () => {
       expect(events(lines, 'sync.units.overlap_mismatch')).toHaveLength(1);
       expectMirrorEqualsRegistry(h, ['unit_operations']);
       // Consistent again: the next run is incremental.
-      expect(await runSync(h.ctx, 'units', { sleep: noSleep })).toMatchObject({
+      expect(
+        await runSync(h.ctx, 'units', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep }),
+      ).toMatchObject({
         status: 'succeeded',
         mode: 'incremental',
         counts: { inserted: 0, updated: 0 },
@@ -292,12 +328,22 @@ describe('paging on a bad day (property)', () => {
           );
           try {
             const lines = captureLog(hh.ctx);
-            expect((await runSync(hh.ctx, 'projects', { sleep: noSleep })).counts.inserted).toBe(n);
+            expect(
+              (
+                await runSync(hh.ctx, 'projects', {
+                  backend: sqliteBackend(hh.ctx.database.sqlite),
+                  sleep: noSleep,
+                })
+              ).counts.inserted,
+            ).toBe(n);
             hh.sim.state.settings.maxPageSize = cap;
             const ids = [...hh.sim.registry.snapshot('projects').keys()];
             const gone = ids.filter((_, i) => i % 7 === 3).slice(0, removals);
             for (const id of gone) hh.sim.registry.remove('projects', id);
-            const outcome = await runSync(hh.ctx, 'projects', { sleep: noSleep });
+            const outcome = await runSync(hh.ctx, 'projects', {
+              backend: sqliteBackend(hh.ctx.database.sqlite),
+              sleep: noSleep,
+            });
             expect(outcome).toMatchObject({ status: 'succeeded', counts: { removed: gone.length } });
             expectMirrorEqualsRegistry(hh, ['projects']);
             // Proven by two pages of `cap` records, both with new ones: the first, and the next one

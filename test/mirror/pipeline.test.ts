@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import type { OperatorClient } from '../../src/operator/client.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 
 /**
@@ -65,7 +66,11 @@ describe('pipelined scan', () => {
     h = await harness({ units: 400 }, { 'sync.page_size': PAGE });
     h.ctx.clock = slowOperatorClock();
     const watch = watchRequests(h);
-    const outcome = await runSync(h.ctx, 'units', { full: true, sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      full: true,
+      sleep: noSleep,
+    });
     expect(outcome.status, outcome.error ?? '').toBe('succeeded');
     expectMirrorEqualsRegistry(h, ['unit_operations']);
 
@@ -94,7 +99,11 @@ describe('pipelined scan', () => {
       // Every attempt at page N+1 fails: the run gives up on it.
       if (index === failing) hh.sim.faults.next(3, '503', { pathPrefix: UNITS });
     });
-    const failed = await runSync(hh.ctx, 'units', { full: true, sleep: noSleep });
+    const failed = await runSync(hh.ctx, 'units', {
+      backend: sqliteBackend(hh.ctx.database.sqlite),
+      full: true,
+      sleep: noSleep,
+    });
     expect(failed.status).toBe('failed');
     expect(failed.error).toMatch(/503/);
     // Page N+1 was asked for before page N committed (the checkpoint stood at the end of N-1)...
@@ -115,7 +124,11 @@ describe('pipelined scan', () => {
     // The operator moves on meanwhile; the next run resumes at the checkpoint and ends exact.
     hh.sim.registry.appendUnits(30);
     const firstResumed = watch.sent.length;
-    const resumed = await runSync(hh.ctx, 'units', { full: true, sleep: noSleep });
+    const resumed = await runSync(hh.ctx, 'units', {
+      backend: sqliteBackend(hh.ctx.database.sqlite),
+      full: true,
+      sleep: noSleep,
+    });
     expect(resumed.status, resumed.error ?? '').toBe('succeeded');
     expect(watch.sent[firstResumed]).toEqual({ offset: endOfN - 1, committed: endOfN });
     const run = hh.ctx.database.sqlite

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSyncCommand } from '../../src/commands/sync.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
-import { isDeadRun, markInterruptedRuns } from '../../src/mirror/recovery.js';
 import { createMirrorComponent, jitterMs } from '../../src/mirror/scheduler.js';
-import { sqliteBackend } from '../../src/sqlite/mirror.js';
+import { isDeadRun, markInterruptedRuns, sqliteBackend } from '../../src/sqlite/mirror.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { count, type Harness, harness, noSleep } from './harness.js';
 
@@ -16,7 +15,9 @@ afterEach(async () => {
 describe('scheduling and runs', () => {
   it('coalesces requests made while a run is in progress into one follow-up run', async () => {
     h = await harness();
-    const coordinator = new SyncCoordinator(h.ctx, { sleep: noSleep });
+    const coordinator = new SyncCoordinator(h.ctx, () => sqliteBackend(h!.ctx.database.sqlite), {
+      sleep: noSleep,
+    });
     const first = coordinator.request('projects', 'manual');
     const joined = [coordinator.request('projects', 'api'), coordinator.request('projects', 'webhook')];
     const outcomes = await Promise.all([first, ...joined]);
@@ -33,7 +34,13 @@ describe('scheduling and runs', () => {
     );
     const syncs = new SyncRequests();
     expect(await syncs.request(['custody'], 'webhook')).toBe(false);
-    const component = createMirrorComponent(h.ctx, { sleep: noSleep, syncRequests: syncs });
+    const component = createMirrorComponent(h.ctx, {
+      sleep: noSleep,
+      syncRequests: syncs,
+      runner: new SyncCoordinator(h.ctx, (stop) => sqliteBackend(h!.ctx.database.sqlite, stop), {
+        sleep: noSleep,
+      }),
+    });
     await component.start();
     const done = () => count(h!.ctx, "SELECT count(*) n FROM sync_runs WHERE status = 'succeeded'");
     for (let i = 0; i < 2000 && done() < 4; i++) await new Promise((r) => setTimeout(r, 10));
@@ -57,7 +64,7 @@ describe('scheduling and runs', () => {
     );
     insert.run(2 ** 22 + 12345); // no such process
     insert.run(process.pid); // our pid, but no run of ours behind it (a reused pid)
-    const { interrupted } = markInterruptedRuns(h.ctx);
+    const { interrupted } = markInterruptedRuns(h.ctx, h.ctx.database.sqlite);
     expect(interrupted).toHaveLength(2);
     expect(count(h.ctx, "SELECT count(*) n FROM sync_runs WHERE status = 'interrupted'")).toBe(2);
     expect(isDeadRun(10, true, 11, false)).toBe(false);
@@ -71,7 +78,7 @@ describe('scheduling and runs', () => {
     const out = { write: (s: string) => lines.push(s) } as unknown as NodeJS.WritableStream;
     expect(
       await runSyncCommand(h.ctx, {
-        backend: sqliteBackend(h.ctx),
+        backend: sqliteBackend(h.ctx.database.sqlite),
         targets: ['projects', 'units'],
         tty: false,
         out,
@@ -83,7 +90,7 @@ describe('scheduling and runs', () => {
     h.sim.faults.next(1, '401');
     expect(
       await runSyncCommand(h.ctx, {
-        backend: sqliteBackend(h.ctx),
+        backend: sqliteBackend(h.ctx.database.sqlite),
         targets: ['issuances'],
         tty: false,
         out,
@@ -92,7 +99,12 @@ describe('scheduling and runs', () => {
     ).toBe(1);
     expect(lines[2]).toMatch(/^issuances: failed .*refused the API key/);
     await expect(
-      runSyncCommand(h.ctx, { backend: sqliteBackend(h.ctx), targets: ['nope'], tty: false, out }),
+      runSyncCommand(h.ctx, {
+        backend: sqliteBackend(h.ctx.database.sqlite),
+        targets: ['nope'],
+        tty: false,
+        out,
+      }),
     ).rejects.toThrow(/unknown resource "nope"/);
   });
 });

@@ -18,7 +18,7 @@ const config = loadConfig({
 });
 const ctx = createAppContext(config, createLogger({ level: config.log.level, pretty: false }));
 const code = await runSyncCommand(ctx, {
-  backend: sqliteBackend(ctx),
+  backend: sqliteBackend(ctx.database.sqlite),
   targets: process.argv.slice(2),
   tty: false,
 });

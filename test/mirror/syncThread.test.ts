@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { feedHead } from '../../src/app/sqliteFeedReads.js';
 import { SYNC_TARGETS } from '../../src/context.js';
-import { feedHead } from '../../src/feed/queries.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
-import { createSyncThread } from '../../src/mirror/syncThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { changeSignalFor } from '../../src/sqlite/changes.js';
+import { createSyncThread } from '../../src/sqlite/syncThread.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
@@ -32,7 +32,7 @@ describe('sync thread', () => {
   it('syncs every target exactly while the main thread enqueues; feed, metrics and logs reach the main thread', async () => {
     const { ctx } = h;
     const lines = captureLog(ctx);
-    const runner = createSyncThread(ctx);
+    const runner = createSyncThread(ctx, ctx.database.sqlite);
     const syncs = new SyncRequests();
     const mirror = createMirrorComponent(ctx, { syncRequests: syncs, runner });
     const signal = changeSignalFor(ctx.database.sqlite);
@@ -93,7 +93,7 @@ describe('sync thread', () => {
     'a thread whose module %s: the requests already made, and the later ones, run on the main thread',
     async (_, workerModule) => {
       const lines = captureLog(h.ctx);
-      const runner = createSyncThread(h.ctx, { workerModule });
+      const runner = createSyncThread(h.ctx, h.ctx.database.sqlite, { workerModule });
       await runner.start?.();
       try {
         const early = runner.request('projects', 'startup');
@@ -108,7 +108,7 @@ describe('sync thread', () => {
   );
 
   it('a request while the thread is not running is answered at once as failed, never left hanging', async () => {
-    const runner = createSyncThread(h.ctx);
+    const runner = createSyncThread(h.ctx, h.ctx.database.sqlite);
     const outcome = await runner.request('projects', 'api');
     expect(outcome).toMatchObject({ target: 'projects', status: 'failed', runId: null });
     expect(outcome.error).toMatch(/sync thread is not running/);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;
@@ -13,13 +14,19 @@ const UNITS = '/integration/v1/units';
 describe('units log', () => {
   it('syncs incrementally: pages fetched grow with new operations, not with history', async () => {
     h = await harness({ units: 1000 }, { 'sync.page_size': 100, 'sync.units_overlap': 10 });
-    const first = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const first = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(first).toMatchObject({ status: 'succeeded', mode: 'full' });
     expect(first.counts.inserted).toBe(1000);
 
     h.sim.registry.appendUnits(15);
     h.sim.stats.reset();
-    const next = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const next = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(next).toMatchObject({ status: 'succeeded', mode: 'incremental' });
     expect(next.counts).toMatchObject({ inserted: 15, updated: 0, fetched: 25 });
     // offset 990: one page of 25 records (overlap 10 + 15 new), nothing of the 990 before it, then
@@ -36,13 +43,16 @@ describe('units log', () => {
 
   it('falls back to a full scan, logged, when the overlap no longer matches', async () => {
     h = await harness({ units: 200 }, { 'sync.page_size': 50, 'sync.units_overlap': 10 });
-    await runSync(h.ctx, 'units', { sleep: noSleep });
+    await runSync(h.ctx, 'units', { backend: sqliteBackend(h.ctx.database.sqlite), sleep: noSleep });
     const reg = h.sim.registry;
     const ids = [...reg.snapshot('units').keys()];
     reg.change('units', ids[195]!, { unitsStatus: 'Retired' }); // inside the overlap
     reg.remove('units', ids[3]!); // shifts every later position
     reg.appendUnits(5);
-    const outcome = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(outcome).toMatchObject({ status: 'succeeded', mode: 'full' });
     expect(outcome.counts).toMatchObject({ inserted: 5, updated: 1, removed: 1 });
     expectMirrorEqualsRegistry(h, ['unit_operations']);
@@ -51,7 +61,10 @@ describe('units log', () => {
     // After the fallback the log is consistent again: the next run is incremental and reads one page
     // (plus the empty one that ends it).
     h.sim.stats.reset();
-    const again = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const again = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(again).toMatchObject({ status: 'succeeded', mode: 'incremental' });
     expect(h.sim.stats.count(UNITS)).toBe(2);
   });
@@ -62,7 +75,10 @@ describe('units log', () => {
       { units: 3000, unitsUnpaginated: true },
       { 'sync.page_size': 100, 'operator.max_body_bytes': 64 * 1024 },
     );
-    const first = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const first = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(first).toMatchObject({ status: 'succeeded' });
     expect(first.counts.inserted).toBe(3000);
     expect(h.sim.stats.count(UNITS)).toBe(1);
@@ -70,7 +86,10 @@ describe('units log', () => {
     expect(count(h.ctx, 'SELECT count(DISTINCT _position) n FROM unit_operations')).toBe(3000);
 
     h.sim.registry.appendUnits(7);
-    const next = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const next = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(next).toMatchObject({ status: 'succeeded', mode: 'incremental' });
     expect(next.counts).toMatchObject({ inserted: 7, updated: 0 });
     expectMirrorEqualsRegistry(h, ['unit_operations']);
@@ -84,7 +103,10 @@ describe('units log', () => {
     const lines = captureLog(h.ctx);
     // Half the body arrives (past the buffer, so batches are already committed), then the socket dies.
     h.sim.faults.next(1, 'truncated', { truncateMode: 'short-body', pathPrefix: UNITS });
-    const first = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const first = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(first, first.error ?? '').toMatchObject({ status: 'succeeded', mode: 'full' });
     expect(lines.filter((l) => l.event === 'sync.page.retry')).toHaveLength(1);
     expect(h.sim.stats.count(UNITS)).toBe(2);
@@ -98,7 +120,10 @@ describe('units log', () => {
     // past the 3000 held): those are held when read again, not rewritten.
     h.sim.registry.appendUnits(4000);
     h.sim.faults.next(1, 'truncated', { truncateMode: 'short-body', pathPrefix: UNITS });
-    const next = await runSync(h.ctx, 'units', { sleep: noSleep });
+    const next = await runSync(h.ctx, 'units', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(next, next.error ?? '').toMatchObject({ status: 'succeeded', mode: 'incremental' });
     expect(next.counts).toMatchObject({ inserted: 4000, updated: 0 });
     expect(count(h.ctx, "SELECT count(*) n FROM changes WHERE resource = 'unit_operations'")).toBe(7000);
@@ -107,7 +132,10 @@ describe('units log', () => {
 
   it('reads a projects list that ignores paging as one body', async () => {
     h = await harness({ projects: 120, projectsUnpaginated: true }, { 'sync.page_size': 50 });
-    const outcome = await runSync(h.ctx, 'projects', { sleep: noSleep });
+    const outcome = await runSync(h.ctx, 'projects', {
+      backend: sqliteBackend(h.ctx.database.sqlite),
+      sleep: noSleep,
+    });
     expect(outcome.status).toBe('succeeded');
     expect(outcome.counts.inserted).toBe(120);
     expect(h.sim.stats.count('/integration/v1/projects')).toBe(1);

@@ -5,7 +5,7 @@ import type { Checkpoint } from '../../src/mirror/scan/checkpoint.js';
 import { readCheckpoint, startRun } from '../../src/mirror/statements.js';
 import type { BatchWrite } from '../../src/mirror/store.js';
 import { Registry } from '../../src/simulator/registry.js';
-import { sqliteStore } from '../../src/sqlite/mirror.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { runSqlite } from '../../src/sqlite/scripts.js';
 import * as writerGate from '../../src/sqlite/writerGate.js';
 import { testContext } from '../helpers/context.js';
@@ -65,7 +65,7 @@ const rowsByStamp = () =>
 describe('the writer gate', () => {
   it('with no other writer waiting, a batch is one transaction with its checkpoint', async () => {
     const { units, batch, stamps, now } = unitsBatch();
-    const result = await sqliteStore(ctx.database.sqlite, units, now).commitBatch(batch);
+    const result = await sqliteBackend(ctx.database.sqlite).store(units, now).commitBatch(batch);
     expect(result.tally.inserted).toBe(UNITS);
     expect(stamps).toHaveLength(1);
     expect(rowsByStamp()).toEqual([{ at: stamps[0], n: UNITS }]);
@@ -75,7 +75,7 @@ describe('the writer gate', () => {
     const { units, batch, stamps, now } = unitsBatch();
     Atomics.store(otherThread, 0, 1);
     let checkpointBetween: unknown = 'not looked';
-    const store = sqliteStore(ctx.database.sqlite, units, () => {
+    const store = sqliteBackend(ctx.database.sqlite).store(units, () => {
       if (stamps.length === 1) {
         // The second transaction begins: the first is committed, without the batch's checkpoint.
         checkpointBetween = unitsCheckpoint();
@@ -102,7 +102,7 @@ describe('the writer gate', () => {
     writerGate.arrive();
     try {
       expect(writerGate.yieldRequested()).toBe(false);
-      await sqliteStore(ctx.database.sqlite, units, now).commitBatch(batch);
+      await sqliteBackend(ctx.database.sqlite).store(units, now).commitBatch(batch);
       expect(stamps).toHaveLength(1);
     } finally {
       writerGate.leave();

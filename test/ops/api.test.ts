@@ -2,9 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_PATHS } from '../../src/api/auth.js';
 import type { createApiComponent } from '../../src/api/server.js';
 import type { Component } from '../../src/context.js';
+import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
@@ -41,7 +43,7 @@ async function allPages(path: string, limit: number): Promise<{ items: Json[]; p
 
 async function syncAll(): Promise<void> {
   for (const target of ['projects', 'issuances', 'units', 'custody'] as const) {
-    const outcome = await runSync(ctx, target);
+    const outcome = await runSync(ctx, target, { backend: sqliteBackend(ctx.database.sqlite) });
     expect(outcome.status, outcome.error ?? '').toBe('succeeded');
   }
 }
@@ -259,7 +261,9 @@ describe('change feed and removals', () => {
     const [removedId] = [...sim.registry.snapshot('projects').keys()].slice(-1);
     sim.registry.change('projects', changedId!, { projectName: 'Renamed upstream' });
     sim.registry.remove('projects', removedId!);
-    expect((await runSync(ctx, 'projects')).status).toBe('succeeded');
+    expect((await runSync(ctx, 'projects', { backend: sqliteBackend(ctx.database.sqlite) })).status).toBe(
+      'succeeded',
+    );
 
     const next = await call('GET', `/v1/changes?after=${after}`);
     expect(next.status).toBe(200);
@@ -341,7 +345,10 @@ describe('POST /v1/sync/:resource', () => {
   it('is 503 without the scheduler, 202 with it (and the run happens), 400 for an unknown resource', async () => {
     expect((await call('POST', '/v1/sync/projects')).status).toBe(503);
     expect((await call('POST', '/v1/sync/planets')).status).toBe(400);
-    const mirror: Component = createMirrorComponent(ctx, { syncRequests: syncs });
+    const mirror: Component = createMirrorComponent(ctx, {
+      syncRequests: syncs,
+      runner: new SyncCoordinator(ctx, (stop) => sqliteBackend(ctx.database.sqlite, stop)),
+    });
     await mirror.start();
     try {
       const res = await call('POST', '/v1/sync/issuances');

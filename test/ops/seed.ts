@@ -3,6 +3,8 @@ import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { cancelQueued, transfer } from '../outbox/fixtures.js';
@@ -49,12 +51,14 @@ export async function seededApi(): Promise<SeededApi> {
       'custody.units': sim.registry.custodyIds('units').map(String),
     },
   });
-  const webhook = createWebhookComponent(ctx);
+  const webhook = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await webhook.start();
   sim.webhooks.configure({ url: webhook.address()!.url });
 
   for (const target of ['projects', 'issuances', 'units', 'custody'] as const) {
-    const outcome = await runSync(ctx, target);
+    const outcome = await runSync(ctx, target, { backend: sqliteBackend(ctx.database.sqlite) });
     if (outcome.status !== 'succeeded') throw new Error(`seed sync of ${target}: ${outcome.error}`);
   }
 

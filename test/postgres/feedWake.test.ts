@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import type { FeedQuery } from '../../src/feed/queries.js';
+import type { FeedQuery } from '../../src/feed/reads.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ScriptInboxStore } from '../../src/inbox/inboxStore.js';
+import { InboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { accept, postgresInboxHarness, T1, T2 } from '../contract/inboxStores.js';
@@ -34,7 +34,7 @@ describe('webhook listener on the PostgreSQL inbox store', () => {
       [T1],
     );
     const listener = createWebhookComponent(ctx, {
-      store: new ScriptInboxStore(postgresScriptStore(pg.db.pool)),
+      store: new InboxStore(postgresScriptStore(pg.db.pool)),
     });
     await listener.start();
     try {

@@ -1,9 +1,12 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources, listResources } from '../../src/mirror/resources.js';
+import { finishRun } from '../../src/mirror/statements.js';
 import { type RunOutcome, runSync } from '../../src/mirror/syncRun.js';
 import { interruptOrphanedRuns, pgBackend } from '../../src/postgres/mirror.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
+import { run } from '../../src/store/script.js';
 import { expectCustodyEquals, expectMirrorEquals, pgMirror } from '../contract/mirrorStores.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
@@ -131,9 +134,16 @@ describe('replicas on one PostgreSQL database', () => {
     const lines = captureLog(h!.ctx);
     // Replica A takes the run and starts its row, then dies: its row stays `running`, and the
     // server drops its session (here: terminated), which frees its lock.
-    const acquired = await backendA.acquireRun(h!.ctx, 'projects');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'projects');
     expect(acquired.ok).toBe(true);
-    const deadRun = await backendA.startRun('projects', 'full', 'schedule', new Date().toISOString(), null);
+    const deadRun = await startRun(
+      backendA.db,
+      'projects',
+      'full',
+      'schedule',
+      new Date().toISOString(),
+      null,
+    );
     expect((await runSync(h!.ctx, 'projects', { backend: backendB, sleep: noSleep })).error).toBe(
       'projects: another replica is already syncing it',
     );
@@ -173,14 +183,28 @@ describe('replicas on one PostgreSQL database', () => {
   it('a survivor’s sweep marks a dead replica’s run interrupted at once; a live replica’s run is left running', async () => {
     const { a, b, backendA, backendB } = await twoReplicas();
     const lines = captureLog(h!.ctx);
-    const acquired = await backendA.acquireRun(h!.ctx, 'projects');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'projects');
     expect(acquired.ok).toBe(true);
-    const deadRun = await backendA.startRun('projects', 'full', 'schedule', new Date().toISOString(), null);
+    const deadRun = await startRun(
+      backendA.db,
+      'projects',
+      'full',
+      'schedule',
+      new Date().toISOString(),
+      null,
+    );
     await terminateLockHolder(b);
     // B runs issuances meanwhile: its lock is held, so its row is not an orphan.
-    const live = await backendB.acquireRun(h!.ctx, 'issuances');
+    const live = await backendB.lock.acquire(h!.ctx, 'issuances');
     if (!live.ok) throw new Error('B could not take the issuances lock');
-    const liveRun = await backendB.startRun('issuances', 'full', 'schedule', new Date().toISOString(), null);
+    const liveRun = await startRun(
+      backendB.db,
+      'issuances',
+      'full',
+      'schedule',
+      new Date().toISOString(),
+      null,
+    );
 
     expect(await interruptOrphanedRuns(b.pool, h!.ctx.log, '2026-11-26T12:00:00.000Z')).toBe(1);
     const rows = await runRows(a);
@@ -192,7 +216,9 @@ describe('replicas on one PostgreSQL database', () => {
     // Nothing more to mark on the next sweep, and no lock is left behind by this one: B's
     // projects run starts at once.
     expect(await interruptOrphanedRuns(b.pool, h!.ctx.log, '2026-11-26T12:00:02.000Z')).toBe(0);
-    await backendB.finishRun(liveRun, new Date().toISOString(), 'succeeded', null, emptyCounts());
+    await backendB.db.write(
+      run(finishRun(liveRun, new Date().toISOString(), 'succeeded', null, emptyCounts())),
+    );
     await live.lease.release();
     expect(await runSync(h!.ctx, 'projects', { backend: backendB, sleep: noSleep })).toMatchObject({
       status: 'succeeded',
@@ -223,9 +249,9 @@ describe('replicas on one PostgreSQL database', () => {
     await expectCustodyEquals(pgMirror(a), h!);
 
     // A replica that lost its lock cannot end an id's custody either (the fence).
-    const acquired = await backendA.acquireRun(h!.ctx, 'custody');
+    const acquired = await backendA.lock.acquire(h!.ctx, 'custody');
     if (!acquired.ok) throw new Error(acquired.error);
-    const runId = await backendA.startRun('custody', 'full', 'schedule', new Date().toISOString(), null);
+    const runId = await startRun(backendA.db, 'custody', 'full', 'schedule', new Date().toISOString(), null);
     await terminateLockHolder(b);
     const units = custodyResources(h!.ctx.config)[2]!;
     const late = backendA.store(units, () => new Date().toISOString(), acquired.lease);

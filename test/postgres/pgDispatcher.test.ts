@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { ScriptInboxStore } from '../../src/inbox/inboxStore.js';
+import { InboxStore } from '../../src/inbox/inboxStore.js';
 import type { ClaimParams, OperationsStore } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
@@ -286,7 +286,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
 
   it('with pgOutboxHooks, applies a decision that arrived before its row was accepted right after the accept', async () => {
     // The operator decided before its 202 was recorded (here: before the row was queued), quoting the user.
-    const early = await new ScriptInboxStore(postgresScriptStore(pgDb.pool)).receive(
+    const early = await new InboxStore(postgresScriptStore(pgDb.pool)).receive(
       webhook('wh-early-1', decision('pg-early-1', 'approved', `ok for ${PERSONAL.originUserName}`)),
     );
     expect(early.outcome).toBe('pending');

@@ -7,6 +7,7 @@ import { PAUSE_KEY } from '../../src/outbox/pause.js';
 import { pgReadiness } from '../../src/postgres/health.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { ManualTimers } from '../feed/helpers.js';
 import { testContext } from '../helpers/context.js';
 import { freePort } from '../helpers/net.js';
@@ -40,7 +41,9 @@ async function serve(readiness: ReadinessReader, { webhook = true } = {}) {
     },
   });
   const api = sqliteApiComponent(ctx, { readiness });
-  const hook = createWebhookComponent(ctx);
+  const hook = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await api.start();
   if (webhook) await hook.start();
   stops.push(async () => {

@@ -5,6 +5,7 @@ import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
@@ -46,7 +47,9 @@ async function pipeline(
     },
   });
   cleanups.push(() => ctx.dispose());
-  const listener = createWebhookComponent(ctx);
+  const listener = createWebhookComponent(ctx, {
+    store: sqliteInboxStore(ctx.database.sqlite),
+  });
   await listener.start();
   cleanups.push(() => listener.stop());
   sim.webhooks.configure({ url: listener.address()!.url });

@@ -1,6 +1,5 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
-import { sqliteStore } from '../../sqlite/mirror.js';
 import type { RunCounts } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
@@ -20,9 +19,8 @@ import {
   tombstoneVerdict,
 } from './cursor.js';
 import { HeldWrites } from './heldWrites.js';
-import { PageRead } from './pageRead.js';
+import { PageRead, pageShape } from './pageRead.js';
 import { type PageShape, sameRequest } from './pager.js';
-import { pageShape } from './readPage.js';
 
 /** What a list run needs besides the context. */
 export interface ListSyncOptions {
@@ -38,8 +36,8 @@ export interface ListSyncOptions {
   onProgress?: (counts: RunCounts) => void;
   /** Called when an incremental run falls back to a full scan (default: none). */
   onModeChange?: (mode: 'full') => void | Promise<void>;
-  /** Where the batches go (default: SQLite's store on `ctx.database`). */
-  store?: MirrorStore;
+  /** Where the batches go. */
+  store: MirrorStore;
 }
 
 /** How a list run ended when it did not throw. */
@@ -61,7 +59,7 @@ export async function syncList(
   options: ListSyncOptions,
 ): Promise<ListSyncResult> {
   const now = () => isoAt(ctx.clock.now());
-  const store = options.store ?? sqliteStore(ctx.database.sqlite, resource, now);
+  const { store } = options;
   const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
   const first = await open(options.plan);
   try {

@@ -1,11 +1,23 @@
 import { performance } from 'node:perf_hooks';
-import { type ColumnFilter, listRecords, listStatement } from '../../../src/api/mirrorQueries.js';
+import {
+  type ColumnFilter,
+  type ListPage,
+  type ListRequest,
+  listStatement,
+  pageOf,
+} from '../../../src/api/mirrorQueries.js';
 import { Rng } from '../../../src/simulator/prng.js';
 import { UNIT_STATUSES, UNIT_TYPES } from '../../../src/simulator/vocab.js';
 import type { Sqlite } from '../../../src/sqlite/open.js';
-import { sqliteDialect } from '../../../src/sqlite/scripts.js';
+import { runSqlite, sqliteDialect } from '../../../src/sqlite/scripts.js';
 
 const LIMIT = 100;
+
+/** One page of a list on SQLite, now, as the API reads it (its BINARY collation is byte order). */
+function listRecords(sqlite: Sqlite, request: ListRequest): ListPage {
+  const { statement, date } = listStatement(request);
+  return pageOf(request, runSqlite(sqlite, statement).rows, date);
+}
 
 /** `GET /v1/units` parameters and the mirror column each filters. */
 const PARAMS: Record<string, { column: string; op: ColumnFilter['op'] }> = {

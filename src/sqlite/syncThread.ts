@@ -3,29 +3,29 @@
  * while a full sync wrote pages on the daemon's loop, an enqueue waited behind each page's parsing,
  * validation, hashing and writes (25-75 ms a page, more with held commits): p99 625 ms against a
  * target of 5. In its thread the sync's CPU leaves the API's loop, and its bulk writes give way to
- * the API's commits at the writer gate (sqlite/writerGate.ts), so an enqueue waits for the lock about a
+ * the API's commits at the writer gate (./writerGate.ts), so an enqueue waits for the lock about a
  * millisecond, not a held commit.
  *
  * The schedules, the requests of the API, the webhooks and the dispatcher stay in the main thread
- * (scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
+ * (mirror/scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
 
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { FeedMessage } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
-import { changeSignalFor } from '../sqlite/changes.js';
+import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
+import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
 import { hostThread } from '../thread/host.js';
-import { SyncCoordinator } from './coordinator.js';
-import { markInterruptedRuns } from './recovery.js';
-import type { SyncIn, SyncOut } from './syncMessages.js';
-import { outcomeWithoutRun, type RunOutcome } from './syncRun.js';
+import { changeSignalFor } from './changes.js';
+import { markInterruptedRuns, sqliteBackend } from './mirror.js';
+import type { Sqlite } from './open.js';
 
-/** Where the mirror component's runs happen: in this thread (SyncCoordinator) or the worker's. */
-export interface SyncRunner {
-  start?(): Promise<void>;
-  request(target: SyncTarget, trigger: SyncTrigger, full?: boolean): Promise<RunOutcome>;
-  stop(): Promise<void>;
-}
+/** Main thread → mirror worker: run (or join a coming run of) one target. */
+export type SyncIn = { type: 'request'; id: number; target: SyncTarget; trigger: SyncTrigger; full: boolean };
+
+/** Mirror worker → main thread: a requested run's outcome, or the feed's new head after a commit. */
+export type SyncOut = { type: 'outcome'; id: number; outcome: RunOutcome } | FeedMessage;
 
 /** Options of {@link createSyncThread}. */
 export interface SyncThreadOptions {
@@ -39,7 +39,11 @@ export interface SyncThreadOptions {
  * daemon is ready as soon as its listeners are; should the worker fail to start, syncs run in this
  * thread instead, and the log says so.
  */
-export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {}): SyncRunner {
+export function createSyncThread(
+  ctx: AppContext,
+  sqlite: Sqlite,
+  options: SyncThreadOptions = {},
+): SyncRunner {
   type Pending = {
     target: SyncTarget;
     trigger: SyncTrigger;
@@ -63,7 +67,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
     label: 'sync thread',
     onMessage(message) {
       if (message.type === 'vcu-sync.feed') {
-        changeSignalFor(ctx.database.sqlite).announce(message.seq);
+        changeSignalFor(sqlite).announce(message.seq);
         return;
       }
       const request = pending.get(message.id);
@@ -84,7 +88,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
       }
       if (stopping) return;
       try {
-        markInterruptedRuns(ctx);
+        markInterruptedRuns(ctx, sqlite);
       } catch {
         // The next start of a run marks them: acquiring a run looks for dead ones first.
       }
@@ -92,12 +96,14 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
   });
   return {
     async start() {
+      // Before any run: the runs a previous process left `running` are marked interrupted.
+      markInterruptedRuns(ctx, sqlite);
       void host.start().then(
         () => {
           started = true;
         },
         (err: unknown) => {
-          here = new SyncCoordinator(ctx);
+          here = new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop));
           for (const [id, request] of pending) {
             pending.delete(id);
             runHere(request);
