@@ -130,7 +130,9 @@ describe('JsonArraySplitter', () => {
     const chunk = Buffer.alloc(64 * 1024, 0x30);
     for (let i = 0; i < 200; i++) expect(splitter.push(chunk)).toEqual([]);
     // 12.5 MiB in, and the splitter holds its excerpt and the last chunk only.
-    expect(splitter.carry.reduce((n: number, b: Buffer) => n + b.length, 0)).toBeLessThanOrEqual(64 * 1024);
+    expect(splitter['carry'].reduce((n: number, b: Buffer) => n + b.length, 0)).toBeLessThanOrEqual(
+      64 * 1024,
+    );
     const [record] = splitter.push(Buffer.from('"},1]')) as [UnreadableRecord];
     expect(record.reason).toMatch(/larger than operator\.max_record_bytes \(1048576 bytes\)/);
     expect(record.keyOf('projectID')).toBe('7');
