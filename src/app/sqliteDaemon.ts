@@ -2,7 +2,6 @@ import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
-import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { feedHead } from '../feed/queries.js';
@@ -24,12 +23,13 @@ import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
 import { sqliteScriptStore } from '../sqlite/scripts.js';
+import { sqliteHostedStore } from '../sqlite/threadStore.js';
 import { deliveriesAccess } from '../subscribers/access.js';
 import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
-import { commandSeams } from './sqliteStores.js';
+import { commandSeams, openSqliteContext, type SqliteContext } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
 
 /**
@@ -45,15 +45,15 @@ import type { DaemonStores, Opened } from './stores.js';
  */
 export async function openSqliteDaemon(config: Config, log: Logger): Promise<Opened<DaemonStores>> {
   const ownership = await acquireOwnership(config.database.path);
-  let ctx: AppContext;
+  let ctx: SqliteContext;
   try {
-    ctx = createAppContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
+    ctx = openSqliteContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
   } catch (err) {
     ownership.release();
     throw err;
   }
   const close = () => {
-    closeAppContext(ctx);
+    ctx.database.close();
     ownership.release();
   };
   try {
@@ -66,7 +66,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
 }
 
 /** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
-function prepareOwnedFile(ctx: AppContext): void {
+function prepareOwnedFile(ctx: SqliteContext): void {
   const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
@@ -90,7 +90,7 @@ function prepareOwnedFile(ctx: AppContext): void {
 }
 
 /** The API's seams over the context's file (the daemon's; a test of the API alone takes them too). */
-export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
+export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
   const { sqlite } = ctx.database;
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
@@ -107,7 +107,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
 }
 
 /** The daemon's seams over the file it owns, and SQLite's extras (threads, the daemon's record). */
-function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
+function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
   const { config, log } = ctx;
   const { sqlite } = ctx.database;
   return {
@@ -130,13 +130,15 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     dispatcherThread: (requestSync) =>
       config.outbox.dispatcher_thread
         ? createDispatcherThreadComponent(ctx, {
+            store: sqliteHostedStore(sqlite),
             onCommitted: () => changeSignalFor(sqlite).announce(feedHead(sqlite)),
             requestSync,
           })
         : undefined,
     // In its own thread (sync.thread) a sync's pages never hold the API's loop, and its bulk
     // writes give way to the API's commits; on this loop the runs find their dead runs at start.
-    mirrorRuns: () => (config.sync.thread ? { runner: createSyncThread(ctx) } : {}),
+    mirrorRuns: () =>
+      config.sync.thread ? { runner: createSyncThread(ctx, { store: sqliteHostedStore(sqlite) }) } : {},
     ready() {
       // For `vcu-sync status` in another process (uptime); not worth failing a start over.
       try {

@@ -12,13 +12,17 @@ import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
 import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
 import { outcomeWithoutRun } from '../mirror/syncRun.js';
+import { openSqliteWorkerStore, type SqliteWorkerStore } from '../sqlite/threadStore.js';
 import { workerSide } from '../thread/workerSide.js';
+import type { SqliteContext } from './sqliteStores.js';
 
 // No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).
-const side = workerSide<SyncOut>('sync.worker');
-const coordinator = new SyncCoordinator(side.ctx);
+const side = workerSide<SyncOut, SqliteWorkerStore>('sync.worker', openSqliteWorkerStore);
+// Round-5 transitional: the coordinator still finds its file on the context.
+const ctx: SqliteContext = { ...side.ctx, database: side.store.database };
+const coordinator = new SyncCoordinator(ctx);
 // Readers of the feed wait in the main thread: each commit here wakes them there.
-const unforward = forwardFeed(changeSignalFor(side.ctx.database.sqlite), { postMessage: side.post });
+const unforward = forwardFeed(changeSignalFor(side.store.database.sqlite), { postMessage: side.post });
 const component: Component = {
   name: 'mirror',
   async start() {},

@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
-import { type AppContext, SYNC_TARGETS, type SyncTarget } from '../context.js';
+import type { AppContext } from '../context.js';
+import { SYNC_TARGETS, type SyncTarget } from '../syncRequests.js';
 import { UserError } from '../errors.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { RunCounts } from '../mirror/bookkeeping.js';

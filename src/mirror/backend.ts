@@ -1,4 +1,5 @@
-import type { AppContext, SyncTarget } from '../context.js';
+import type { AppContext } from '../context.js';
+import type { SyncTarget } from '../syncRequests.js';
 import { all, run, type Script } from '../store/script.js';
 import type { RunCounts } from './bookkeeping.js';
 import { type CustodyIdBook, custodyIdBook } from './custody.js';

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { SyncTarget } from '../context.js';
+import type { SyncTarget } from '../syncRequests.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 
 /**

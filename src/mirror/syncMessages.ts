@@ -1,5 +1,5 @@
 /** The mirror thread's own messages (the ones every worker has are in thread/messages.ts). */
-import type { SyncTarget, SyncTrigger } from '../context.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { FeedMessage } from '../db/changeSignal.js';
 import type { RunOutcome } from './syncRun.js';
 

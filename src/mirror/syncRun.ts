@@ -1,5 +1,6 @@
 import { isoAt } from '../clock.js';
-import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { AppContext } from '../context.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
 import { sqliteBackend } from '../sqlite/mirror.js';

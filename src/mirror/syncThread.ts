@@ -10,10 +10,12 @@
  * (scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
-import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { AppContext } from '../context.js';
 import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
+import type { HostedStore } from '../thread/messages.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';
 import type { SyncIn, SyncOut } from './syncMessages.js';
@@ -28,6 +30,8 @@ export interface SyncRunner {
 
 /** Options of {@link createSyncThread}. */
 export interface SyncThreadOptions {
+  /** The store's side of the worker, from the store's factory. */
+  store: HostedStore;
   /** The worker module beside this file (default: "../app/syncWorker"; tests name a missing one). */
   workerModule?: string;
 }
@@ -38,7 +42,7 @@ export interface SyncThreadOptions {
  * daemon is ready as soon as its listeners are; should the worker fail to start, syncs run in this
  * thread instead, and the log says so.
  */
-export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {}): SyncRunner {
+export function createSyncThread(ctx: AppContext, options: SyncThreadOptions): SyncRunner {
   type Pending = {
     target: SyncTarget;
     trigger: SyncTrigger;
@@ -60,6 +64,7 @@ export function createSyncThread(ctx: AppContext, options: SyncThreadOptions = {
     from: import.meta.url,
     events: 'sync',
     label: 'sync thread',
+    store: options.store,
     onMessage(message) {
       if (message.type === 'vcu-sync.feed') {
         changeSignalFor(ctx.database.sqlite).announce(message.seq);

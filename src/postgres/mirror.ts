@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
-import type { AppContext, SyncTarget } from '../context.js';
+import type { AppContext } from '../context.js';
+import type { SyncTarget } from '../syncRequests.js';
 import type { Logger } from '../log.js';
 import { type MirrorBackend, mirrorBackend, type RunAcquire, type RunLock } from '../mirror/backend.js';
 import { interruptRuns } from '../mirror/statements.js';

@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
+import { sqliteHostedStore } from '../../src/sqlite/threadStore.js';
 import { testContext } from '../helpers/context.js';
 import { captureLog } from '../mirror/harness.js';
 import { tokenization } from '../outbox/fixtures.js';
@@ -18,7 +19,7 @@ describe('the WAL while a worker thread checkpoints it', () => {
     const boundMib = 8;
     const ctx = testContext({ overrides: { 'database.wal_bound_mib': boundMib } });
     const lines = captureLog(ctx);
-    const thread = createSyncThread(ctx);
+    const thread = createSyncThread(ctx, { store: sqliteHostedStore(ctx.database.sqlite) });
     await thread.start?.();
     try {
       const bounded = () => lines.filter((l) => l.event === 'database.wal.bounded').length;

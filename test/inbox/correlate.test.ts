@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
-import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { sqliteInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
@@ -8,6 +8,7 @@ import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
 import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
 import { driveSqlite } from '../../src/sqlite/scripts.js';
+import type { SyncTarget, SyncTrigger } from '../../src/syncRequests.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {

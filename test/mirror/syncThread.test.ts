@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SYNC_TARGETS } from '../../src/context.js';
+import { operatorRate } from '../../src/context.js';
 import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { feedHead } from '../../src/feed/queries.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
-import { SyncRequests } from '../../src/syncRequests.js';
+import { sqliteHostedStore } from '../../src/sqlite/threadStore.js';
+import { SYNC_TARGETS, SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 
@@ -32,7 +33,7 @@ describe('sync thread', () => {
   it('syncs every target exactly while the main thread enqueues; feed, metrics and logs reach the main thread', async () => {
     const { ctx } = h;
     const lines = captureLog(ctx);
-    const runner = createSyncThread(ctx);
+    const runner = createSyncThread(ctx, { store: sqliteHostedStore(ctx.database.sqlite) });
     const syncs = new SyncRequests();
     const mirror = createMirrorComponent(ctx, { syncRequests: syncs, runner });
     const signal = changeSignalFor(ctx.database.sqlite);
@@ -63,7 +64,7 @@ describe('sync thread', () => {
       // The worker's counters land in the main registry; the rate of the budget its client shares is what /status shows.
       const runsCounted = (await ctx.metrics.syncRuns.get()).values.filter((v) => v.value > 0);
       expect(runsCounted.map((v) => v.labels.resource).sort()).toEqual([...SYNC_TARGETS].sort());
-      expect(ctx.operatorRate()).toEqual({ current: 100_000, ceiling: 100_000 });
+      expect(operatorRate(ctx)).toEqual({ current: 100_000, ceiling: 100_000 });
       // Its log lines reach the main logger, with the API key nowhere in them.
       const events = lines.map((l) => l.event);
       // The sync thread runs below the main thread's CPU priority, as the kernel itself reports.
@@ -93,7 +94,10 @@ describe('sync thread', () => {
     'a thread whose module %s: the requests already made, and the later ones, run on the main thread',
     async (_, workerModule) => {
       const lines = captureLog(h.ctx);
-      const runner = createSyncThread(h.ctx, { workerModule });
+      const runner = createSyncThread(h.ctx, {
+        workerModule,
+        store: sqliteHostedStore(h.ctx.database.sqlite),
+      });
       await runner.start?.();
       try {
         const early = runner.request('projects', 'startup');
@@ -108,7 +112,7 @@ describe('sync thread', () => {
   );
 
   it('a request while the thread is not running is answered at once as failed, never left hanging', async () => {
-    const runner = createSyncThread(h.ctx);
+    const runner = createSyncThread(h.ctx, { store: sqliteHostedStore(h.ctx.database.sqlite) });
     const outcome = await runner.request('projects', 'api');
     expect(outcome).toMatchObject({ target: 'projects', status: 'failed', runId: null });
     expect(outcome.error).toMatch(/sync thread is not running/);
