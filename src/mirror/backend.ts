@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.js';
-import type { SyncTarget } from '../syncRequests.js';
 import { all, run, type Script } from '../store/script.js';
+import type { SyncTarget } from '../syncRequests.js';
 import type { RunCounts } from './bookkeeping.js';
 import { type CustodyIdBook, custodyIdBook } from './custody.js';
 import type { TableDef } from './resources.js';

@@ -1,6 +1,7 @@
 /** The mirror thread's own messages (the ones every worker has are in thread/messages.ts). */
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
+
 import type { FeedMessage } from '../db/changeSignal.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { RunOutcome } from './syncRun.js';
 
 /** Main thread → mirror worker: run (or join a coming run of) one target. */

@@ -1,9 +1,9 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { MirrorBackend, RunLease } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
