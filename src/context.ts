@@ -4,8 +4,6 @@ import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
-// Round-5 transitional: the type of the retired `database` field below, deleted with it.
-import type { OpenDatabase } from './sqlite/open.js';
 
 /**
  * The context every loop is built from: services only (configuration, log, clock, metrics, the
@@ -16,11 +14,6 @@ import type { OpenDatabase } from './sqlite/open.js';
 /** What every loop is built from. */
 export interface AppContext {
   config: Config;
-  /**
-   * @deprecated Round-5 transitional, read by nothing once round 5 is merged: the SQLite file, set
-   * by the SQLite factories (src/app/sqliteStores.ts); on a context without one it throws.
-   */
-  database: OpenDatabase;
   log: Logger;
   clock: Clock;
   /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
@@ -145,16 +138,9 @@ export function createAppContext<Extra extends object = object>(
       return client;
     },
     operatorBudget,
+    // Cast: TypeScript types the spread of a generic `extra` as no AppContext & Extra (and, until
+    // round 5 is merged, AppContext still declares the retired `database`: app/sqliteStores.ts).
   } as AppContext & Extra;
-  // Round-5 transitional: a context made without the retired `database` refuses to hand one out.
-  if (!('database' in ctx)) {
-    Object.defineProperty(ctx, 'database', {
-      enumerable: false,
-      get() {
-        throw new Error('this context has no database: the store is reached through its seams');
-      },
-    });
-  }
   return ctx;
 }
 
