@@ -51,7 +51,7 @@ function unsent(health: Health): number {
  */
 async function settle(readStatus: ReadStatus, webhooksIdle: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + SETTLE_MS;
-  for (let h = await readStatus(); h && unsent(h) > 0 && Date.now() < deadline; h = await readStatus()) {
+  for (let h = await readStatus(); (!h || unsent(h) > 0) && Date.now() < deadline; h = await readStatus()) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // The simulator tracks each decision from the moment it answers /notify.
