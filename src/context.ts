@@ -26,11 +26,6 @@ export interface AppContext {
   metrics: Metrics;
   /** When this process's context was made (ISO): the daemon's start, for uptime. */
   startedAt: string;
-  /**
-   * The HTTP listeners up now, by component name ('api', 'webhook-listener'), each set by its
-   * component on start and removed on stop: what readiness reads.
-   */
-  listeners: Map<string, string>;
 }
 
 /** A part of the daemon with a life: started in order, stopped in reverse. */
@@ -127,7 +122,6 @@ export function createAppContext<Extra extends object = object>(
     clock,
     metrics,
     startedAt: new Date(clock.now()).toISOString(),
-    listeners: new Map(),
     operator() {
       // ctx.log, not log: a test may swap the logger after the context was made.
       client ??= operatorClientFor(config, clock, metrics, {

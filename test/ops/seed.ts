@@ -49,7 +49,9 @@ export async function seededApi(): Promise<SeededApi> {
       'custody.units': sim.registry.custodyIds('units').map(String),
     },
   });
-  const webhook = createWebhookComponent(ctx);
+  // As the daemon wires them: /readyz reads both listeners.
+  const listeners = new Map<string, string>();
+  const webhook = createWebhookComponent(ctx, { listeners });
   await webhook.start();
   sim.webhooks.configure({ url: webhook.address()!.url });
 
@@ -89,7 +91,7 @@ export async function seededApi(): Promise<SeededApi> {
   enqueueOperation(ctx, transfer('status-cancel-1', { unitId: 70_021 }));
   cancelQueued(ctx, 'status-cancel-1');
 
-  const api = sqliteApiComponent(ctx);
+  const api = sqliteApiComponent(ctx, { listeners });
   await api.start();
   return {
     sim,

@@ -39,8 +39,10 @@ async function serve(readiness: ReadinessReader, { webhook = true } = {}) {
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
     },
   });
-  const api = sqliteApiComponent(ctx, { readiness });
-  const hook = createWebhookComponent(ctx);
+  // As the daemon wires them: /readyz reads both listeners.
+  const listeners = new Map<string, string>();
+  const api = sqliteApiComponent(ctx, { readiness, listeners });
+  const hook = createWebhookComponent(ctx, { listeners });
   await api.start();
   if (webhook) await hook.start();
   stops.push(async () => {
