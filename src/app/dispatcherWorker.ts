@@ -6,11 +6,10 @@
  * A root (src/app/): it hands the thread's connection the subscribers' deliveries sink.
  */
 
-import { useStateChangeSink } from '../operations/effects.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import { observeCommitWaits } from '../sqlite/commitQueue.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
+import { useStateChangeSink } from '../sqlite/changes.js';
+import { commitQueueFor, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { openSqliteWorkerStore, type SqliteWorkerStore } from '../sqlite/threadStore.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -40,7 +39,7 @@ const component = createDispatcherComponent(ctx, {
   },
   onCommitted: () => side.post({ type: 'committed' }),
   // The hourly scrub also prunes old deliveries.
-  housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, deliveriesPrune(sqliteScriptStore(sqlite))),
+  housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, deliveriesPrune(commitQueueFor(sqlite))),
 });
 await side.run<DispatcherIn>(component, (message) => {
   if (message.type === 'wake') component.wake();

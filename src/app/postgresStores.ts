@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { pgUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
@@ -13,11 +12,10 @@ import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
-import { type PgAvailability, unreachableReason } from '../postgres/availability.js';
+import type { PgAvailability } from '../postgres/availability.js';
 import { listenForChanges } from '../postgres/changeListener.js';
 import { pgApplicationName } from '../postgres/connection.js';
-import { pgHealthReads, pgReadiness } from '../postgres/health.js';
-import { pgReadAdvice } from '../postgres/healthAdvice.js';
+import { pgClassifyFault, pgHealthReads, pgReadiness, pgUnopenedReads } from '../postgres/health.js';
 import { interruptOrphanedRuns, pgBackend } from '../postgres/mirror.js';
 import {
   appliedMigrations,
@@ -31,9 +29,7 @@ import { pgOutbox } from '../postgres/outboxAccess.js';
 import { pgOutboxHooks } from '../postgres/outboxHooks.js';
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
-import { NO_FAULTS } from '../sqlite/faults.js';
-import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
@@ -100,9 +96,9 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       leaseOwner,
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
-    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
-    // The URL holds a password: the hint names the setting, never its value.
-    inspectHint: () => 'psql "$DATABASE_URL" -c "SELECT state, count(*) FROM outbox GROUP BY state"',
+    deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
+    // The URL holds a password: the hint names where it is set, never its value.
+    inspectHint: () => 'psql "$VCU_SYNC_DATABASE_URL" -c "SELECT state, count(*) FROM outbox GROUP BY state"',
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -161,22 +157,8 @@ export async function postgresStatusReads(
   } catch (err) {
     // A configuration it cannot read stays a configuration error (exit 78), not a status.
     if (err instanceof UserError && err.exitCode === EXIT_CONFIG) throw err;
-    return { reads: unopenedReads(err), close: async () => {} };
+    return { reads: pgUnopenedReads(err, url), close: async () => {} };
   }
-}
-
-/** The health of a database that could not be opened: openPostgres's error names host:port/database only. */
-function unopenedReads(err: unknown): HealthReads {
-  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
-  return {
-    snapshot: () => Promise.reject(err),
-    daemonStartedAt: async () => null,
-    readFailed: () =>
-      unreachableReason(cause) === null
-        ? { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }
-        : { ...NO_FAULTS, unreachable: { reason: errorMessage(err), since: null } },
-    series: () => Promise.reject(err),
-  };
 }
 
 /**
@@ -205,7 +187,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new ScriptDeliveriesStore(scripts);
+  const deliveries = new DeliveriesStore(scripts);
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
@@ -219,10 +201,10 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
       mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
-      deliveries: deliveriesAccess(scripts),
+      deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
-      unavailable: pgUnavailableAnswer,
+      unavailable: pgClassifyFault,
     },
     othersCommitted: signal,
     // Claims only while this replica holds its liveness lock: without it the others presume it
@@ -307,7 +289,7 @@ function presenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
-  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
   links: DaemonLinks,
 ): Component & { alive(): boolean } {
   let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;

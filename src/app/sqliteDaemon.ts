@@ -1,12 +1,9 @@
-import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { feedHead } from '../feed/queries.js';
 import { sqliteFeedReads } from '../feed/reads.js';
-import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
@@ -16,16 +13,15 @@ import { sqliteOutbox } from '../outbox/access.js';
 import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
 import { sqliteOutboxHooks } from '../outbox/hooks.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
-import { observeCommitWaits } from '../sqlite/commitQueue.js';
+import { changeSignalFor } from '../sqlite/changes.js';
+import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
-import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
+import { sqliteClassifyFault, sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
-import { acquireOwnership } from '../sqlite/ownership.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
+import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlite/ownership.js';
 import { sqliteHostedStore } from '../sqlite/threadStore.js';
-import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
@@ -81,7 +77,7 @@ function prepareOwnedFile(ctx: SqliteContext): void {
   if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
   try {
     releaseDeadClaims(ctx);
-    releaseDeadDeliveries(ctx);
+    releaseDeadDeliveries((script) => driveSqlite(ctx.database.sqlite, script), ctx);
   } catch (err) {
     // A file that takes no writes (read-only, full) must not stop the daemon from starting and
     // saying so in status; the dead claims then go back when their leases run out.
@@ -95,14 +91,14 @@ export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
     outbox: sqliteOutbox(ctx),
-    mirrorReads: mirrorReads(sqliteScriptStore(sqlite)),
+    mirrorReads: mirrorReads(commitQueueFor(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
-    deliveries: deliveriesAccess(sqliteScriptStore(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
     feed: sqliteFeedReads(sqlite),
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
       sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),
-    unavailable: sqliteUnavailableAnswer(() => ctx.database.sqlite),
+    unavailable: sqliteClassifyFault(() => ctx.database.sqlite),
   };
 }
 
@@ -118,8 +114,8 @@ function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
     operations: new SqliteOperationsStore(sqlite),
     outboxHooks: sqliteOutboxHooks(sqlite),
     inbox: sqliteInboxStore(sqlite),
-    deliveries: new ScriptDeliveriesStore(sqliteScriptStore(sqlite)),
-    pruneDeliveries: deliveriesPrune(sqliteScriptStore(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
+    pruneDeliveries: deliveriesPrune(commitQueueFor(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
     mayClaim: () => true,

@@ -4,15 +4,16 @@ import { type AppContext, type CreateContextOptions, createAppContext } from '..
 import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
-import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { sqliteOutbox } from '../outbox/access.js';
 import { refuseSqliteUnderPostgres } from '../postgres/connection.js';
 import { backupDatabase } from '../sqlite/backup.js';
+import { useStateChangeSink } from '../sqlite/changes.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import { type OpenDatabase, openDatabase } from '../sqlite/open.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
-import { deliveriesAccess } from '../subscribers/access.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, Opened, Stores } from './stores.js';
 
@@ -87,7 +88,7 @@ export function commandSeams(ctx: SqliteContext, close: () => void): Stores {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, { grouped: false }),
-    deliveriesAccess: deliveriesAccess(sqliteScriptStore(sqlite)),
+    deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
     inspectHint: () => sqliteHint(ctx.config.database.path),
     mirrorBackend: () => sqliteBackend(ctx),
     close: async () => close(),

@@ -11,8 +11,8 @@
  * request goes to the one coordinator in the worker.
  */
 import type { AppContext } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import { changeSignalFor } from '../sqlite/changes.js';
 import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
 import type { HostedStore } from '../thread/messages.js';

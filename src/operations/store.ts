@@ -1,6 +1,6 @@
+import { stateChangeSinkOf } from '../sqlite/changes.js';
+import { driveSqlite } from '../sqlite/commitQueue.js';
 import type { Sqlite } from '../sqlite/open.js';
-import { driveSqlite } from '../sqlite/scripts.js';
-import { stateChangeSinkOf } from './effects.js';
 import type { OperationRow } from './rows.js';
 import type { DecisionRecord, NewOperation, ScrubbedTexts } from './storeSeam.js';
 import * as transitions from './transitions.js';

@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.js';
 import { type OperationsReads, operationsReads } from '../operations/readsSeam.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
 import {
   type EnqueueContext,
   type EnqueueResult,
@@ -39,7 +39,7 @@ export function sqliteOutbox(ctx: EnqueueContext, options: SqliteOutboxOptions =
   const { sqlite } = ctx.database;
   return {
     clock: ctx.clock,
-    reads: operationsReads(sqliteScriptStore(sqlite)),
+    reads: operationsReads(commitQueueFor(sqlite)),
     store: new SqliteOperationsStore(sqlite),
     enqueue:
       options.grouped === false

@@ -6,7 +6,8 @@ import type { OperationsReads } from '../operations/readsSeam.js';
 import type { OperationRow } from '../operations/rows.js';
 import { insertOperation } from '../operations/store.js';
 import type { NewOperation, OperationsStore } from '../operations/storeSeam.js';
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
+import { REQUEST_BUSY_GRACE_MS } from '../store/script.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 

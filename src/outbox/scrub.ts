@@ -5,8 +5,8 @@ import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js
 import { scrubOperations } from '../operations/store.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { PERSONAL_FIELDS } from '../redact.js';
+import { driveSqlite } from '../sqlite/commitQueue.js';
 import type { Sqlite } from '../sqlite/open.js';
-import { driveSqlite } from '../sqlite/scripts.js';
 import { purgeWalAfterScrub, purgeWalIfOwed } from '../sqlite/walPurge.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */

@@ -4,13 +4,13 @@ import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
-import { stateChangeSinkOf } from '../operations/effects.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
+import { stateChangeSinkOf } from '../sqlite/changes.js';
+import { driveSqlite } from '../sqlite/commitQueue.js';
 import type { Sqlite } from '../sqlite/open.js';
-import { driveSqlite } from '../sqlite/scripts.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
 const EXCERPT = 500;

@@ -4,6 +4,7 @@
  * the worker's root hands in), whose log lines (already redacted here) and metric updates go to the
  * main thread by message. It ends the thread when asked to stop.
  */
+
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { type AppContext, type Component, createAppContext } from '../context.js';

@@ -5,8 +5,8 @@ import { runOutboxCommand } from '../../src/commands/outbox.js';
 import { listText, textTable } from '../../src/commands/textTable.js';
 import { sqliteOutbox } from '../../src/outbox/access.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { testContext } from '../helpers/context.js';
 import { transfer } from '../outbox/fixtures.js';
 
@@ -62,7 +62,7 @@ function listDeliveries(
 ) {
   return runDeliveriesCommand(
     ctx,
-    deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+    new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
     'list',
     undefined,
     streams,

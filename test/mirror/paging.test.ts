@@ -5,7 +5,7 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
-import { getHealth } from '../../src/status.js';
+import { getHealth } from '../helpers/health.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 

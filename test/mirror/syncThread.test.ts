@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorRate } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { feedHead } from '../../src/feed/queries.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
+import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { sqliteHostedStore } from '../../src/sqlite/threadStore.js';
 import { SYNC_TARGETS, SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';

@@ -15,6 +15,7 @@ import { claimOperations } from '../../src/operations/claim.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { posixWriteLockHolders } from '../../src/sqlite/lockHolders.js';
 import {
   acquireOwnership,
@@ -23,7 +24,6 @@ import {
   fileLockPathFor,
   lockPathFor,
 } from '../../src/sqlite/ownership.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { freePort } from '../helpers/net.js';

@@ -2,10 +2,10 @@ import { Writable } from 'node:stream';
 import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { operationByRef } from '../../src/operations/reads.js';
 import { cancelOperation } from '../../src/operations/transitions.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgUnavailableAnswer } from '../../src/api/databaseUnavailable.js';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
@@ -8,10 +7,10 @@ import { createAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { silentLogger } from '../../src/log.js';
-import { pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
+import { pgClassifyFault, pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
 import { pgOutbox } from '../../src/postgres/outboxAccess.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
@@ -49,10 +48,10 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       mirrorReads: mirrorReads(postgresScriptStore(pool)),
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
-      deliveries: deliveriesAccess(postgresScriptStore(pool)),
+      deliveries: new DeliveriesStore(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
-    { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },
+    { readiness: pgReadiness(pool), unavailable: pgClassifyFault },
   );
   await api.start();
   stops.push(() => api.stop());
