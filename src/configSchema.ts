@@ -19,7 +19,7 @@ export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 
 /** A libpq connection URL; its messages never quote the value, which holds a password. */
 const databaseUrl = z.string().superRefine((value, ctx) => {
   const url = URL.canParse(value) ? new URL(value) : undefined;
-  if (!url || !/^postgres(ql)?:$/.test(url.protocol)) {
+  if (!url || !['postgres:', 'postgresql:'].includes(url.protocol)) {
     ctx.addIssue({ code: 'custom', message: 'expected a postgres:// or postgresql:// URL' });
     return;
   }
