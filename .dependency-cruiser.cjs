@@ -117,8 +117,8 @@ module.exports = {
       comment:
         "The loose files at src/'s root are helpers every folder may use (clock, errors, log, config...): " +
         'they import no folder of src/, so that no cycle passes through them unseen by no-folder-cycle. ' +
-        'Two are hubs with named, one-way needs: context.ts opens the database and makes the operator ' +
-        'client (db/, operator/; neither imports context.ts), status.ts judges health (db/, health/; ' +
+        'Two are hubs with named, one-way needs: context.ts makes the operator client (operator/, which ' +
+        'does not import context.ts; it opens no store), status.ts judges health (db/, health/; ' +
         'imported only by api/ and commands/).',
       from: {
         path: '^src/[^/]+\\.ts$',
@@ -130,10 +130,10 @@ module.exports = {
       name: 'context-hub-needs',
       severity: 'error',
       comment:
-        'context.ts may reach into db/ and operator/ only, and hand the database its state-change sink ' +
-        '(operations/effects.ts, which imports db/ alone) (see root-files-are-leaves).',
+        'context.ts may reach into operator/ only: it holds services, never a store (the factories in ' +
+        'src/app/ open the store) (see root-files-are-leaves).',
       from: { path: '^src/context\\.ts$' },
-      to: { path: '^src/[^/]+/', pathNot: ['^src/db/', '^src/operator/', '^src/operations/effects\\.ts$'] },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/operator/'] },
     },
     {
       name: 'context-hub-one-way',

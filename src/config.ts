@@ -3,7 +3,13 @@ import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
 import { unknownKeyProblems } from './configKeys.js';
-import { type Config, configSchema, timingProblems } from './configSchema.js';
+import {
+  type Config,
+  configSchema,
+  databaseSecrets,
+  maskedDatabase,
+  timingProblems,
+} from './configSchema.js';
 import { didYouMean } from './didYouMean.js';
 import { ConfigError, errorMessage } from './errors.js';
 import { registerSecret } from './redact.js';
@@ -229,13 +235,12 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   ];
   if (problems.length > 0) throw new ConfigError(problems);
 
-  const databaseSecrets = config.database.url ? databaseUrlSecrets(config.database.url) : [];
   for (const secret of [
     config.operator.api_key,
     config.api.token,
     ...config.webhook.secrets,
     ...config.subscribers.map((s) => s.secret),
-    ...databaseSecrets,
+    ...databaseSecrets(config.database),
   ]) {
     if (secret) registerSecret(secret);
   }
@@ -250,33 +255,6 @@ export function requireOperator(config: Config): { url: string; marketplaceId: s
   return { url: config.operator.url, marketplaceId: config.operator.marketplace_id };
 }
 
-/**
- * What of a PostgreSQL URL is secret: the URL itself, and its password (in the userinfo or a
- * `password=` parameter) both as written (percent-encoded) and as sent.
- */
-export function databaseUrlSecrets(url: string): string[] {
-  if (!URL.canParse(url)) return [url];
-  const parsed = new URL(url);
-  const passwords = [parsed.password, parsed.searchParams.get('password') ?? ''].filter(Boolean);
-  const decoded = passwords.map((p) => {
-    try {
-      return decodeURIComponent(p);
-    } catch {
-      return p;
-    }
-  });
-  return [...new Set([url, ...passwords, ...decoded])];
-}
-
-/** The URL with its password (userinfo or `password=` parameter) replaced by `********`. */
-export function maskDatabaseUrl(url: string): string {
-  if (!URL.canParse(url)) return '********';
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '********';
-  if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '********');
-  return parsed.toString();
-}
-
 /** The effective configuration with every secret masked, for `vcu-sync config check`. */
 export function maskedConfig(config: Config): Config {
   const copy = structuredClone(config);
@@ -285,6 +263,6 @@ export function maskedConfig(config: Config): Config {
   copy.api.token = mask(copy.api.token);
   copy.webhook.secrets = copy.webhook.secrets.map(() => '********');
   for (const sub of copy.subscribers) sub.secret = mask(sub.secret);
-  if (copy.database.url) copy.database.url = maskDatabaseUrl(copy.database.url);
+  copy.database = maskedDatabase(copy.database);
   return copy;
 }

@@ -2,32 +2,22 @@ import { type Clock, systemClock } from './clock.js';
 import { type Config, requireOperator } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import type { StateChangeSink } from './operations/effects.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
-import { refuseSqliteUnderPostgres } from './postgres/connection.js';
-import { useStateChangeSink } from './sqlite/changes.js';
-import { type OpenDatabase, openDatabase } from './sqlite/open.js';
 
-/** The context every loop is built from: what it holds, and how it is made and closed. */
-
-/** The resources a sync can be asked for, as the CLI and the API name them. */
-export type SyncTarget = 'projects' | 'issuances' | 'units' | 'custody';
-export const SYNC_TARGETS: readonly SyncTarget[] = ['projects', 'issuances', 'units', 'custody'];
-
-/** What started a sync run. */
-export type SyncTrigger = 'startup' | 'schedule' | 'manual' | 'api' | 'webhook';
+/**
+ * The context every loop is built from: services only (configuration, log, clock, metrics, the
+ * operator client). It opens no store: the store's factory (src/app/) opens it and hands each part
+ * its seams.
+ */
 
 /** What every loop is built from. */
 export interface AppContext {
   config: Config;
-  database: OpenDatabase;
   log: Logger;
   clock: Clock;
   /** The operator client, created on first use; throws a ConfigError when operator.url is unset. */
   operator(): OperatorClient;
-  /** The daemon's adaptive rate and its ceiling (requests/s); null before any of its threads made a client. */
-  operatorRate(): { current: number; ceiling: number } | null;
   /**
    * The one request budget to the operator of this daemon (`operator.rate_per_second`, adapted):
    * its worker threads get it in their settings, so the dispatcher's and the syncs' clients share it.
@@ -36,11 +26,6 @@ export interface AppContext {
   metrics: Metrics;
   /** When this process's context was made (ISO): the daemon's start, for uptime. */
   startedAt: string;
-  /**
-   * The HTTP listeners up now, by component name ('api', 'webhook-listener'), each set by its
-   * component on start and removed on stop: what readiness reads.
-   */
-  listeners: Map<string, string>;
 }
 
 /** A part of the daemon with a life: started in order, stopped in reverse. */
@@ -55,22 +40,16 @@ export interface Component {
 export interface CreateContextOptions {
   /** (default: the system clock) */
   clock?: Clock;
-  /** Apply migrations when opening the database (default: true). */
-  migrate?: boolean;
   /** How the operator client's rate limit waits; tests pass one that moves their clock (default: setTimeout). */
   sleep?: (ms: number) => Promise<void>;
   /** The metrics to count into (default: a fresh prom-client set; one-shot commands pass {@link noopMetrics}). */
   metrics?: Metrics;
-  /**
-   * What every state change committed through this database writes besides the feed, in its
-   * transaction (operations/effects.ts): the root hands the subscribers' deliveries, so that a
-   * cancel from the CLI is pushed as the daemon's would be (default: nothing).
-   */
-  onStateChange?: StateChangeSink;
+  /** The daemon's one operator request budget, which its worker threads share (default: a new one). */
+  operatorBudget?: SharedArrayBuffer;
 }
 
 /** The operator client of `config`, counting into `metrics`; throws a ConfigError when operator.url is unset. */
-export function operatorClientFor(
+function operatorClientFor(
   config: Config,
   clock: Clock,
   metrics: Metrics,
@@ -122,83 +101,50 @@ export function operatorClientFor(
   return client;
 }
 
-/** Opens the database and builds the shared context; the operator client is made on first use. */
-export function createAppContext(
+/**
+ * The shared context; the operator client is made on first use. `extra`: what the caller carries
+ * beside it on the same object (a factory's handle, a test's folder).
+ */
+export function createAppContext<Extra extends object = object>(
   config: Config,
   log: Logger,
   options: CreateContextOptions = {},
-): AppContext {
-  refuseSqliteUnderPostgres(config);
-  const database = openDatabase(config.database.path, {
-    migrate: options.migrate ?? true,
-    synchronous: config.database.synchronous,
-    busyTimeoutMs: config.database.busy_timeout_ms,
-  });
-  useStateChangeSink(database.sqlite, options.onStateChange);
-  return contextOver(config, log, database, options);
-}
-
-/**
- * The context of a command that runs on PostgreSQL (`database.url`): no SQLite file is opened or
- * created, and anything that still reaches for `ctx.database` fails loudly instead of quietly
- * writing to a file at `database.path`. The caller opens (and closes) the PostgreSQL pool.
- */
-export function createPgAppContext(
-  config: Config,
-  log: Logger,
-  options: Omit<CreateContextOptions, 'migrate'> = {},
-): AppContext {
-  const ctx = contextOver(config, log, null, options);
-  // Not enumerable, so that spreading the context (`{ ...ctx, store }`) does not reach for it.
-  Object.defineProperty(ctx, 'database', {
-    enumerable: false,
-    get() {
-      throw new Error('database.url is set (PostgreSQL): this command has no SQLite database');
-    },
-  });
-  return ctx;
-}
-
-function contextOver(
-  config: Config,
-  log: Logger,
-  database: OpenDatabase | null,
-  options: CreateContextOptions,
-): AppContext {
+  extra?: Extra,
+): AppContext & Extra {
   const metrics = options.metrics ?? createMetrics();
   const clock = options.clock ?? systemClock;
   let client: OperatorClient | undefined;
-  const operatorBudget = newRateBudget();
-  const ctx: AppContext = {
+  const operatorBudget = options.operatorBudget ?? newRateBudget();
+  const ctx = {
+    ...extra,
     config,
-    // Replaced by createPgAppContext's refusal when null.
-    database: database as OpenDatabase,
     log,
     clock,
     metrics,
     startedAt: new Date(clock.now()).toISOString(),
-    listeners: new Map(),
     operator() {
-      if (!client) {
-        client = operatorClientFor(config, clock, metrics, {
-          log: ctx.log,
-          sleep: options.sleep,
-          budget: operatorBudget,
-        });
-      }
+      // ctx.log, not log: a test may swap the logger after the context was made.
+      client ??= operatorClientFor(config, clock, metrics, {
+        log: ctx.log,
+        sleep: options.sleep,
+        budget: operatorBudget,
+      });
       return client;
     },
-    // The daemon's one rate, whichever thread's client made the first request.
-    operatorRate: () => {
-      const current = budgetRate(operatorBudget);
-      return current === null ? null : { current, ceiling: config.operator.rate_per_second };
-    },
     operatorBudget,
-  };
+    // Cast: TypeScript types the spread of a generic `extra` as no AppContext & Extra (and, until
+    // round 5 is merged, AppContext still declares the retired `database`: app/sqliteStores.ts).
+  } as AppContext & Extra;
   return ctx;
 }
 
-/** Closes what the context opened. */
-export function closeAppContext(ctx: AppContext): void {
-  ctx.database.close();
+/**
+ * The daemon's adaptive operator rate and its ceiling (requests/s), whichever thread's client made
+ * the first request; null before any did.
+ */
+export function operatorRate(
+  ctx: Pick<AppContext, 'config' | 'operatorBudget'>,
+): { current: number; ceiling: number } | null {
+  const current = budgetRate(ctx.operatorBudget);
+  return current === null ? null : { current, ceiling: ctx.config.operator.rate_per_second };
 }

@@ -14,6 +14,13 @@ export interface HttpListener {
   close(forceAfterMs: number): Promise<void>;
 }
 
+/**
+ * The HTTP listeners up now, by component name ('api', 'webhook-listener'): each listener sets its
+ * own on start and removes it on stop; /readyz reads them all. The daemon's wiring owns the one its
+ * listeners share (app/daemon.ts).
+ */
+export type ListenersUp = Map<string, string>;
+
 /** Splits "host:port" (IPv6 hosts in brackets). */
 export function parseHostPort(value: string): { host: string; port: number } {
   const colon = value.lastIndexOf(':');

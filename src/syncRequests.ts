@@ -1,4 +1,11 @@
-import type { SyncTarget, SyncTrigger } from './context.js';
+/** The mirror's request line: what a sync can be asked for, by whom, and the one way to ask. */
+
+/** The resources a sync can be asked for, as the CLI and the API name them. */
+export type SyncTarget = 'projects' | 'issuances' | 'units' | 'custody';
+export const SYNC_TARGETS: readonly SyncTarget[] = ['projects', 'issuances', 'units', 'custody'];
+
+/** What started a sync run. */
+export type SyncTrigger = 'startup' | 'schedule' | 'manual' | 'api' | 'webhook';
 
 /**
  * How a loop asks the mirror for a sync: resolves true once the runs are scheduled, false when no

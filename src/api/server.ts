@@ -8,7 +8,7 @@ import { VERSION } from '../health/identity.js';
 import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
 import type { ClassifyFault } from '../health/refusal.js';
 import type { HealthReads } from '../health/snapshot.js';
-import { type HttpListener, startHttpListener } from '../httpListener.js';
+import { type HttpListener, type ListenersUp, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import type { RequestSync } from '../syncRequests.js';
@@ -91,6 +91,8 @@ export function routeRegistrars({
 export interface ApiOptions {
   /** /readyz's facts. */
   readiness: ReadinessReader;
+  /** The listeners up now, shared with the webhook listener (default: its own, with the API alone). */
+  listeners?: ListenersUp;
   /** How the store reads a failed request's error: a database fault is answered with 503. */
   unavailable: ClassifyFault;
 }
@@ -107,10 +109,11 @@ export function createApiApp(
 ): Hono {
   const app = new Hono();
   const readinessFacts = options.readiness;
+  const listeners = options.listeners ?? new Map();
   // Liveness and readiness answer without the token: load balancers and systemd probes have none.
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', async (c) => {
-    const readiness = judgeReadiness(await readinessFacts(ctx.listeners));
+    const readiness = judgeReadiness(await readinessFacts(listeners));
     return c.json(readiness, readiness.ready ? 200 : 503);
   });
   app.use('*', bearerAuth(ctx.config.api.token));
@@ -145,6 +148,8 @@ export function createApiComponent(
   registrars: readonly RouteRegistrar[],
   options: ApiOptions,
 ): Component & { address(): { host: string; port: number } | undefined } {
+  // One registry for the component and each app it builds: a restart keeps what /readyz reads.
+  const listeners = options.listeners ?? new Map<string, string>();
   let listener: HttpListener | undefined;
   let closing = new AbortController();
   return {
@@ -152,11 +157,11 @@ export function createApiComponent(
     address: () => listener && { host: listener.host, port: listener.port },
     async start() {
       closing = new AbortController();
-      const app = createApiApp(ctx, registrars, closing.signal, options);
+      const app = createApiApp(ctx, registrars, closing.signal, { ...options, listeners });
       listener = await startHttpListener(app.fetch, ctx.config.api.listen, 'api.listen', (err) =>
         ctx.log.error({ event: 'api.server_error', error: errorMessage(err) }, 'internal API server error'),
       );
-      ctx.listeners.set('api', listener.url);
+      listeners.set('api', listener.url);
       if (!ctx.config.api.token) {
         ctx.log.warn(
           { event: 'api.no_token' },
@@ -171,7 +176,7 @@ export function createApiComponent(
     async stop() {
       const current = listener;
       listener = undefined;
-      ctx.listeners.delete('api');
+      listeners.delete('api');
       // Long-polls answer and event streams end now, rather than holding the stop for 5 s.
       closing.abort();
       // A status page or a list being read may finish; a stuck client is cut after 5 s.

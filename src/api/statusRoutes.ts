@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { AppContext } from '../context.js';
+import { type AppContext, operatorRate } from '../context.js';
 import { healthSchema } from '../health/health.js';
 import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
@@ -150,7 +150,7 @@ export function registerStatusRoutes(
 ): void {
   const health = async (): Promise<Health> => {
     const h = await readHealth(reads, ctx.config, ctx.clock.now(), ctx.startedAt);
-    const rate = ctx.operatorRate();
+    const rate = operatorRate(ctx);
     return rate ? { ...h, operatorRate: rate } : h;
   };
   app.get('/status', async (c) => {

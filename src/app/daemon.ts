@@ -1,6 +1,7 @@
 import { createApiComponent, routeRegistrars } from '../api/server.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage } from '../errors.js';
+import type { ListenersUp } from '../httpListener.js';
 import { createWebhookComponent } from '../inbox/listener.js';
 import { createMirrorComponent } from '../mirror/scheduler.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
@@ -79,10 +80,12 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
     },
   });
   const routes = routeRegistrars({ ...stores.api, wakeDispatcher: dispatcher.wake, requestSync });
+  // What /readyz reads: both listeners' addresses, each set by its own component while it listens.
+  const listeners: ListenersUp = new Map();
   return [
     ...own,
-    createApiComponent(ctx, routes, stores.api),
-    createWebhookComponent(ctx, { requestSync, store: stores.inbox }),
+    createApiComponent(ctx, routes, { ...stores.api, listeners }),
+    createWebhookComponent(ctx, { requestSync, store: stores.inbox, listeners }),
     dispatcher,
     subscribers,
     createMirrorComponent(ctx, { syncRequests: syncs, runner: stores.mirrorRuns() }),

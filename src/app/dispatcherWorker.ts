@@ -8,24 +8,30 @@
 
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
+import { useStateChangeSink } from '../sqlite/changes.js';
 import { commitQueueFor, observeCommitWaits } from '../sqlite/commitQueue.js';
+import { openSqliteWorkerStore, type SqliteWorkerStore } from '../sqlite/threadStore.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { workerSide } from '../thread/workerSide.js';
+import type { SqliteContext } from './sqliteStores.js';
 
 // The dispatcher's commits (claims, settles, hand-backs and what they carry) are all work a power
 // loss may take back harmlessly: the row is sent again, at-least-once, as after a crash. So they do
 // not fsync one by one: 5,000 fsyncs in ten seconds of draining queued up behind the API's, whose
 // 201s must wait for theirs (enqueue p99 while draining). The WAL still reaches the disk within
 // 100 ms, at this thread's next checkpoint, or sooner with the API's next commit.
-const side = workerSide<DispatcherOut>('outbox.worker', {
-  synchronous: 'normal',
-  // The dispatcher's settles change operations: their deliveries commit with them, as on the main thread.
-  stateChangeSink: configuredDeliveriesSink,
-});
-observeCommitWaits(side.ctx.database.sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
-const component = createDispatcherComponent(side.ctx, {
+const side = workerSide<DispatcherOut, SqliteWorkerStore>('outbox.worker', (opening, config, log) =>
+  openSqliteWorkerStore(opening, config, log, 'normal'),
+);
+const { sqlite } = side.store.database;
+// The dispatcher's settles change operations: their deliveries commit with them, as on the main thread.
+useStateChangeSink(sqlite, configuredDeliveriesSink(side.ctx.config));
+observeCommitWaits(sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
+// Round-5 transitional: the dispatcher still finds its file on the context.
+const ctx: SqliteContext = { ...side.ctx, database: side.store.database };
+const component = createDispatcherComponent(ctx, {
   // The mirror runs elsewhere: a custody sync is asked for through the main thread.
   requestSync: async (targets, trigger) => {
     side.post({ type: 'requestSync', targets: [...targets], trigger });
@@ -33,11 +39,7 @@ const component = createDispatcherComponent(side.ctx, {
   },
   onCommitted: () => side.post({ type: 'committed' }),
   // The hourly scrub also prunes old deliveries.
-  housekeeping: deliveriesHousekeeping(
-    side.ctx.config,
-    side.ctx.log,
-    deliveriesPrune(commitQueueFor(side.ctx.database.sqlite)),
-  ),
+  housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, deliveriesPrune(commitQueueFor(sqlite))),
 });
 await side.run<DispatcherIn>(component, (message) => {
   if (message.type === 'wake') component.wake();

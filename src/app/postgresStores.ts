@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
-import { type AppContext, type Component, createPgAppContext } from '../context.js';
+import { type AppContext, type Component, createAppContext } from '../context.js';
 import { ChangeSignal } from '../db/changeSignal.js';
 import { EXIT_CONFIG, errorMessage, UserError } from '../errors.js';
 import { feedReads } from '../feed/reads.js';
@@ -98,6 +98,8 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
     deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
+    // The URL holds a password: the hint names where it is set, never its value.
+    inspectHint: () => 'psql "$VCU_SYNC_DATABASE_URL" -c "SELECT state, count(*) FROM outbox GROUP BY state"',
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -126,7 +128,7 @@ export async function openPostgresCommand(
     await database.close();
     throw err;
   }
-  const ctx = createPgAppContext(config, log, { metrics: options.metrics ?? noopMetrics() });
+  const ctx = createAppContext(config, log, { metrics: options.metrics ?? noopMetrics() });
   return { ctx, stores: commandSeams(ctx, database, `cli:${process.pid}`) };
 }
 
@@ -170,7 +172,7 @@ export async function openPostgresDaemon(
   log: Logger,
 ): Promise<Opened<DaemonStores>> {
   const database = await open(config, url, log, { max: POOL_MAX, min: POOL_MIN }, 'debug');
-  const ctx = createPgAppContext(config, log);
+  const ctx = createAppContext(config, log);
   reportAvailability(database.availability, ctx);
   const owner = newLeaseOwner();
   log.info({ event: 'db.opened', database: database.label, owner }, 'PostgreSQL store open');

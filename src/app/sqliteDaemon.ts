@@ -1,7 +1,6 @@
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
-import { type AppContext, closeAppContext, createAppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { newLeaseOwner } from '../leaseOwner.js';
@@ -21,12 +20,13 @@ import { sqliteBackend } from '../sqlite/mirror.js';
 import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlite/ownership.js';
 import { createSyncThread } from '../sqlite/syncThread.js';
+import { sqliteHostedStore } from '../sqlite/threadStore.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
-import { commandSeams } from './sqliteStores.js';
+import { commandSeams, openSqliteContext, type SqliteContext } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
 
 /**
@@ -42,15 +42,15 @@ import type { DaemonStores, Opened } from './stores.js';
  */
 export async function openSqliteDaemon(config: Config, log: Logger): Promise<Opened<DaemonStores>> {
   const ownership = await acquireOwnership(config.database.path);
-  let ctx: AppContext;
+  let ctx: SqliteContext;
   try {
-    ctx = createAppContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
+    ctx = openSqliteContext(config, log, { onStateChange: configuredDeliveriesSink(config) });
   } catch (err) {
     ownership.release();
     throw err;
   }
   const close = () => {
-    closeAppContext(ctx);
+    ctx.database.close();
     ownership.release();
   };
   try {
@@ -63,7 +63,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
 }
 
 /** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
-function prepareOwnedFile(ctx: AppContext): void {
+function prepareOwnedFile(ctx: SqliteContext): void {
   const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
@@ -87,7 +87,7 @@ function prepareOwnedFile(ctx: AppContext): void {
 }
 
 /** The API's seams over the context's file (the daemon's; a test of the API alone takes them too). */
-export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
+export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
   const { sqlite } = ctx.database;
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
@@ -104,7 +104,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
 }
 
 /** The daemon's seams over the file it owns, and SQLite's extras (threads, the daemon's record). */
-function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
+function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
   const { config, log } = ctx;
   const { sqlite } = ctx.database;
   return {
@@ -127,6 +127,7 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     dispatcherThread: (requestSync) =>
       config.outbox.dispatcher_thread
         ? createDispatcherThreadComponent(ctx, {
+            store: sqliteHostedStore(sqlite),
             onCommitted: () => changeSignalFor(sqlite).announce(feedHead(sqlite)),
             requestSync,
           })

@@ -1,15 +1,18 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../config.js';
-import { type AppContext, closeAppContext, createAppContext } from '../context.js';
+import { type AppContext, type CreateContextOptions, createAppContext } from '../context.js';
 import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { sqliteOutbox } from '../outbox/access.js';
+import { refuseSqliteUnderPostgres } from '../postgres/connection.js';
 import { backupDatabase } from '../sqlite/backup.js';
+import { useStateChangeSink } from '../sqlite/changes.js';
 import { commitQueueFor } from '../sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
-import { openDatabase } from '../sqlite/open.js';
+import { type OpenDatabase, openDatabase } from '../sqlite/open.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, Opened, Stores } from './stores.js';
@@ -37,14 +40,56 @@ export function requireDatabase(config: Config): void {
   }
 }
 
+declare module '../context.js' {
+  interface AppContext {
+    /**
+     * @deprecated Round-5 transitional (delete this block once nothing reads it): the SQLite file,
+     * on the contexts of {@link openSqliteContext} only; undefined on any other.
+     */
+    database: OpenDatabase;
+  }
+}
+
+/** A context and the SQLite file it works on (the handle stays with the factory and its seams). */
+export type SqliteContext = AppContext & { database: OpenDatabase };
+
+/** Options of {@link openSqliteContext}. */
+export interface SqliteContextOptions extends CreateContextOptions {
+  /** Apply migrations when opening the file (default: true). */
+  migrate?: boolean;
+  /**
+   * What every state change committed through this file writes besides the feed, in its
+   * transaction (operations/effects.ts): the root hands the subscribers' deliveries, so that a
+   * cancel from the CLI is pushed as the daemon's would be (default: nothing).
+   */
+  onStateChange?: StateChangeSink;
+}
+
+/** Opens the file at `database.path` (created and migrated unless told not to) and its context. */
+export function openSqliteContext(
+  config: Config,
+  log: Logger,
+  options: SqliteContextOptions = {},
+): SqliteContext {
+  refuseSqliteUnderPostgres(config);
+  const database = openDatabase(config.database.path, {
+    migrate: options.migrate ?? true,
+    synchronous: config.database.synchronous,
+    busyTimeoutMs: config.database.busy_timeout_ms,
+  });
+  useStateChangeSink(database.sqlite, options.onStateChange);
+  return createAppContext(config, log, options, { database });
+}
+
 /** The seams a command uses, over the context's file. */
-export function commandSeams(ctx: AppContext, close: () => void): Stores {
+export function commandSeams(ctx: SqliteContext, close: () => void): Stores {
   const { sqlite } = ctx.database;
   return {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, { grouped: false }),
     deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
+    inspectHint: () => sqliteHint(ctx.config.database.path),
     mirrorBackend: () => sqliteBackend(sqlite),
     close: async () => close(),
   };
@@ -57,12 +102,12 @@ export function openSqliteCommand(
   options: CommandStoreOptions = {},
 ): Opened<Stores> {
   if (!options.create) requireDatabase(config);
-  const ctx = createAppContext(config, log, {
+  const ctx = openSqliteContext(config, log, {
     metrics: options.metrics,
     // A cancel or retry from the CLI is pushed to the subscribers as the daemon's would be.
     onStateChange: configuredDeliveriesSink(config),
   });
-  return { ctx, stores: commandSeams(ctx, () => closeAppContext(ctx)) };
+  return { ctx, stores: commandSeams(ctx, () => ctx.database.close()) };
 }
 
 /** `vcu-sync status`'s reads: the file opened read-only, never migrated. */
@@ -99,4 +144,13 @@ export async function sqliteBackup(config: Config, file: string): Promise<string
   } finally {
     database.sqlite.close();
   }
+}
+
+/**
+ * The query to look into the file, read-only: a `sqlite3` shell left open mid-transaction would hold
+ * the daemon's write lock (README "database-locked"); the path quoted for the shell when it needs it.
+ */
+function sqliteHint(file: string): string {
+  const quoted = /^[\w./-]+$/.test(file) ? file : `'${file.replaceAll("'", "'\\''")}'`;
+  return `sqlite3 -readonly ${quoted} "SELECT state, count(*) FROM outbox GROUP BY state"`;
 }

@@ -26,6 +26,8 @@ export interface Stores {
   readonly outbox: OutboxAccess;
   /** The subscriber deliveries as the CLI reads and steers them. */
   readonly deliveriesAccess: DeliveriesAccess;
+  /** A read-only look into the store by hand, as a shell command (the demo suggests it). */
+  inspectHint(): string;
   /** Where a sync run reads and writes; one per use (a run's bookkeeping is its own). */
   mirrorBackend(): MirrorBackend;
   /** Closes what the factory opened (SQLite: checkpoints the WAL, then gives up ownership). */

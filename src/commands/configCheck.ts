@@ -1,5 +1,6 @@
 import { type Config, maskedConfig } from '../config.js';
 import { configNotes, requireSettings } from '../configNeeds.js';
+import { printedDatabase } from '../configSchema.js';
 
 /**
  * `vcu-sync config check`: the file and environment were valid (loading them checked), and nothing
@@ -14,13 +15,7 @@ export async function runConfigCheck(config: Config): Promise<number> {
   return 0;
 }
 
-/**
- * What `config check` prints: the configuration with secrets masked and, with `database.url` set,
- * without `database.path`, which PostgreSQL never uses (printing it suggested a SQLite file in use).
- */
+/** What `config check` prints: the configuration with secrets masked. */
 export function printedConfig(config: Config): unknown {
-  const masked = maskedConfig(config);
-  if (!masked.database.url) return masked;
-  const { path: _unused, ...database } = masked.database;
-  return { ...masked, database };
+  return { ...maskedConfig(config), database: printedDatabase(config.database) };
 }

@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { startDaemon } from '../app/daemon.js';
-import { openSqliteDaemon } from '../app/sqliteDaemon.js';
+import { openDaemonStores } from '../app/openStores.js';
 import { loadConfig } from '../config.js';
 import { UserError } from '../errors.js';
+import type { Health } from '../health/health.js';
 import { createLogger } from '../log.js';
-import { countsByState, unsentCount } from '../operations/reads.js';
-import type { Sqlite } from '../sqlite/open.js';
+import { UNSENT_STATES } from '../operations/states.js';
 import { onStopSignals } from '../stopSignals.js';
 import { demoOperation } from './demoOperations.js';
 
@@ -36,14 +36,22 @@ async function freePort(preferred: number): Promise<number> {
 /** Longest wait at the end of the demo for operations in flight and their decisions. */
 const SETTLE_MS = 15_000;
 
+/** The demo daemon's `GET /status`, read as a user would; null when it does not answer. */
+type ReadStatus = () => Promise<Health | null>;
+
+/** How many operations have not reached the operator yet (queued or sending), as /status counts them. */
+function unsent(health: Health): number {
+  return UNSENT_STATES.reduce((n, state) => n + (health.snapshot.outbox.byState[state] ?? 0), 0);
+}
+
 /**
  * Lets the demo end on a settled state: every queued operation sent, and every decision the
  * simulator scheduled delivered (and so stored: the listener answers 2xx only after the commit).
  * Bounded, so a stuck operator cannot hold Ctrl-C hostage.
  */
-async function settle(sqlite: Sqlite, webhooksIdle: () => Promise<void>): Promise<void> {
+async function settle(readStatus: ReadStatus, webhooksIdle: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + SETTLE_MS;
-  while (unsentCount(sqlite) > 0 && Date.now() < deadline) {
+  for (let h = await readStatus(); (!h || unsent(h) > 0) && Date.now() < deadline; h = await readStatus()) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // The simulator tracks each decision from the moment it answers /notify.
@@ -51,6 +59,14 @@ async function settle(sqlite: Sqlite, webhooksIdle: () => Promise<void>): Promis
     webhooksIdle(),
     new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref()),
   ]);
+}
+
+/** The demo's progress line: the mirror's records and the outbox's rows by state. */
+function progressLine(health: Health): string {
+  const records = (resource: string) =>
+    health.snapshot.resources.find((r) => r.resource === resource)?.records ?? 0;
+  const states = Object.entries(health.snapshot.outbox.byState).map(([state, n]) => `${state} ${n}`);
+  return `mirror: ${records('projects')} projects, ${records('issuances')} issuances, ${records('units')} unit operations | outbox: ${states.join(', ') || 'empty'}`;
 }
 
 /**
@@ -97,8 +113,8 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   });
   const log = createLogger({ level: config.log.level, fd: 2 });
   // A demo already running in this folder owns its database: say so and leave the simulator closed.
-  // The demo's database is always a SQLite file of its folder (the demo's own configuration).
-  const { ctx, stores } = await openSqliteDaemon(config, log).catch(async (err: unknown) => {
+  // The demo's database is always a file of its folder (the demo's own configuration).
+  const { ctx, stores } = await openDaemonStores(config, log).catch(async (err: unknown) => {
     await sim.close();
     throw err;
   });
@@ -111,7 +127,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   out(`  mirror        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/projects?limit=5'`);
   out(`  operations    curl -s -H 'Authorization: Bearer ${token}' ${api}/v1/operations`);
   out(`  database      ${config.database.path}`);
-  out(`  try           ${sqliteHint(config.database.path)}`);
+  out(`  try           ${stores.inspectHint()}`);
   out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats)`);
   out('Queuing a sample operation every 2 seconds; Ctrl-C stops.');
   out();
@@ -137,19 +153,18 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
       out(`enqueue failed: ${(err as Error).message}`);
     }
   };
-  const report = () => {
-    const states = countsByState(ctx.database.sqlite);
-    const mirror = ctx.database.sqlite
-      .prepare(
-        'SELECT (SELECT count(*) FROM projects) AS p, (SELECT count(*) FROM issuances) AS i, (SELECT count(*) FROM unit_operations) AS u',
-      )
-      .get() as { p: number; i: number; u: number };
-    out(
-      `mirror: ${mirror.p} projects, ${mirror.i} issuances, ${mirror.u} unit operations | outbox: ${states.map((s) => `${s.state} ${s.n}`).join(', ') || 'empty'}`,
+  const readStatus: ReadStatus = () =>
+    fetch(`${api}/status`, { headers: { authorization: `Bearer ${token}` } }).then(
+      // 503 is a critical status, still a full answer.
+      (res) => (res.status === 200 || res.status === 503 ? (res.json() as Promise<Health>) : null),
+      () => null,
     );
+  const report = async () => {
+    const health = await readStatus();
+    if (health) out(progressLine(health));
   };
   const enqueueTimer = setInterval(enqueue, 2000);
-  const reportTimer = setInterval(report, 5000);
+  const reportTimer = setInterval(() => void report(), 5000);
   enqueue();
 
   // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
@@ -162,20 +177,11 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
   await Promise.all(inFlight);
-  await settle(ctx.database.sqlite, () => sim.webhooksIdle());
-  report();
+  await settle(readStatus, () => sim.webhooksIdle());
+  await report();
   await daemon.stop('demo finished');
   await sim.close();
   await stores.close();
   out(`demo stopped; the database stays in ${config.database.path}`);
   return 0;
-}
-
-/**
- * The query the demo suggests, read-only: a `sqlite3` shell left open mid-transaction would hold the
- * daemon's write lock (README "database-locked"); the path quoted for the shell when it needs it.
- */
-export function sqliteHint(file: string): string {
-  const quoted = /^[\w./-]+$/.test(file) ? file : `'${file.replaceAll("'", "'\\''")}'`;
-  return `sqlite3 -readonly ${quoted} "SELECT state, count(*) FROM outbox GROUP BY state"`;
 }

@@ -6,7 +6,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { ConfigError, errorMessage } from '../errors.js';
-import { type HttpListener, startHttpListener } from '../httpListener.js';
+import { type HttpListener, type ListenersUp, startHttpListener } from '../httpListener.js';
 import { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
 import { reportDecisionEffects } from './report.js';
 import { compileVocabulary } from './vocabulary.js';
@@ -19,6 +19,8 @@ export interface WebhookComponentOptions extends WebhookAppOptions {
   maintenanceMs?: number;
   /** How long stop() waits for requests in flight before closing their connections, in ms (default: 5000). */
   stopTimeoutMs?: number;
+  /** The listeners up now, shared with the API's /readyz (default: its own, which no /readyz reads). */
+  listeners?: ListenersUp;
 }
 
 /** Refusals older than this are deleted. */
@@ -65,6 +67,7 @@ export interface WebhookComponent extends Component {
 
 /** The webhook listener component. */
 export function createWebhookComponent(ctx: AppContext, options: WebhookComponentOptions): WebhookComponent {
+  const listeners = options.listeners ?? new Map<string, string>();
   let listener: HttpListener | undefined;
   let timer: NodeJS.Timeout | undefined;
   let bound: { host: string; port: number; url: string } | undefined;
@@ -109,7 +112,7 @@ export function createWebhookComponent(ctx: AppContext, options: WebhookComponen
         ctx.log.error({ event: 'webhook.server_error', error: errorMessage(err) }, 'webhook server error'),
       );
       bound = { host: listener.host, port: listener.port, url: `${listener.url}${WEBHOOK_PATH}` };
-      ctx.listeners.set('webhook-listener', bound.url);
+      listeners.set('webhook-listener', bound.url);
       try {
         await rereadAtStart({ ...ctx, requestSync: options.requestSync, store: options.store });
       } catch (err) {
@@ -132,7 +135,7 @@ export function createWebhookComponent(ctx: AppContext, options: WebhookComponen
       await maintaining;
       const current = listener;
       listener = undefined;
-      ctx.listeners.delete('webhook-listener');
+      listeners.delete('webhook-listener');
       if (!current) return;
       await current.close(options.stopTimeoutMs ?? 5_000);
       ctx.log.info({ event: 'webhook.stopped' }, 'webhook listener stopped');

@@ -1,6 +1,7 @@
-import type { AppContext, SyncTarget } from '../context.js';
+import type { AppContext } from '../context.js';
 import type { Logger } from '../log.js';
 import { all, type Script } from '../store/script.js';
+import type { SyncTarget } from '../syncRequests.js';
 import type { TableDef } from './resources.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 import * as statements from './statements.js';

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
-import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { AppContext } from '../context.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { MirrorBackend } from './backend.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';
 

@@ -12,10 +12,13 @@
 import type { AppContext, Component } from '../context.js';
 import type { RequestSync } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
+import type { HostedStore } from '../thread/messages.js';
 import type { DispatcherIn, DispatcherOut } from './dispatcherMessages.js';
 
 /** Options of {@link createDispatcherThreadComponent}. */
 export interface DispatcherThreadOptions {
+  /** The store's side of the worker, from the store's factory. */
+  store: HostedStore;
   /** Serves the worker's requests for a custody sync (default: none). */
   requestSync?: RequestSync | undefined;
   /** Called when the worker committed a claim or a settle (default: none). */
@@ -27,13 +30,14 @@ export interface DispatcherThreadOptions {
 /** The dispatcher component run in a worker thread; `wake` posts the wake-up to it. */
 export function createDispatcherThreadComponent(
   ctx: AppContext,
-  options: DispatcherThreadOptions = {},
+  options: DispatcherThreadOptions,
 ): Component & { wake: () => void } {
   const host = hostThread<DispatcherIn, DispatcherOut>(ctx, {
     module: '../app/dispatcherWorker',
     from: import.meta.url,
     events: 'outbox',
     label: 'dispatcher thread',
+    store: options.store,
     // Its claims are held by leases with this process's owner name; a new worker's claims take
     // them once the leases run out. Sending resumes at once for every other row.
     ...(options.restartDelayMs !== undefined ? { restartDelayMs: options.restartDelayMs } : {}),

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { isoAt } from '../clock.js';
-import type { AppContext, SyncTarget } from '../context.js';
+import type { AppContext } from '../context.js';
 import type { Logger } from '../log.js';
 import {
   logInterrupted,
@@ -13,6 +13,7 @@ import { interruptRuns, type RunningRow } from '../mirror/statements.js';
 import type { MirrorDb } from '../mirror/store.js';
 import { first, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
+import type { SyncTarget } from '../syncRequests.js';
 import { syncRunLock } from './advisoryLocks.js';
 import { postgresScriptStore, runPostgres } from './scripts.js';
 

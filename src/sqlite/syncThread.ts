@@ -10,16 +10,17 @@
  * (mirror/scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
-
-import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
+import type { AppContext } from '../context.js';
 import type { FeedMessage } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
 import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
+import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
 import { changeSignalFor } from './changes.js';
 import { markInterruptedRuns, sqliteBackend } from './mirror.js';
 import type { Sqlite } from './open.js';
+import { sqliteHostedStore } from './threadStore.js';
 
 /** Main thread → mirror worker: run (or join a coming run of) one target. */
 export type SyncIn = { type: 'request'; id: number; target: SyncTarget; trigger: SyncTrigger; full: boolean };
@@ -65,6 +66,7 @@ export function createSyncThread(
     from: import.meta.url,
     events: 'sync',
     label: 'sync thread',
+    store: sqliteHostedStore(sqlite),
     onMessage(message) {
       if (message.type === 'vcu-sync.feed') {
         changeSignalFor(sqlite).announce(message.seq);

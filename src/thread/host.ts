@@ -3,21 +3,16 @@
  * starts the worker with the settings it needs (workerSide.ts is the other end), writes the worker's
  * log lines to the main logger's destination, applies its metric updates to the registry /metrics
  * serves, tells it of damage found later, starts it again when it dies unexpectedly, and stops it
- * by message. What is particular to each part travels in its own messages (`onMessage`).
- *
- * While any worker runs, the main connection does not checkpoint the WAL: the workers do
- * (workerSide.ts), since copying pages into the file and its fsync were the longest stalls left on
- * the API's loop.
+ * by message. What is particular to each part travels in its own messages (`onMessage`); what is
+ * particular to the store, in the {@link HostedStore} its factory built.
  */
 import type { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { registeredSecrets } from '../redact.js';
-import { databaseFaultsFor } from '../sqlite/faults.js';
-import { writerGateBuffer } from '../sqlite/writerGate.js';
 import { startWorker } from '../startWorker.js';
-import type { HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
+import type { HostedStore, HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 
 /** What a hosted worker is and how its own messages are handled. */
 export interface ThreadSpec<In, Out> {
@@ -29,6 +24,8 @@ export interface ThreadSpec<In, Out> {
   events: string;
   /** What the logs call it ('dispatcher thread'). */
   label: string;
+  /** The store's side of the worker, from the store's factory. */
+  store: HostedStore;
   /** Handles the worker's own messages (those not in ThreadMessage). */
   onMessage(message: Out): void;
   /** Called after each metric update of the worker was applied (default: none). */
@@ -76,36 +73,13 @@ function applyMetric(ctx: AppContext, name: string, method: string, args: unknow
   if (typeof fn === 'function') (fn as (...a: unknown[]) => void).apply(metric, args);
 }
 
-/** Workers running now, per main connection: it checkpoints again when none is left. */
-const checkpointingWorkers = new WeakMap<object, number>();
-
-function workerStarted(ctx: AppContext): void {
-  const sqlite = ctx.database.sqlite;
-  checkpointingWorkers.set(sqlite, (checkpointingWorkers.get(sqlite) ?? 0) + 1);
-  sqlite.pragma('wal_autocheckpoint = 0');
-}
-
-/** This connection checkpoints again as SQLite does by default (every 1000 pages of WAL) once no worker does. */
-function workerEnded(ctx: AppContext): void {
-  const sqlite = ctx.database.sqlite;
-  const left = Math.max(0, (checkpointingWorkers.get(sqlite) ?? 1) - 1);
-  checkpointingWorkers.set(sqlite, left);
-  if (left > 0) return;
-  try {
-    if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
-  } catch {
-    // A closed or failed connection checkpoints nothing either way.
-  }
-}
-
 /** Hosts the worker `spec` describes for `ctx`'s daemon. */
 export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>): ThreadHost<In> {
   let worker: Worker | undefined;
   let stopping = false;
   let restartTimer: NodeJS.Timeout | undefined;
   let corruptionWatch: NodeJS.Timeout | undefined;
-  const faults = databaseFaultsFor(ctx.database.sqlite);
-  const corruption = () => faults.facts().corruption?.detail ?? null;
+  const { store } = spec;
   let corruptionTold = false;
   const destination = destinationOf(ctx.log);
   const post = (message: In | HostMessage) => {
@@ -120,9 +94,8 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
       const settings: ThreadSettings = {
         config: ctx.config,
         logLevel: ctx.log.level,
-        corruption: corruption(),
         secrets: registeredSecrets(),
-        writerGate: writerGateBuffer(),
+        store: store.opening(),
         operatorBudget: ctx.operatorBudget,
       };
       const w = startWorker(url, { workerData: settings, execArgv });
@@ -140,7 +113,7 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
             return;
           case 'started':
             started = true;
-            workerStarted(ctx);
+            store.workerStarted();
             ctx.log.info(
               {
                 event: `${spec.events}.thread.started`,
@@ -166,7 +139,7 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
       });
       w.on('exit', (code) => {
         if (worker === w) worker = undefined;
-        if (started) workerEnded(ctx);
+        if (started) store.workerEnded();
         // A worker that exits before it started without an 'error' event (process.exit in its
         // module) must still fail the start, or the start would never settle.
         else reject(new Error(`the worker exited (${code}) before it started`));
@@ -190,7 +163,7 @@ export function hostThread<In, Out>(ctx: AppContext, spec: ThreadSpec<In, Out>):
       await spawn();
       // A large file's integrity check ends in the background: damage found then reaches the thread.
       corruptionWatch = setInterval(() => {
-        const detail = corruption();
+        const detail = store.damage();
         if (detail === null || corruptionTold) return;
         corruptionTold = true;
         post({ type: 'corrupt', detail });

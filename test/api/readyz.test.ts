@@ -35,10 +35,10 @@ beforeEach(async () => {
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
     },
   });
-  api = sqliteApiComponent(ctx);
-  webhook = createWebhookComponent(ctx, {
-    store: sqliteInboxStore(ctx.database.sqlite),
-  });
+  // As the daemon wires them: /readyz reads both listeners.
+  const listeners = new Map<string, string>();
+  api = sqliteApiComponent(ctx, { listeners });
+  webhook = createWebhookComponent(ctx, { store: sqliteInboxStore(ctx.database.sqlite), listeners });
   await api.start();
   await webhook.start();
   base = `http://127.0.0.1:${api.address()!.port}`;

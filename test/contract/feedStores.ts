@@ -18,7 +18,7 @@ import type { TestDatabase } from '../helpers/postgres.js';
  */
 export interface FeedStore {
   readonly name: string;
-  /** The context the API runs on (configuration, log, listeners). */
+  /** The context the API runs on (configuration, log). */
   readonly ctx: ReturnType<typeof testContext>;
   readonly feed: FeedReads;
   /** Commits `rows` in one transaction; resolves with the last seq once readers may see it. */

@@ -3,8 +3,8 @@ import { closeSync, copyFileSync, openSync, readFileSync, writeSync } from 'node
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -38,7 +38,7 @@ function seedDatabase(file: string): void {
     env: { VCU_SYNC_DB: file },
     overrides: { 'operator.marketplace_id': 'mkt-ops' },
   });
-  const ctx = createAppContext(config, silentLogger);
+  const ctx = openSqliteContext(config, silentLogger);
   for (let i = 0; i < 300; i++)
     expect(enqueueOperation(ctx, transfer(`seed-${i}`, { unitId: 1_000 + i })).status).toBe(201);
   ctx.database.close();
@@ -142,7 +142,7 @@ describe('a database with a damaged data page', () => {
       env: { VCU_SYNC_DB: file },
       overrides: { 'api.listen': '127.0.0.1:0', 'api.token': TOKEN, 'operator.marketplace_id': 'mkt-ops' },
     });
-    const ctx = createAppContext(config, silentLogger);
+    const ctx = openSqliteContext(config, silentLogger);
     const api = sqliteApiComponent(ctx);
     await api.start();
     try {

@@ -28,7 +28,14 @@ async function setup() {
     commitQueueFor(sqlite).submit(() =>
       recordChanges(sqlite, [{ resource, recordId, kind, at: '2026-01-01T00:00:00.000Z' }]),
     );
-  return { ctx, timers, call: apiCaller(started.base, TOKEN), commit, signal: changeSignalFor(sqlite) };
+  return {
+    ctx,
+    base: started.base,
+    timers,
+    call: apiCaller(started.base, TOKEN),
+    commit,
+    signal: changeSignalFor(sqlite),
+  };
 }
 
 /** Yields to the event loop until `check` holds (bounded), instead of sleeping for time to pass. */
@@ -90,8 +97,7 @@ describe('GET /v1/changes?wait=', () => {
   });
 
   it('a client that goes away takes its waiter and its timer with it', async () => {
-    const { ctx, signal, timers } = await setup();
-    const base = `http://${ctx.listeners.get('api')!.replace(/^http:\/\//, '')}`;
+    const { base, signal, timers } = await setup();
     const abort = new AbortController();
     const poll = fetch(`${base}/v1/changes?after=0&wait=60`, {
       headers: { authorization: `Bearer ${TOKEN}` },

@@ -39,6 +39,7 @@ async function setup(heartbeatMs?: number) {
     openStream(started.base, path, TOKEN, headers);
   return {
     ctx,
+    base: started.base,
     timers,
     stream,
     commit,
@@ -113,8 +114,7 @@ describe('GET /v1/changes/stream', () => {
   });
 
   it('a bad Last-Event-ID or `after` is a 400 naming it', async () => {
-    const { call, ctx } = await setup();
-    const base = ctx.listeners.get('api')!;
+    const { call, base } = await setup();
     const bad = await fetch(`${base}/v1/changes/stream`, {
       headers: { authorization: `Bearer ${TOKEN}`, 'last-event-id': 'abc' },
     });

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { demoOperation } from '../../src/commands/demoOperations.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -74,11 +74,11 @@ const scenario = (what: string, run: Scenario['run']): Scenario => ({ what, run 
  */
 function migrated(
   extra: NodeJS.ProcessEnv = {},
-  prepare?: (ctx: ReturnType<typeof createAppContext>) => void,
+  prepare?: (ctx: ReturnType<typeof openSqliteContext>) => void,
 ) {
   const dir = folder();
   const env = { VCU_SYNC_DB: path.join(dir, 'vcu.db'), ...extra };
-  const ctx = createAppContext(loadConfig({ env }), silentLogger);
+  const ctx = openSqliteContext(loadConfig({ env }), silentLogger);
   try {
     prepare?.(ctx);
   } finally {

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { openSqliteContext, type SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { type AppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 
@@ -27,13 +27,13 @@ export interface TestContextOptions {
 /** A real context over a real SQLite file in a temporary folder. */
 export function testContext(
   options: TestContextOptions = {},
-): AppContext & { dir: string; dispose: () => void } {
+): SqliteContext & { dir: string; dispose: () => void } {
   const { dir, cleanup } = tempDir();
   const config = loadConfig({
     env: { VCU_SYNC_DB: path.join(dir, 'test.db'), ...options.env },
     overrides: options.overrides ?? {},
   });
-  const ctx = createAppContext(config, silentLogger, {
+  const ctx = openSqliteContext(config, silentLogger, {
     clock: options.clock,
     ...(options.sleep ? { sleep: options.sleep } : {}),
     // As the daemon and the CLI wire it: every state change writes the subscribers' deliveries.

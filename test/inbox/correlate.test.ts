@@ -1,12 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
-import type { AppContext, SyncTarget, SyncTrigger } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookApp, runInboxMaintenance, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { awaitingDecision } from '../../src/operations/reads.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
+import type { SyncTarget, SyncTrigger } from '../../src/syncRequests.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {

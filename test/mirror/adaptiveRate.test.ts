@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
+import { operatorRate } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
@@ -69,7 +70,7 @@ describe('adaptive rate against an operator limiting to 20 req/s', () => {
       const pace = (requests - refused) / seconds;
       expect(pace).toBeGreaterThan(0.6 * LIMIT);
       expect(pace).toBeLessThanOrEqual(LIMIT * 1.05);
-      const rate = ctx.operatorRate();
+      const rate = operatorRate(ctx);
       expect(rate?.ceiling).toBe(CEILING);
       expect(rate!.current).toBeGreaterThan(0.5 * LIMIT);
       expect(rate!.current).toBeLessThan(1.5 * LIMIT);

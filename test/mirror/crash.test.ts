@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { closeAppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { Rng } from '../../src/simulator/prng.js';
@@ -64,7 +64,7 @@ describe('crash and resume', () => {
       VCU_SYNC_LOG_LEVEL: 'warn',
       TEST_PAGE_SIZE: String(PAGE),
     };
-    const ctx = createAppContext(loadConfig({ env }), silentLogger);
+    const ctx = openSqliteContext(loadConfig({ env }), silentLogger);
     const rng = new Rng(7);
     const checkpointOf = () =>
       (
@@ -114,6 +114,6 @@ describe('crash and resume', () => {
     ).toEqual({
       n: 30 + 70 + UNITS,
     });
-    closeAppContext(ctx);
+    ctx.database.close();
   }, 180_000);
 });

@@ -1,8 +1,9 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { type AppContext, closeAppContext, createAppContext } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { getHealth } from '../helpers/health.js';
@@ -36,10 +37,10 @@ function reopen(hh: Harness, overrides: Record<string, unknown>): AppContext {
       ...overrides,
     },
   });
-  const ctx = createAppContext(config, hh.ctx.log);
+  const ctx = openSqliteContext(config, hh.ctx.log);
   cleanups.push(() => {
     ctx.operator().close();
-    closeAppContext(ctx);
+    ctx.database.close();
   });
   return ctx;
 }

@@ -3,9 +3,9 @@
  * (VCU_SYNC_DB, VCU_SYNC_OPERATOR_URL, VCU_SYNC_API_KEY, ...), the targets from argv.
  */
 
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { runSyncCommand } from '../../src/commands/sync.js';
 import { loadConfig } from '../../src/config.js';
-import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 
@@ -16,12 +16,12 @@ const config = loadConfig({
     'sync.units_overlap': 10,
   },
 });
-const ctx = createAppContext(config, createLogger({ level: config.log.level, pretty: false }));
+const ctx = openSqliteContext(config, createLogger({ level: config.log.level, pretty: false }));
 const code = await runSyncCommand(ctx, {
   backend: sqliteBackend(ctx.database.sqlite),
   targets: process.argv.slice(2),
   tty: false,
 });
 ctx.operator().close();
-closeAppContext(ctx);
+ctx.database.close();
 process.exit(code);

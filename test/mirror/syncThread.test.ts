@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { feedHead } from '../../src/app/sqliteFeedReads.js';
-import { SYNC_TARGETS } from '../../src/context.js';
+import { operatorRate } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { createSyncThread } from '../../src/sqlite/syncThread.js';
-import { SyncRequests } from '../../src/syncRequests.js';
+import { SYNC_TARGETS, SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 
@@ -63,7 +63,7 @@ describe('sync thread', () => {
       // The worker's counters land in the main registry; the rate of the budget its client shares is what /status shows.
       const runsCounted = (await ctx.metrics.syncRuns.get()).values.filter((v) => v.value > 0);
       expect(runsCounted.map((v) => v.labels.resource).sort()).toEqual([...SYNC_TARGETS].sort());
-      expect(ctx.operatorRate()).toEqual({ current: 100_000, ceiling: 100_000 });
+      expect(operatorRate(ctx)).toEqual({ current: 100_000, ceiling: 100_000 });
       // Its log lines reach the main logger, with the API key nowhere in them.
       const events = lines.map((l) => l.event);
       // The sync thread runs below the main thread's CPU priority, as the kernel itself reports.

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { closeAppContext, createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { truncatedMarker } from '../../src/operator/client.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
@@ -162,9 +162,9 @@ async function dispatchFive(
   const s = setup();
   const overrides = { 'operator.rate_per_second': 100_000, 'outbox.poll_ms': 20 };
   const config = loadConfig({ env: s.env, overrides });
-  const ctx = createAppContext(config, silentLogger);
+  const ctx = openSqliteContext(config, silentLogger);
   for (let i = 0; i < 5; i++) enqueueOperation(ctx, tokenization(`${prefix}-${i}`));
-  closeAppContext(ctx);
+  ctx.database.close();
   const { child, done } = spawnMeasured(tsNodeArgs('test/outbox/dispatchChild.ts'), {
     ...s.env,
     VCU_SYNC_TEST_OVERRIDES: JSON.stringify(overrides),

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { DAEMON_HEAP_FLAGS, heapFlagsToAdd } from '../../src/heapSizing.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
@@ -58,7 +58,7 @@ describe('node flags before the command', () => {
     const { dir, cleanup } = tempDir('vcu-sync-node-flags-');
     cleanups.push(cleanup);
     const dbFile = path.join(dir, 'vcu.db');
-    const seed = createAppContext(
+    const seed = openSqliteContext(
       loadConfig({ env: { VCU_SYNC_DB: dbFile }, overrides: { 'operator.marketplace_id': 'mkt-ops' } }),
       silentLogger,
     );

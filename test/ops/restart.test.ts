@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -49,7 +49,7 @@ describe('vcu-sync run: SIGKILL mid-drain and mid-sync, then restart', () => {
         env: { VCU_SYNC_DB: dbFile },
         overrides: { 'operator.marketplace_id': 'mkt-ops' },
       });
-      const seed = createAppContext(config, silentLogger);
+      const seed = openSqliteContext(config, silentLogger);
       for (const [i, ref] of refs.entries())
         expect(enqueueOperation(seed, transfer(ref, { unitId: unitOf(i) })).status).toBe(201);
       seed.database.close();

@@ -51,9 +51,9 @@ export async function seededApi(): Promise<SeededApi> {
       'custody.units': sim.registry.custodyIds('units').map(String),
     },
   });
-  const webhook = createWebhookComponent(ctx, {
-    store: sqliteInboxStore(ctx.database.sqlite),
-  });
+  // As the daemon wires them: /readyz reads both listeners.
+  const listeners = new Map<string, string>();
+  const webhook = createWebhookComponent(ctx, { store: sqliteInboxStore(ctx.database.sqlite), listeners });
   await webhook.start();
   sim.webhooks.configure({ url: webhook.address()!.url });
 
@@ -93,7 +93,7 @@ export async function seededApi(): Promise<SeededApi> {
   enqueueOperation(ctx, transfer('status-cancel-1', { unitId: 70_021 }));
   cancelQueued(ctx, 'status-cancel-1');
 
-  const api = sqliteApiComponent(ctx);
+  const api = sqliteApiComponent(ctx, { listeners });
   await api.start();
   return {
     sim,

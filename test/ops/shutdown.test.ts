@@ -2,8 +2,8 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
@@ -54,7 +54,7 @@ describe('vcu-sync run: SIGTERM', () => {
         env: { VCU_SYNC_DB: dbFile },
         overrides: { 'operator.marketplace_id': 'mkt-ops' },
       });
-      const seed = createAppContext(config, silentLogger);
+      const seed = openSqliteContext(config, silentLogger);
       const refs = Array.from({ length: 100 }, (_, i) => `drain-${i}`);
       for (const [i, ref] of refs.entries()) {
         expect(enqueueOperation(seed, transfer(ref, { unitId: 90_000 + i })).status).toBe(201);
@@ -117,7 +117,7 @@ describe('vcu-sync run: SIGTERM', () => {
         env: { VCU_SYNC_DB: dbFile },
         overrides: { 'operator.marketplace_id': 'mkt-ops' },
       });
-      const seed = createAppContext(config, silentLogger);
+      const seed = openSqliteContext(config, silentLogger);
       expect(enqueueOperation(seed, transfer('repeat-1', { unitId: 92_001 })).status).toBe(201);
       seed.database.close();
 

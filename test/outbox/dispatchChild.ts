@@ -4,21 +4,21 @@
  * as JSON config overrides) and runs until SIGTERM. Logs JSON lines on stdout.
  */
 
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { closeAppContext, createAppContext } from '../../src/context.js';
 import { createLogger } from '../../src/log.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 
 const overrides = JSON.parse(process.env.VCU_SYNC_TEST_OVERRIDES ?? '{}') as Record<string, unknown>;
 const config = loadConfig({ env: process.env, overrides });
 const log = createLogger({ level: 'info', pretty: false });
-const ctx = createAppContext(config, log);
+const ctx = openSqliteContext(config, log);
 const component = createDispatcherComponent(ctx);
 await component.start();
 log.info({ event: 'child.ready' }, 'dispatcher child ready');
 process.once('SIGTERM', () => {
   void component.stop().then(() => {
-    closeAppContext(ctx);
+    ctx.database.close();
     log.flush();
     process.exit(0);
   });

@@ -3,6 +3,7 @@ import type { OperationRow } from '../../src/operations/rows.js';
 import { createDispatcherThreadComponent } from '../../src/outbox/dispatcherThread.js';
 import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { sqliteHostedStore } from '../../src/sqlite/threadStore.js';
 import { testContext } from '../helpers/context.js';
 import { assertNoPersonalData, capturingLogger, tokenization, transfer, until } from './fixtures.js';
 
@@ -33,7 +34,10 @@ describe('dispatcher thread', () => {
     });
     ctx.log = captured.log;
     let commits = 0;
-    const component = createDispatcherThreadComponent(ctx, { onCommitted: () => commits++ });
+    const component = createDispatcherThreadComponent(ctx, {
+      store: sqliteHostedStore(ctx.database.sqlite),
+      onCommitted: () => commits++,
+    });
     const refs: string[] = [];
     const enqueue = (i: number) => {
       const ref = `thread-${i}`;

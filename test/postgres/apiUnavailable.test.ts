@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
-import { createPgAppContext } from '../../src/context.js';
+import { createAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { silentLogger } from '../../src/log.js';
@@ -40,7 +40,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       'api.token': TOKEN,
     },
   });
-  const ctx = createPgAppContext(config, silentLogger);
+  const ctx = createAppContext(config, silentLogger);
   // Every area on PostgreSQL, as a replica wires them (pgDaemon.ts).
   const api = createApiComponent(
     ctx,

@@ -2,7 +2,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { createPgAppContext } from '../../src/context.js';
+import { createAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { silentLogger } from '../../src/log.js';
 import { noopMetrics } from '../../src/metrics.js';
@@ -91,7 +91,7 @@ class CountingStore extends DeliveriesStore {
 async function replica(config: ReturnType<typeof configFor>, owner: string, signal?: ChangeSignal) {
   const db = await openPostgres(pg.database.url, { migrate: false });
   cleanups.push(() => db.close());
-  const ctx = createPgAppContext(config, silentLogger, { metrics: noopMetrics() });
+  const ctx = createAppContext(config, silentLogger, { metrics: noopMetrics() });
   const store = new CountingStore(postgresScriptStore(db.pool));
   const component = createSubscriberComponent(ctx, { store, owner, ...(signal ? { wakeOn: signal } : {}) });
   await component.start();

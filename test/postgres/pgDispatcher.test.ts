@@ -68,7 +68,7 @@ function pgDispatcher(
     },
   });
   const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
-  // As createPgAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
+  // As createAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
   const pgCtx: typeof ctx = Object.create(ctx, {
     database: {
       get() {

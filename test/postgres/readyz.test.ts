@@ -40,10 +40,10 @@ async function serve(readiness: ReadinessReader, { webhook = true } = {}) {
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
     },
   });
-  const api = sqliteApiComponent(ctx, { readiness });
-  const hook = createWebhookComponent(ctx, {
-    store: sqliteInboxStore(ctx.database.sqlite),
-  });
+  // As the daemon wires them: /readyz reads both listeners.
+  const listeners = new Map<string, string>();
+  const api = sqliteApiComponent(ctx, { readiness, listeners });
+  const hook = createWebhookComponent(ctx, { store: sqliteInboxStore(ctx.database.sqlite), listeners });
   await api.start();
   if (webhook) await hook.start();
   stops.push(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { createAppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -41,7 +41,7 @@ describe('subscriber deliveries survive SIGKILL', () => {
     const env = daemonEnv(dir, sim.url, configFile);
     // The events, written before the daemon starts: each cancel writes its delivery in its transaction.
     const config = loadConfig({ env });
-    const ctx = createAppContext(config, silentLogger, { onStateChange: configuredDeliveriesSink(config) });
+    const ctx = openSqliteContext(config, silentLogger, { onStateChange: configuredDeliveriesSink(config) });
     try {
       for (let i = 0; i < TOTAL; i++) {
         const ref = `crash-${String(i).padStart(4, '0')}`;
@@ -63,7 +63,7 @@ describe('subscriber deliveries survive SIGKILL', () => {
     }
     const last = spawnCli(['run'], env);
     await untilEvent(last, 'daemon.ready');
-    const db = createAppContext(loadConfig({ env }), silentLogger);
+    const db = openSqliteContext(loadConfig({ env }), silentLogger);
     try {
       const rows = () =>
         db.database.sqlite

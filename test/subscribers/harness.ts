@@ -3,9 +3,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import { type AppContext, createAppContext } from '../../src/context.js';
+import type { AppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
@@ -120,7 +121,7 @@ export function subscriberContext(
     env: { VCU_SYNC_DB: dbFile },
     overrides: options.overrides ?? {},
   });
-  const ctx = createAppContext(config, silentLogger, {
+  const ctx = openSqliteContext(config, silentLogger, {
     clock: options.clock,
     // As the daemon and the CLI wire it: every state change writes the subscribers' deliveries.
     onStateChange: configuredDeliveriesSink(config),
