@@ -1,5 +1,5 @@
 /**
- * The dispatcher's worker thread (see outbox/dispatcherThread.ts), and the root that wires it: its
+ * The dispatcher's worker thread (see ./dispatcherThread.ts), and the root that wires it: its
  * claims, sends and settles run here, on their own event loop and their own database connection
  * (thread/workerSide.ts), so an HTTP answer or a commit's fsync of the dispatcher never holds the
  * loop that answers the API and the webhooks. Wake comes in; sync requests and "committed" go out.
@@ -9,6 +9,7 @@
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 import { observeCommitWaits } from '../sqlite/commitQueue.js';
+import { SqliteOperationsStore, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
 import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -27,6 +28,8 @@ const side = workerSide<DispatcherOut>('outbox.worker', {
 });
 observeCommitWaits(side.ctx.database.sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
 const component = createDispatcherComponent(side.ctx, {
+  store: new SqliteOperationsStore(side.ctx.database.sqlite),
+  hooks: sqliteOutboxHooks(side.ctx.database.sqlite),
   // The mirror runs elsewhere: a custody sync is asked for through the main thread.
   requestSync: async (targets, trigger) => {
     side.post({ type: 'requestSync', targets: [...targets], trigger });

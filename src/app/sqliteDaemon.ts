@@ -13,15 +13,12 @@ import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { createSyncThread } from '../mirror/syncThread.js';
-import { sqliteOutbox } from '../outbox/access.js';
-import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
-import { sqliteOutboxHooks } from '../outbox/hooks.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
 import { observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
 import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
-import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
+import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
 import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { deliveriesAccess } from '../subscribers/access.js';
@@ -30,6 +27,7 @@ import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { commandSeams } from './sqliteStores.js';
+import { createDispatcherThreadComponent } from './dispatcherThread.js';
 import type { DaemonStores, Opened } from './stores.js';
 
 /**
@@ -57,7 +55,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
     ownership.release();
   };
   try {
-    prepareOwnedFile(ctx);
+    await prepareOwnedFile(ctx);
   } catch (err) {
     close();
     throw err;
@@ -66,7 +64,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
 }
 
 /** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
-function prepareOwnedFile(ctx: AppContext): void {
+async function prepareOwnedFile(ctx: AppContext): Promise<void> {
   const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
@@ -80,7 +78,7 @@ function prepareOwnedFile(ctx: AppContext): void {
   );
   if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
   try {
-    releaseDeadClaims(ctx);
+    await releaseDeadClaims(new SqliteOperationsStore(ctx.database.sqlite), ctx.clock, log);
     releaseDeadDeliveries(ctx);
   } catch (err) {
     // A file that takes no writes (read-only, full) must not stop the daemon from starting and
@@ -94,7 +92,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
   const { sqlite } = ctx.database;
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
-    outbox: sqliteOutbox(ctx),
+    outbox: sqliteOutbox(ctx, sqlite, { grouped: true }),
     mirrorReads: mirrorReads(sqliteScriptStore(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
     deliveries: deliveriesAccess(sqliteScriptStore(sqlite)),

@@ -4,11 +4,11 @@ import { type AppContext, closeAppContext, createAppContext } from '../context.j
 import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
-import { sqliteOutbox } from '../outbox/access.js';
 import { backupDatabase } from '../sqlite/backup.js';
 import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import { openDatabase } from '../sqlite/open.js';
+import { sqliteOutbox } from '../sqlite/operationsStore.js';
 import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { deliveriesAccess } from '../subscribers/access.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
@@ -43,7 +43,7 @@ export function commandSeams(ctx: AppContext, close: () => void): Stores {
   return {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
-    outbox: sqliteOutbox(ctx, { grouped: false }),
+    outbox: sqliteOutbox(ctx, sqlite, { grouped: false }),
     deliveriesAccess: deliveriesAccess(sqliteScriptStore(sqlite)),
     mirrorBackend: () => sqliteBackend(ctx),
     close: async () => close(),

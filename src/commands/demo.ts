@@ -6,8 +6,7 @@ import { openSqliteDaemon } from '../app/sqliteDaemon.js';
 import { loadConfig } from '../config.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
-import { countsByState, unsentCount } from '../operations/reads.js';
-import type { Sqlite } from '../sqlite/open.js';
+import type { OperationsReads } from '../operations/reads.js';
 import { onStopSignals } from '../stopSignals.js';
 import { demoOperation } from './demoOperations.js';
 
@@ -41,9 +40,9 @@ const SETTLE_MS = 15_000;
  * simulator scheduled delivered (and so stored: the listener answers 2xx only after the commit).
  * Bounded, so a stuck operator cannot hold Ctrl-C hostage.
  */
-async function settle(sqlite: Sqlite, webhooksIdle: () => Promise<void>): Promise<void> {
+async function settle(reads: OperationsReads, webhooksIdle: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + SETTLE_MS;
-  while (unsentCount(sqlite) > 0 && Date.now() < deadline) {
+  while ((await reads.unsentCount()) > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   // The simulator tracks each decision from the moment it answers /notify.
@@ -137,8 +136,8 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
       out(`enqueue failed: ${(err as Error).message}`);
     }
   };
-  const report = () => {
-    const states = countsByState(ctx.database.sqlite);
+  const report = async () => {
+    const states = await stores.outbox.reads.countsByState();
     const mirror = ctx.database.sqlite
       .prepare(
         'SELECT (SELECT count(*) FROM projects) AS p, (SELECT count(*) FROM issuances) AS i, (SELECT count(*) FROM unit_operations) AS u',
@@ -149,7 +148,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     );
   };
   const enqueueTimer = setInterval(enqueue, 2000);
-  const reportTimer = setInterval(report, 5000);
+  const reportTimer = setInterval(() => void report(), 5000);
   enqueue();
 
   // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
@@ -162,8 +161,8 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
   await Promise.all(inFlight);
-  await settle(ctx.database.sqlite, () => sim.webhooksIdle());
-  report();
+  await settle(stores.outbox.reads, () => sim.webhooksIdle());
+  await report();
   await daemon.stop('demo finished');
   await sim.close();
   await stores.close();

@@ -1,20 +1,14 @@
 import type { Clock } from '../clock.js';
-import { type OperationsReads, operationsReads } from '../operations/readsSeam.js';
+import type { AppContext } from '../context.js';
+import { type OperationsReads, operationsReads } from '../operations/reads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
-import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
-import {
-  type EnqueueContext,
-  type EnqueueResult,
-  enqueueOperation,
-  enqueueOperationGrouped,
-  type WakeDispatcher,
-} from './enqueue.js';
+import type { ScriptStore } from '../store/script.js';
+import { type EnqueueOptions, type EnqueueResult, enqueueThrough, type WakeDispatcher } from './enqueue.js';
 
 /**
  * Where the API's operations routes and `vcu-sync enqueue` / `outbox` find the outbox: its reads,
  * its store (every write goes through the store's guarded transitions) and how one notification is
- * queued. SQLite's below; PostgreSQL's in pgAccess.ts (kept apart so `pg` stays out of SQLite runs).
+ * queued.
  */
 export interface OutboxAccess {
   clock: Clock;
@@ -24,26 +18,18 @@ export interface OutboxAccess {
   enqueue(input: unknown, wake?: WakeDispatcher): Promise<EnqueueResult>;
 }
 
-/** Options of {@link sqliteOutbox}. */
-export interface SqliteOutboxOptions {
-  /**
-   * Enqueue in the connection's group commit, a request refused after a short wait for another
-   * process's lock (the API's path); false: its own commit, waiting `busy_timeout_ms` (the CLI's).
-   * Default true.
-   */
-  grouped?: boolean;
-}
-
-/** The outbox on the context's SQLite database. */
-export function sqliteOutbox(ctx: EnqueueContext, options: SqliteOutboxOptions = {}): OutboxAccess {
-  const { sqlite } = ctx.database;
+/** The outbox over a store's scripts and its operations store, queuing as `options` say. */
+export function outboxAccess(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  scripts: ScriptStore,
+  store: OperationsStore,
+  options: EnqueueOptions,
+): OutboxAccess {
+  const reads = operationsReads(scripts);
   return {
     clock: ctx.clock,
-    reads: operationsReads(sqliteScriptStore(sqlite)),
-    store: new SqliteOperationsStore(sqlite),
-    enqueue:
-      options.grouped === false
-        ? async (input, wake) => enqueueOperation(ctx, input, wake)
-        : (input, wake) => enqueueOperationGrouped(ctx, input, wake),
+    reads,
+    store,
+    enqueue: (input, wake) => enqueueThrough(ctx, { store, reads }, input, options, wake),
   };
 }

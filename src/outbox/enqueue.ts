@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import { operationByRef } from '../operations/reads.js';
-import type { OperationsReads } from '../operations/readsSeam.js';
+import type { OperationsReads } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
-import { insertOperation } from '../operations/store.js';
 import type { NewOperation, OperationsStore } from '../operations/storeSeam.js';
-import { commitQueueFor, REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
+import type { TransactionOptions } from '../store/script.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
-
-/** What enqueueing needs: the database, the time, and the configuration (marketplace id, wire spelling). */
-export type EnqueueContext = Pick<AppContext, 'database' | 'clock' | 'config'>;
 
 /** Called once a new row may be due, so a running dispatcher need not wait for its poll. */
 export type WakeDispatcher = () => void;
@@ -69,7 +64,7 @@ export function prepareInsert(
 }
 
 /** The answer when the INSERT found `ref` queued already: 200 the same body, 409 another one. */
-function answerExisting(prepared: PreparedInsert, existing: OperationRow | undefined): EnqueueResult {
+export function answerExisting(prepared: PreparedInsert, existing: OperationRow | undefined): EnqueueResult {
   const { ref, hash } = prepared;
   if (!existing) throw new Error(`outbox row ${ref} vanished between insert and read`);
   if (existing.body_hash === hash) return { status: 200, row: existing };
@@ -80,67 +75,41 @@ function answerExisting(prepared: PreparedInsert, existing: OperationRow | undef
   };
 }
 
-/** The INSERT ... ON CONFLICT DO NOTHING and, on conflict, the stored row (synchronous: no awaits). */
-function store(ctx: EnqueueContext, prepared: PreparedInsert): EnqueueResult {
-  const { sqlite } = ctx.database;
-  const inserted = insertOperation(sqlite, prepared.params, isoAt(ctx.clock.now()));
-  if (inserted) return { status: 201, row: inserted };
-  return answerExisting(prepared, operationByRef(sqlite, prepared.ref));
+/** How a store queues: its transaction's wait, and when the dispatcher is woken. */
+export interface EnqueueOptions {
+  /** How long the INSERT may wait for another process's lock before it is refused (TransactionOptions). */
+  busyGraceMs?: number;
+  /**
+   * Wake the dispatcher as the INSERT is submitted, before its commit: where the commits of one turn
+   * are grouped (SQLite's group commit), the claim it makes joins the same commit, after the INSERT
+   * (one fsync for both; on a 200/409 the claim merely finds nothing new). Else on a 201, once
+   * committed, so the claim finds the row.
+   */
+  wakeBeforeCommit: boolean;
 }
 
 /**
- * Validates and queues one notification: one INSERT ... ON CONFLICT DO NOTHING in its own commit.
- * 201 new, 200 the same ref with the same body again (nothing changes), 409 the same ref with
- * another body, 422 with every field error. Calls `wake` on 201.
- */
-export function enqueueOperation(ctx: EnqueueContext, input: unknown, wake?: WakeDispatcher): EnqueueResult {
-  const prepared = prepareInsert(ctx, input);
-  if ('errors' in prepared) return prepared;
-  const result = store(ctx, prepared);
-  if (result.status === 201) wake?.();
-  return result;
-}
-
-/**
- * {@link enqueueOperation} for a server answering many requests at once: the INSERT joins the
- * connection's group commit (one fsync for every write of the same event-loop turn) and the promise
- * resolves only after that commit, so a 201 still means the row is on disk. Same answers, same
- * exactly-once per ref (the inserts of one group run one after another in their own savepoints).
- */
-export async function enqueueOperationGrouped(
-  ctx: EnqueueContext,
-  input: unknown,
-  wake?: WakeDispatcher,
-): Promise<EnqueueResult> {
-  const prepared = prepareInsert(ctx, input);
-  if ('errors' in prepared) return prepared;
-  // A request waits a moment for another process's lock, then is refused (503 + Retry-After).
-  const stored = commitQueueFor(ctx.database.sqlite).submit(() => store(ctx, prepared), {
-    busyGraceMs: REQUEST_BUSY_GRACE_MS,
-  });
-  // Woken before the commit, the dispatcher's claim joins the same group, after this INSERT: one
-  // fsync for both. On a 200/409 the claim merely finds nothing new.
-  wake?.();
-  return await stored;
-}
-
-/**
- * {@link enqueueOperation} through the store seams (PostgreSQL's; any store): the INSERT is one
- * `store.insert` (its own transaction, with its feed row and deliveries), and a ref found queued
- * already is read back to answer 200 or 409. Same answers; exactly once per ref (the INSERT's
- * ON CONFLICT DO NOTHING waits for a concurrent insert of the ref to commit, so the read finds it).
+ * Validates and queues one notification: the INSERT ... ON CONFLICT DO NOTHING is one
+ * `store.insert` (its own transaction, with its feed row and deliveries; a 201 means it committed),
+ * and a ref found queued already is read back to answer 200 (the same body again, nothing changes)
+ * or 409 (another body); 422 with every field error. Exactly once per ref: the ON CONFLICT waits
+ * for a concurrent insert of the ref to commit, so the read finds it.
  */
 export async function enqueueThrough(
   ctx: Pick<AppContext, 'clock' | 'config'>,
   seams: { store: OperationsStore; reads: OperationsReads },
   input: unknown,
+  options: EnqueueOptions,
   wake?: WakeDispatcher,
 ): Promise<EnqueueResult> {
   const prepared = prepareInsert(ctx, input);
   if ('errors' in prepared) return prepared;
-  const [inserted] = await seams.store.insert([prepared.params], isoAt(ctx.clock.now()));
+  const transaction: TransactionOptions = { busyGraceMs: options.busyGraceMs };
+  const inserting = seams.store.insert([prepared.params], isoAt(ctx.clock.now()), transaction);
+  if (options.wakeBeforeCommit) wake?.();
+  const [inserted] = await inserting;
   if (inserted) {
-    wake?.();
+    if (!options.wakeBeforeCommit) wake?.();
     return { status: 201, row: inserted };
   }
   return answerExisting(prepared, await seams.reads.byRef(prepared.ref));

@@ -1,6 +1,6 @@
 import { isoAt } from '../clock.js';
 import { SteerError } from '../errors.js';
-import type { OperationsPageRequest } from '../operations/readsSeam.js';
+import type { OperationsPageRequest } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
 import { isOperationState, nextState, OPERATION_STATES, type OperationState } from '../operations/states.js';
 import type { OutboxAccess } from './access.js';

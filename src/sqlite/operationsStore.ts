@@ -1,8 +1,13 @@
+import type { AppContext } from '../context.js';
+import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { stateChangeSinkOf } from '../operations/effects.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
-import type { SubmitOptions } from './commitQueue.js';
+import { type OutboxAccess, outboxAccess } from '../outbox/access.js';
+import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
+import { REQUEST_BUSY_GRACE_MS, type SubmitOptions } from './commitQueue.js';
 import type { Sqlite } from './open.js';
 import { sqliteScriptStore } from './scripts.js';
+import { purgeWalAfterScrub, purgeWalIfOwed } from './walPurge.js';
 
 /**
  * The dispatcher's claims, settles and releases go on once committed, without waiting for the
@@ -25,4 +30,31 @@ export class SqliteOperationsStore extends ScriptedOperationsStore {
       dispatcherWork: DISPATCHER_WORK,
     });
   }
+}
+
+/**
+ * The dispatcher's hooks on a SQLite handle. A scrub leaves the old versions of the rows it
+ * rewrote in the WAL (the file's own pages are zeroed as they are freed: `secure_delete`,
+ * sqlite/open.ts), so the WAL is emptied after it (sqlite/walPurge.ts).
+ */
+export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
+  return outboxHooks(sqliteScriptStore(sqlite), sqliteInboxStore(sqlite), (rows) =>
+    rows > 0 ? purgeWalAfterScrub(sqlite) : purgeWalIfOwed(sqlite),
+  );
+}
+
+/**
+ * The outbox on a SQLite handle. `grouped` (the API's): an enqueue joins the connection's group
+ * commit with the dispatcher's claim it wakes, and a request is refused after a short wait for
+ * another process's lock; else (the CLI's) it waits up to `database.busy_timeout_ms`.
+ */
+export function sqliteOutbox(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  sqlite: Sqlite,
+  options: { grouped: boolean },
+): OutboxAccess {
+  return outboxAccess(ctx, sqliteScriptStore(sqlite), new SqliteOperationsStore(sqlite), {
+    busyGraceMs: options.grouped ? REQUEST_BUSY_GRACE_MS : ctx.config.database.busy_timeout_ms,
+    wakeBeforeCommit: options.grouped,
+  });
 }

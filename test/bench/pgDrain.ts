@@ -115,7 +115,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
 
     const { db, store } = await queued();
     options.say('pgdrain: dispatcher on PgOperationsStore');
-    const component = createDispatcherComponent(ctx, { store, owner: OWNER });
+    const component = createDispatcherComponent(ctx, { store, hooks: null, owner: OWNER });
     const drain = await timed(async () => {
       await component.start();
       await store.accepted(n);

@@ -7,7 +7,7 @@ import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { SECRET } from '../inbox/helpers.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
 import { ManualTimers, openStream, startFeedApi } from './helpers.js';
 
 const TOKEN = 'feed-test-token-0123456789';
@@ -51,7 +51,7 @@ async function setup(policy: 'approve' | 'reject') {
 
 /** Starts the dispatcher: from then on the operation is sent, accepted, and decided. */
 async function startDispatcher(ctx: AppContext) {
-  const dispatcher = createDispatcherComponent(ctx);
+  const dispatcher = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await dispatcher.start();
   started.push(dispatcher);
 }

@@ -6,7 +6,6 @@ import { sqliteInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
 import { stateChangeSinkOf } from '../../src/operations/effects.js';
-import { awaitingDecision } from '../../src/operations/reads.js';
 import { driveSqlite } from '../../src/sqlite/scripts.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
@@ -258,13 +257,5 @@ describe('deposits, unknown events, queries', () => {
       state: 'rejected',
       decision_reason: 'configured',
     });
-  });
-
-  it('awaitingDecision lists accepted rows older than the cutoff', () => {
-    insertOutboxRow(ctx.database.sqlite, 'old', 'accepted', '2026-01-01T00:00:00.000Z');
-    insertOutboxRow(ctx.database.sqlite, 'new', 'accepted', '2026-02-28T00:00:00.000Z');
-    insertOutboxRow(ctx.database.sqlite, 'done', 'approved', '2026-01-01T00:00:00.000Z');
-    const rows = awaitingDecision(ctx.database.sqlite, '2026-02-01T00:00:00.000Z');
-    expect(rows.map((r) => r.marketplaceTransactionRef)).toEqual(['old']);
   });
 });

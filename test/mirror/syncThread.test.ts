@@ -5,9 +5,8 @@ import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { feedHead } from '../../src/feed/queries.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
-import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { SyncRequests } from '../../src/syncRequests.js';
-import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';
+import { assertNoPersonalData, enqueueOperationGrouped, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 
 /**
