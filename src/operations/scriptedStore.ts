@@ -86,11 +86,6 @@ export class ScriptedOperationsStore implements OperationsStore {
     return this.scripts.transaction(releaseOwnedBy(null, nowIso, this.sink));
   }
 
-  /** One process owns the store: every claimant other than the running one is dead. */
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.releaseAll(nowIso);
-  }
-
   recordDecision(d: DecisionRecord): Promise<boolean> {
     return this.scripts.transaction(decide(d, this.sink));
   }

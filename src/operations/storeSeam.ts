@@ -88,11 +88,6 @@ export interface OperationsStore {
   release(claim: Claim): Promise<boolean>;
   /** Hands back every claimed row whoever holds it (only when every claimant is known dead). */
   releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
-  /**
-   * Hands back the rows of claimants known dead: on SQLite (one daemon per file) every claim
-   * found at start-up; on PostgreSQL those whose owner's liveness lock is free.
-   */
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
   recordDecision(d: DecisionRecord): Promise<boolean>;
   retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean>;
   expedite(id: number, nowIso: string): Promise<boolean>;

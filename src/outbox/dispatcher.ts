@@ -10,7 +10,7 @@ import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
-import { housekeepingOf, type OutboxHooks, ScrubSchedule } from './hooks.js';
+import { type OutboxHooks, ScrubSchedule } from './hooks.js';
 import { idleDelayMs } from './idleDelay.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import { OwedSettles } from './owedSettles.js';
@@ -69,7 +69,7 @@ export class Dispatcher {
     };
     this.store = options.store;
     this.hooks = options.hooks;
-    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, housekeepingOf(ctx.config, options));
+    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, ctx.config, options);
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);

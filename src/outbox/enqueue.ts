@@ -39,32 +39,25 @@ export function notificationHash(notification: Record<string, unknown>): string 
   return createHash('sha256').update(canonicalJson(notification)).digest('hex');
 }
 
-/** A validated notification, ready for its INSERT. */
-export interface PreparedInsert {
-  ref: string;
-  hash: string;
-  params: NewOperation;
-}
-
 /**
  * Validation, hash and wire body: all the work that needs no database, done outside any
- * transaction (and the same whichever store the row goes to).
+ * transaction (and the same whichever store the row goes to): the row to INSERT.
  */
 export function prepareInsert(
   ctx: Pick<AppContext, 'config'>,
   input: unknown,
-): PreparedInsert | { status: 422; errors: FieldError[] } {
+): NewOperation | { status: 422; errors: FieldError[] } {
   const validation = validateNotification(input, { marketplaceId: ctx.config.operator.marketplace_id });
   if (!validation.ok) return { status: 422, errors: validation.errors };
   const { kind, ref, notification, orderKey } = validation.operation;
   const hash = notificationHash(notification);
   const wire = wireSpelling(kind, ctx.config);
   const body = JSON.stringify({ ...notification, operationType: wire });
-  return { ref, hash, params: { ref, operationType: wire, orderKey, body, hash } };
+  return { ref, operationType: wire, orderKey, body, hash };
 }
 
 /** The answer when the INSERT found `ref` queued already: 200 the same body, 409 another one. */
-export function answerExisting(prepared: PreparedInsert, existing: OperationRow | undefined): EnqueueResult {
+export function answerExisting(prepared: NewOperation, existing: OperationRow | undefined): EnqueueResult {
   const { ref, hash } = prepared;
   if (!existing) throw new Error(`outbox row ${ref} vanished between insert and read`);
   if (existing.body_hash === hash) return { status: 200, row: existing };
@@ -105,7 +98,7 @@ export async function enqueueThrough(
   const prepared = prepareInsert(ctx, input);
   if ('errors' in prepared) return prepared;
   const transaction: TransactionOptions = { busyGraceMs: options.busyGraceMs };
-  const inserting = seams.store.insert([prepared.params], isoAt(ctx.clock.now()), transaction);
+  const inserting = seams.store.insert([prepared], isoAt(ctx.clock.now()), transaction);
   if (options.wakeBeforeCommit) wake?.();
   const [inserted] = await inserting;
   if (inserted) {

@@ -65,33 +65,11 @@ export function outboxHooks(
  */
 export type HousekeepingJob = (nowMs: number) => Promise<void>;
 
-/** What the hourly housekeeping does: how often, scrub personal fields this old, then the job handed in. */
-export interface Housekeeping {
-  /** At most one run this often, ms (the dispatcher's `scrubEveryMs`, default: 3600000). */
-  everyMs: number;
-  /** `outbox.scrub_after_days`. */
-  scrubAfterDays: number;
-  /** Run after each scrub (the dispatcher's `housekeeping`, default: none). */
-  afterScrub?: HousekeepingJob | undefined;
-}
-
-/** The housekeeping `config` asks for, with the period and the job handed to the dispatcher (pure). */
-export function housekeepingOf(
-  config: Config,
-  handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
-): Housekeeping {
-  return {
-    everyMs: handed.scrubEveryMs ?? 3_600_000,
-    scrubAfterDays: config.outbox.scrub_after_days,
-    afterScrub: handed.housekeeping,
-  };
-}
-
 /**
- * When the dispatcher scrubs finished rows, then runs the job handed in (old deliveries pruned): at
- * most every `keep.everyMs`, one run at a time, off its loop (a PostgreSQL backlog may take a while;
- * SQLite's is synchronous, so done when `maybe` returns). Each part's failure is logged and tried
- * again at the next period, without stopping the other.
+ * When the dispatcher scrubs rows finished `outbox.scrub_after_days` ago, then runs the job handed
+ * in (old deliveries pruned): at most every `scrubEveryMs` (default: 3600000), one run at a time,
+ * off its loop (a backlog may take a while). Each part's failure is logged and tried again at the
+ * next period, without stopping the other.
  */
 export class ScrubSchedule {
   private lastMs = Number.NEGATIVE_INFINITY;
@@ -100,22 +78,24 @@ export class ScrubSchedule {
   constructor(
     private readonly hooks: OutboxHooks,
     private readonly log: Logger,
-    private readonly keep: Housekeeping,
+    private readonly config: Config,
+    /** The dispatcher's options: the period, and the job run after each scrub (default: none). */
+    private readonly handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
   ) {}
 
   /** Starts a run if one is due and none runs. */
   maybe(nowMs: number): void {
-    if (this.running || nowMs - this.lastMs < this.keep.everyMs) return;
+    if (this.running || nowMs - this.lastMs < (this.handed.scrubEveryMs ?? 3_600_000)) return;
     this.lastMs = nowMs;
-    const run = this.scrub(nowMs, this.keep).then(() => this.keep.afterScrub?.(nowMs));
+    const run = this.scrub(nowMs).then(() => this.handed.housekeeping?.(nowMs));
     this.running = run;
     void run.finally(() => {
       this.running = undefined;
     });
   }
 
-  private scrub(nowMs: number, keep: Housekeeping): Promise<void> {
-    return this.hooks.scrubFinished(nowMs, keep.scrubAfterDays).then(
+  private scrub(nowMs: number): Promise<void> {
+    return this.hooks.scrubFinished(nowMs, this.config.outbox.scrub_after_days).then(
       (rows) => {
         if (rows > 0)
           this.log.info({ event: 'outbox.scrubbed', rows }, `scrubbed personal fields of ${rows} rows`);

@@ -34,8 +34,6 @@ export interface OperationPage {
   nextCursor: string | null;
 }
 
-// Here first; in errors.ts since the deliveries' steering (subscribers/manage.ts) refuses the same way.
-
 export function parseState(state: string | undefined): OperationState | undefined {
   if (state === undefined || state === '') return undefined;
   if (isOperationState(state)) return state;

@@ -1,6 +1,12 @@
 import { isoAt } from '../clock.js';
 import { maskEventsOf } from '../inbox/mask.js';
-import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
+import {
+  type Masker,
+  maskedOrNull,
+  maskReceivedOrNull,
+  personalMasker,
+  personalValuesOf,
+} from '../operations/personal.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
@@ -28,8 +34,6 @@ export function scrubbedBody(bodyText: string): string {
   return JSON.stringify(out);
 }
 
-const masked = (text: string | null, mask: Masker) => (text === null ? null : mask(text));
-
 /** A finished row's texts as read for its scrub: the body, every free-text column, its attempts' errors. */
 export interface ScrubSource {
   id: number;
@@ -47,7 +51,7 @@ export interface ScrubSource {
 export function scrubbedTextsOf(row: ScrubSource): { texts: ScrubbedTexts; mask: Masker } {
   const mask = personalMasker(personalValuesOf(row.body));
   const attemptErrors = row.attempts.flatMap((attempt) => {
-    const error = masked(attempt.error, mask);
+    const error = maskedOrNull(attempt.error, mask);
     return error === attempt.error ? [] : [{ id: attempt.id, error }];
   });
   const texts = row.texts;
@@ -56,17 +60,12 @@ export function scrubbedTextsOf(row: ScrubSource): { texts: ScrubbedTexts; mask:
       id: row.id,
       body: scrubbedBody(row.body),
       response: maskReceivedOrNull(texts?.response ?? null, mask),
-      lastError: masked(texts?.last_error ?? null, mask),
-      decisionReason: masked(texts?.decision_reason ?? null, mask),
+      lastError: maskedOrNull(texts?.last_error ?? null, mask),
+      decisionReason: maskedOrNull(texts?.decision_reason ?? null, mask),
       attemptErrors,
     },
     mask,
   };
-}
-
-/** The oldest finish a scrub at `nowMs` takes (ISO): rows finished at least `afterDays` ago. */
-export function scrubCutoff(nowMs: number, afterDays: number): string {
-  return isoAt(nowMs - afterDays * 86_400_000);
 }
 
 /** A scrub candidate as read: its ref (for its webhook events), body and free texts. */
@@ -120,7 +119,7 @@ function* scrubBatch(cutoffIso: string, nowIso: string): Script<number> {
  * rows scrubbed.
  */
 export async function scrubFinished(store: ScriptStore, nowMs: number, afterDays: number): Promise<number> {
-  const cutoff = scrubCutoff(nowMs, afterDays);
+  const cutoff = isoAt(nowMs - afterDays * 86_400_000);
   const now = isoAt(nowMs);
   let total = 0;
   for (;;) {

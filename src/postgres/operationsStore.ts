@@ -70,7 +70,8 @@ export class PgOperationsStore extends ScriptedOperationsStore {
     );
   }
 
-  override async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+  /** Hands back the rows of claimants whose liveness lock is free (another replica's start-up path). */
+  async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
     const perOwner = await releaseDeadPg(this.pool, this.pgOptions.leaseOwner, (owner) =>
       this.releaseOwner(owner, nowIso),
     );

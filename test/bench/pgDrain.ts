@@ -86,7 +86,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
           tokenization(`bench-pg-drain-${i}`, { unitId: 100_000 + i, issuanceId: 200_000 + i }),
         );
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
-        batch.push(prepared.params);
+        batch.push(prepared);
       }
       await store.insert(batch, now);
     }

@@ -130,7 +130,7 @@ export function enqueueOperation(ctx: EnqueueContext, input: unknown, wake?: Wak
   if ('errors' in prepared) return prepared;
   const { sqlite } = ctx.database;
   const now = isoAt(ctx.clock.now());
-  const [row] = driveSqlite(sqlite, insertOperations([prepared.params], now, stateChangeSinkOf(sqlite)));
+  const [row] = driveSqlite(sqlite, insertOperations([prepared], now, stateChangeSinkOf(sqlite)));
   if (!row) return answerExisting(prepared, operationByRef(sqlite, prepared.ref));
   wake?.();
   return { status: 201, row };

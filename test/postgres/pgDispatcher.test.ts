@@ -88,7 +88,7 @@ function pgDispatcher(
       ops.map(({ ref, unit, extra }) => {
         const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit, ...extra }));
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
-        return prepared.params;
+        return prepared;
       }),
       new Date(clock.now()).toISOString(),
     );
