@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
-import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
-import type { OperationsReads } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
-import type { NewOperation, OperationsStore } from '../operations/storeSeam.js';
-import type { TransactionOptions } from '../store/script.js';
+import type { NewOperation } from '../operations/storeSeam.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 
@@ -66,44 +63,4 @@ export function answerExisting(prepared: NewOperation, existing: OperationRow | 
     row: existing,
     message: `marketplaceTransactionRef ${ref} is already queued with a different body; use a new ref for a new operation`,
   };
-}
-
-/** How a store queues: its transaction's wait, and when the dispatcher is woken. */
-export interface EnqueueOptions {
-  /** How long the INSERT may wait for another process's lock before it is refused (TransactionOptions). */
-  busyGraceMs?: number;
-  /**
-   * Wake the dispatcher as the INSERT is submitted, before its commit: where the commits of one turn
-   * are grouped (SQLite's group commit), the claim it makes joins the same commit, after the INSERT
-   * (one fsync for both; on a 200/409 the claim merely finds nothing new). Else on a 201, once
-   * committed, so the claim finds the row.
-   */
-  wakeBeforeCommit: boolean;
-}
-
-/**
- * Validates and queues one notification: the INSERT ... ON CONFLICT DO NOTHING is one
- * `store.insert` (its own transaction, with its feed row and deliveries; a 201 means it committed),
- * and a ref found queued already is read back to answer 200 (the same body again, nothing changes)
- * or 409 (another body); 422 with every field error. Exactly once per ref: the ON CONFLICT waits
- * for a concurrent insert of the ref to commit, so the read finds it.
- */
-export async function enqueueThrough(
-  ctx: Pick<AppContext, 'clock' | 'config'>,
-  seams: { store: OperationsStore; reads: OperationsReads },
-  input: unknown,
-  options: EnqueueOptions,
-  wake?: WakeDispatcher,
-): Promise<EnqueueResult> {
-  const prepared = prepareInsert(ctx, input);
-  if ('errors' in prepared) return prepared;
-  const transaction: TransactionOptions = { busyGraceMs: options.busyGraceMs };
-  const inserting = seams.store.insert([prepared], isoAt(ctx.clock.now()), transaction);
-  if (options.wakeBeforeCommit) wake?.();
-  const [inserted] = await inserting;
-  if (inserted) {
-    if (!options.wakeBeforeCommit) wake?.();
-    return { status: 201, row: inserted };
-  }
-  return answerExisting(prepared, await seams.reads.byRef(prepared.ref));
 }

@@ -32,7 +32,7 @@ export interface OutboxHooks {
 export function outboxHooks(
   store: ScriptStore,
   inbox: Pick<InboxStore, 'afterAccepted'>,
-  /** Erases what the store keeps of the scrubbed values (SQLite: its WAL), given how many rows; never throws. */
+  /** Erases what the store keeps of the scrubbed values (SQLite: its WAL), given how many rows scrubbed. */
   afterScrub: (rows: number) => void,
 ): OutboxHooks {
   const shared = store.dialect.capabilities.sharedByProcesses;

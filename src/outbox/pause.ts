@@ -36,14 +36,16 @@ export function pauseOf(row: { value: string; updated_at: string } | undefined):
 }
 
 /** The record's row; locked where processes share the store, so two writers keep one `since`. */
-const pauseRow = (lock: boolean) =>
-  sql`SELECT value, updated_at FROM daemon_state WHERE key = ${PAUSE_KEY}${lock ? whenShared(raw(' FOR UPDATE')) : raw('')}`;
+const pauseRow = (lock: boolean) => sql`
+  SELECT value, updated_at FROM daemon_state
+   WHERE key = ${PAUSE_KEY}${lock ? whenShared(raw(' FOR UPDATE')) : raw('')}`;
 
 /** Records the pause; an existing one keeps its `since`. */
 function* writePause(pause: OutboxPause, nowIso: string): Script<OutboxPause> {
   const kept = { ...pause, since: pauseOf(yield* first(pauseRow(true)))?.since ?? pause.since };
   yield* run(sql`
-    INSERT INTO daemon_state (key, value, updated_at) VALUES (${PAUSE_KEY}, ${JSON.stringify(kept)}, ${typed(nowIso, 'timestamptz')})
+    INSERT INTO daemon_state (key, value, updated_at)
+    VALUES (${PAUSE_KEY}, ${JSON.stringify(kept)}, ${typed(nowIso, 'timestamptz')})
     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`);
   return kept;
 }
