@@ -2,10 +2,11 @@ import { type Clock, systemClock } from './clock.js';
 import { type Config, requireOperator } from './config.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { type StateChangeSink, useStateChangeSink } from './operations/effects.js';
+import type { StateChangeSink } from './operations/effects.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
 import { refuseSqliteUnderPostgres } from './postgres/connection.js';
+import { useStateChangeSink } from './sqlite/changes.js';
 import { type OpenDatabase, openDatabase } from './sqlite/open.js';
 
 /** The context every loop is built from: what it holds, and how it is made and closed. */

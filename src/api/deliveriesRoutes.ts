@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
-import type { DeliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
 import { readJsonBody } from './body.js';

@@ -9,7 +9,7 @@ import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
-import type { DeliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
 import type { UnavailableAnswer } from './databaseUnavailable.js';

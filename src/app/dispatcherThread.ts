@@ -10,9 +10,9 @@
  * and syncs together keep to `operator.rate_per_second`, and a 429 seen by either slows both.
  */
 import type { AppContext, Component } from '../context.js';
+import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 import type { RequestSync } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
-import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 
 /** Options of {@link createDispatcherThreadComponent}. */
 export interface DispatcherThreadOptions {

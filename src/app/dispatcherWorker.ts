@@ -8,9 +8,8 @@
 
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import { observeCommitWaits } from '../sqlite/commitQueue.js';
+import { commitQueueFor, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { SqliteOperationsStore, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
@@ -40,7 +39,7 @@ const component = createDispatcherComponent(side.ctx, {
   housekeeping: deliveriesHousekeeping(
     side.ctx.config,
     side.ctx.log,
-    deliveriesPrune(sqliteScriptStore(side.ctx.database.sqlite)),
+    deliveriesPrune(commitQueueFor(side.ctx.database.sqlite)),
   ),
 });
 await side.run<DispatcherIn>(component, (message) => {

@@ -30,8 +30,7 @@ import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operatio
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { NO_FAULTS } from '../sqlite/faults.js';
-import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { subscribersFromConfig } from '../subscribers/subscribers.js';
@@ -98,7 +97,7 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
       leaseOwner,
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
-    deliveriesAccess: deliveriesAccess(postgresScriptStore(pool)),
+    deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
     mirrorBackend: () => pgBackend(pool),
     close: () => database.close(),
   };
@@ -201,7 +200,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
-  const deliveries = new ScriptDeliveriesStore(scripts);
+  const deliveries = new DeliveriesStore(scripts);
   let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
@@ -215,7 +214,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
       mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
-      deliveries: deliveriesAccess(scripts),
+      deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
       unavailable: pgUnavailableAnswer,
@@ -303,7 +302,7 @@ function presenceComponent(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
-  stores: { operations: PgOperationsStore; deliveries: ScriptDeliveriesStore },
+  stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
   links: DaemonLinks,
 ): Component & { alive(): boolean } {
   let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;

@@ -3,7 +3,6 @@ import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { feedHead } from '../feed/queries.js';
 import { sqliteFeedReads } from '../feed/reads.js';
@@ -14,20 +13,19 @@ import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { createSyncThread } from '../mirror/syncThread.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
-import { observeCommitWaits } from '../sqlite/commitQueue.js';
+import { changeSignalFor } from '../sqlite/changes.js';
+import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
 import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
 import { acquireOwnership } from '../sqlite/ownership.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
-import { deliveriesAccess } from '../subscribers/access.js';
-import { ScriptDeliveriesStore } from '../subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
-import { commandSeams } from './sqliteStores.js';
 import { createDispatcherThreadComponent } from './dispatcherThread.js';
+import { commandSeams } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
 
 /**
@@ -79,7 +77,7 @@ async function prepareOwnedFile(ctx: AppContext): Promise<void> {
   if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
   try {
     await releaseDeadClaims(new SqliteOperationsStore(ctx.database.sqlite), ctx.clock, log);
-    releaseDeadDeliveries(ctx);
+    releaseDeadDeliveries((script) => driveSqlite(ctx.database.sqlite, script), ctx);
   } catch (err) {
     // A file that takes no writes (read-only, full) must not stop the daemon from starting and
     // saying so in status; the dead claims then go back when their leases run out.
@@ -93,9 +91,9 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
     outbox: sqliteOutbox(ctx, sqlite, { grouped: true }),
-    mirrorReads: mirrorReads(sqliteScriptStore(sqlite)),
+    mirrorReads: mirrorReads(commitQueueFor(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
-    deliveries: deliveriesAccess(sqliteScriptStore(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
     feed: sqliteFeedReads(sqlite),
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
@@ -116,8 +114,8 @@ function daemonSeams(ctx: AppContext, close: () => void): DaemonStores {
     operations: new SqliteOperationsStore(sqlite),
     outboxHooks: sqliteOutboxHooks(sqlite),
     inbox: sqliteInboxStore(sqlite),
-    deliveries: new ScriptDeliveriesStore(sqliteScriptStore(sqlite)),
-    pruneDeliveries: deliveriesPrune(sqliteScriptStore(sqlite)),
+    deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
+    pruneDeliveries: deliveriesPrune(commitQueueFor(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
     mayClaim: () => true,

@@ -5,12 +5,12 @@ import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
 import { backupDatabase } from '../sqlite/backup.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import { openDatabase } from '../sqlite/open.js';
 import { sqliteOutbox } from '../sqlite/operationsStore.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
-import { deliveriesAccess } from '../subscribers/access.js';
+import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, Opened, Stores } from './stores.js';
 
@@ -44,7 +44,7 @@ export function commandSeams(ctx: AppContext, close: () => void): Stores {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
     outbox: sqliteOutbox(ctx, sqlite, { grouped: false }),
-    deliveriesAccess: deliveriesAccess(sqliteScriptStore(sqlite)),
+    deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
     mirrorBackend: () => sqliteBackend(ctx),
     close: async () => close(),
   };

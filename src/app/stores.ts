@@ -8,8 +8,7 @@ import type { MirrorComponentOptions } from '../mirror/scheduler.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';
-import type { DeliveriesAccess } from '../subscribers/access.js';
-import type { DeliveriesStore } from '../subscribers/deliveriesStore.js';
+import type { DeliveriesAccess, DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import type { DeliveriesPrune } from '../subscribers/prune.js';
 
 import type { RequestSync } from '../syncRequests.js';

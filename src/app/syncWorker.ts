@@ -5,13 +5,14 @@
  * gate (sqlite/writerGate.ts). Requests come in; outcomes and the feed's head after each commit go out.
  * A root (src/app/): it wires the thread's feed forwarding (feed/bridge.ts) to its connection.
  */
+
 import type { Component } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
 import type { SyncIn, SyncOut } from '../mirror/syncMessages.js';
 import { outcomeWithoutRun } from '../mirror/syncRun.js';
+import { changeSignalFor } from '../sqlite/changes.js';
 import { workerSide } from '../thread/workerSide.js';
 
 // No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { SteerError } from '../errors.js';
-import type { DeliveriesAccess } from '../subscribers/access.js';
+import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import {
   type DeliveryEntry,
   listDeliveryEntries,

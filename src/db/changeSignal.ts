@@ -1,6 +1,3 @@
-import type { Sqlite } from '../sqlite/open.js';
-import { perHandle } from '../sqlite/perHandle.js';
-
 /**
  * "The change feed grew": how readers of `changes` (long-polls, event streams) learn of a new row
  * without polling. It carries no data: a woken reader queries `seq > after` from the database, so a
@@ -8,8 +5,8 @@ import { perHandle } from '../sqlite/perHandle.js';
  *
  * Any change wakes every waiter. A waiter is one resolver in a Set (no timer, no polling): hundreds
  * of waiting clients cost their Set entries. Listeners see every announcement too: that is how a
- * worker thread forwards its commits to the main thread (feed/bridge.ts), and how a PostgreSQL
- * store would feed LISTEN/NOTIFY in.
+ * worker thread forwards its commits to the main thread (feed/bridge.ts), and how a store shared
+ * by processes feeds its notifications in. Each adapter keeps the signal of its handle.
  */
 /**
  * Waiters woken per event-loop turn. A commit wakes every waiting reader, and each answers (a page
@@ -123,44 +120,4 @@ export class ChangeSignal {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
-}
-
-/** The signal of a database handle: what the one `changes` writer announces on. */
-export const changeSignalFor = perHandle((_sqlite: Sqlite) => new ChangeSignal());
-
-/**
- * Per handle: the fsync the group commit runs off the loop (./walSync.ts) for what it just
- * committed. Readers are woken only once it is done, so no app learns of a row that a power loss
- * could still take back (and a long-poll answers after the writer's own 201, not before). A failed
- * fsync wakes them too: a spurious wake costs a query.
- */
-export const durability = perHandle((_sqlite: Sqlite) => ({ pending: null as Promise<void> | null }));
-
-/** Per handle: the highest seq written since the last announcement, or null when none is pending. */
-const pending = perHandle((_sqlite: Sqlite) => ({ seq: null as number | null }));
-
-/**
- * Announces `seq` once the transaction that wrote it has ended. better-sqlite3 transactions are
- * synchronous, so when the microtask runs the writer's transaction has committed (or rolled back:
- * then the wake is spurious and harmless). Many rows written in one transaction make one
- * announcement. A transaction still open then (a hand-made BEGIN spanning awaits) is waited out.
- */
-export function announceAfterCommit(sqlite: Sqlite, seq: number): void {
-  const slot = pending(sqlite);
-  const first = slot.seq === null;
-  slot.seq = Math.max(slot.seq ?? 0, seq);
-  if (!first) return;
-  const flush = () => {
-    if (!sqlite.open) return;
-    if (sqlite.inTransaction) {
-      setImmediate(flush);
-      return;
-    }
-    const upTo = slot.seq ?? seq;
-    slot.seq = null;
-    const durable = durability(sqlite).pending;
-    if (durable) void durable.then(() => changeSignalFor(sqlite).announce(upTo));
-    else changeSignalFor(sqlite).announce(upTo);
-  };
-  queueMicrotask(flush);
 }

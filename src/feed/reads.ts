@@ -1,5 +1,5 @@
 import type { ChangeSignal } from '../db/changeSignal.js';
-import { changeSignalFor } from '../db/changeSignal.js';
+import { changeSignalFor } from '../sqlite/changes.js';
 import type { Sqlite } from '../sqlite/open.js';
 import { perHandle } from '../sqlite/perHandle.js';
 import type { ScriptStore } from '../store/script.js';

@@ -1,9 +1,9 @@
-import { type StateChangeSink, stateChangeSinkOf } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import type { Masker } from '../operations/personal.js';
-import { REQUEST_BUSY_GRACE_MS } from '../sqlite/commitQueue.js';
+import { stateChangeSinkOf } from '../sqlite/changes.js';
+import { commitQueueFor } from '../sqlite/commitQueue.js';
 import type { Sqlite } from '../sqlite/open.js';
-import { sqliteScriptStore } from '../sqlite/scripts.js';
-import { run, type ScriptStore } from '../store/script.js';
+import { REQUEST_BUSY_GRACE_MS, run, type ScriptStore } from '../store/script.js';
 import {
   acceptedDecisions,
   type DecidingAt,
@@ -113,5 +113,5 @@ export function sqliteInboxStore(sqlite: Sqlite): ScriptInboxStore {
     const sink = stateChangeSinkOf(sqlite);
     if (sink) yield* sink(changes);
   };
-  return new ScriptInboxStore(sqliteScriptStore(sqlite), { onStateChange });
+  return new ScriptInboxStore(commitQueueFor(sqlite), { onStateChange });
 }

@@ -1,6 +1,6 @@
 import { UnreadableRecord } from '../operator/limits.js';
 import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/schemas.js';
-import type { ChangeRow } from '../sqlite/changes.js';
+import type { ChangeRow } from '../store/script.js';
 import type { WriteTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';

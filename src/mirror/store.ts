@@ -1,5 +1,4 @@
-import type { ChangeRow } from '../sqlite/changes.js';
-import { all, appendFeed, first, run, type Script } from '../store/script.js';
+import { all, appendFeed, type ChangeRow, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
 import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
 import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';

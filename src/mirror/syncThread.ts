@@ -10,9 +10,10 @@
  * (scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
+
 import type { AppContext, SyncTarget, SyncTrigger } from '../context.js';
-import { changeSignalFor } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
+import { changeSignalFor } from '../sqlite/changes.js';
 import { hostThread } from '../thread/host.js';
 import { SyncCoordinator } from './coordinator.js';
 import { markInterruptedRuns } from './recovery.js';

@@ -1,13 +1,11 @@
-import type { Sqlite } from '../sqlite/open.js';
 import type { Script } from '../store/script.js';
 import type { OperationState } from './states.js';
 
 /**
  * Where an operation's state changes go besides the change feed: a sink the composition root hands
- * to the stores (daemon.ts, pgDaemon.ts, the CLI's context), implemented above them (the
- * subscribers' deliveries, subscribers/enqueue.ts). The stores call it inside the
- * transaction that makes the change, so what it writes commits with the change or not at all; they
- * never import who listens ("effects flow down", .dependency-cruiser.cjs).
+ * to the stores (src/app/), implemented above them (the subscribers' deliveries,
+ * subscribers/enqueue.ts). The stores call it inside the transaction that makes the change, so
+ * what it writes commits with the change or not at all; they never import who listens ("effects flow down", .dependency-cruiser.cjs).
  */
 
 /** One state change of one operation, as it commits. */
@@ -26,20 +24,3 @@ export interface StateChange {
  * commit's job) and on PostgreSQL (in the same transaction) alike.
  */
 export type StateChangeSink = (changes: readonly StateChange[]) => Script<void>;
-
-const sinks = new WeakMap<Sqlite, StateChangeSink>();
-
-/**
- * Hands this SQLite handle its sink: every state change committed through it calls `sink` (none:
- * changes reach only the feed). Set where the handle is opened, by the root that opens it, in every
- * process and thread that may change an operation (daemon, its workers, the CLI).
- */
-export function useStateChangeSink(sqlite: Sqlite, sink: StateChangeSink | undefined): void {
-  if (sink) sinks.set(sqlite, sink);
-  else sinks.delete(sqlite);
-}
-
-/** The sink of this handle, if one was handed to it. */
-export function stateChangeSinkOf(sqlite: Sqlite): StateChangeSink | undefined {
-  return sinks.get(sqlite);
-}

@@ -1,21 +1,21 @@
-import type { ChangeRow } from '../sqlite/changes.js';
-import { appendFeed, type Script } from '../store/script.js';
+import { appendFeed, type ChangeRow, type Script } from '../store/script.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import type { OperationState } from './states.js';
 
 /**
  * The one place every state change of an operation passes, inside the transaction that makes it,
- * on both stores. What must commit with a state change goes here (and only here): what the sink
- * the root handed in writes (effects.ts: the subscribers' deliveries), then the change feed's
- * `resource = 'operations'` rows.
+ * on both stores. What must commit with a state change goes here (and only here): the change
+ * feed's `resource = 'operations'` rows, then, in one call, what the sink the root handed in
+ * writes (effects.ts: the subscribers' deliveries). Both commit together, so their order within
+ * the transaction is nobody's concern.
  */
 export function* stateChanged(
   changes: readonly StateChange[],
   sink: StateChangeSink | undefined,
 ): Script<void> {
   if (changes.length === 0) return;
-  if (sink) yield* sink(changes);
   yield* appendFeed(feedRows(changes));
+  if (sink) yield* sink(changes);
 }
 
 /**

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ChangeRow } from '../sqlite/changes.js';
+import type { ChangeRow } from '../store/script.js';
 import { FEED_LOCK_KEY } from './advisoryLocks.js';
 
 /**

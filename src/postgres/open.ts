@@ -6,7 +6,7 @@ import { systemClock } from '../clock.js';
 import * as schema from '../db/schema/postgres.js';
 import { errorMessage, UserError } from '../errors.js';
 import { scrubText } from '../redact.js';
-import type { ChangeRow } from '../sqlite/changes.js';
+import type { ChangeRow } from '../store/script.js';
 import { MIGRATION_LOCK_KEY } from './advisoryLocks.js';
 import { PgAvailability } from './availability.js';
 import { commitPgTransaction, dropFeedTransaction, openFeedTransaction, recordChangesPg } from './changes.js';

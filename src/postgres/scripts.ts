@@ -7,16 +7,28 @@ import {
   type ScriptStore,
   type TransactionOptions,
 } from '../store/script.js';
-import { postgresDialect, type Sql } from '../store/sql.js';
+import type { Dialect, Sql } from '../store/sql.js';
+import { FEED_LOCK_KEY } from './advisoryLocks.js';
 import { recordChangesPg } from './changes.js';
 import { inPgTransaction } from './open.js';
 
 /**
- * Scripts (./script.ts) on PostgreSQL: driven with awaits inside one `inPgTransaction`, whose
+ * Scripts (store/script.ts) on PostgreSQL: driven with awaits inside one `inPgTransaction`, whose
  * commit appends the feed rows they added (postgres/changes.ts). Rows read back as SQLite gives them,
  * so a rule reads the same values on both stores: `bigint` as a number (no id nears 2^53),
  * `timestamptz` as `Date#toISOString()` text (ms, `Z`), `numeric` as a number.
  */
+
+/** PostgreSQL's spelling: `$n` placeholders (typed where it cannot infer), `GREATEST`/`LEAST`. */
+export const postgresDialect: Dialect = {
+  capabilities: { sharedByProcesses: true },
+  placeholder: (n, type) => (type ? `$${n}::${type}` : `$${n}`),
+  bind: (value) => value,
+  greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  least: (a, b) => `LEAST(${a}, ${b})`,
+  // The feed's own lock (the append at commit takes it again, a no-op): see ./changes.ts.
+  feedOrderLock: `SELECT pg_advisory_xact_lock(${FEED_LOCK_KEY})`,
+};
 
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
 

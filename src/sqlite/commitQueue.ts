@@ -1,5 +1,6 @@
 /**
- * Group commit: writes submitted in the same turn of the event loop (enqueues from the API, the
+ * Runs scripts (store/script.ts) on SQLite, in the group commit: this queue is the handle's
+ * ScriptStore. Group commit: writes submitted in the same turn of the event loop (enqueues from the API, the
  * dispatcher's claims and settles, webhooks) are stored in one SQLite transaction, so a burst costs
  * one fsync instead of one per write. Each task still runs in its own savepoint, so one failing task
  * does not take its neighbours down; every caller's promise settles only after the commit that holds
@@ -13,16 +14,25 @@
  * up after its grace and is refused (the API answers 503 with Retry-After). Failed writes and
  * corruption are reported to the connection's fault tracker; a corrupt file refuses every task.
  */
-import { durability } from '../db/changeSignal.js';
+import {
+  isFeedStep,
+  type Row,
+  type Script,
+  type ScriptStore,
+  type TransactionOptions,
+} from '../store/script.js';
+import type { Sql } from '../store/sql.js';
+import { durability, recordChanges } from './changes.js';
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
+import { runSqlite, sqliteDialect } from './scripts.js';
 import { WalSync } from './walSync.js';
 import * as writerGate from './writerGate.js';
 
 interface Task {
   run: () => unknown;
-  /** Answered once committed, before the fsync (SubmitOptions.durable false). */
+  /** Answered once committed, before the fsync (TransactionOptions.durable false). */
   early: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -31,25 +41,6 @@ interface Task {
 }
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-/** Options of {@link CommitQueue.submit}. */
-export interface SubmitOptions {
-  /**
-   * How long the task may wait for a write lock held by another process before it is refused with a
-   * DatabaseUnavailable error, ms (default: no limit, for background work that must not be lost).
-   */
-  busyGraceMs?: number;
-  /**
-   * Whether the promise waits for the commit's fsync. False answers once the transaction has
-   * committed, before its fsync: only for work that a power loss may take back harmlessly because
-   * it is done again (a dispatcher's claim or settle: the row is sent again, at-least-once), never
-   * for anything a client is told is stored (default: true).
-   */
-  durable?: boolean;
-}
-
-/** How long a request's write waits for another process's lock before the request is refused, ms. */
-export const REQUEST_BUSY_GRACE_MS = 1_000;
 
 /**
  * Waits between tries while the lock is held, ms: every millisecond for the first
@@ -75,8 +66,33 @@ class TransactionLost extends Error {
   }
 }
 
-/** Runs synchronous database work in shared transactions. */
-export class CommitQueue {
+/**
+ * Drives `script` to its end now, on this handle, in whatever transaction the caller holds (a
+ * group-commit job, or a `sqlite.transaction`): synchronously, each statement prepared once per
+ * handle and text (./scripts.ts).
+ */
+export function driveSqlite<T>(sqlite: Sqlite, script: Script<T>): T {
+  let step = script.next();
+  try {
+    while (!step.done) {
+      const current = step.value;
+      if (isFeedStep(current)) {
+        recordChanges(sqlite, current.feed);
+        step = script.next({ rows: [], rowCount: current.feed.length });
+      } else {
+        step = script.next(runSqlite(sqlite, current));
+      }
+    }
+    return step.value;
+  } finally {
+    // A statement that threw leaves the script suspended: its `finally` blocks run now.
+    if (!step.done) script.return(undefined as T);
+  }
+}
+
+/** Runs synchronous database work, and scripts, in shared transactions. */
+export class CommitQueue implements ScriptStore {
+  readonly dialect = sqliteDialect;
   private tasks: Task[] = [];
   private scheduled = false;
   private busyTries = 0;
@@ -130,8 +146,18 @@ export class CommitQueue {
     );
   }
 
+  /** Runs `script` in the next group transaction, in a savepoint of its own; resolves after its commit. */
+  transaction<T>(script: Script<T>, options?: TransactionOptions): Promise<T> {
+    return this.submit(() => driveSqlite(this.sqlite, script), options);
+  }
+
+  /** Runs one read now (outside the group: a read takes no write lock). */
+  read<R extends object = Row>(statement: Sql): Promise<R[]> {
+    return new Promise<R[]>((resolve) => resolve(runSqlite(this.sqlite, statement).rows as R[]));
+  }
+
   /** Runs `run` (synchronous, no awaits) in the next group transaction; resolves after its commit. */
-  submit<T>(run: () => T, options: SubmitOptions = {}): Promise<T> {
+  submit<T>(run: () => T, options: TransactionOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const grace = options.busyGraceMs ?? Number.POSITIVE_INFINITY;
       this.tasks.push({
@@ -197,20 +223,23 @@ export class CommitQueue {
     if (this.tasks.length > 0) this.schedule(0);
     const wrote = this.totalChanges() > before;
     if (!this.walSync || !wrote) {
-      this.answer(tasks, results, wrote);
+      this.report(results, wrote);
+      this.answer(tasks, results, () => true);
       return;
     }
     // Answered once the WAL is on disk; the next group is written meanwhile. Feed readers are woken
-    // after it too (changeSignal.ts reads this before it announces, on a later microtask). Tasks
-    // that asked not to wait for it are answered now.
+    // after it too (changes.ts reads this before it announces, on a later microtask). Tasks that
+    // asked not to wait for it are answered now.
     const syncStart = performance.now();
     const synced = this.walSync.sync();
     if (this.onWait) void synced.then(() => this.onWait?.('fsync', (performance.now() - syncStart) / 1000));
     durability(this.sqlite).pending = synced.catch(() => {});
-    const early = tasks.some((t) => t.early);
-    if (early) this.settleTasks(tasks, results, (t) => t.early);
+    this.answer(tasks, results, (t) => t.early);
     synced.then(
-      () => (early ? this.answerLate(tasks, results) : this.answer(tasks, results, wrote)),
+      () => {
+        this.report(results, true);
+        this.answer(tasks, results, (t) => !t.early);
+      },
       (error: unknown) => {
         this.faults.noteFailure(error);
         const kind = classifyDatabaseError(error);
@@ -220,23 +249,8 @@ export class CommitQueue {
     );
   }
 
-  /** Settles each task's promise with its result, once its work is durable. */
-  private answer(tasks: readonly Task[], results: readonly Settled[], wrote: boolean): void {
-    this.report(results, wrote);
-    this.settleTasks(tasks, results, () => true);
-  }
-
-  /** After the fsync of a group some of whose tasks were answered at its commit: the rest. */
-  private answerLate(tasks: readonly Task[], results: readonly Settled[]): void {
-    this.report(results, true);
-    this.settleTasks(tasks, results, (t) => !t.early);
-  }
-
-  private settleTasks(
-    tasks: readonly Task[],
-    results: readonly Settled[],
-    which: (t: Task) => boolean,
-  ): void {
+  /** Settles the promises of the tasks `which` picks with their results (once their work is durable, or early). */
+  private answer(tasks: readonly Task[], results: readonly Settled[], which: (t: Task) => boolean): void {
     tasks.forEach((task, i) => {
       if (!which(task)) return;
       const result = results[i]!;
@@ -306,8 +320,9 @@ export class CommitQueue {
 }
 
 /**
- * The one commit queue of a connection: everything a daemon writes on the event loop shares it, so
- * an API enqueue, a dispatcher settle and a webhook arriving in the same turn cost one fsync together.
+ * The one commit queue of a connection, its script store: everything a daemon writes on the event
+ * loop shares it, so an API enqueue, a dispatcher settle and a webhook arriving in the same turn
+ * cost one fsync together.
  */
 export const commitQueueFor: (sqlite: Sqlite) => CommitQueue = perHandle((sqlite) => new CommitQueue(sqlite));
 

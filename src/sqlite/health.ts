@@ -9,7 +9,7 @@ import {
   snapshotScript,
 } from '../health/snapshotReads.js';
 import { pauseOf } from '../outbox/pause.js';
-import { sqliteDialect } from '../store/sql.js';
+import { commitQueueFor, driveSqlite } from './commitQueue.js';
 import {
   classifyDatabaseError,
   type DatabaseFacts,
@@ -20,7 +20,7 @@ import {
 } from './faults.js';
 import { pendingMigrations } from './migrations.js';
 import type { Sqlite } from './open.js';
-import { driveSqlite, runSqlite, sqliteScriptStore } from './scripts.js';
+import { runSqlite, sqliteDialect } from './scripts.js';
 
 /**
  * SQLite's part of health (the statements are ./snapshotReads.ts's): the snapshot in one deferred
@@ -62,7 +62,7 @@ function sqliteSnapshotEdge(sqlite: Sqlite): SnapshotEdge {
 
 /** The health reads of a SQLite database (./health/snapshotReads.ts's statements). */
 export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
-  return healthReads(sqliteScriptStore(sqlite), sqliteSnapshotEdge(sqlite));
+  return healthReads(commitQueueFor(sqlite), sqliteSnapshotEdge(sqlite));
 }
 
 /**

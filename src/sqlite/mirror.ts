@@ -5,11 +5,11 @@ import { markActive, markInactive, markInterruptedRuns } from '../mirror/recover
 import type { TableDef } from '../mirror/resources.js';
 import { type MirrorDb, type MirrorStore, mirrorStore } from '../mirror/store.js';
 import type { Script } from '../store/script.js';
-import { sqliteDialect } from '../store/sql.js';
+import { driveSqlite } from './commitQueue.js';
 import { classifyDatabaseError } from './faults.js';
 import type { Sqlite } from './open.js';
 import { refreshPlannerStats } from './plannerStats.js';
-import { driveSqlite, runSqlite } from './scripts.js';
+import { runSqlite, sqliteDialect } from './scripts.js';
 import { commitThenSync, WalSync } from './walSync.js';
 import { whenUnlocked } from './whenUnlocked.js';
 import * as writerGate from './writerGate.js';

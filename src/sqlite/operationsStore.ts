@@ -1,12 +1,12 @@
 import type { AppContext } from '../context.js';
 import { sqliteInboxStore } from '../inbox/inboxStore.js';
-import { stateChangeSinkOf } from '../operations/effects.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
 import { type OutboxAccess, outboxAccess } from '../outbox/access.js';
 import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
-import { REQUEST_BUSY_GRACE_MS, type SubmitOptions } from './commitQueue.js';
+import { REQUEST_BUSY_GRACE_MS, type TransactionOptions } from '../store/script.js';
+import { stateChangeSinkOf } from './changes.js';
+import { commitQueueFor } from './commitQueue.js';
 import type { Sqlite } from './open.js';
-import { sqliteScriptStore } from './scripts.js';
 import { purgeWalAfterScrub, purgeWalIfOwed } from './walPurge.js';
 
 /**
@@ -14,9 +14,9 @@ import { purgeWalAfterScrub, purgeWalIfOwed } from './walPurge.js';
  * commit's fsync: a power loss that takes one back only sends its row again (at-least-once, as
  * after any crash). A send slot waiting for an fsync after each answer halved the drain rate
  * against a bare POST loop (an fsync here costs as much as the operator's answer). What others
- * learn of them still waits for it: feed readers are woken once it is durable (db/changeSignal.ts).
+ * learn of them still waits for it: feed readers are woken once it is durable (./changes.ts).
  */
-export const DISPATCHER_WORK: SubmitOptions = { durable: false };
+export const DISPATCHER_WORK: TransactionOptions = { durable: false };
 
 /**
  * The operations store on a SQLite handle: each call one job of the connection's group commit (so
@@ -25,7 +25,7 @@ export const DISPATCHER_WORK: SubmitOptions = { durable: false };
  */
 export class SqliteOperationsStore extends ScriptedOperationsStore {
   constructor(sqlite: Sqlite) {
-    super(sqliteScriptStore(sqlite), {
+    super(commitQueueFor(sqlite), {
       sink: () => stateChangeSinkOf(sqlite),
       dispatcherWork: DISPATCHER_WORK,
     });
@@ -38,7 +38,7 @@ export class SqliteOperationsStore extends ScriptedOperationsStore {
  * sqlite/open.ts), so the WAL is emptied after it (sqlite/walPurge.ts).
  */
 export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
-  return outboxHooks(sqliteScriptStore(sqlite), sqliteInboxStore(sqlite), (rows) =>
+  return outboxHooks(commitQueueFor(sqlite), sqliteInboxStore(sqlite), (rows) =>
     rows > 0 ? purgeWalAfterScrub(sqlite) : purgeWalIfOwed(sqlite),
   );
 }
@@ -53,7 +53,7 @@ export function sqliteOutbox(
   sqlite: Sqlite,
   options: { grouped: boolean },
 ): OutboxAccess {
-  return outboxAccess(ctx, sqliteScriptStore(sqlite), new SqliteOperationsStore(sqlite), {
+  return outboxAccess(ctx, commitQueueFor(sqlite), new SqliteOperationsStore(sqlite), {
     busyGraceMs: options.grouped ? REQUEST_BUSY_GRACE_MS : ctx.config.database.busy_timeout_ms,
     wakeBeforeCommit: options.grouped,
   });

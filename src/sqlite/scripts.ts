@@ -1,23 +1,24 @@
 import type { Statement } from 'better-sqlite3';
-import {
-  isFeedStep,
-  type Outcome,
-  type Row,
-  type Script,
-  type ScriptStore,
-  type TransactionOptions,
-} from '../store/script.js';
-import { type Sql, sqliteDialect } from '../store/sql.js';
-import { recordChanges } from './changes.js';
-import { commitQueueFor } from './commitQueue.js';
+import type { Outcome, Row } from '../store/script.js';
+import type { Dialect, Sql } from '../store/sql.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 
 /**
- * Scripts (./script.ts) on SQLite: driven synchronously, inside one job of the connection's group
- * commit (sqlite/commitQueue.ts), so they commit with their neighbours in one fsync and never await
- * inside a transaction. Statements are prepared once per handle and text.
+ * Statements (store/sql.ts) on SQLite: SQLite's spelling of them, and the runner the group commit
+ * drives scripts with (./commitQueue.ts). Statements are prepared once per handle and text.
  */
+
+/** SQLite's spelling: `?` placeholders, no booleans, `MAX`/`MIN` of two; one process owns the file. */
+export const sqliteDialect: Dialect = {
+  capabilities: { sharedByProcesses: false },
+  placeholder: () => '?',
+  bind: (value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value),
+  greatest: (a, b) => `MAX(${a}, ${b})`,
+  least: (a, b) => `MIN(${a}, ${b})`,
+  // One writer commits at a time: ids are handed out in commit order already.
+  feedOrderLock: '',
+};
 
 /** Most prepared statements kept per handle: texts vary with list lengths (`IN (?, ?)`). */
 const PREPARED_CAP = 500;
@@ -46,38 +47,4 @@ export function runSqlite(sqlite: Sqlite, statement: Sql): Outcome {
     return { rows, rowCount: rows.length };
   }
   return { rows: [], rowCount: st.run(values).changes };
-}
-
-/**
- * Drives `script` to its end now, on this handle, in whatever transaction the caller holds (a
- * group-commit job, or a `sqlite.transaction`).
- */
-export function driveSqlite<T>(sqlite: Sqlite, script: Script<T>): T {
-  let step = script.next();
-  try {
-    while (!step.done) {
-      const current = step.value;
-      if (isFeedStep(current)) {
-        recordChanges(sqlite, current.feed);
-        step = script.next({ rows: [], rowCount: current.feed.length });
-      } else {
-        step = script.next(runSqlite(sqlite, current));
-      }
-    }
-    return step.value;
-  } finally {
-    // A statement that threw leaves the script suspended: its `finally` blocks run now.
-    if (!step.done) script.return(undefined as T);
-  }
-}
-
-/** The script store of one SQLite handle. */
-export function sqliteScriptStore(sqlite: Sqlite): ScriptStore {
-  return {
-    dialect: sqliteDialect,
-    transaction: <T>(script: Script<T>, options?: TransactionOptions) =>
-      commitQueueFor(sqlite).submit(() => driveSqlite(sqlite, script), options),
-    read: <R extends object = Row>(statement: Sql) =>
-      new Promise<R[]>((resolve) => resolve(runSqlite(sqlite, statement).rows as R[])),
-  };
 }

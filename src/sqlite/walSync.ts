@@ -1,5 +1,5 @@
 import { closeSync, fsync, openSync } from 'node:fs';
-import { durability } from '../db/changeSignal.js';
+import { durability } from './changes.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 
@@ -108,7 +108,7 @@ export async function commitThenSync<T>(
     sqlite.pragma('synchronous = FULL');
   }
   const synced = walSync.sync();
-  // Feed readers are woken once the rows are durable (changeSignal.ts announceAfterCommit).
+  // Feed readers are woken once the rows are durable (./changes.ts announceAfterCommit).
   durability(sqlite).pending = synced.catch(() => {});
   await synced;
   return result;

@@ -1,4 +1,3 @@
-import type { ChangeRow } from '../sqlite/changes.js';
 import type { Dialect, Sql } from './sql.js';
 
 /**
@@ -29,7 +28,15 @@ export interface Outcome {
   rowCount: number;
 }
 
-/** Change-feed rows to append in the script's transaction (sqlite/changes.ts, postgres/changes.ts). */
+/** One row of the change feed: which record of which resource changed how, and when (ISO). */
+export interface ChangeRow {
+  resource: string;
+  recordId: string;
+  kind: string;
+  at: string;
+}
+
+/** Change-feed rows to append in the script's transaction (each adapter's changes.ts). */
 export interface FeedStep {
   readonly feed: readonly ChangeRow[];
 }
@@ -60,20 +67,26 @@ export function* appendFeed(rows: readonly ChangeRow[]): Generator<Step, void, O
 /** How a transaction may wait: asked by SQLite's group commit, met anyway elsewhere. */
 export interface TransactionOptions {
   /**
-   * Whether the caller waits for the commit's fsync (sqlite/commitQueue.ts `durable`): false only for
-   * work a power loss may take back harmlessly because it is done again (default: true).
+   * Whether the promise waits for the commit's fsync. False answers once the transaction has
+   * committed, before its fsync: only for work that a power loss may take back harmlessly because
+   * it is done again (a dispatcher's claim or settle: the row is sent again, at-least-once), never
+   * for anything a client is told is stored (default: true).
    */
   durable?: boolean;
   /**
-   * How long a request's write may wait for another process's lock (SQLite: the file's write lock;
-   * PostgreSQL: a row or advisory lock, as `lock_timeout`) before it fails, ms (default: no limit).
+   * How long the write may wait for another process's lock (SQLite: the file's write lock;
+   * PostgreSQL: a row or advisory lock, as `lock_timeout`) before it is refused with a
+   * DatabaseUnavailable error, ms (default: no limit, for background work that must not be lost).
    */
   busyGraceMs?: number;
 }
 
+/** How long a request's write waits for another process's lock before the request is refused, ms. */
+export const REQUEST_BUSY_GRACE_MS = 1_000;
+
 /**
  * A store as the rules see it: scripts in transactions, reads, and the dialect to spell
- * statements and ask capabilities. Made by ./sqliteScripts.ts or ./postgresScripts.ts.
+ * statements and ask capabilities. Made by each adapter (its commit queue, its pool's scripts).
  */
 export interface ScriptStore {
   readonly dialect: Dialect;

@@ -7,7 +7,7 @@
  * which store it is.
  *
  * A rule that reads and then writes is a {@link Script} (./script.ts), run in one transaction by
- * either adapter (./sqliteScripts.ts, ./postgresScripts.ts).
+ * either adapter, each of which spells its own dialect.
  */
 
 /** What a store can do that the other cannot: asked where behaviour must differ. */
@@ -31,26 +31,15 @@ export interface Dialect {
   greatest(a: string, b: string): string;
   /** The smaller of two expressions. */
   least(a: string, b: string): string;
+  /**
+   * A statement after which the transaction's inserts draw their ids in commit order (PostgreSQL:
+   * the feed's advisory lock, held to the commit); '' where one writer commits at a time.
+   */
+  readonly feedOrderLock: string;
 }
 
 /** A value's type where PostgreSQL cannot infer it from its place (`$1 IS NULL`, a bare SELECT). */
 export type SqlType = 'text' | 'int4' | 'int8' | 'float8' | 'bool' | 'timestamptz';
-
-export const sqliteDialect: Dialect = {
-  capabilities: { sharedByProcesses: false },
-  placeholder: () => '?',
-  bind: (value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value),
-  greatest: (a, b) => `MAX(${a}, ${b})`,
-  least: (a, b) => `MIN(${a}, ${b})`,
-};
-
-export const postgresDialect: Dialect = {
-  capabilities: { sharedByProcesses: true },
-  placeholder: (n, type) => (type ? `$${n}::${type}` : `$${n}`),
-  bind: (value) => value,
-  greatest: (a, b) => `GREATEST(${a}, ${b})`,
-  least: (a, b) => `LEAST(${a}, ${b})`,
-};
 
 /** A value with the type PostgreSQL must be told (see {@link SqlType}). */
 class Typed {
@@ -179,3 +168,10 @@ export function whenShared(fragment: Sql): Sql {
     [new Spelled((d, write) => (d.capabilities.sharedByProcesses ? write(fragment) : ''))],
   );
 }
+
+/**
+ * Makes the rest of the transaction draw ids in commit order where writers commit concurrently
+ * (Dialect.feedOrderLock), nothing elsewhere: a claimer of rows in id order then never sees id 6
+ * while id 5 is still in flight.
+ */
+export const feedOrderLock = new Sql(['', ''], [new Spelled((d) => d.feedOrderLock)]);

@@ -4,19 +4,16 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../leaseOwner.js';
-import { driveSqlite, sqliteScriptStore } from '../sqlite/scripts.js';
+import type { Script } from '../store/script.js';
 import { WakeableSleep } from '../wakeableSleep.js';
-import { type DeliveriesStore, type DeliveryRun, ScriptDeliveriesStore } from './deliveriesStore.js';
+import type { DeliveriesStore, DeliveryRun } from './deliveriesStore.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
 import { type DeliveryRow, type DeliveryStep, releaseDeliveries, type SettledDelivery } from './queries.js';
 import { SubscriberSender } from './send.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers.js';
 
 /** What the subscriber dispatcher needs from the daemon. */
-export type SubscriberDispatcherContext = Pick<
-  AppContext,
-  'config' | 'database' | 'clock' | 'log' | 'metrics'
->;
+export type SubscriberDispatcherContext = Pick<AppContext, 'config' | 'clock' | 'log' | 'metrics'>;
 
 /** Options; everything else comes from `config.subscriber_delivery`. */
 export interface SubscriberDispatcherOptions {
@@ -26,8 +23,8 @@ export interface SubscriberDispatcherOptions {
   owner?: string;
   /** Rows claimed at once per subscriber, sent one after another (default: 64). */
   batch?: number;
-  /** Where the deliveries are (default: SQLite's, over `ctx.database`; given one, `ctx.database` is never touched). */
-  store?: DeliveriesStore;
+  /** Where the deliveries are: the store's (src/app/ builds it). */
+  store: DeliveriesStore;
   /**
    * Wakes the lanes when it announces: on PostgreSQL other processes write deliveries, each in a
    * transaction that appends to the change feed, whose LISTEN/NOTIFY feeds this signal
@@ -57,10 +54,10 @@ export class SubscriberDispatcher {
   private readonly store: DeliveriesStore;
   private unlisten: (() => void) | undefined;
 
-  constructor(ctx: SubscriberDispatcherContext, options: SubscriberDispatcherOptions = {}) {
+  constructor(ctx: SubscriberDispatcherContext, options: SubscriberDispatcherOptions) {
     const c = ctx.config.subscriber_delivery;
     this.sender = new SubscriberSender({ timeoutMs: c.timeout_ms, connectTimeoutMs: c.connect_timeout_ms });
-    this.store = options.store ?? new ScriptDeliveriesStore(sqliteScriptStore(ctx.database.sqlite));
+    this.store = options.store;
     this.wakeOn = options.wakeOn;
     const shared: LaneShared = {
       ctx,
@@ -301,10 +298,14 @@ class Lane {
 
 /**
  * Hands every `sending` delivery back to pending at start-up (attempt not counted): only for the
- * daemon that owns the SQLite file, which knows every claimant it finds is dead.
+ * daemon that owns its store alone, which knows every claimant it finds is dead. `drive` runs the
+ * script at once, in the caller's start-up (before any claim).
  */
-export function releaseDeadDeliveries(ctx: Pick<AppContext, 'database' | 'clock' | 'log'>): number {
-  const released = driveSqlite(ctx.database.sqlite, releaseDeliveries(undefined, isoAt(ctx.clock.now())));
+export function releaseDeadDeliveries(
+  drive: (script: Script<number>) => number,
+  ctx: Pick<AppContext, 'clock' | 'log'>,
+): number {
+  const released = drive(releaseDeliveries(undefined, isoAt(ctx.clock.now())));
   if (released > 0)
     ctx.log.warn(
       { event: 'subscribers.released_at_start', rows: released },
@@ -316,7 +317,7 @@ export function releaseDeadDeliveries(ctx: Pick<AppContext, 'database' | 'clock'
 /** The subscriber dispatcher as a daemon component (no lanes, nothing to do, without subscribers). */
 export function createSubscriberComponent(
   ctx: SubscriberDispatcherContext,
-  options: SubscriberDispatcherOptions = {},
+  options: SubscriberDispatcherOptions,
 ): Component & { dispatcher: SubscriberDispatcher } {
   const dispatcher = new SubscriberDispatcher(ctx, options);
   return {

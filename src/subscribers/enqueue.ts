@@ -1,26 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { StateChangeSink } from '../operations/effects.js';
+import type { StateChange, StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
-import { FEED_LOCK_KEY } from '../postgres/advisoryLocks.js';
 import { all, run, type Script } from '../store/script.js';
-import { join, sql, typed, whenShared } from '../store/sql.js';
+import { feedOrderLock, join, sql, typed } from '../store/sql.js';
 import { deliveryBody } from './body.js';
 import { eventFor, type Subscriber } from './events.js';
 
 /**
  * Writes the deliveries a state change owes the subscribers, in the transaction that makes the
- * change: the sink (operations/effects.ts) the one place every change passes (operations/store.ts)
- * calls, so a decision is pushed if and only if it commits. Synchronous.
+ * change: the sink (operations/effects.ts) the one place every change passes
+ * (operations/stateChanged.ts) calls, so a decision is pushed if and only if it commits.
  */
-
-/** A state change as the store reports it. */
-export interface Transition {
-  ref: string;
-  from: OperationState | null;
-  to: OperationState;
-  at: string;
-}
 
 /** Longest reason sent; the rest is cut (an operator's error page is no use to a subscriber). */
 const MAX_REASON_CHARS = 500;
@@ -54,8 +45,8 @@ function reasonOf(to: OperationState, facts: OperationFacts): string | null {
 /** The changes that raise an event some subscriber wants (pure): whose facts the caller must read. */
 export function changesOwingDeliveries(
   subscribers: readonly Subscriber[],
-  changes: readonly Transition[],
-): Transition[] {
+  changes: readonly StateChange[],
+): StateChange[] {
   return changes.filter((change) => {
     if (change.from === change.to) return false;
     const type = eventFor(change.to);
@@ -69,7 +60,7 @@ export function changesOwingDeliveries(
  */
 export function deliveryRows(
   subscribers: readonly Subscriber[],
-  changes: readonly Transition[],
+  changes: readonly StateChange[],
   factsOf: (ref: string) => OperationFacts | undefined,
 ): DeliveryRow[] {
   const rows: DeliveryRow[] = [];
@@ -116,7 +107,7 @@ export function deliveriesSink(subscribers: readonly Subscriber[]): StateChangeS
 /** Queues one delivery per subscriber whose `events` match, for each change that raises an event. */
 function* enqueueDeliveries(
   subscribers: readonly Subscriber[],
-  changes: readonly Transition[],
+  changes: readonly StateChange[],
 ): Script<void> {
   const owing = changesOwingDeliveries(subscribers, changes);
   if (owing.length === 0) return;
@@ -131,10 +122,9 @@ function* enqueueDeliveries(
   const byRef = new Map(facts.map(({ ref, ...f }) => [ref, f]));
   const rows = deliveryRows(subscribers, owing, (ref) => byRef.get(ref));
   if (rows.length === 0) return;
-  // Where replicas share the store, the feed's lock first (the append at commit takes it again, a
-  // no-op): delivery ids are then handed out in commit order, so a claimer never sees a
+  // Delivery ids in commit order where replicas share the store, so a claimer never sees a
   // subscriber's id 6 while id 5 is still in flight and sends it first (subscribers' claim).
-  yield* run(whenShared(sql`SELECT pg_advisory_xact_lock(${typed(FEED_LOCK_KEY, 'int8')})`));
+  yield* run(feedOrderLock);
   yield* run(sql`
     INSERT INTO deliveries (subscriber, event_type, ref, webhook_id, body, state, attempts, next_attempt_at,
                             created_at, updated_at)

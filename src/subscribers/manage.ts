@@ -1,6 +1,6 @@
 import { type Clock, isoAt } from '../clock.js';
 import { SteerError } from '../errors.js';
-import type { DeliveriesAccess } from './access.js';
+import type { DeliveriesAccess } from './deliveriesStore.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState } from './queries.js';
 
 /** Listing and steering deliveries: what `vcu-sync deliveries` and `/v1/deliveries` share. */

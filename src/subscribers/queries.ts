@@ -4,8 +4,8 @@ import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/
 
 /**
  * Every statement that moves a `deliveries` row (enqueue.ts inserts them), written once for both
- * stores, and the guard of every move. Run by the one store (deliveriesStore.ts) and the routes'
- * access (access.ts) through a `ScriptStore`. A delivery's life:
+ * stores, and the guard of every move. Run by the one store (deliveriesStore.ts: the lanes' claims
+ * and settles, the routes' reads and steering) through a `ScriptStore`. A delivery's life:
  *
  * ```
  * pending ── claim (due, head of its subscriber) ──▶ sending ── 2xx ──▶ delivered
@@ -178,14 +178,6 @@ export function* settleDeliveries(
       dead_at = CASE WHEN v.st = 'dead' THEN v.at ELSE deliveries.dead_at END,
       updated_at = v.at, lease_owner = NULL, lease_until = NULL
     FROM v WHERE deliveries.id = v.id AND ${heldBy(owner)}`);
-}
-
-/** Hands one claimed row back unsent (attempt not counted); false when `owner` does not hold it. */
-export function* releaseDelivery(d: { id: number; owner: string; now: string }): Script<boolean> {
-  const { rowCount } = yield* run(
-    sql`UPDATE deliveries SET ${releasing(d.now)} WHERE id = ${d.id} AND ${heldBy(d.owner)}`,
-  );
-  return rowCount > 0;
 }
 
 /**

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
-import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
-import type { Sqlite } from '../sqlite/open.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import { deliveriesSink } from './enqueue.js';
 import type { Subscriber } from './events.js';
 
@@ -30,18 +29,9 @@ export function subscriberKeys(config: Pick<Config, 'subscribers'>): string[] {
 }
 
 /**
- * The sink a root hands the SQLite context (and each worker thread that changes operations): the
+ * The sink a root hands the stores (and each worker thread that changes operations): the
  * configured subscribers' deliveries, written with every state change; none when nobody subscribes.
  */
 export function configuredDeliveriesSink(config: Pick<Config, 'subscribers'>): StateChangeSink | undefined {
   return deliveriesSink(subscribersFromConfig(config));
-}
-
-/**
- * Tells the database handle who subscribes, so every state change committed through it writes
- * their deliveries (the handle's sink, operations/effects.ts, is enqueue.ts's): for a handle opened
- * without the context (the roots hand {@link configuredDeliveriesSink} to createAppContext).
- */
-export function useSubscribers(sqlite: Sqlite, subscribers: readonly Subscriber[]): void {
-  useStateChangeSink(sqlite, deliveriesSink(subscribers));
 }

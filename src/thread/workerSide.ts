@@ -4,6 +4,7 @@
  * and metric updates go to the main thread by message. It checkpoints the WAL from here, off the
  * API's loop, and ends the thread when asked to stop.
  */
+
 import { parentPort, workerData } from 'node:worker_threads';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -11,9 +12,10 @@ import { type AppContext, type Component, operatorClientFor } from '../context.j
 import { errorMessage } from '../errors.js';
 import { createLogger } from '../log.js';
 import { createMetrics, type Metrics } from '../metrics.js';
-import { type StateChangeSink, useStateChangeSink } from '../operations/effects.js';
+import type { StateChangeSink } from '../operations/effects.js';
 import type { OperatorClient } from '../operator/client.js';
 import { registerSecret } from '../redact.js';
+import { useStateChangeSink } from '../sqlite/changes.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
 import { openDatabase } from '../sqlite/open.js';
 import { boundWal } from '../sqlite/walBound.js';

@@ -6,7 +6,7 @@ import type { createApiComponent } from '../../src/api/server.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { pauseRecord } from '../../src/outbox/pause.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 
@@ -63,14 +63,14 @@ describe('GET /readyz', () => {
   });
 
   it('503 while sending is paused by the operator refusing our key', async () => {
-    await pauseRecord(sqliteScriptStore(ctx.database.sqlite)).write(
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).write(
       { reason: 'operator answered 401', status: 401, since: new Date().toISOString() },
       new Date().toISOString(),
     );
     const paused = await get('/readyz');
     expect(paused.status).toBe(503);
     expect(paused.body.reasons).toEqual(['sending paused: operator answered 401']);
-    await pauseRecord(sqliteScriptStore(ctx.database.sqlite)).clear();
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).clear();
     expect((await get('/readyz')).status).toBe(200);
   });
 
@@ -125,7 +125,7 @@ describe('GET /readyz', () => {
 
   it('names every reason at once', async () => {
     await webhook.stop();
-    await pauseRecord(sqliteScriptStore(ctx.database.sqlite)).write(
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).write(
       { reason: 'operator answered 403', status: 403, since: new Date().toISOString() },
       new Date().toISOString(),
     );

@@ -3,7 +3,7 @@ import { listStatement } from '../../src/api/mirrorQueries.js';
 import type { createApiComponent } from '../../src/api/server.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { sqliteDialect } from '../../src/store/sql.js';
+import { sqliteDialect } from '../../src/sqlite/scripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';

@@ -1,5 +1,7 @@
 import http from 'node:http';
 import got from 'got';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cancelQueued, enqueueOperation, tokenization } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from '../subscribers/harness.js';
@@ -85,7 +87,9 @@ export async function subscribersScenario(options: BenchOptions): Promise<Scenar
         written += count;
         lastId = Number(sqlite.prepare('SELECT max(id) FROM deliveries').pluck().get());
         baseSeconds += (await timed(() => barePostLoop(url, bodies))).seconds;
-        const component = createSubscriberComponent(ctx);
+        const component = createSubscriberComponent(ctx, {
+          store: new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
+        });
         drainSeconds += (
           await timed(async () => {
             await component.start();

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { testContext } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { deliveriesAccessCases, ROWS, T0, TOKEN } from './deliveriesAccess.cases.js';
@@ -22,7 +22,7 @@ deliveriesAccessCases('PostgreSQL', async () => {
   ctx.database.sqlite.exec(ROWS);
   await pg.db.pool.query(ROWS);
   const onSqlite = await serveApi(ctx, {}, TOKEN);
-  const deliveries = deliveriesAccess(postgresScriptStore(pg.db.pool));
+  const deliveries = new DeliveriesStore(postgresScriptStore(pg.db.pool));
   const onPostgres = await serveApi(ctx, { deliveries }, TOKEN);
   const neverDb = path.join(ctx.dir, 'pg-side', 'never.db');
   return {

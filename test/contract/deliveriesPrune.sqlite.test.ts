@@ -1,6 +1,6 @@
 import path from 'node:path';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { openDatabase, type Sqlite } from '../../src/sqlite/open.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { tempDir } from '../helpers/context.js';
 import { columns, deliveriesPruneCases, type PruneHarness } from './deliveriesPrune.cases.js';
@@ -38,7 +38,7 @@ deliveriesPruneCases('sqlite', async () => {
   const database = openDatabase(path.join(dir, 'prune.db'));
   return {
     h: sqliteHarness(database.sqlite),
-    pruneDeliveries: deliveriesPrune(sqliteScriptStore(database.sqlite)),
+    pruneDeliveries: deliveriesPrune(commitQueueFor(database.sqlite)),
     close: async () => {
       database.close();
       cleanup();

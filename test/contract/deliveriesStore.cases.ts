@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { openDatabase } from '../../src/sqlite/open.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
-import { type DeliveriesStore, ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
-import type { DeliveryStep } from '../../src/subscribers/queries.js';
+import type { ScriptStore } from '../../src/store/script.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { type DeliveryStep, releaseDeliveries } from '../../src/subscribers/queries.js';
 import { tempDir } from '../helpers/context.js';
 import { type DeliveriesHarness, sqliteDeliveries } from './deliveriesStores.js';
 
@@ -26,6 +27,8 @@ export const ids = (rows: ReadonlyArray<{ id: number }>) => rows.map((r) => r.id
 export interface DeliveriesUnderTest {
   h: DeliveriesHarness;
   store: DeliveriesStore;
+  /** The scripts under it: what the store's owner runs at start-up (releaseDeliveries). */
+  scripts: ScriptStore;
   close(): Promise<void>;
 }
 
@@ -35,7 +38,8 @@ export async function sqliteDeliveriesUnderTest(): Promise<DeliveriesUnderTest> 
   const database = openDatabase(path.join(dir, 'subs.db'));
   return {
     h: sqliteDeliveries(database.sqlite),
-    store: new ScriptDeliveriesStore(sqliteScriptStore(database.sqlite)),
+    store: new DeliveriesStore(commitQueueFor(database.sqlite)),
+    scripts: commitQueueFor(database.sqlite),
     close: async () => {
       database.close();
       cleanup();
@@ -51,9 +55,10 @@ export function deliveriesStoreCases(
   describe(`deliveries store seam on ${dialect}`, () => {
     let h: DeliveriesHarness;
     let store: DeliveriesStore;
+    let scripts: ScriptStore;
     let close: () => Promise<void>;
     beforeEach(async () => {
-      ({ h, store, close } = await open());
+      ({ h, store, scripts, close } = await open());
     });
     afterEach(async () => {
       await close();
@@ -232,13 +237,15 @@ export function deliveriesStoreCases(
         unsent: [],
         now: AFTER_LEASE,
       });
-      expect(await store.release({ id: 1, owner: 'one', now: AFTER_LEASE })).toBe(false);
+      const handBack = (owner: string) =>
+        store.settle({ subscriber: 'a', owner, settled: [], unsent: [1], now: AFTER_LEASE });
+      await handBack('one');
       expect(await h.rows()).toEqual([{ id: 1, state: 'sending', attempts: 2, owner: 'two' }]);
-      expect(await store.release({ id: 1, owner: 'two', now: AFTER_LEASE })).toBe(true);
+      await handBack('two');
       expect(await h.rows()).toEqual([{ id: 1, state: 'pending', attempts: 1, owner: null }]);
     });
 
-    it('releaseOwner hands back that owner’s rows only; releaseAll every claim', async () => {
+    it('releaseOwner hands back that owner’s rows only; releaseDeliveries every claim', async () => {
       await h.insert([
         { subscriber: 'a', at: T0 },
         { subscriber: 'b', at: T0 },
@@ -255,7 +262,7 @@ export function deliveriesStoreCases(
       ]);
       expect(await store.releaseOwner('dead-one', T1)).toBe(0);
       expect(ids(await claim('heir', 'a'))).toEqual([1]);
-      expect(await store.releaseAll(T1)).toBe(2);
+      expect(await scripts.transaction(releaseDeliveries(undefined, T1))).toBe(2);
       expect((await h.rows()).map((r) => r.state)).toEqual(['pending', 'pending', 'pending']);
       expect(await store.nextDue('a')).toBe(T0);
       expect(await store.nextDue('nobody')).toBeNull();

@@ -4,7 +4,7 @@ import { commitPgTransaction, openFeedTransaction } from '../../src/postgres/cha
 import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { drivePostgres, postgresScriptStore } from '../../src/postgres/scripts.js';
-import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -21,7 +21,8 @@ const pg = useTestPgDatabase();
 deliveriesStoreCases('postgres', async () => {
   const h = postgresDeliveries(pg.db.pool);
   await h.reset();
-  return { h, store: new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool)), close: async () => {} };
+  const scripts = postgresScriptStore(pg.db.pool);
+  return { h, store: new DeliveriesStore(scripts), scripts, close: async () => {} };
 });
 
 describe('deliveries store on PostgreSQL, several claimers', () => {
@@ -38,7 +39,7 @@ describe('deliveries store on PostgreSQL, several claimers', () => {
       const violations: string[] = [];
       await Promise.all(
         pools.map(async (db, n) => {
-          const store = new ScriptDeliveriesStore(postgresScriptStore(db.pool));
+          const store = new DeliveriesStore(postgresScriptStore(db.pool));
           const owner = `claimer-${n}`;
           for (let idle = 0; idle < 5000 && claimed.length < total; ) {
             const rows = await store.claim({ subscriber: 'a', owner, now: T1, leaseUntil: LEASE, limit: 7 });
@@ -138,7 +139,7 @@ describe('deliveries writers on PostgreSQL', () => {
         if (inserted && Number(rows[0]!.n) > 0) break;
         await new Promise((resolve) => setImmediate(resolve));
       }
-      const store = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
+      const store = new DeliveriesStore(postgresScriptStore(pg.db.pool));
       expect(
         await store.claim({ subscriber: 'a', owner: 'x', now: T1, leaseUntil: LEASE, limit: 10 }),
       ).toEqual([]);

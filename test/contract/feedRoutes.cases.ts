@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Component } from '../../src/context.js';
-import type { ChangeRow } from '../../src/sqlite/changes.js';
+import type { ChangeRow } from '../../src/store/script.js';
 import { ManualTimers, openStream, startFeedApi } from '../feed/helpers.js';
 import { apiCaller } from '../helpers/http.js';
 import type { FeedStore, FeedStoreFactory } from './feedStores.js';

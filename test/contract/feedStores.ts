@@ -3,8 +3,9 @@ import { type FeedReads, feedReads, sqliteFeedReads } from '../../src/feed/reads
 import { listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres } from '../../src/postgres/open.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
-import { type ChangeRow, recordChanges } from '../../src/sqlite/changes.js';
+import { recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import type { ChangeRow } from '../../src/store/script.js';
 import { testContext } from '../helpers/context.js';
 import type { TestDatabase } from '../helpers/postgres.js';
 

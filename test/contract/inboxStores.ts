@@ -9,10 +9,11 @@ import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
+import { useStateChangeSink } from '../../src/sqlite/changes.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
-import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
+import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
 /**
@@ -77,7 +78,7 @@ export function sqliteInboxHarness(): InboxHarness {
   const { dir, cleanup } = tempDir();
   const database = openDatabase(path.join(dir, 'inbox.db'));
   const { sqlite } = database;
-  useSubscribers(sqlite, SUBSCRIBERS);
+  useStateChangeSink(sqlite, deliveriesSink(SUBSCRIBERS));
   const values = async (sql: string) => (sqlite.prepare(sql).all() as Array<{ v: string }>).map((r) => r.v);
   return {
     inbox: sqliteInboxStore(sqlite),

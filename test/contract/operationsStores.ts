@@ -2,10 +2,11 @@ import path from 'node:path';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
+import { useStateChangeSink } from '../../src/sqlite/changes.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
-import { type Subscriber, useSubscribers } from '../../src/subscribers/subscribers.js';
+import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 
 /**
@@ -54,7 +55,7 @@ export function sqliteOperationsHarness(): OperationsHarness {
   const { dir, cleanup } = tempDir();
   const database = openDatabase(path.join(dir, 'ops.db'));
   const { sqlite } = database;
-  useSubscribers(sqlite, SUBSCRIBERS);
+  useStateChangeSink(sqlite, deliveriesSink(SUBSCRIBERS));
   const values = (sql: string) => (sqlite.prepare(sql).all() as Array<{ v: string }>).map((r) => r.v);
   return {
     store: new SqliteOperationsStore(sqlite),

@@ -1,6 +1,6 @@
 import path from 'node:path';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { openDatabase } from '../../src/sqlite/open.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
 import { tempDir } from '../helpers/context.js';
 import { scriptStoreCases } from './scriptStore.cases.js';
 
@@ -11,7 +11,7 @@ scriptStoreCases('sqlite', async () => {
   const database = openDatabase(path.join(dir, 'scripts.db'));
   const { sqlite } = database;
   return {
-    store: sqliteScriptStore(sqlite),
+    store: commitQueueFor(sqlite),
     feed: async () =>
       (
         sqlite

@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
-import { recordChanges } from '../../src/sqlite/changes.js';
+import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { CommitQueue } from '../../src/sqlite/commitQueue.js';
 import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
 import { WalSync } from '../../src/sqlite/walSync.js';

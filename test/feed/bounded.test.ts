@@ -1,9 +1,8 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { type FeedReads, sqliteFeedReads } from '../../src/feed/reads.js';
-import { recordChanges } from '../../src/sqlite/changes.js';
+import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
 import { capturingLogger } from '../outbox/fixtures.js';

@@ -1,9 +1,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { forwardFeed, receiveFeed } from '../../src/feed/bridge.js';
-import { recordChanges } from '../../src/sqlite/changes.js';
+import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';

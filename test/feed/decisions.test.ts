@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { SECRET } from '../inbox/helpers.js';

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
-import { recordChanges } from '../../src/sqlite/changes.js';
+import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AppContext, Component } from '../../src/context.js';
-import { ChangeSignal, changeSignalFor } from '../../src/db/changeSignal.js';
+import { ChangeSignal } from '../../src/db/changeSignal.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { sqliteFeedReads } from '../../src/feed/reads.js';
 import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
-import { recordChanges } from '../../src/sqlite/changes.js';
+import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';

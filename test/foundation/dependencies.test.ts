@@ -57,6 +57,10 @@ const FIXTURE: Record<string, string[]> = {
   'src/clock.ts': ['./db/changes.js'],
   // What the roots may do: the daemon wires the subscribers and the feed in.
   'src/app/daemon.ts': ['../subscribers/send.js', '../feed/reads.js'],
+  // A domain naming a database: an adapter's module, a driver. The adapter and the factory may.
+  'src/outbox/pause.ts': ['../sqlite/open.js', 'pg'],
+  'src/sqlite/open.ts': ['pg'],
+  'src/app/sqliteStores.ts': ['../sqlite/open.js'],
 };
 
 describe('the import rules', () => {
@@ -70,6 +74,10 @@ describe('the import rules', () => {
       const body = imports.map((spec, i) => `import * as m${i} from '${spec}';\nvoid m${i};`).join('\n');
       writeFileSync(full, `${body}\nexport const here = '${file}';\n`);
     }
+    // A driver to import, as npm installs it.
+    mkdirSync(path.join(fixture.dir, 'node_modules/pg'), { recursive: true });
+    writeFileSync(path.join(fixture.dir, 'node_modules/pg/package.json'), '{"name":"pg","main":"index.js"}');
+    writeFileSync(path.join(fixture.dir, 'node_modules/pg/index.js'), 'module.exports = {};\n');
     // The project's module resolution: `./x.js` names `x.ts`.
     writeFileSync(
       path.join(fixture.dir, 'tsconfig.json'),
@@ -82,7 +90,7 @@ describe('the import rules', () => {
 
   afterAll(() => fixture?.cleanup());
 
-  it('report an upward import, a folder cycle (the one it closes too) and a loose file reaching down', () => {
+  it('report an upward import, a folder cycle (the one it closes too), a loose file reaching down and a database named outside its homes', () => {
     expect(lines(cruise(fixture.dir))).toEqual(
       [
         'effects-flow-down-subscribers: src/operations/store.ts -> src/subscribers/enqueue.ts',
@@ -93,6 +101,8 @@ describe('the import rules', () => {
         'no-folder-cycle: src/operations -> src/subscribers',
         'no-folder-cycle: src/subscribers -> src/operations',
         'root-files-are-leaves: src/clock.ts -> src/db/changes.ts',
+        'database-named-in-its-homes: src/outbox/pause.ts -> src/sqlite/open.ts',
+        'database-named-in-its-homes: src/outbox/pause.ts -> node_modules/pg/index.js',
       ].sort(),
     );
   });

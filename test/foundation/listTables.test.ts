@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { runOutboxCommand } from '../../src/commands/outbox.js';
 import { listText, textTable } from '../../src/commands/textTable.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteOutbox } from '../../src/sqlite/operationsStore.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { testContext } from '../helpers/context.js';
 import { enqueueOperation, transfer } from '../outbox/fixtures.js';
 
@@ -61,7 +61,7 @@ function listDeliveries(
 ) {
   return runDeliveriesCommand(
     ctx,
-    deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+    new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
     'list',
     undefined,
     streams,

@@ -5,8 +5,8 @@ import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { sqliteInboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { runInboxMaintenance } from '../../src/inbox/maintenance.js';
-import { stateChangeSinkOf } from '../../src/operations/effects.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {

@@ -3,8 +3,8 @@ import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
-import { stateChangeSinkOf } from '../../src/operations/effects.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 
 /** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SYNC_TARGETS } from '../../src/context.js';
-import { changeSignalFor } from '../../src/db/changeSignal.js';
 import { feedHead } from '../../src/feed/queries.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { createSyncThread } from '../../src/mirror/syncThread.js';
+import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, enqueueOperationGrouped, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';

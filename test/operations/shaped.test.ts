@@ -1,14 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { shaped } from '../../src/operations/shaped.js';
-import {
-  greatest,
-  postgresDialect,
-  raw,
-  sql,
-  sqliteDialect,
-  typed,
-  whenShared,
-} from '../../src/store/sql.js';
+import { postgresDialect } from '../../src/postgres/scripts.js';
+import { sqliteDialect } from '../../src/sqlite/scripts.js';
+import { greatest, raw, sql, typed, whenShared } from '../../src/store/sql.js';
 
 /** A statement rendered once from its builder binds each call's values where the builder put them. */
 

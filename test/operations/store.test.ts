@@ -17,8 +17,8 @@ import {
   retryFailed,
   settleAttempt,
 } from '../../src/operations/transitions.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
 import type { Script } from '../../src/store/script.js';
 import { testContext } from '../helpers/context.js';
 import { operationByRef } from '../outbox/fixtures.js';

@@ -14,6 +14,7 @@ import { EXIT_CONFIG, UserError } from '../../src/errors.js';
 import { claimOperations } from '../../src/operations/claim.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { posixWriteLockHolders } from '../../src/sqlite/lockHolders.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import {
@@ -23,7 +24,6 @@ import {
   fileLockPathFor,
   lockPathFor,
 } from '../../src/sqlite/ownership.js';
-import { driveSqlite } from '../../src/sqlite/scripts.js';
 import { tempDir, testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { freePort } from '../helpers/net.js';

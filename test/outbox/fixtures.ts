@@ -2,7 +2,6 @@ import { Writable } from 'node:stream';
 import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { operationReads } from '../../src/operations/reads.js';
 import type { OperationRow } from '../../src/operations/rows.js';
 import { cancelOperation, insertOperations } from '../../src/operations/transitions.js';
@@ -14,9 +13,11 @@ import {
   type WakeDispatcher,
 } from '../../src/outbox/enqueue.js';
 import { type OutboxPause, PAUSE_KEY, pauseOf } from '../../src/outbox/pause.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
-import { driveSqlite, runSqlite } from '../../src/sqlite/scripts.js';
+import { runSqlite } from '../../src/sqlite/scripts.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {

@@ -11,7 +11,7 @@ import { silentLogger } from '../../src/log.js';
 import { pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
 import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { freePort } from '../helpers/net.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 
@@ -49,7 +49,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       mirrorReads: mirrorReads(postgresScriptStore(pool)),
       outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
       healthReads: pgHealthReads(pool),
-      deliveries: deliveriesAccess(postgresScriptStore(pool)),
+      deliveries: new DeliveriesStore(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
     { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },

@@ -12,7 +12,7 @@ import { holdLiveness, releaseDeadPg } from '../../src/postgres/liveness.js';
 import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { drivePostgres, postgresScriptStore } from '../../src/postgres/scripts.js';
-import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { subscribersFromConfig } from '../../src/subscribers/subscribers.js';
@@ -75,11 +75,11 @@ function configFor(subs: readonly TestSubscriber[], overrides: Record<string, un
 }
 
 /** The PostgreSQL store, counting the rows it claims. */
-class CountingStore extends ScriptDeliveriesStore {
+class CountingStore extends DeliveriesStore {
   claimed = 0;
   /** Claims made, found rows or not. */
   calls = 0;
-  override async claim(given: Parameters<ScriptDeliveriesStore['claim']>[0]) {
+  override async claim(given: Parameters<DeliveriesStore['claim']>[0]) {
     const rows = await super.claim(given);
     this.calls++;
     this.claimed += rows.length;
@@ -246,7 +246,7 @@ describe('subscriber deliveries on PostgreSQL, failures and wake-ups', () => {
       Array.from({ length: 10 }, (_, i) => `r${i}`),
     );
     // The replica claims every subscriber's rows for an hour, then dies.
-    const deadStore = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
+    const deadStore = new DeliveriesStore(postgresScriptStore(pg.db.pool));
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
     for (const subscriber of NAMES) {
@@ -279,7 +279,7 @@ describe('subscriber deliveries on PostgreSQL, failures and wake-ups', () => {
     await accept(pg.db, config, ['r0', 'r1']);
     const now = new Date().toISOString();
     const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
-    const ghost = new ScriptDeliveriesStore(postgresScriptStore(pg.db.pool));
+    const ghost = new DeliveriesStore(postgresScriptStore(pg.db.pool));
     expect(await ghost.claim({ subscriber: 's1', owner: 'ghost', now, leaseUntil, limit: 64 })).toHaveLength(
       2,
     );

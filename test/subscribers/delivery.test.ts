@@ -3,6 +3,8 @@ import type { Clock } from '../../src/clock.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { SECRET } from '../inbox/helpers.js';
@@ -50,7 +52,10 @@ async function pipeline(
   const outbox = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await outbox.start();
   cleanups.push(() => outbox.stop());
-  const subscribers = createSubscriberComponent(ctx, clock ? { clock } : {});
+  const subscribers = createSubscriberComponent(ctx, {
+    store: new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
+    ...(clock ? { clock } : {}),
+  });
   await subscribers.start();
   cleanups.push(() => subscribers.stop());
   return { sim, ctx, outbox, subscribers };

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { sqliteScriptStore } from '../../src/sqlite/scripts.js';
-import { deliveriesAccess } from '../../src/subscribers/access.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
 import { capturingLogger, sqliteDispatcher, until } from '../outbox/fixtures.js';
@@ -79,7 +79,7 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
       housekeeping: deliveriesHousekeeping(
         ctx.config,
         ctx.log,
-        deliveriesPrune(sqliteScriptStore(ctx.database.sqlite)),
+        deliveriesPrune(commitQueueFor(ctx.database.sqlite)),
       ),
     });
     await component.start();
@@ -106,7 +106,7 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
       expect(
         await runDeliveriesCommand(
           ctx,
-          deliveriesAccess(sqliteScriptStore(ctx.database.sqlite)),
+          new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
           'list',
           undefined,
           {

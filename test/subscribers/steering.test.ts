@@ -5,11 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { loadConfig, maskedConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
-import { stateChangeSinkOf } from '../../src/operations/effects.js';
 import { decide } from '../../src/operations/transitions.js';
-import { driveSqlite, sqliteScriptStore } from '../../src/sqlite/scripts.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { commitQueueFor, driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { getHealth } from '../../src/status.js';
-import { ScriptDeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
 import { SubscriberSender } from '../../src/subscribers/send.js';
@@ -103,7 +103,9 @@ describe('deliveries are written with the state change', () => {
       .run(isoAt(clock.now() - 73 * 3_600_000));
     const { log, lines } = capturingLogger();
     ctx.log = log;
-    const component = createSubscriberComponent(ctx);
+    const component = createSubscriberComponent(ctx, {
+      store: new DeliveriesStore(commitQueueFor(ctx.database.sqlite)),
+    });
     await component.start();
     cleanups.push(() => component.stop());
     await until(() => deliveryRows(ctx)[0]?.state === 'dead', 'dead letter by age');
@@ -264,7 +266,7 @@ describe('the idle wait', () => {
     const later = isoAt(Date.now() + 60_000);
     const [head] = deliveryRows(ctx).map((r) => Number(r.id));
     ctx.database.sqlite.prepare('UPDATE deliveries SET next_attempt_at = ? WHERE id = ?').run(later, head);
-    const store = new ScriptDeliveriesStore(sqliteScriptStore(ctx.database.sqlite));
+    const store = new DeliveriesStore(commitQueueFor(ctx.database.sqlite));
     expect(await store.nextDue('wait')).toBe(later);
     expect(await store.nextDue('nobody')).toBeNull();
   });

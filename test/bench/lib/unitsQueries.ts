@@ -3,7 +3,7 @@ import { type ColumnFilter, listRecords, listStatement } from '../../../src/api/
 import { Rng } from '../../../src/simulator/prng.js';
 import { UNIT_STATUSES, UNIT_TYPES } from '../../../src/simulator/vocab.js';
 import type { Sqlite } from '../../../src/sqlite/open.js';
-import { sqliteDialect } from '../../../src/store/sql.js';
+import { sqliteDialect } from '../../../src/sqlite/scripts.js';
 
 const LIMIT = 100;
 
