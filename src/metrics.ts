@@ -17,155 +17,136 @@ const require = createRequire(import.meta.url);
 export function createMetrics() {
   const { Counter, Gauge, Histogram, Registry } = require('prom-client') as typeof PromClient;
   const registry = new Registry();
+  // Every metric in this daemon's registry, none in prom-client's global one.
   const registers = [registry];
+  const counter = <L extends string>(c: PromClient.CounterConfiguration<L>) =>
+    new Counter({ ...c, registers });
+  const gauge = <L extends string>(c: PromClient.GaugeConfiguration<L>) => new Gauge({ ...c, registers });
+  const histogram = <L extends string>(c: PromClient.HistogramConfiguration<L>) =>
+    new Histogram({ ...c, registers });
   const metrics = {
     registry,
-    syncRuns: new Counter({
+    syncRuns: counter({
       name: 'vcu_sync_sync_runs_total',
       help: 'Sync runs by resource and final status.',
       labelNames: ['resource', 'status'] as const,
-      registers,
     }),
-    syncDuration: new Histogram({
+    syncDuration: histogram({
       name: 'vcu_sync_sync_duration_seconds',
       help: 'Duration of sync runs.',
       labelNames: ['resource'] as const,
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
-      registers,
     }),
-    syncRecords: new Counter({
+    syncRecords: counter({
       name: 'vcu_sync_sync_records_total',
       help: 'Records processed by sync runs, by resource and outcome (inserted, updated, unchanged, removed, quarantined).',
       labelNames: ['resource', 'outcome'] as const,
-      registers,
     }),
-    notifyRequests: new Counter({
+    notifyRequests: counter({
       name: 'vcu_sync_notify_requests_total',
       help: 'POST /notify attempts by HTTP status code ("error" when there was no answer).',
       labelNames: ['code'] as const,
-      registers,
     }),
-    webhookEvents: new Counter({
+    webhookEvents: counter({
       name: 'vcu_sync_webhook_events_total',
       help: 'Webhook requests by outcome (applied, pending, duplicate, conflict, ignored, undecided, replay, rejected_signature, ...).',
       labelNames: ['outcome'] as const,
-      registers,
     }),
-    webhookIdReused: new Counter({
+    webhookIdReused: counter({
       name: 'vcu_sync_webhook_id_reused_total',
       help: 'Webhooks whose id was seen before with another body (stored and acted on as new events).',
-      registers,
     }),
-    rejections: new Counter({
+    rejections: counter({
       name: 'vcu_sync_operations_rejected_total',
       help: 'Operations the operator rejected.',
-      registers,
     }),
-    operatorLatency: new Histogram({
+    operatorLatency: histogram({
       name: 'vcu_sync_operator_request_duration_seconds',
       help: 'Latency of requests to the operator, by operation.',
       labelNames: ['operation'] as const,
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers,
     }),
-    operatorRequests: new Counter({
+    operatorRequests: counter({
       name: 'vcu_sync_operator_requests_total',
       help: 'Requests to the operator by operation and HTTP status code ("error" when there was no answer).',
       labelNames: ['operation', 'code'] as const,
-      registers,
     }),
-    operatorRate: new Gauge({
+    operatorRate: gauge({
       name: 'vcu_sync_operator_rate_per_second',
       help: 'The adaptive request rate to the operator now: operator.rate_per_second until a 429 halves it, climbing back while requests succeed.',
-      registers,
     }),
-    databaseWait: new Histogram({
+    databaseWait: histogram({
       name: 'vcu_sync_database_wait_seconds',
       help: 'How long a group commit waited, by connection (main: the API and webhooks; dispatcher) and phase (lock: for the write lock another connection held; fsync: for the WAL to reach the disk before its callers were answered).',
       labelNames: ['connection', 'phase'] as const,
       buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers,
     }),
     /** Set by the API at scrape time from the health module. */
-    outboxDepth: new Gauge({
+    outboxDepth: gauge({
       name: 'vcu_sync_outbox_rows',
       help: 'Outbox rows by state.',
       labelNames: ['state'] as const,
-      registers,
     }),
-    outboxOldestQueuedAge: new Gauge({
+    outboxOldestQueuedAge: gauge({
       name: 'vcu_sync_outbox_oldest_queued_age_seconds',
       help: 'Age of the oldest queued outbox row (0 when none).',
-      registers,
     }),
-    lastSyncSuccess: new Gauge({
+    lastSyncSuccess: gauge({
       name: 'vcu_sync_last_success_timestamp_seconds',
       help: 'Unix time of the last successful sync, by resource.',
       labelNames: ['resource'] as const,
-      registers,
     }),
-    buildInfo: new Gauge({
+    buildInfo: gauge({
       name: 'vcu_sync_build_info',
       help: 'Always 1; labels say which vcu-sync this is: version, instance, operator host, database kind and location, Node version.',
       labelNames: ['version', 'instance', 'operator_host', 'database_kind', 'database', 'node'] as const,
-      registers,
     }),
-    startTime: new Gauge({
+    startTime: gauge({
       name: 'vcu_sync_start_time_seconds',
       help: 'Unix time the daemon started (uptime = time() - this).',
-      registers,
     }),
-    status: new Gauge({
+    status: gauge({
       name: 'vcu_sync_status',
       help: 'Overall health as vcu-sync status judges it: 0 ok, 1 warning, 2 critical.',
-      registers,
     }),
-    problem: new Gauge({
+    problem: gauge({
       name: 'vcu_sync_problem',
       help: '1 for each status problem present now, by code and severity (the alert rules fire on these).',
       labelNames: ['code', 'severity'] as const,
-      registers,
     }),
-    decisionsAwaiting: new Gauge({
+    decisionsAwaiting: gauge({
       name: 'vcu_sync_decisions_awaiting',
       help: 'Operations accepted by the operator and waiting for its decision.',
-      registers,
     }),
-    decisionOldestAge: new Gauge({
+    decisionOldestAge: gauge({
       name: 'vcu_sync_decision_oldest_age_seconds',
       help: 'Age of the oldest accepted operation still waiting for a decision (0 when none).',
-      registers,
     }),
-    effectivePageSize: new Gauge({
+    effectivePageSize: gauge({
       name: 'vcu_sync_effective_page_size',
       help: 'The limit each public list is paged with: sync.page_size, or the operator cap learned below it.',
       labelNames: ['resource'] as const,
-      registers,
     }),
-    mirrorRecords: new Gauge({
+    mirrorRecords: gauge({
       name: 'vcu_sync_mirror_records',
       help: 'Records in the mirror (not removed), by resource.',
       labelNames: ['resource'] as const,
-      registers,
     }),
-    subscriberDeliveries: new Counter({
+    subscriberDeliveries: counter({
       name: 'vcu_sync_subscriber_deliveries_total',
       help: 'Subscriber delivery attempts by subscriber and outcome (delivered, retry, dead).',
       labelNames: ['subscriber', 'outcome'] as const,
-      registers,
     }),
     /** Set by a PostgreSQL replica when its database goes away and comes back (app/postgresStores.ts). */
-    databaseUp: new Gauge({
+    databaseUp: gauge({
       name: 'vcu_sync_database_up',
       help: 'Whether the database could be reached at the last connection attempt (1) or not (0); always 1 on SQLite.',
-      registers,
     }),
     /** Set by the API at scrape time from the health module. */
-    subscriberBacklog: new Gauge({
+    subscriberBacklog: gauge({
       name: 'vcu_sync_subscriber_deliveries',
       help: 'Subscriber deliveries by subscriber and state (pending includes sending; dead is the dead letter).',
       labelNames: ['subscriber', 'state'] as const,
-      registers,
     }),
   };
   // Up until a PostgreSQL replica's tracker says otherwise; a SQLite file is never "unreachable".

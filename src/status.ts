@@ -1,8 +1,7 @@
 import { createTask } from 'node-cron';
 import type { Config } from './config.js';
-import { readDaemonRecord } from './health/daemonRecord.js';
 import type { Health } from './health/health.js';
-import { identityOf } from './health/identity.js';
+import { identityOf, type StoreIdentity } from './health/identity.js';
 import { exitCodeOf, judge } from './health/rules.js';
 import {
   type HealthReads,
@@ -11,8 +10,6 @@ import {
   unreadableSnapshot,
 } from './health/snapshot.js';
 import { maskDeep, scrubText } from './redact.js';
-import { readSnapshot, sqliteReadFailed } from './sqlite/health.js';
-import type { Sqlite } from './sqlite/open.js';
 
 export type { Health } from './health/health.js';
 export type { Problem, Severity } from './health/rules.js';
@@ -33,7 +30,7 @@ export function schedulePeriodMs(expression: string): number | null {
 }
 
 /** The window the snapshot counts from, as of `now`. */
-function windowOf(config: Config, now: number): SnapshotWindow {
+export function snapshotWindow(config: Config, now: number): SnapshotWindow {
   return {
     recentSince: new Date(now - 24 * 3_600_000).toISOString(),
     decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
@@ -41,27 +38,10 @@ function windowOf(config: Config, now: number): SnapshotWindow {
 }
 
 /**
- * Reads the database and judges it: the one health module everything uses. `startedAt` is the
- * daemon's start when the daemon itself asks; other processes (`vcu-sync status`) leave it out and
- * the running daemon's record in the database is used. Synchronous, over SQLite.
+ * Reads the store's health through its {@link HealthReads} and judges it: the one health function
+ * everything uses. `startedAt` is the daemon's start when the daemon itself asks; other processes
+ * (`vcu-sync status`) leave it out and the running daemon's record in the database is used.
  */
-export function getHealth(sqlite: Sqlite, config: Config, now: number, startedAt?: string | null): Health {
-  let read: HealthSnapshot;
-  try {
-    read = readSnapshot(sqlite, windowOf(config, now), config.sync.page_size);
-  } catch (err) {
-    // A damaged or unreadable file is the moment status matters most: answer with the problem.
-    read = unreadableSnapshot(sqliteReadFailed(sqlite, err));
-  }
-  return judgeHealth(
-    read,
-    config,
-    now,
-    startedAt === undefined ? (readDaemonRecord(sqlite)?.startedAt ?? null) : startedAt,
-  );
-}
-
-/** {@link getHealth} through a store's {@link HealthReads} (SQLite's or PostgreSQL's). */
 export async function readHealth(
   reads: HealthReads,
   config: Config,
@@ -70,17 +50,24 @@ export async function readHealth(
 ): Promise<Health> {
   let read: HealthSnapshot;
   try {
-    read = await reads.snapshot(windowOf(config, now), config.sync.page_size);
+    read = await reads.snapshot(snapshotWindow(config, now), config.sync.page_size);
   } catch (err) {
+    // A damaged or unreadable database is the moment status matters most: answer with the problem.
     read = unreadableSnapshot(reads.readFailed(err));
   }
   let started = startedAt ?? null;
   if (startedAt === undefined) started = await reads.daemonStartedAt().catch(() => null);
-  return judgeHealth(read, config, now, started);
+  return judgeHealth(read, config, reads.store, now, started);
 }
 
-/** The rules over a snapshot: pure, the same for every store. */
-function judgeHealth(read: HealthSnapshot, config: Config, now: number, startedAt: string | null): Health {
+/** The rules over a snapshot read from `store`: pure, the same for every store. */
+export function judgeHealth(
+  read: HealthSnapshot,
+  config: Config,
+  store: StoreIdentity,
+  now: number,
+  startedAt: string | null,
+): Health {
   const schedule = config.sync.schedule;
   // Errors and reasons are the operator's words: a secret it echoed (in any encoding) is masked
   // here too, whatever wrote the row, before the CLI, the API, the page or the metrics see it.
@@ -102,7 +89,7 @@ function judgeHealth(read: HealthSnapshot, config: Config, now: number, startedA
     status,
     exitCode: exitCodeOf(status),
     generatedAt: new Date(now).toISOString(),
-    identity: identityOf(config, startedAt, now),
+    identity: identityOf(config, store, startedAt, now),
     problems,
     snapshot,
   };

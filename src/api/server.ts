@@ -6,13 +6,14 @@ import { errorMessage, SteerError, UserError } from '../errors.js';
 import type { FeedReads } from '../feed/reads.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
+import type { ClassifyFault } from '../health/refusal.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
-import type { UnavailableAnswer } from './databaseUnavailable.js';
+import { unavailableAnswer } from './databaseUnavailable.js';
 import { DELIVERIES_ROUTE_SPECS, registerDeliveriesRoutes } from './deliveriesRoutes.js';
 import { FEED_ROUTE_SPECS, registerFeedRoutes } from './feedRoutes.js';
 import type { MirrorReads } from './mirrorQueries.js';
@@ -90,8 +91,8 @@ export function routeRegistrars({
 export interface ApiOptions {
   /** /readyz's facts. */
   readiness: ReadinessReader;
-  /** The 503 a database fault is answered with (undefined when the error is no database fault). */
-  unavailable: UnavailableAnswer;
+  /** How the store reads a failed request's error: a database fault is answered with 503. */
+  unavailable: ClassifyFault;
 }
 
 /**
@@ -130,7 +131,7 @@ export function createApiApp(
       return c.json({ error: err.message }, err.status, err.status === 413 ? { connection: 'close' } : {});
     }
     if (err instanceof UserError) return c.json({ error: err.message }, 400);
-    const unavailable = options.unavailable(ctx, c, err);
+    const unavailable = unavailableAnswer(options.unavailable, ctx, c, err);
     if (unavailable) return unavailable;
     ctx.log.error({ event: 'api.error', method: c.req.method, path: c.req.path, err }, errorMessage(err));
     return c.json({ error: 'internal error; see the daemon log' }, 500);

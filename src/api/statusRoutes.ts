@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
+import { healthSchema } from '../health/health.js';
 import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Metrics } from '../metrics.js';
@@ -9,7 +10,6 @@ import { type Health, readHealth } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';
-import { healthSchema } from './schemas/health.js';
 import { renderStatusPage } from './statusPage.js';
 
 /** Routes of this file, for /openapi.json. */

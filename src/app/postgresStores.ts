@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { pgUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
@@ -13,11 +12,10 @@ import { ScriptInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { noopMetrics } from '../metrics.js';
-import { type PgAvailability, unreachableReason } from '../postgres/availability.js';
+import type { PgAvailability } from '../postgres/availability.js';
 import { listenForChanges } from '../postgres/changeListener.js';
 import { pgApplicationName } from '../postgres/connection.js';
-import { pgHealthReads, pgReadiness } from '../postgres/health.js';
-import { pgReadAdvice } from '../postgres/healthAdvice.js';
+import { pgClassifyFault, pgHealthReads, pgReadiness, pgUnopenedReads } from '../postgres/health.js';
 import { interruptOrphanedRuns, pgBackend } from '../postgres/mirror.js';
 import {
   appliedMigrations,
@@ -29,7 +27,6 @@ import {
 import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operationsStore.js';
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
-import { NO_FAULTS } from '../sqlite/faults.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -156,22 +153,8 @@ export async function postgresStatusReads(
   } catch (err) {
     // A configuration it cannot read stays a configuration error (exit 78), not a status.
     if (err instanceof UserError && err.exitCode === EXIT_CONFIG) throw err;
-    return { reads: unopenedReads(err), close: async () => {} };
+    return { reads: pgUnopenedReads(err, url), close: async () => {} };
   }
-}
-
-/** The health of a database that could not be opened: openPostgres's error names host:port/database only. */
-function unopenedReads(err: unknown): HealthReads {
-  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
-  return {
-    snapshot: () => Promise.reject(err),
-    daemonStartedAt: async () => null,
-    readFailed: () =>
-      unreachableReason(cause) === null
-        ? { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) }
-        : { ...NO_FAULTS, unreachable: { reason: errorMessage(err), since: null } },
-    series: () => Promise.reject(err),
-  };
 }
 
 /**
@@ -217,7 +200,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
       readiness: pgReadiness(pool),
-      unavailable: pgUnavailableAnswer,
+      unavailable: pgClassifyFault,
     },
     othersCommitted: signal,
     // Claims only while this replica holds its liveness lock: without it the others presume it

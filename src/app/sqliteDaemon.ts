@@ -1,4 +1,3 @@
-import { sqliteUnavailableAnswer } from '../api/databaseUnavailable.js';
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
 import type { Config } from '../config.js';
@@ -6,7 +5,6 @@ import { type AppContext, closeAppContext, createAppContext } from '../context.j
 import { errorMessage } from '../errors.js';
 import { feedHead } from '../feed/queries.js';
 import { sqliteFeedReads } from '../feed/reads.js';
-import { clearDaemonRecord, writeDaemonRecord } from '../health/daemonRecord.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { sqliteInboxStore } from '../inbox/inboxStore.js';
 import { newLeaseOwner } from '../leaseOwner.js';
@@ -16,10 +14,10 @@ import { releaseDeadClaims } from '../outbox/startup.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
-import { sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
+import { sqliteClassifyFault, sqliteHealthReads, sqliteReadiness } from '../sqlite/health.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
-import { acquireOwnership } from '../sqlite/ownership.js';
+import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlite/ownership.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
@@ -98,7 +96,7 @@ export function sqliteApi(ctx: AppContext): ApiSeams & ApiOptions {
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
       sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),
-    unavailable: sqliteUnavailableAnswer(() => ctx.database.sqlite),
+    unavailable: sqliteClassifyFault(() => ctx.database.sqlite),
   };
 }
 

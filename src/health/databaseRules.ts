@@ -3,8 +3,8 @@ import type { Problem, RuleInputs } from './problems.js';
 import type { HealthSnapshot } from './snapshot.js';
 
 /**
- * The database's problems, from what the daemon's own reads and writes met (SQLite) or whether the
- * server can be reached at all (PostgreSQL): a rule group of `judge` (./rules.ts) in a file of its own.
+ * The database's problems, from what the daemon's own reads and writes met (a file's faults) or
+ * whether the server can be reached at all (a server store): a rule group of `judge` (./rules.ts) in a file of its own.
  */
 
 /** Writes finding the lock held by another process this long is a warning (ms). */
@@ -20,7 +20,8 @@ export function databaseProblems(snapshot: HealthSnapshot, inputs: RuleInputs): 
       code: 'database-unreachable',
       message: `PostgreSQL cannot be reached${since === null ? '' : ` for ${formatDuration(since)}`}: ${unreachable.reason}; the API and webhooks answer 503, nothing is sent or recorded until it is back`,
       action:
-        'check the server (pg_isready, systemctl status postgresql, its log), the network and database.url; the daemon reconnects on its own, no restart needed',
+        unreachable.action ??
+        'check the database server and the network to it; the daemon reconnects on its own, no restart needed',
     });
   }
   if (corruption) {

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The vocabulary of the health rules (rules.ts, databaseRules.ts): the severities, every problem
  * code, a problem, and the inputs besides the snapshot. Apart from the rules so that the rules'
@@ -40,15 +42,18 @@ export const PROBLEM_SEVERITIES = {
 export type ProblemCode = keyof typeof PROBLEM_SEVERITIES;
 export const PROBLEM_CODES = Object.keys(PROBLEM_SEVERITIES) as ProblemCode[];
 
-export interface Problem {
-  severity: Exclude<Severity, 'ok'>;
-  /** Stable identifier, also the README runbook's heading. */
-  code: ProblemCode;
-  /** What is wrong, with the figures. */
-  message: string;
-  /** What the on-call engineer should do. */
-  action: string;
-}
+export const problemSchema = z
+  .object({
+    severity: z.enum(['warning', 'critical']),
+    code: z
+      .enum(PROBLEM_CODES as [ProblemCode, ...ProblemCode[]])
+      .describe("stable; a heading of README's runbook (GET /runbook#<code>)"),
+    message: z.string().describe('what is wrong, with the figures'),
+    action: z.string().describe('what the on-call engineer should do'),
+  })
+  .meta({ id: 'Problem' });
+
+export type Problem = z.output<typeof problemSchema>;
 
 /** Inputs besides the snapshot. */
 export interface RuleInputs {

@@ -1,127 +1,157 @@
-import { type DatabaseFacts, NO_FAULTS } from '../sqlite/faults.js';
+import { z } from 'zod';
+import type { StoreIdentity } from './identity.js';
 import type { Series } from './series.js';
 
 /**
  * Every fact health is judged on, read from the database in one short read transaction, so the
  * daemon, `vcu-sync status` in another process, and the metrics all judge the same numbers. The
- * statements are ./snapshotReads.ts's, written once for both stores.
+ * statements are ./snapshotReads.ts's, written once for both stores. The facts are declared once,
+ * as the zod schema GET /status documents (./health.ts); the types are read from it.
  */
 
-/** The latest runs of one sync resource. */
-export interface ResourceFacts {
-  resource: string;
-  lastSuccessAt: string | null;
-  lastRun: {
-    id: number;
-    status: string;
-    startedAt: string;
-    finishedAt: string | null;
-    error: string | null;
-    fetched: number;
-    inserted: number;
-    updated: number;
-    removed: number;
-    quarantined: number;
-  } | null;
-  /** Records in the mirror table, not removed. */
-  records: number;
-  /**
-   * Public lists: the `limit` their scans ask for, below `sync.page_size` when the operator was
-   * found to cap it (learned, kept in the checkpoint); null for custody.
-   */
-  effectivePageSize: number | null;
-}
+/** An ISO 8601 instant (UTC, milliseconds), as api/schemas/common.ts's. */
+const instant = z.string().meta({ format: 'date-time' });
+const count = z.number().int();
+const when = instant.nullable();
+const byName = z.record(z.string(), count);
 
-export interface HealthSnapshot {
-  resources: ResourceFacts[];
-  outbox: {
-    byState: Record<string, number>;
-    oldestQueuedAt: string | null;
-    paused: { reason: string; since: string } | null;
-    /** Accepted rows with no decision, accepted before the cutoff. */
-    awaitingDecision: number;
-    oldestAwaitingAt: string | null;
-    /** When the oldest accepted row still waiting for a decision was accepted (any age). */
-    oldestAcceptedAt: string | null;
-    /** Decided or ended in the recent window, by final state (approved, rejected, failed, cancelled). */
-    finishedSince: Record<string, number>;
-    recentFailures: Array<{ ref: string; operationType: string; error: string | null; at: string }>;
-  };
-  rejections: {
-    since: number;
-    recent: Array<{ ref: string; operationType: string; reason: string | null; at: string }>;
-  };
-  quarantine: Record<string, number>;
-  webhooks: {
-    received: number;
-    verificationFailures: number;
-    lastFailureReason: string | null;
-    conflicts: number;
-    pendingOlderThanCutoff: number;
-    lastReceivedAt: string | null;
-    /** Events in the recent window whose webhook id had been seen with another body. */
-    idReused: number;
-    /** Events in the recent window whose decision could not be read, and the latest one's words. */
-    undecided: number;
-    lastUndecided: { type: string | null; status: string | null } | null;
-  };
-  /** What this process saw of the database's own health (write failures, locks, corruption). */
-  database: DatabaseFacts;
-  /** Deliveries to `[[subscribers]]`, per subscriber (absent when unread). */
-  subscribers?: SubscriberBacklog[];
-  /**
-   * PostgreSQL only (absent on SQLite, where one process runs): every replica registered in
-   * `replicas`, by lease owner, with whether it is alive and what it holds.
-   */
-  replicas?: ReplicaFacts[];
-  /**
-   * PostgreSQL only: sync runs still `running`, and whether their resource's run lock is held (a
-   * free lock means the replica running it is gone; the next run marks it `interrupted`).
-   */
-  runningSyncs?: RunningSync[];
-}
+const resourceFacts = z.object({
+  resource: z.string(),
+  lastSuccessAt: when,
+  lastRun: z
+    .object({
+      id: count,
+      status: z.string().describe('running, succeeded, failed or interrupted'),
+      startedAt: instant,
+      finishedAt: when,
+      error: z.string().nullable(),
+      fetched: count,
+      inserted: count,
+      updated: count,
+      removed: count,
+      quarantined: count,
+    })
+    .nullable(),
+  records: count.describe('records in the mirror table, not removed'),
+  effectivePageSize: count
+    .nullable()
+    .describe(
+      'public lists: the limit their scans ask for (below sync.page_size when the operator caps it); null for custody',
+    ),
+});
 
-/** Per subscriber: rows by state, and when the oldest undelivered one was written. */
-export interface SubscriberBacklog {
-  subscriber: string;
-  pending: number;
-  dead: number;
-  delivered: number;
-  /** created_at (or redriven_at) of the oldest pending/sending row; null when none. */
-  oldestPendingAt: string | null;
-  /** The last failure of the head row, masked. */
-  lastError: string | null;
-}
+/** The faults health reports (ISO times): what the store saw of its own health. */
+const databaseFacts = z.object({
+  writeFailure: z
+    .object({ code: z.string(), message: z.string(), since: instant, lastAt: instant, failures: count })
+    .nullable()
+    .describe('the last write that failed for a reason other than a lock, while none has succeeded since'),
+  lockedSince: when.describe('since when writes have found the write lock held by another process'),
+  corruption: z
+    .object({ detail: z.string(), at: instant, source: z.enum(['integrity-check', 'query']) })
+    .nullable()
+    .describe('corruption found by the integrity check or a query; writes are refused until a restart'),
+  readError: z.string().nullable().describe('why health could not read the database, when it could not'),
+  // A server store only: it could not be reached at all (refused, shut down, cut), since when as this
+  // process saw it (null: unknown), why, and what to do (the store's own words).
+  unreachable: z
+    .object({ reason: z.string(), since: instant.nullable(), action: z.string().optional() })
+    .nullable()
+    .optional(),
+  /** What to do about readError, when the store has its own advice (PostgreSQL: login, database, server). */
+  readAction: z.string().optional(),
+});
 
+const subscriberBacklog = z.object({
+  subscriber: z.string(),
+  pending: count,
+  dead: count,
+  delivered: count,
+  oldestPendingAt: when.describe('created_at (or redriven_at) of the oldest pending/sending row'),
+  lastError: z.string().nullable().describe('the last failure of the head row, masked'),
+});
+
+const replicaFacts = z.object({
+  owner: z.string().describe('lease owner, unique per process'),
+  name: z.string().describe('instance name'),
+  runs: z.string().describe('what it runs, comma-separated (outbox, mirror, ...)'),
+  startedAt: instant,
+  lastHeartbeatAt: instant,
+  alive: z.boolean().describe('its liveness lock is held: its session is up'),
+  claimed: count.describe('outbox rows it has claimed (sending under its lease)'),
+  claimedDeliveries: count.describe('subscriber deliveries it has claimed (sending under its lease)'),
+  oldestClaimAt: when,
+});
+
+const runningSync = z.object({
+  id: count,
+  resource: z.string(),
+  startedAt: instant,
+  pid: count.nullable().describe('process that started it'),
+  lockHeld: z.boolean().describe("its resource's run lock is held; free: the replica running it is gone"),
+});
+
+const failure = { ref: z.string(), operationType: z.string(), at: instant };
+
+export const snapshotSchema = z.object({
+  resources: z.array(resourceFacts),
+  outbox: z.object({
+    byState: byName,
+    oldestQueuedAt: when,
+    paused: z.object({ reason: z.string(), since: instant }).nullable(),
+    awaitingDecision: count.describe('accepted rows with no decision, accepted before the cutoff'),
+    oldestAwaitingAt: when,
+    oldestAcceptedAt: when.describe('when the oldest accepted row still waiting for a decision was accepted'),
+    finishedSince: byName.describe('decided or ended in the recent window, by final state'),
+    recentFailures: z.array(z.object({ ...failure, error: z.string().nullable() })),
+  }),
+  rejections: z.object({
+    since: count,
+    recent: z.array(z.object({ ...failure, reason: z.string().nullable() })),
+  }),
+  quarantine: byName,
+  webhooks: z.object({
+    received: count,
+    verificationFailures: count,
+    lastFailureReason: z.string().nullable(),
+    conflicts: count,
+    pendingOlderThanCutoff: count,
+    lastReceivedAt: when,
+    idReused: count.describe('events in the recent window whose webhook id had been seen with another body'),
+    undecided: count.describe('events in the recent window whose decision could not be read'),
+    lastUndecided: z.object({ type: z.string().nullable(), status: z.string().nullable() }).nullable(),
+  }),
+  database: databaseFacts,
+  subscribers: z
+    .array(subscriberBacklog)
+    .optional()
+    .describe('deliveries to [[subscribers]], per subscriber'),
+  replicas: z
+    .array(replicaFacts)
+    .optional()
+    .describe('a store shared by replicas only (PostgreSQL): every replica registered, alive or not'),
+  runningSyncs: z
+    .array(runningSync)
+    .optional()
+    .describe('a store shared by replicas only (PostgreSQL): sync runs marked running'),
+});
+
+export type HealthSnapshot = z.output<typeof snapshotSchema>;
+export type ResourceFacts = z.output<typeof resourceFacts>;
+export type DatabaseFacts = z.output<typeof databaseFacts>;
+export type SubscriberBacklog = z.output<typeof subscriberBacklog>;
 /** One replica as its `replicas` row and its liveness lock show it. */
-export interface ReplicaFacts {
-  /** Its lease owner (unique per process). */
-  owner: string;
-  /** The instance name it runs as. */
-  name: string;
-  /** What it runs, comma-separated (e.g. `outbox,mirror`). */
-  runs: string;
-  startedAt: string;
-  lastHeartbeatAt: string;
-  /** Its liveness lock is held, so its session is up. */
-  alive: boolean;
-  /** Outbox rows it has claimed (`sending` under its lease), and the oldest claim's update. */
-  claimed: number;
-  /** Subscriber deliveries it has claimed (`sending` under its lease). */
-  claimedDeliveries: number;
-  oldestClaimAt: string | null;
-}
-
+export type ReplicaFacts = z.output<typeof replicaFacts>;
 /** A sync run still marked `running`. */
-export interface RunningSync {
-  id: number;
-  resource: string;
-  startedAt: string;
-  /** The process that started it. */
-  pid: number | null;
-  /** Its resource's run lock is held (by whichever replica runs it). */
-  lockHeld: boolean;
-}
+export type RunningSync = z.output<typeof runningSync>;
+
+/** No fault seen. */
+export const NO_FAULTS: DatabaseFacts = Object.freeze({
+  writeFailure: null,
+  lockedSince: null,
+  corruption: null,
+  readError: null,
+});
 
 /**
  * Where the snapshot is read: one call is one snapshot, read in one transaction (SQLite's
@@ -129,6 +159,8 @@ export interface RunningSync {
  * rules the same facts.
  */
 export interface HealthReads {
+  /** Which store this is and where (for the identity): its kind, and its file or server without credentials. */
+  store: StoreIdentity;
   /** The snapshot; throws when the database cannot be read (status turns that into a problem). */
   snapshot(window: SnapshotWindow, pageSize?: number): Promise<HealthSnapshot>;
   /** When the running daemon started, from its record in `daemon_state` (null: none). */

@@ -1,17 +1,15 @@
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
-import { livenessLock, syncRunLock } from '../postgres/advisoryLocks.js';
-import type { DatabaseFacts } from '../sqlite/faults.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
+import type { StoreIdentity } from './identity.js';
 import { readSeries } from './series.js';
 import {
+  type DatabaseFacts,
   type HealthReads,
   type HealthSnapshot,
   learnedPageSize,
   minKnown,
-  type ReplicaFacts,
   type ResourceFacts,
-  type RunningSync,
   type SnapshotWindow,
   type SubscriberBacklog,
   SYNC_RESOURCES,
@@ -20,19 +18,23 @@ import {
 /**
  * Every statement health is judged on, written once for both stores: the snapshot is one script
  * read in one transaction (see {@link SnapshotEdge}), so every figure is of one moment and both
- * stores feed the same rules the same facts. Where several processes share the store
- * (`sharedByProcesses`: PostgreSQL's replicas), the replicas and the runs they hold are read too.
- * Every statement only reads: status never takes a lock a replica could wait on.
+ * stores feed the same rules the same facts; what only one store knows (a shared store's replicas
+ * and the runs they hold) is its edge's script, read in the same moment. Every statement only
+ * reads: status never takes a lock a replica could wait on.
  */
 
 /** What a store adds to its health reads: how it reads one moment, and its own facts. */
 export interface SnapshotEdge {
+  /** Which store this is, and where (the identity's `database`). */
+  store: StoreIdentity;
   /** Runs a read-only script in one transaction that sees one moment. */
   atOneMoment<T>(script: Script<T>): Promise<T>;
   /** What this process saw of the database's own health (write failures, locks, corruption). */
   databaseFacts(): DatabaseFacts;
   /** Notes a read error; returns the facts to report, with why. */
   readFailed(err: unknown): DatabaseFacts;
+  /** What only this store knows, read in the same moment (a store shared by replicas: its replicas). */
+  storeFacts?: () => Script<Pick<HealthSnapshot, 'replicas' | 'runningSyncs'>>;
 }
 
 /** The outbox's pause record (outbox/pause.ts), as the snapshot and /readyz read it. */
@@ -164,47 +166,11 @@ function* subscriberFacts(): Script<SubscriberBacklog[]> {
   return rows.sort((a, b) => byteOrder(a.subscriber, b.subscriber));
 }
 
-/** A session advisory lock on a 64-bit key (SQL) is granted in this database (PostgreSQL's). */
-const lockHeld = (key: string) =>
-  raw(`EXISTS (
-  SELECT 1 FROM pg_locks l
-   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-     AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`);
-
-/** The same keys as postgres/liveness.ts (a replica's owner) and mirror/pg/pgBackend.ts (a resource's runs). */
-
-/** Every registered replica, alive or not, with its claims (by lease owner, byte order). */
-const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs,
-            r.started_at AS "startedAt", r.last_heartbeat_at AS "lastHeartbeatAt",
-            ${lockHeld(livenessLock('r.lease_owner'))} AS alive,
-            (SELECT count(*) FROM outbox o WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS claimed,
-            (SELECT count(*) FROM deliveries d WHERE d.state = 'sending' AND d.lease_owner = r.lease_owner)
-              AS "claimedDeliveries",
-            (SELECT min(o.updated_at) FROM outbox o
-              WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS "oldestClaimAt"
-       FROM replicas r ORDER BY r.lease_owner COLLATE "C"`;
-
-/** Sync runs still `running`, and whether their resource's run lock is held. */
-const RUNNING_SYNCS: Sql = sql`SELECT id, resource, started_at AS "startedAt", pid,
-            ${lockHeld(syncRunLock('resource'))} AS "lockHeld"
-       FROM sync_runs WHERE status = 'running' ORDER BY id`;
-
-/**
- * What only a store shared by several processes has: its replicas (liveness from `pg_locks`) and
- * the runs they hold. Read only where the store says it is shared.
- */
-function* sharedStoreFacts(): Script<Pick<HealthSnapshot, 'replicas' | 'runningSyncs'>> {
-  const replicas = yield* all<ReplicaFacts>(REPLICAS);
-  const runningSyncs = yield* all<RunningSync>(RUNNING_SYNCS);
-  return { replicas, runningSyncs };
-}
-
-/** Every fact, read by one script; `database` gives the store's own facts, read at its end. */
+/** Every fact, read by one script; `edge` gives the store's own facts, read at its end. */
 export function* snapshotScript(
   window: SnapshotWindow,
   pageSize: number | undefined,
-  store: { shared: boolean; database(): DatabaseFacts },
+  edge: Pick<SnapshotEdge, 'databaseFacts' | 'storeFacts'>,
 ): Script<HealthSnapshot> {
   const resources = yield* resourceFacts(pageSize);
   const outbox = yield* outboxFacts(window);
@@ -216,22 +182,27 @@ export function* snapshotScript(
   );
   const webhooks = yield* webhookFacts(window);
   const subscribers = yield* subscriberFacts();
-  const extra = store.shared ? yield* sharedStoreFacts() : {};
+  const extra = edge.storeFacts ? yield* edge.storeFacts() : {};
   return {
     resources,
     outbox,
     rejections,
     quarantine,
     webhooks,
-    database: store.database(),
+    database: edge.databaseFacts(),
     subscribers,
     ...extra,
   };
 }
 
+/** The `daemon_state` key of the running daemon's record, where its store keeps one (a file's one daemon). */
+export const DAEMON_RECORD_KEY = 'daemon';
+
 /** When the running daemon started, from its record in `daemon_state` (null: none, or unreadable). */
-export async function daemonStartedAt(store: ScriptStore): Promise<string | null> {
-  const [row] = await store.read<{ value: string }>(sql`SELECT value FROM daemon_state WHERE key = 'daemon'`);
+async function daemonStartedAt(store: ScriptStore): Promise<string | null> {
+  const [row] = await store.read<{ value: string }>(
+    sql`SELECT value FROM daemon_state WHERE key = ${DAEMON_RECORD_KEY}`,
+  );
   try {
     return row ? ((JSON.parse(row.value) as { startedAt?: string }).startedAt ?? null) : null;
   } catch {
@@ -241,10 +212,9 @@ export async function daemonStartedAt(store: ScriptStore): Promise<string | null
 
 /** The health reads of a store: the statements above, read as `edge` says. */
 export function healthReads(store: ScriptStore, edge: SnapshotEdge): HealthReads {
-  const shared = store.dialect.capabilities.sharedByProcesses;
   return {
-    snapshot: (window, pageSize) =>
-      edge.atOneMoment(snapshotScript(window, pageSize, { shared, database: () => edge.databaseFacts() })),
+    store: edge.store,
+    snapshot: (window, pageSize) => edge.atOneMoment(snapshotScript(window, pageSize, edge)),
     daemonStartedAt: () => daemonStartedAt(store),
     readFailed: (err) => edge.readFailed(err),
     series: (now) => readSeries(store, now),

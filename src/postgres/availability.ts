@@ -75,13 +75,18 @@ const UNREACHABLE_STATES = ['57P01', '57P02', '57P03'];
 export function unreachableReason(err: unknown): string | null {
   if (!(err instanceof Error)) return null;
   const code = (err as { code?: unknown }).code;
-  const line = () => scrubText(errorMessage(err).split('\n')[0] ?? '') || 'unknown error';
   if (typeof code === 'string') {
-    if (code.startsWith('08') || UNREACHABLE_STATES.includes(code) || NETWORK_CODES.has(code)) return line();
+    if (code.startsWith('08') || UNREACHABLE_STATES.includes(code) || NETWORK_CODES.has(code))
+      return errorLine(err);
     return null;
   }
   // pg's own words for a connection cut while opening, or that timed out (connectionTimeoutMillis).
-  return /Connection terminated/i.test(err.message) ? line() : null;
+  return /Connection terminated/i.test(err.message) ? errorLine(err) : null;
+}
+
+/** The server's words, one line, no secrets (pg's messages name no password; scrubbed anyway). */
+export function errorLine(err: unknown): string {
+  return scrubText(errorMessage(err).split('\n')[0] ?? '') || 'unknown error';
 }
 
 /** The edge: the state, the clock, and who hears of a change. */

@@ -84,9 +84,12 @@ export function pgConnection(url: string, options: PgConnectionOptions = {}): Pg
   // Times are timestamptz read back as text: one session time zone makes that text the same on every replica.
   client.options = [parsed.options, '-c TimeZone=UTC'].filter(Boolean).join(' ');
 
-  const host = client.host || 'localhost';
-  const label = `${host}:${client.port ?? 5432}/${client.database ?? client.user ?? ''}`;
-  return { client, sslmode, label };
+  return { client, sslmode, label: labelOf(client) };
+}
+
+/** A connection's `host:port/database`, as logs and status name it: never its user's password. */
+export function labelOf(client: Pick<ClientConfig, 'host' | 'port' | 'database' | 'user'>): string {
+  return `${client.host || 'localhost'}:${client.port ?? 5432}/${client.database ?? client.user ?? ''}`;
 }
 
 /**

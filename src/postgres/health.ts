@@ -1,41 +1,100 @@
 import type pg from 'pg';
 import { isoAt, realSchedule, type Schedule } from '../clock.js';
 import { errorMessage } from '../errors.js';
+import type { StoreIdentity } from '../health/identity.js';
 import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from '../health/readiness.js';
-import type { HealthReads } from '../health/snapshot.js';
+import type { ClassifyFault } from '../health/refusal.js';
+import {
+  type DatabaseFacts,
+  type HealthReads,
+  type HealthSnapshot,
+  NO_FAULTS,
+  type ReplicaFacts,
+  type RunningSync,
+} from '../health/snapshot.js';
 import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from '../health/snapshotReads.js';
 import { pauseOf } from '../outbox/pause.js';
-import { scrubText } from '../redact.js';
-import { type DatabaseFacts, NO_FAULTS } from '../sqlite/faults.js';
 import { migrationsNewerThan } from '../sqlite/migrations.js';
-import type { ScriptStore } from '../store/script.js';
-import { sql } from '../store/sql.js';
-import { type PgAvailability, unreachableReason } from './availability.js';
-import { pgReadAdvice } from './healthAdvice.js';
+import { all, type Script, type ScriptStore } from '../store/script.js';
+import { raw, type Sql, sql } from '../store/sql.js';
+import { livenessLock, syncRunLock } from './advisoryLocks.js';
+import { errorLine, type PgAvailability, unreachableReason } from './availability.js';
+import { labelOf, pgConnection } from './connection.js';
+import { pgUnavailableReason } from './faults.js';
+import { pgReadAdvice, UNREACHABLE_ACTION } from './healthAdvice.js';
 import { inPgTransaction, PG_MIGRATIONS_FOLDER } from './open.js';
 import { drivePostgres, postgresScriptStore } from './scripts.js';
 
 /**
  * PostgreSQL's part of health (the statements are ./snapshotReads.ts's): the snapshot in one
- * REPEATABLE READ, READ ONLY transaction, so every figure is of one moment; a server that cannot be
- * reached reported as such; /readyz's facts within a bound. Write failures, locks and corruption
- * are SQLite's file-level faults: the server has its own log.
+ * REPEATABLE READ, READ ONLY transaction, so every figure is of one moment, with the replicas and
+ * their locks; a server that cannot be reached reported as such; /readyz's facts within a bound.
+ * Write failures, locks and corruption are SQLite's file-level faults: the server has its own log.
  */
+
+/** The identity's `database` of a server at `label` (host:port/database, never credentials). */
+const storeAt = (label: string): StoreIdentity => ({ kind: 'postgres', location: label });
 
 /**
  * How a failed read of the PostgreSQL snapshot is reported: a server that cannot be reached is
  * `unreachable` (since when `availability` says, when given), anything else a read error.
  */
-export function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
+function pgReadFailed(err: unknown, availability?: PgAvailability): DatabaseFacts {
   const reason = unreachableReason(err);
   // pg's messages name host:port at most, never the URL's password.
   if (reason === null) return { ...NO_FAULTS, readError: errorMessage(err), readAction: pgReadAdvice(err) };
   const outage = availability?.outage();
-  return { ...NO_FAULTS, unreachable: { reason, since: outage ? isoAt(outage.since) : null } };
+  const since = outage ? isoAt(outage.since) : null;
+  return { ...NO_FAULTS, unreachable: { reason, since, action: UNREACHABLE_ACTION } };
 }
 
-function pgSnapshotEdge(pool: pg.Pool, availability: PgAvailability | undefined): SnapshotEdge {
+/** The API's reading of a failed request: a server away, restarting, out of connections, a lost race. */
+export const pgClassifyFault: ClassifyFault = (err) => {
+  const reason = pgUnavailableReason(err);
+  if (reason === null) return null;
+  // A server that is not there is logged once per outage (db.unreachable), not once per request.
   return {
+    kind: 'postgres',
+    message: `${reason}; retry later`,
+    retryAfterSeconds: 2,
+    quiet: unreachableReason(err) !== null,
+  };
+};
+
+/** A session advisory lock on a 64-bit key (SQL) is granted in this database (PostgreSQL's). */
+const lockHeld = (key: string) =>
+  raw(`EXISTS (
+  SELECT 1 FROM pg_locks l
+   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+     AND ((l.classid::int8 << 32) | l.objid::int8) = ${key})`);
+
+/** Every registered replica, alive or not, with its claims (by lease owner, byte order). */
+const REPLICAS: Sql = sql`SELECT r.lease_owner AS owner, r.name, r.holds AS runs,
+            r.started_at AS "startedAt", r.last_heartbeat_at AS "lastHeartbeatAt",
+            ${lockHeld(livenessLock('r.lease_owner'))} AS alive,
+            (SELECT count(*) FROM outbox o WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS claimed,
+            (SELECT count(*) FROM deliveries d WHERE d.state = 'sending' AND d.lease_owner = r.lease_owner)
+              AS "claimedDeliveries",
+            (SELECT min(o.updated_at) FROM outbox o
+              WHERE o.state = 'sending' AND o.lease_owner = r.lease_owner) AS "oldestClaimAt"
+       FROM replicas r ORDER BY r.lease_owner COLLATE "C"`;
+
+/** Sync runs still `running`, and whether their resource's run lock is held. */
+const RUNNING_SYNCS: Sql = sql`SELECT id, resource, started_at AS "startedAt", pid,
+            ${lockHeld(syncRunLock('resource'))} AS "lockHeld"
+       FROM sync_runs WHERE status = 'running' ORDER BY id`;
+
+/** What only the replicas' shared store has: its replicas (liveness from `pg_locks`) and the runs they hold. */
+function* replicaFacts(): Script<Pick<HealthSnapshot, 'replicas' | 'runningSyncs'>> {
+  const replicas = yield* all<ReplicaFacts>(REPLICAS);
+  const runningSyncs = yield* all<RunningSync>(RUNNING_SYNCS);
+  return { replicas, runningSyncs };
+}
+
+function pgSnapshotEdge(pool: pg.Pool, availability?: PgAvailability): SnapshotEdge {
+  return {
+    store: storeAt(labelOf(pool.options)),
     atOneMoment: (script) =>
       inPgTransaction(pool, async (client) => {
         await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
@@ -43,12 +102,41 @@ function pgSnapshotEdge(pool: pg.Pool, availability: PgAvailability | undefined)
       }),
     databaseFacts: () => ({ ...NO_FAULTS }),
     readFailed: (err) => pgReadFailed(err, availability),
+    storeFacts: replicaFacts,
   };
 }
 
 /** The health reads of a PostgreSQL database; `availability` dates an outage (default: undated). */
 export function pgHealthReads(pool: pg.Pool, availability?: PgAvailability): HealthReads {
   return healthReads(postgresScriptStore(pool), pgSnapshotEdge(pool, availability));
+}
+
+/**
+ * The health of the database at `url` that could not be opened: openPostgres's error names
+ * host:port/database only; what it wraps says whether the server was there.
+ */
+export function pgUnopenedReads(err: unknown, url: string): HealthReads {
+  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
+  let label: string;
+  try {
+    label = pgConnection(url).label;
+  } catch {
+    // The URL was checked at load; an unreadable one names nothing rather than leak a part.
+    label = 'database.url';
+  }
+  return {
+    store: storeAt(label),
+    snapshot: () => Promise.reject(err),
+    daemonStartedAt: async () => null,
+    readFailed: () =>
+      unreachableReason(cause) === null
+        ? pgReadFailed(err)
+        : {
+            ...NO_FAULTS,
+            unreachable: { reason: errorMessage(err), since: null, action: UNREACHABLE_ACTION },
+          },
+    series: () => Promise.reject(err),
+  };
 }
 
 /**
@@ -79,11 +167,6 @@ type ReadinessOfDatabase = Pick<
 
 const UNKNOWN = { writeBlocked: null, pendingMigrations: 0, sendingPaused: null } as const;
 
-/** The server's words, one line, no secrets (pg's messages name no password; scrubbed anyway). */
-function problem(err: unknown): string {
-  return scrubText(errorMessage(err).split('\n')[0] ?? '') || 'unknown error';
-}
-
 async function readDatabaseFacts(store: ScriptStore): Promise<ReadinessOfDatabase> {
   try {
     const [state] = await store.read<{ read_only: boolean; migrated: boolean }>(
@@ -112,7 +195,7 @@ async function readDatabaseFacts(store: ScriptStore): Promise<ReadinessOfDatabas
     const unreachable = unreachableReason(err);
     if (unreachable !== null)
       return { databaseUnanswered: null, databaseUnreachable: unreachable, ...UNKNOWN };
-    return { databaseUnanswered: problem(err), ...UNKNOWN };
+    return { databaseUnanswered: errorLine(err), ...UNKNOWN };
   }
 }
 

@@ -64,3 +64,7 @@ export function pgReadAdvice(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
   return ADVICE.find((a) => a.test(code, message))?.action ?? UNREACHABLE;
 }
+
+/** What to do while the server cannot be reached at all (status's `database-unreachable`). */
+export const UNREACHABLE_ACTION =
+  'check the server (pg_isready, systemctl status postgresql, its log), the network and database.url; the daemon reconnects on its own, no restart needed';

@@ -5,6 +5,7 @@
  * `/status` turns critical the moment writes fail instead of saying "ok" over a stream of 500s.
  * Kept in memory per connection: a write failure cannot be recorded in the file that refuses it.
  */
+import type { DatabaseFacts } from '../health/snapshot.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 
@@ -103,32 +104,6 @@ function describe(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
-
-/** The faults health reports (ISO times). */
-export interface DatabaseFacts {
-  /** The last write that failed for a reason other than a lock, while none has succeeded since. */
-  writeFailure: { code: string; message: string; since: string; lastAt: string; failures: number } | null;
-  /** Since when writes have found the write lock held by another process, with none succeeding since. */
-  lockedSince: string | null;
-  /** Corruption found by the integrity check or by a query; writes are refused until a restart. */
-  corruption: { detail: string; at: string; source: 'integrity-check' | 'query' } | null;
-  /** Why health could not read the database (other than corruption), when it could not. */
-  readError: string | null;
-  /**
-   * PostgreSQL only: the server could not be reached at all (refused, shut down, cut), since when
-   * as this process saw it (null when it does not know), and why. Never set on SQLite.
-   */
-  unreachable?: { reason: string; since: string | null } | null;
-  /** What to do about `readError`, when the store knows better than SQLite's file advice (PostgreSQL). */
-  readAction?: string;
-}
-
-export const NO_FAULTS: DatabaseFacts = Object.freeze({
-  writeFailure: null,
-  lockedSince: null,
-  corruption: null,
-  readError: null,
-});
 
 /** The fault state of one connection. */
 export class DatabaseFaults {

@@ -1,35 +1,31 @@
 import { errorMessage } from '../errors.js';
-import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from '../health/readiness.js';
-import type { HealthReads, HealthSnapshot, SnapshotWindow } from '../health/snapshot.js';
-import {
-  healthReads,
-  PAUSE_ROW,
-  type PauseRow,
-  type SnapshotEdge,
-  snapshotScript,
-} from '../health/snapshotReads.js';
+import { EXPECTED_LISTENERS, type ReadinessReader } from '../health/readiness.js';
+import type { ClassifyFault } from '../health/refusal.js';
+import type { DatabaseFacts, HealthReads } from '../health/snapshot.js';
+import { healthReads, PAUSE_ROW, type PauseRow, type SnapshotEdge } from '../health/snapshotReads.js';
 import { pauseOf } from '../outbox/pause.js';
 import { commitQueueFor, driveSqlite } from './commitQueue.js';
 import {
   classifyDatabaseError,
-  type DatabaseFacts,
   type DatabaseFaults,
   databaseFaultsFor,
   faultCause,
   sqliteCode,
+  unavailableFor,
 } from './faults.js';
 import { pendingMigrations } from './migrations.js';
 import type { Sqlite } from './open.js';
-import { runSqlite, sqliteDialect } from './scripts.js';
+import { runSqlite } from './scripts.js';
 
 /**
  * SQLite's part of health (the statements are ./snapshotReads.ts's): the snapshot in one deferred
  * read transaction, driven synchronously; the file's own faults (write failures, locks,
- * corruption, sqlite/faults.ts); and /readyz's write probe, which only a write can answer on a file.
+ * corruption, sqlite/faults.ts); the API's reading of its errors; and /readyz's write probe, which
+ * only a write can answer on a file.
  */
 
 /** How SQLite's reads note a failed read: corruption is recorded (a read error is not a failed write). */
-export function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
+function readFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
   const faults = databaseFaultsFor(sqlite);
   if (classifyDatabaseError(err) === 'corrupt') {
     faults.noteFailure(err);
@@ -40,29 +36,34 @@ export function sqliteReadFailed(sqlite: Sqlite, err: unknown): DatabaseFacts {
 }
 
 /**
- * The snapshot read now, in one deferred (read) transaction: a read never takes the write lock,
- * so `vcu-sync status` in another process never stalls the daemon's writes.
+ * SQLite's part of the health reads: its read transaction (deferred: a read never takes the write
+ * lock, so `vcu-sync status` in another process never stalls the daemon's writes) and its file's faults.
  */
-export function readSnapshot(sqlite: Sqlite, window: SnapshotWindow, pageSize?: number): HealthSnapshot {
-  const facts = {
-    shared: sqliteDialect.capabilities.sharedByProcesses,
-    database: () => databaseFaultsFor(sqlite).facts(),
-  };
-  return sqlite.transaction(() => driveSqlite(sqlite, snapshotScript(window, pageSize, facts)))();
-}
-
-/** SQLite's part of the health reads: its read transaction and its file's faults. */
-function sqliteSnapshotEdge(sqlite: Sqlite): SnapshotEdge {
+export function sqliteSnapshotEdge(sqlite: Sqlite): SnapshotEdge {
   return {
+    store: { kind: 'sqlite', location: sqlite.name },
     atOneMoment: async (script) => sqlite.transaction(() => driveSqlite(sqlite, script))(),
     databaseFacts: () => databaseFaultsFor(sqlite).facts(),
-    readFailed: (err) => sqliteReadFailed(sqlite, err),
+    readFailed: (err) => readFailed(sqlite, err),
   };
 }
 
 /** The health reads of a SQLite database (./health/snapshotReads.ts's statements). */
 export function sqliteHealthReads(sqlite: Sqlite): HealthReads {
   return healthReads(commitQueueFor(sqlite), sqliteSnapshotEdge(sqlite));
+}
+
+/**
+ * The API's reading of a failed request on the file `sqlite()` (read per request: a context reopened
+ * meanwhile is read anew): the fault is noted on the handle, so status says what the 503s are about.
+ */
+export function sqliteClassifyFault(sqlite: () => Sqlite): ClassifyFault {
+  return (err) => {
+    const kind = databaseFaultsFor(sqlite()).noteFailure(err);
+    if (kind === null) return null;
+    const { code, message, retryAfterSeconds } = unavailableFor(err, kind);
+    return { kind, code, message, retryAfterSeconds };
+  };
 }
 
 /**
@@ -146,21 +147,12 @@ function trialWrite(sqlite: Sqlite): void {
 
 /** SQLite's facts reader (the file always answers; a lock held elsewhere is `writeBlocked`). */
 export function sqliteReadiness(sqlite: Sqlite, busyTimeoutMs: number): ReadinessReader {
-  return (listeners) => readReadinessFacts(sqlite, listeners, busyTimeoutMs);
-}
-
-/** The facts, read now. */
-export function readReadinessFacts(
-  sqlite: Sqlite,
-  listeners: ReadonlyMap<string, string>,
-  busyTimeoutMs: number,
-): ReadinessFacts {
-  return {
+  return (listeners) => ({
     databaseUnanswered: null,
     listeners: new Set(listeners.keys()),
     expectedListeners: EXPECTED_LISTENERS,
     writeBlocked: writeBlocked(sqlite, busyTimeoutMs),
     pendingMigrations: pendingMigrations(sqlite),
     sendingPaused: pauseOf(runSqlite(sqlite, PAUSE_ROW).rows[0] as PauseRow | undefined)?.reason ?? null,
-  };
+  });
 }

@@ -3,9 +3,11 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { EXIT_CONFIG, UserError } from '../errors.js';
+import { DAEMON_RECORD_KEY } from '../health/snapshotReads.js';
 import { createPrivateFile } from './fileMode.js';
 import { holderOfLockNamed } from './lockHolders.js';
 import { lockFileProblem } from './lockProblem.js';
+import type { Sqlite } from './open.js';
 
 /**
  * One daemon per SQLite file.
@@ -265,4 +267,30 @@ async function holderPid(lockPath: string, waitMs: number): Promise<number | und
     if (Date.now() >= deadline) return undefined;
     await delay(10);
   }
+}
+
+/**
+ * The running daemon's record in `daemon_state`: when it started, as which instance and pid, so
+ * `vcu-sync status` (another process) can show the daemon's uptime (health/snapshotReads.ts reads
+ * it). Written at start-up, removed at a graceful stop; a record left by a killed daemon is
+ * overwritten by the next start.
+ */
+export interface DaemonRecord {
+  startedAt: string;
+  pid: number;
+  instance: string;
+  version: string;
+}
+
+export function writeDaemonRecord(sqlite: Sqlite, record: DaemonRecord): void {
+  sqlite
+    .prepare(
+      `INSERT INTO daemon_state (key, value, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    )
+    .run(DAEMON_RECORD_KEY, JSON.stringify(record), record.startedAt);
+}
+
+export function clearDaemonRecord(sqlite: Sqlite): void {
+  sqlite.prepare('DELETE FROM daemon_state WHERE key = ?').run(DAEMON_RECORD_KEY);
 }

@@ -39,7 +39,10 @@ healthSnapshotCases('PostgreSQL', () => pgHealthStore(store), {
       await c.seed(sqlite.exec);
       const onSqlite = await readHealth(sqlite.reads, CONFIG, NOW);
       const { replicas: _replicas, runningSyncs: _running, ...shared } = onPostgres.snapshot;
-      expect({ ...onPostgres, snapshot: shared }).toEqual(onSqlite);
+      // Each identity names its own store: the server (never its credentials), the file.
+      expect(onPostgres.identity.database).toEqual({ kind: 'postgres', location: store.label });
+      const identity = { ...onPostgres.identity, database: onSqlite.identity.database };
+      expect({ ...onPostgres, identity, snapshot: shared }).toEqual(onSqlite);
       expect(series).toEqual(await sqlite.reads.series(NOW));
     } finally {
       await sqlite.close();

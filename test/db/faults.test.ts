@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { judge, LOCK_WARNING_MS, type RuleInputs } from '../../src/health/rules.js';
-import { unreadableSnapshot } from '../../src/health/snapshot.js';
+import { NO_FAULTS, unreadableSnapshot } from '../../src/health/snapshot.js';
 import { busyRetryDelay } from '../../src/sqlite/commitQueue.js';
-import { classifyDatabaseError, faultCause, NO_FAULTS } from '../../src/sqlite/faults.js';
+import { classifyDatabaseError, faultCause } from '../../src/sqlite/faults.js';
 import { privateFileMode } from '../../src/sqlite/fileMode.js';
 import { checkResult } from '../../src/sqlite/integrity.js';
 

@@ -3,8 +3,8 @@ import { runSync } from '../../src/mirror/syncRun.js';
 import { OperatorClient } from '../../src/operator/client.js';
 import { OperatorError } from '../../src/operator/errors.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { getHealth } from '../../src/status.js';
 import { testContext } from '../helpers/context.js';
+import { getHealth } from '../helpers/health.js';
 
 /**
  * A request that went out without an API key, and was refused for it, says so: the operator did

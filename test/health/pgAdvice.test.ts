@@ -50,9 +50,8 @@ describe('identityLine read from another process', () => {
   const config = {
     status: { instance_name: 'cli' },
     operator: { url: undefined },
-    database: { path: 'x.db', url: 'postgres://vcu@db.example:5432/vcu' },
   } as unknown as Parameters<typeof identityOf>[0];
-  const id = identityOf(config, null, Date.now());
+  const id = identityOf(config, { kind: 'postgres', location: 'db.example:5432/vcu' }, null, Date.now());
 
   it('on PostgreSQL counts the replicas alive instead of saying that no daemon runs', () => {
     expect(identityLine(id, formatDuration, [{ alive: true }, { alive: true }, { alive: false }])).toMatch(

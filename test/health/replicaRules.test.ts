@@ -4,11 +4,11 @@ import { formatHealth } from '../../src/health/format.js';
 import { judge, REPLICA_STALE_MS, type RuleInputs } from '../../src/health/rules.js';
 import {
   type HealthSnapshot,
+  NO_FAULTS,
   type ReplicaFacts,
   type RunningSync,
   unreadableSnapshot,
 } from '../../src/health/snapshot.js';
-import { NO_FAULTS } from '../../src/sqlite/faults.js';
 import { readHealth } from '../../src/status.js';
 
 /**
@@ -118,6 +118,7 @@ describe('replica-dead', () => {
     const health = async (snapshot: HealthSnapshot) =>
       readHealth(
         {
+          store: { kind: 'postgres', location: 'db.example:5432/vcu' },
           snapshot: async () => snapshot,
           daemonStartedAt: async () => null,
           readFailed: () => ({ ...NO_FAULTS }),

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { writeDaemonRecord } from '../../src/health/daemonRecord.js';
 import { VERSION } from '../../src/health/identity.js';
 import { openDatabase } from '../../src/sqlite/open.js';
+import { writeDaemonRecord } from '../../src/sqlite/ownership.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 

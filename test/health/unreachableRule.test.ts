@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { exitCodeOf, judge, type RuleInputs } from '../../src/health/rules.js';
-import { unreadableSnapshot } from '../../src/health/snapshot.js';
-import { NO_FAULTS } from '../../src/sqlite/faults.js';
+import { NO_FAULTS, unreadableSnapshot } from '../../src/health/snapshot.js';
 
 /**
  * The `database-unreachable` rule (issue 25): a PostgreSQL server that cannot be reached is a

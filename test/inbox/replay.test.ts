@@ -3,8 +3,8 @@ import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { bodyHash } from '../../src/inbox/correlate.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
-import { getHealth } from '../../src/status.js';
 import { testContext } from '../helpers/context.js';
+import { getHealth } from '../helpers/health.js';
 import {
   captureLogger,
   decisionPayload,

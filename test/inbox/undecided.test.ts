@@ -3,9 +3,9 @@ import { ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { rereadAtStart } from '../../src/inbox/maintenance.js';
-import { getHealth } from '../../src/status.js';
 import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
+import { getHealth } from '../helpers/health.js';
 import {
   captureLogger,
   events,

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { type AppContext, closeAppContext, createAppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
-import { getHealth } from '../../src/status.js';
+import { getHealth } from '../helpers/health.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
 

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgUnavailableAnswer } from '../../src/api/databaseUnavailable.js';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
 import { createApiComponent, routeRegistrars } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
@@ -8,7 +7,7 @@ import { createPgAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { silentLogger } from '../../src/log.js';
-import { pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
+import { pgClassifyFault, pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
 import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
@@ -52,7 +51,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       deliveries: new DeliveriesStore(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
     }),
-    { readiness: pgReadiness(pool), unavailable: pgUnavailableAnswer },
+    { readiness: pgReadiness(pool), unavailable: pgClassifyFault },
   );
   await api.start();
   stops.push(() => api.stop());
