@@ -1,5 +1,5 @@
 /**
- * The dispatcher's worker thread (see outbox/dispatcherThread.ts), and the root that wires it: its
+ * The dispatcher's worker thread (see ./dispatcherThread.ts), and the root that wires it: its
  * claims, sends and settles run here, on their own event loop and their own database connection
  * (thread/workerSide.ts), so an HTTP answer or a commit's fsync of the dispatcher never holds the
  * loop that answers the API and the webhooks. Wake comes in; sync requests and "committed" go out.
@@ -10,12 +10,12 @@ import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 import { useStateChangeSink } from '../sqlite/changes.js';
 import { commitQueueFor, observeCommitWaits } from '../sqlite/commitQueue.js';
+import { SqliteOperationsStore, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
 import { openSqliteWorkerStore, type SqliteWorkerStore } from '../sqlite/threadStore.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import { workerSide } from '../thread/workerSide.js';
-import type { SqliteContext } from './sqliteStores.js';
 
 // The dispatcher's commits (claims, settles, hand-backs and what they carry) are all work a power
 // loss may take back harmlessly: the row is sent again, at-least-once, as after a crash. So they do
@@ -29,9 +29,9 @@ const { sqlite } = side.store.database;
 // The dispatcher's settles change operations: their deliveries commit with them, as on the main thread.
 useStateChangeSink(sqlite, configuredDeliveriesSink(side.ctx.config));
 observeCommitWaits(sqlite, 'dispatcher', side.ctx.metrics.databaseWait);
-// Round-5 transitional: the dispatcher still finds its file on the context.
-const ctx: SqliteContext = { ...side.ctx, database: side.store.database };
-const component = createDispatcherComponent(ctx, {
+const component = createDispatcherComponent(side.ctx, {
+  store: new SqliteOperationsStore(sqlite),
+  hooks: sqliteOutboxHooks(sqlite),
   // The mirror runs elsewhere: a custody sync is asked for through the main thread.
   requestSync: async (targets, trigger) => {
     side.post({ type: 'requestSync', targets: [...targets], trigger });
@@ -39,7 +39,11 @@ const component = createDispatcherComponent(ctx, {
   },
   onCommitted: () => side.post({ type: 'committed' }),
   // The hourly scrub also prunes old deliveries.
-  housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, deliveriesPrune(commitQueueFor(sqlite))),
+  housekeeping: deliveriesHousekeeping(
+    side.ctx.config,
+    side.ctx.log,
+    deliveriesPrune(commitQueueFor(sqlite)),
+  ),
 });
 await side.run<DispatcherIn>(component, (message) => {
   if (message.type === 'wake') component.wake();

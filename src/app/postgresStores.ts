@@ -25,9 +25,7 @@ import {
   type PgDatabase,
   type PgOpenOptions,
 } from '../postgres/open.js';
-import { PgOperationsStore } from '../postgres/operationsStore.js';
-import { pgOutbox } from '../postgres/outboxAccess.js';
-import { pgOutboxHooks } from '../postgres/outboxHooks.js';
+import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operationsStore.js';
 import { startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';

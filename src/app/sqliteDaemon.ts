@@ -6,9 +6,6 @@ import { instanceName, VERSION } from '../health/identity.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
-import { sqliteOutbox } from '../outbox/access.js';
-import { createDispatcherThreadComponent } from '../outbox/dispatcherThread.js';
-import { sqliteOutboxHooks } from '../outbox/hooks.js';
 import { releaseDeadClaims } from '../outbox/startup.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
@@ -17,7 +14,7 @@ import { sqliteClassifyFault, sqliteHealthReads, sqliteReadiness } from '../sqli
 import { sqliteInboxStore } from '../sqlite/inboxStore.js';
 import { prepareDaemonDatabase } from '../sqlite/integrity.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
-import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
+import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../sqlite/operationsStore.js';
 import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlite/ownership.js';
 import { createSyncThread } from '../sqlite/syncThread.js';
 import { sqliteHostedStore } from '../sqlite/threadStore.js';
@@ -25,6 +22,7 @@ import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { createDispatcherThreadComponent } from './dispatcherThread.js';
 import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
 import { commandSeams, openSqliteContext, type SqliteContext } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
@@ -54,7 +52,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
     ownership.release();
   };
   try {
-    prepareOwnedFile(ctx);
+    await prepareOwnedFile(ctx);
   } catch (err) {
     close();
     throw err;
@@ -63,7 +61,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
 }
 
 /** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
-function prepareOwnedFile(ctx: SqliteContext): void {
+async function prepareOwnedFile(ctx: SqliteContext): Promise<void> {
   const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
@@ -77,7 +75,7 @@ function prepareOwnedFile(ctx: SqliteContext): void {
   );
   if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
   try {
-    releaseDeadClaims(ctx);
+    await releaseDeadClaims(new SqliteOperationsStore(ctx.database.sqlite), ctx.clock, log);
     releaseDeadDeliveries((script) => driveSqlite(ctx.database.sqlite, script), ctx);
   } catch (err) {
     // A file that takes no writes (read-only, full) must not stop the daemon from starting and
@@ -91,7 +89,7 @@ export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
   const { sqlite } = ctx.database;
   return {
     // Grouped: at hundreds of requests a second, one fsync per event-loop turn, not one per request.
-    outbox: sqliteOutbox(ctx),
+    outbox: sqliteOutbox(ctx, sqlite, { grouped: true }),
     mirrorReads: mirrorReads(commitQueueFor(sqlite)),
     healthReads: sqliteHealthReads(sqlite),
     deliveries: new DeliveriesStore(commitQueueFor(sqlite)),

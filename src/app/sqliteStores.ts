@@ -5,7 +5,6 @@ import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
 import type { StateChangeSink } from '../operations/effects.js';
-import { sqliteOutbox } from '../outbox/access.js';
 import { refuseSqliteUnderPostgres } from '../postgres/connection.js';
 import { backupDatabase } from '../sqlite/backup.js';
 import { useStateChangeSink } from '../sqlite/changes.js';
@@ -13,6 +12,7 @@ import { commitQueueFor } from '../sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import { type OpenDatabase, openDatabase } from '../sqlite/open.js';
+import { sqliteOutbox } from '../sqlite/operationsStore.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, Opened, Stores } from './stores.js';
@@ -87,7 +87,7 @@ export function commandSeams(ctx: SqliteContext, close: () => void): Stores {
   return {
     sharedByProcesses: false,
     // A command's enqueue is a commit of its own, waiting `busy_timeout_ms` for the daemon's lock.
-    outbox: sqliteOutbox(ctx, { grouped: false }),
+    outbox: sqliteOutbox(ctx, sqlite, { grouped: false }),
     deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
     inspectHint: () => sqliteHint(ctx.config.database.path),
     mirrorBackend: () => sqliteBackend(sqlite),

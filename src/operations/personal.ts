@@ -70,6 +70,11 @@ export function maskReceivedJson(parsed: object, mask: Masker): string {
   return mask(JSON.stringify(maskDeep(parsed, { key: isSensitiveKey, text: mask })));
 }
 
+/** `mask` for nullable columns. */
+export function maskedOrNull(text: string | null, mask: Masker): string | null {
+  return text === null ? null : mask(text);
+}
+
 /** {@link maskReceived} for nullable columns. */
 export function maskReceivedOrNull(text: string | null, mask: Masker): string | null {
   return text === null ? null : maskReceived(text, mask);

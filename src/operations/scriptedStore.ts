@@ -38,8 +38,8 @@ export interface ScriptedOperationsStoreOptions {
 /**
  * The operations store over either store's scripts (store/script.ts): each call is one of the
  * transitions (transitions.ts) in one transaction. A store one process owns (SQLite) uses it as it
- * is; where processes share the store, pgStore.ts groups the dispatcher's claims and settles and
- * knows which claimants are dead.
+ * is; where processes share the store, postgres/operationsStore.ts locks order keys, groups the
+ * dispatcher's claims and settles and knows which claimants are dead.
  */
 export class ScriptedOperationsStore implements OperationsStore {
   constructor(
@@ -55,9 +55,18 @@ export class ScriptedOperationsStore implements OperationsStore {
     return this.scripts.transaction(script, this.options.dispatcherWork);
   }
 
-  insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]> {
+  insert(
+    ops: readonly NewOperation[],
+    nowIso: string,
+    options?: TransactionOptions,
+  ): Promise<OperationRow[]> {
     if (ops.length === 0) return Promise.resolve([]);
-    return this.scripts.transaction(insertOperations(ops, nowIso, this.sink));
+    return this.scripts.transaction(this.inserting(ops, nowIso), options);
+  }
+
+  /** The insert's script (where processes share the store, the adapter takes its locks first). */
+  protected inserting(ops: readonly NewOperation[], nowIso: string): Script<OperationRow[]> {
+    return insertOperations(ops, nowIso, this.sink);
   }
 
   claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
@@ -75,11 +84,6 @@ export class ScriptedOperationsStore implements OperationsStore {
 
   releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
     return this.scripts.transaction(releaseOwnedBy(null, nowIso, this.sink));
-  }
-
-  /** One process owns the store: every claimant other than the running one is dead. */
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    return this.releaseAll(nowIso);
   }
 
   recordDecision(d: DecisionRecord): Promise<boolean> {

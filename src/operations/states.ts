@@ -113,22 +113,18 @@ export type Verdict =
   | { ok: false; why: 'not-allowed' }
   | { ok: false; why: 'guard'; guard: Guard };
 
-function holds(guard: Guard, facts: GuardFacts): boolean {
-  switch (guard) {
-    case 'due':
-      return facts.due === true;
-    case 'lease-expired':
-      return facts.leaseExpired === true;
-    case 'own-lease':
-      return facts.ownLease === true;
-  }
-}
+/** The fact each guard looks at. */
+const FACT_OF: Record<Guard, keyof GuardFacts> = {
+  due: 'due',
+  'lease-expired': 'leaseExpired',
+  'own-lease': 'ownLease',
+};
 
 /** The state `event` moves a row in state `from` to, or why it may not. */
 export function nextState(from: OperationState, event: OperationEvent, facts: GuardFacts = {}): Verdict {
   const move = TRANSITIONS[event][from];
   if (!move) return { ok: false, why: 'not-allowed' };
-  if (move.when && !holds(move.when, facts)) return { ok: false, why: 'guard', guard: move.when };
+  if (move.when && facts[FACT_OF[move.when]] !== true) return { ok: false, why: 'guard', guard: move.when };
   return { ok: true, to: move.to };
 }
 

@@ -1,3 +1,4 @@
+import type { TransactionOptions } from '../store/script.js';
 import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
 
@@ -67,13 +68,13 @@ export interface DecisionRecord {
 /**
  * The operations store at batch granularity, the same on both dialects: each call is one
  * transaction (on SQLite, one job of the connection's group commit; on PostgreSQL, one
- * `inPgTransaction`). Every state change commits with its feed rows and subscribers' deliveries,
+ * transaction). Every state change commits with its feed rows and subscribers' deliveries,
  * and the compare-and-swap guards come from the one transition table (states.ts via rows.ts).
- * One implementation (scriptStore.ts) over either store's scripts.
+ * One implementation (scriptedStore.ts) over either store's scripts.
  */
 export interface OperationsStore {
   /** Queues new operations; a ref already queued is left as it is and not returned. */
-  insert(ops: readonly NewOperation[], nowIso: string): Promise<OperationRow[]>;
+  insert(ops: readonly NewOperation[], nowIso: string, options?: TransactionOptions): Promise<OperationRow[]>;
   /**
    * Claims up to `limit` claimable rows, oldest first, never ahead of an older unsettled row of the
    * same order key. Given a function, the parameters are taken when the claim runs (inside its
@@ -87,11 +88,6 @@ export interface OperationsStore {
   release(claim: Claim): Promise<boolean>;
   /** Hands back every claimed row whoever holds it (only when every claimant is known dead). */
   releaseAll(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
-  /**
-   * Hands back the rows of claimants known dead: on SQLite (one daemon per file) every claim
-   * found at start-up; on PostgreSQL those whose owner's liveness lock is free.
-   */
-  releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>>;
   recordDecision(d: DecisionRecord): Promise<boolean>;
   retryFailed(op: { id: number; ref: string }, nowIso: string): Promise<boolean>;
   expedite(id: number, nowIso: string): Promise<boolean>;

@@ -1,4 +1,3 @@
-import { orderKeyLock } from '../postgres/advisoryLocks.js';
 import { all, run, type Script } from '../store/script.js';
 import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
@@ -71,25 +70,14 @@ const INSERT_BATCH = 500;
 
 /**
  * Queues new operations; a ref already queued is left as it is and not returned. Where processes
- * share the store, each order key's transaction lock is taken first, so ids of one key are handed
- * out in commit order (a claimer must never see a newer row of a key committed while an older one
- * is in flight: see pgStore.ts).
+ * share the store, the adapter takes each order key's lock first (postgres/operationsStore.ts says
+ * why).
  */
 export function* insertOperations(
   ops: readonly NewOperation[],
   nowIso: string,
   sink: StateChangeSink | undefined,
 ): Script<OperationRow[]> {
-  const keys = [...new Set(ops.flatMap((o) => (o.orderKey === null ? [] : [o.orderKey])))].sort();
-  if (keys.length > 0)
-    yield* run(
-      whenShared(
-        sql`SELECT pg_advisory_xact_lock(${raw(orderKeyLock('k'))}) FROM (VALUES ${join(
-          keys.map((k) => sql`(${typed(k, 'text')})`),
-          ', ',
-        )}) AS keys(k) ORDER BY k`,
-      ),
-    );
   const now = typed(nowIso, 'timestamptz');
   const rows: OperationRow[] = [];
   for (let i = 0; i < ops.length; i += INSERT_BATCH) {

@@ -7,11 +7,10 @@ import { maskReceived } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { ClaimParams, OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
-import { SqliteOperationsStore } from '../sqlite/operationsStore.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
-import { housekeepingOf, type OutboxHooks, ScrubSchedule, sqliteOutboxHooks } from './hooks.js';
+import { type OutboxHooks, ScrubSchedule } from './hooks.js';
 import { idleDelayMs } from './idleDelay.js';
 import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
 import { OwedSettles } from './owedSettles.js';
@@ -56,7 +55,7 @@ export class Dispatcher {
 
   constructor(
     private readonly ctx: DispatcherContext,
-    private readonly options: DispatcherOptions = {},
+    private readonly options: DispatcherOptions,
   ) {
     const c = ctx.config.outbox;
     this.clock = options.clock ?? ctx.clock;
@@ -68,14 +67,9 @@ export class Dispatcher {
       maxAttempts: c.max_attempts,
       maxAgeMs: c.max_age_hours * 3_600_000,
     };
-    this.store = options.store ?? new SqliteOperationsStore(ctx.database.sqlite);
-    this.hooks =
-      options.hooks !== undefined
-        ? options.hooks
-        : options.store
-          ? null
-          : sqliteOutboxHooks(ctx.database.sqlite);
-    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, housekeepingOf(ctx.config, options));
+    this.store = options.store;
+    this.hooks = options.hooks;
+    this.scrubs = this.hooks && new ScrubSchedule(this.hooks, ctx.log, ctx.config, options);
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);
@@ -382,7 +376,7 @@ export class Dispatcher {
 /** The dispatcher as a daemon component; `wake` is what enqueue and retry call (see daemon.ts). */
 export function createDispatcherComponent(
   ctx: DispatcherContext,
-  options: DispatcherOptions = {},
+  options: DispatcherOptions,
 ): Component & { dispatcher: Dispatcher; wake: () => void } {
   const dispatcher = new Dispatcher(ctx, options);
   return {

@@ -7,10 +7,7 @@ import type { HousekeepingJob, OutboxHooks } from './hooks.js';
 /** The dispatcher's inputs: what it needs from the daemon, and its options. */
 
 /** What the dispatcher needs from the daemon. */
-export type DispatcherContext = Pick<
-  AppContext,
-  'config' | 'database' | 'clock' | 'log' | 'metrics' | 'operator'
->;
+export type DispatcherContext = Pick<AppContext, 'config' | 'clock' | 'log' | 'metrics' | 'operator'>;
 
 /** Options of the dispatcher; everything else comes from `config.outbox`. */
 export interface DispatcherOptions {
@@ -37,17 +34,13 @@ export interface DispatcherOptions {
   mayClaim?: () => boolean;
   /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
   onCommitted?: () => void;
+  /** Where rows are claimed, settled and released (on SQLite, calls join the connection's group commit). */
+  store: OperationsStore;
   /**
-   * Where rows are claimed, settled and released (default: the SQLite store over ctx.database,
-   * whose calls join the connection's group commit).
+   * The inbox side of an accepted row, the scrub of finished rows and the pause record, on the
+   * store's database; null runs without them.
    */
-  store?: OperationsStore;
-  /**
-   * The inbox side of an accepted row and the scrub of finished rows, on the store's database
-   * (`pgOutboxHooks` beside a PostgreSQL store); null runs without them (default: the SQLite hooks
-   * over ctx.database when `store` is not given, else null).
-   */
-  hooks?: OutboxHooks | null;
+  hooks: OutboxHooks | null;
   /**
    * Run after each scrub, when there are hooks: the subscribers' prune of old deliveries, handed in
    * by the root that wires the dispatcher (default: none).

@@ -1,5 +1,11 @@
 import { twinsOf, type WithCamelTwins, withCamelTwins } from '../fieldAliases.js';
-import { type Masker, maskPersonal, personalMasker, personalValuesOf } from '../operations/personal.js';
+import {
+  type Masker,
+  maskedOrNull,
+  maskPersonal,
+  personalMasker,
+  personalValuesOf,
+} from '../operations/personal.js';
 import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from '../operations/rows.js';
 import { isSensitiveKey, maskDeep } from '../redact.js';
 
@@ -60,8 +66,6 @@ function parsedResponse(text: string | null, mask: Masker): unknown {
   }
 }
 
-const masked = (text: string | null, mask: Masker) => (text === null ? null : mask(text));
-
 /**
  * The row as the API and the CLI's JSON show it (the one place an operation's shape is made, on
  * either store); `attempts` (the list) only when given.
@@ -72,13 +76,13 @@ export function toEntry(row: OperationRow, attempts?: AttemptRow[]): OutboxEntry
     ...row,
     body: parsedBody(row.body),
     response: parsedResponse(row.response, mask),
-    last_error: masked(row.last_error, mask),
-    decision_reason: masked(row.decision_reason, mask),
+    last_error: maskedOrNull(row.last_error, mask),
+    decision_reason: maskedOrNull(row.decision_reason, mask),
   };
   const entry: OutboxEntry = withCamelTwins(shown, OPERATION_TWINS);
   if (attempts) {
     const log = attempts.map(
-      (a): AttemptEntry => withCamelTwins({ ...a, error: masked(a.error, mask) }, ATTEMPT_TWINS),
+      (a): AttemptEntry => withCamelTwins({ ...a, error: maskedOrNull(a.error, mask) }, ATTEMPT_TWINS),
     );
     entry.attemptLog = log;
     entry.attempt_log = log;

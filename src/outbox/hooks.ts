@@ -1,28 +1,25 @@
 import type { Config } from '../config.js';
 import { errorMessage } from '../errors.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
+import type { InboxStore } from '../inbox/inboxStore.js';
 import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
-import { commitQueueFor } from '../sqlite/commitQueue.js';
-import type { Sqlite } from '../sqlite/open.js';
-import { DISPATCHER_WORK } from '../sqlite/operationsStore.js';
-import { type PauseRecord, sqlitePauseRecord } from './pause.js';
-import { scrubFinishedRows } from './scrub.js';
-import { acceptedInboxEffects } from './settle.js';
+import type { ScriptStore } from '../store/script.js';
+import { type PauseRecord, pauseRecord } from './pause.js';
+import { scrubFinished } from './scrub.js';
+import { maskerFor } from './settle.js';
 
 /**
  * What the dispatcher does beside the operations store seam, on the same database: the webhook
  * inbox's side of an accepted row (decisions that arrived before it was accepted), the scrub
- * of finished rows' personal fields, and the record of an auth pause. One per dialect: {@link sqliteOutboxHooks}, and
- * `pgOutboxHooks` (pgHooks.ts).
+ * of finished rows' personal fields, and the record of an auth pause.
  */
 export interface OutboxHooks {
   /**
    * Masks the row's personal values in its webhook events and applies the decisions that arrived
    * early; resolves with what to report (see reportDecisionEffects), nothing unless the row is
    * accepted by then. Called in the same turn as the row's settle, with the settle's promise
-   * (true: it moved the row): on SQLite it joins the settle's group commit (a power loss may take
-   * both back; the inbox's sweep applies them again), a store without that waits for the settle.
+   * (true: it moved the row).
    */
   afterAccepted(row: OperationRow, nowIso: string, settled: Promise<boolean>): Promise<DecisionEffect[]>;
   /** Scrubs the personal fields of rows finished at least `afterDays` ago; resolves with how many. */
@@ -31,15 +28,33 @@ export interface OutboxHooks {
   pause: PauseRecord;
 }
 
-/** The hooks on the SQLite database the dispatcher's default store uses. */
-export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
+/** The hooks over a store: its scripts and its inbox, and what its adapter does after a scrub. */
+export function outboxHooks(
+  store: ScriptStore,
+  inbox: Pick<InboxStore, 'afterAccepted'>,
+  /** Erases what the store keeps of the scrubbed values (SQLite: its WAL), given how many rows scrubbed. */
+  afterScrub: (rows: number) => void,
+): OutboxHooks {
+  const shared = store.dialect.capabilities.sharedByProcesses;
   return {
-    // Submitted at once, not after `settled`: the settle's group commit takes both.
-    afterAccepted: (row, nowIso) =>
-      commitQueueFor(sqlite).submit(() => acceptedInboxEffects(sqlite, row, nowIso), DISPATCHER_WORK),
-    // Synchronous as before: the work is done when the call returns.
-    scrubFinished: async (nowMs, afterDays) => scrubFinishedRows(sqlite, nowMs, afterDays),
-    pause: sqlitePauseRecord(sqlite),
+    afterAccepted: async (row, nowIso, settled) => {
+      // One process's transactions commit in the order they are submitted (SQLite's group commit):
+      // submitted now, the effects share the settle's commit (a power loss may take both back; the
+      // inbox's sweep applies them again). Where transactions run side by side they would find the
+      // row still `sending`: they wait for the settle. A failed settle is the dispatcher's to report;
+      // a lost lease leaves the row to its new owner.
+      if (shared && !(await settled.catch(() => false))) return [];
+      return inbox.afterAccepted(
+        { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) },
+        nowIso,
+      );
+    },
+    scrubFinished: async (nowMs, afterDays) => {
+      const rows = await scrubFinished(store, nowMs, afterDays);
+      afterScrub(rows);
+      return rows;
+    },
+    pause: pauseRecord(store),
   };
 }
 
@@ -50,33 +65,11 @@ export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
  */
 export type HousekeepingJob = (nowMs: number) => Promise<void>;
 
-/** What the hourly housekeeping does: how often, scrub personal fields this old, then the job handed in. */
-export interface Housekeeping {
-  /** At most one run this often, ms (the dispatcher's `scrubEveryMs`, default: 3600000). */
-  everyMs: number;
-  /** `outbox.scrub_after_days`. */
-  scrubAfterDays: number;
-  /** Run after each scrub (the dispatcher's `housekeeping`, default: none). */
-  afterScrub?: HousekeepingJob | undefined;
-}
-
-/** The housekeeping `config` asks for, with the period and the job handed to the dispatcher (pure). */
-export function housekeepingOf(
-  config: Config,
-  handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
-): Housekeeping {
-  return {
-    everyMs: handed.scrubEveryMs ?? 3_600_000,
-    scrubAfterDays: config.outbox.scrub_after_days,
-    afterScrub: handed.housekeeping,
-  };
-}
-
 /**
- * When the dispatcher scrubs finished rows, then runs the job handed in (old deliveries pruned): at
- * most every `keep.everyMs`, one run at a time, off its loop (a PostgreSQL backlog may take a while;
- * SQLite's is synchronous, so done when `maybe` returns). Each part's failure is logged and tried
- * again at the next period, without stopping the other.
+ * When the dispatcher scrubs rows finished `outbox.scrub_after_days` ago, then runs the job handed
+ * in (old deliveries pruned): at most every `scrubEveryMs` (default: 3600000), one run at a time,
+ * off its loop (a backlog may take a while). Each part's failure is logged and tried again at the
+ * next period, without stopping the other.
  */
 export class ScrubSchedule {
   private lastMs = Number.NEGATIVE_INFINITY;
@@ -85,22 +78,24 @@ export class ScrubSchedule {
   constructor(
     private readonly hooks: OutboxHooks,
     private readonly log: Logger,
-    private readonly keep: Housekeeping,
+    private readonly config: Config,
+    /** The dispatcher's options: the period, and the job run after each scrub (default: none). */
+    private readonly handed: { scrubEveryMs?: number; housekeeping?: HousekeepingJob },
   ) {}
 
   /** Starts a run if one is due and none runs. */
   maybe(nowMs: number): void {
-    if (this.running || nowMs - this.lastMs < this.keep.everyMs) return;
+    if (this.running || nowMs - this.lastMs < (this.handed.scrubEveryMs ?? 3_600_000)) return;
     this.lastMs = nowMs;
-    const run = this.scrub(nowMs, this.keep).then(() => this.keep.afterScrub?.(nowMs));
+    const run = this.scrub(nowMs).then(() => this.handed.housekeeping?.(nowMs));
     this.running = run;
     void run.finally(() => {
       this.running = undefined;
     });
   }
 
-  private scrub(nowMs: number, keep: Housekeeping): Promise<void> {
-    return this.hooks.scrubFinished(nowMs, keep.scrubAfterDays).then(
+  private scrub(nowMs: number): Promise<void> {
+    return this.hooks.scrubFinished(nowMs, this.config.outbox.scrub_after_days).then(
       (rows) => {
         if (rows > 0)
           this.log.info({ event: 'outbox.scrubbed', rows }, `scrubbed personal fields of ${rows} rows`);

@@ -1,6 +1,6 @@
 import { isoAt } from '../clock.js';
 import { SteerError } from '../errors.js';
-import type { OperationsPageRequest } from '../operations/readsSeam.js';
+import type { OperationsPageRequest } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
 import { isOperationState, nextState, OPERATION_STATES, type OperationState } from '../operations/states.js';
 import type { OutboxAccess } from './access.js';
@@ -33,8 +33,6 @@ export interface OperationPage {
   /** Pass as `cursor` for the next page; null on the last one. */
   nextCursor: string | null;
 }
-
-// Here first; in errors.ts since the deliveries' steering (subscribers/manage.ts) refuses the same way.
 
 export function parseState(state: string | undefined): OperationState | undefined {
   if (state === undefined || state === '') return undefined;

@@ -1,5 +1,5 @@
+import { type BackoffPolicy, retryDelayMs } from '../backoff.js';
 import type { OperatorError } from '../operator/errors.js';
-import { type BackoffPolicy, retryDelayMs } from './backoff.js';
 
 /** What one POST /notify came to. */
 export type AttemptOutcome =

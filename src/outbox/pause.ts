@@ -1,20 +1,8 @@
-import type { Statement } from 'better-sqlite3';
-import type { Sqlite } from '../sqlite/open.js';
-import { perHandle } from '../sqlite/perHandle.js';
+import { first, run, type Script, type ScriptStore } from '../store/script.js';
+import { raw, sql, typed, whenShared } from '../store/sql.js';
 
 /** The `daemon_state` key under which a paused dispatcher records why and since when. */
 export const PAUSE_KEY = 'outbox.paused';
-
-const statements = perHandle((sqlite: Sqlite) => ({
-  get: sqlite.prepare('SELECT value, updated_at FROM daemon_state WHERE key = ?') as Statement<
-    [string],
-    { value: string; updated_at: string }
-  >,
-  set: sqlite.prepare(`
-    INSERT INTO daemon_state (key, value, updated_at) VALUES (@key, @value, @now)
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`),
-  delete: sqlite.prepare('DELETE FROM daemon_state WHERE key = ?'),
-}));
 
 /**
  * The shared record of a paused dispatcher (operator answered 401/403). Kept in `daemon_state`
@@ -29,10 +17,7 @@ export interface OutboxPause {
   since: string;
 }
 
-/**
- * Where a dispatcher keeps its pause record: `daemon_state` of the outbox's database (SQLite's
- * below, PostgreSQL's in pgHooks.ts). SQLite's does its work when called; its promises are settled.
- */
+/** Where a dispatcher keeps its pause record: `daemon_state` of the outbox's database. */
 export interface PauseRecord {
   read(): Promise<OutboxPause | null>;
   /** Records the pause; an existing one keeps its `since`. Resolves with what is recorded. */
@@ -50,27 +35,28 @@ export function pauseOf(row: { value: string; updated_at: string } | undefined):
   }
 }
 
-/** The pause record in a SQLite database's `daemon_state`. */
-export function sqlitePauseRecord(sqlite: Sqlite): PauseRecord {
-  return {
-    read: async () => readPause(sqlite),
-    write: async (pause, nowIso) => writePause(sqlite, pause, nowIso),
-    clear: async () => clearPause(sqlite),
-  };
-}
-
-/** The current pause, or null when sending runs. */
-export function readPause(sqlite: Sqlite): OutboxPause | null {
-  return pauseOf(statements(sqlite).get.get(PAUSE_KEY));
-}
+/** The record's row; locked where processes share the store, so two writers keep one `since`. */
+const pauseRow = (lock: boolean) => sql`
+  SELECT value, updated_at FROM daemon_state
+   WHERE key = ${PAUSE_KEY}${lock ? whenShared(raw(' FOR UPDATE')) : raw('')}`;
 
 /** Records the pause; an existing one keeps its `since`. */
-export function writePause(sqlite: Sqlite, pause: OutboxPause, nowIso: string): OutboxPause {
-  const kept = { ...pause, since: readPause(sqlite)?.since ?? pause.since };
-  statements(sqlite).set.run({ key: PAUSE_KEY, value: JSON.stringify(kept), now: nowIso });
+function* writePause(pause: OutboxPause, nowIso: string): Script<OutboxPause> {
+  const kept = { ...pause, since: pauseOf(yield* first(pauseRow(true)))?.since ?? pause.since };
+  yield* run(sql`
+    INSERT INTO daemon_state (key, value, updated_at)
+    VALUES (${PAUSE_KEY}, ${JSON.stringify(kept)}, ${typed(nowIso, 'timestamptz')})
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`);
   return kept;
 }
 
-export function clearPause(sqlite: Sqlite): void {
-  statements(sqlite).delete.run(PAUSE_KEY);
+/** The pause record in the store's `daemon_state`, shared by every process on it. */
+export function pauseRecord(store: ScriptStore): PauseRecord {
+  return {
+    read: async () => pauseOf((await store.read<{ value: string; updated_at: string }>(pauseRow(false)))[0]),
+    write: (pause, nowIso) => store.transaction(writePause(pause, nowIso)),
+    clear: async () => {
+      await store.read(sql`DELETE FROM daemon_state WHERE key = ${PAUSE_KEY}`);
+    },
+  };
 }

@@ -1,13 +1,18 @@
 import { isoAt } from '../clock.js';
 import { maskEventsOf } from '../inbox/mask.js';
-import { type Masker, maskReceivedOrNull, personalMasker, personalValuesOf } from '../operations/personal.js';
-import { attemptsOf, freeTextsOf, scrubCandidates } from '../operations/reads.js';
-import { scrubOperations } from '../operations/store.js';
+import {
+  type Masker,
+  maskedOrNull,
+  maskReceivedOrNull,
+  personalMasker,
+  personalValuesOf,
+} from '../operations/personal.js';
+import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
+import { scrubOperations } from '../operations/transitions.js';
 import { PERSONAL_FIELDS } from '../redact.js';
-import { driveSqlite } from '../sqlite/commitQueue.js';
-import type { Sqlite } from '../sqlite/open.js';
-import { purgeWalAfterScrub, purgeWalIfOwed } from '../sqlite/walPurge.js';
+import { all, type Script, type ScriptStore } from '../store/script.js';
+import { join, raw, sql, typed, whenShared } from '../store/sql.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -29,8 +34,6 @@ export function scrubbedBody(bodyText: string): string {
   return JSON.stringify(out);
 }
 
-const masked = (text: string | null, mask: Masker) => (text === null ? null : mask(text));
-
 /** A finished row's texts as read for its scrub: the body, every free-text column, its attempts' errors. */
 export interface ScrubSource {
   id: number;
@@ -48,7 +51,7 @@ export interface ScrubSource {
 export function scrubbedTextsOf(row: ScrubSource): { texts: ScrubbedTexts; mask: Masker } {
   const mask = personalMasker(personalValuesOf(row.body));
   const attemptErrors = row.attempts.flatMap((attempt) => {
-    const error = masked(attempt.error, mask);
+    const error = maskedOrNull(attempt.error, mask);
     return error === attempt.error ? [] : [{ id: attempt.id, error }];
   });
   const texts = row.texts;
@@ -57,57 +60,71 @@ export function scrubbedTextsOf(row: ScrubSource): { texts: ScrubbedTexts; mask:
       id: row.id,
       body: scrubbedBody(row.body),
       response: maskReceivedOrNull(texts?.response ?? null, mask),
-      lastError: masked(texts?.last_error ?? null, mask),
-      decisionReason: masked(texts?.decision_reason ?? null, mask),
+      lastError: maskedOrNull(texts?.last_error ?? null, mask),
+      decisionReason: maskedOrNull(texts?.decision_reason ?? null, mask),
       attemptErrors,
     },
     mask,
   };
 }
 
-/** The oldest finish a scrub at `nowMs` takes (ISO): rows finished at least `afterDays` ago. */
-export function scrubCutoff(nowMs: number, afterDays: number): string {
-  return isoAt(nowMs - afterDays * 86_400_000);
+/** A scrub candidate as read: its ref (for its webhook events), body and free texts. */
+interface CandidateRow extends NonNullable<ScrubSource['texts']> {
+  id: number;
+  ref: string;
+  body: string;
+}
+
+/** Finished states inlined as literals (code's constants, never input). */
+const FINISHED = raw(FINISHED_STATES.map((s) => `'${s}'`).join(', '));
+
+/**
+ * One batch of the scrub, in one transaction: up to {@link SCRUB_BATCH} candidates, by id, their
+ * texts stored scrubbed and their webhook events masked. Where processes share the store the
+ * candidates are locked SKIP LOCKED, so replicas scrubbing at once share the backlog, and a row
+ * being decided right now is scrubbed at the next run. Returns how many rows it scrubbed.
+ */
+function* scrubBatch(cutoffIso: string, nowIso: string): Script<number> {
+  const rows = yield* all<CandidateRow>(sql`
+    SELECT id, "marketplaceTransactionRef" AS ref, body, response, last_error, decision_reason FROM outbox
+     WHERE scrubbed_at IS NULL AND state IN (${FINISHED})
+       AND COALESCE(finished_at, decided_at, updated_at) <= ${typed(cutoffIso, 'timestamptz')}
+     ORDER BY id LIMIT ${SCRUB_BATCH}${whenShared(raw(' FOR UPDATE SKIP LOCKED'))}`);
+  if (rows.length === 0) return 0;
+  const attempts = yield* all<{ id: number; outbox_id: number; error: string | null }>(sql`
+    SELECT id, outbox_id, error FROM outbox_attempts
+     WHERE outbox_id IN (${join(
+       rows.map((r) => sql`${r.id}`),
+       ', ',
+     )}) ORDER BY id`);
+  const scrubbed: ScrubbedTexts[] = [];
+  for (const row of rows) {
+    const own = attempts.filter((a) => a.outbox_id === row.id);
+    const { texts, mask } = scrubbedTextsOf({ id: row.id, body: row.body, texts: row, attempts: own });
+    scrubbed.push(texts);
+    yield* maskEventsOf(row.ref, mask);
+  }
+  yield* scrubOperations(scrubbed, nowIso);
+  return rows.length;
 }
 
 /**
  * Scrubs rows that reached a final state (approved, rejected, failed, cancelled) at least
  * `afterDays` ago (see {@link scrubbedTextsOf}), and the body and reason of the operation's webhook
  * events. Stamps `scrubbed_at`. `body_hash` is left alone, so a repeated enqueue of the original
- * input still answers 200. Synchronous, one transaction per batch. No copy is left in the file:
- * writing connections zero what they free (`secure_delete`, sqlite/open.ts), so neither the scrubbed
- * values nor the copies earlier updates of the row left behind survive in the database file, and
- * the WAL is emptied after (sqlite/walPurge.ts). Returns the number of rows scrubbed.
- * (scrubFinishedPg in pgHooks.ts does the same on PostgreSQL.)
+ * input still answers 200. One transaction per batch: a backlog of months is scrubbed without one
+ * long write lock, and no snapshot spans two batches, so the old row versions (the personal data)
+ * are dead once their batch commits. What the store keeps of them after that is its adapter's to
+ * erase (`afterScrub`: SQLite's WAL; README "What the scrub leaves on disk"). Returns the number of
+ * rows scrubbed.
  */
-export function scrubFinishedRows(sqlite: Sqlite, nowMs: number, afterDays: number): number {
-  const cutoff = scrubCutoff(nowMs, afterDays);
+export async function scrubFinished(store: ScriptStore, nowMs: number, afterDays: number): Promise<number> {
+  const cutoff = isoAt(nowMs - afterDays * 86_400_000);
   const now = isoAt(nowMs);
-  const batch = sqlite.transaction((): number => {
-    const rows = scrubCandidates(sqlite, cutoff, SCRUB_BATCH);
-    const scrubbed: ScrubbedTexts[] = [];
-    for (const row of rows) {
-      const { texts, mask } = scrubbedTextsOf({
-        id: row.id,
-        body: row.body,
-        texts: freeTextsOf(sqlite, row.id),
-        attempts: attemptsOf(sqlite, row.id),
-      });
-      scrubbed.push(texts);
-      driveSqlite(sqlite, maskEventsOf(row.marketplaceTransactionRef, mask));
-    }
-    scrubOperations(sqlite, scrubbed, now);
-    return rows.length;
-  });
   let total = 0;
   for (;;) {
-    const n = batch.immediate();
+    const n = await store.transaction(scrubBatch(cutoff, now));
     total += n;
-    if (n < SCRUB_BATCH) break;
+    if (n < SCRUB_BATCH) return total;
   }
-  // The rows are overwritten in the database file's pages (secure_delete, sqlite/open.ts); their old
-  // versions are still in the WAL until it is emptied.
-  if (total > 0) purgeWalAfterScrub(sqlite);
-  else purgeWalIfOwed(sqlite);
-  return total;
 }

@@ -2,15 +2,11 @@ import { type Clock, cancellableSleep, isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
-import { acceptedDecisions, type DecisionEffect } from '../inbox/correlate.js';
 import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
-import { stateChangeSinkOf } from '../sqlite/changes.js';
-import { driveSqlite } from '../sqlite/commitQueue.js';
-import type { Sqlite } from '../sqlite/open.js';
 import type { AttemptOutcome, NextStep } from './nextStep.js';
 
 const EXCERPT = 500;
@@ -80,16 +76,6 @@ export function settleRequest(a: SettledAttempt): { claim: Claim; attempt: Attem
     },
     step: stepOf(row, next),
   };
-}
-
-/**
- * SQLite only (the webhook inbox lives there): what an accepted row brings about in the inbox
- * (see `acceptedDecisions`), with the row's own masker. Synchronous, for the group commit that
- * settles the row; does nothing unless the row is accepted (so also when this owner's lease was lost).
- */
-export function acceptedInboxEffects(sqlite: Sqlite, row: OperationRow, nowIso: string): DecisionEffect[] {
-  const op = { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) };
-  return driveSqlite(sqlite, acceptedDecisions(op, { now: nowIso, sink: stateChangeSinkOf(sqlite) }));
 }
 
 /** Logs the step an attempt moved its row to. */

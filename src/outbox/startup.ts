@@ -1,6 +1,6 @@
-import { isoAt } from '../clock.js';
-import type { AppContext } from '../context.js';
-import { releaseAllClaims } from '../operations/store.js';
+import { type Clock, isoAt } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { OperationsStore } from '../operations/storeSeam.js';
 
 /** Refs named in the start-up log line; the count covers the rest. */
 const REFS_LOGGED = 20;
@@ -10,15 +10,15 @@ const REFS_LOGGED = 20;
  * a restart after a kill resumes delivery now instead of when the dead process's leases run out
  * (`outbox.lease_seconds`), with every later row on the same units waiting behind them.
  *
- * Only for the daemon that owns the SQLite file (see sqlite/ownership.ts): no other process claims
+ * Only for the daemon that owns its store alone (SQLite's ownership lock): no other process claims
  * outbox rows, so every claim it finds at start-up belongs to a process that died. The operator
  * may have received those requests: delivery is at-least-once, with the same ref on the next attempt.
  * Returns how many rows went back.
  */
-export function releaseDeadClaims(ctx: Pick<AppContext, 'database' | 'clock' | 'log'>): number {
-  const rows = releaseAllClaims(ctx.database.sqlite, isoAt(ctx.clock.now()));
+export async function releaseDeadClaims(store: OperationsStore, clock: Clock, log: Logger): Promise<number> {
+  const rows = await store.releaseAll(isoAt(clock.now()));
   if (rows.length > 0) {
-    ctx.log.warn(
+    log.warn(
       {
         event: 'outbox.released_at_start',
         rows: rows.length,

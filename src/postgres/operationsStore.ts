@@ -1,9 +1,16 @@
 import type pg from 'pg';
+import type { AppContext } from '../context.js';
+import { InboxStore } from '../inbox/inboxStore.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import type { OperationRow } from '../operations/rows.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
-import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
-import { releaseOwnedBy } from '../operations/transitions.js';
+import type { AttemptRecord, Claim, ClaimParams, NewOperation, SettleStep } from '../operations/storeSeam.js';
+import { insertOperations, releaseOwnedBy } from '../operations/transitions.js';
+import { type OutboxAccess, outboxAccess } from '../outbox/access.js';
+import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
+import { run, type Script } from '../store/script.js';
+import { join, raw, sql, typed } from '../store/sql.js';
+import { orderKeyLock } from './advisoryLocks.js';
 import { releaseDeadPg } from './liveness.js';
 import { postgresScriptStore } from './scripts.js';
 import { flushGroup, GroupRunner } from './settleGroup.js';
@@ -11,8 +18,8 @@ import { flushGroup, GroupRunner } from './settleGroup.js';
 /**
  * The operations store on PostgreSQL, shared by several replicas: the transitions of
  * transitions.ts, as on SQLite, with what sharing the store asks for besides. The dispatcher's
- * claims and settles are grouped (pgGroup.ts: one transaction of few round trips for many), and
- * the claimants known dead are those whose liveness lock is free (pgLiveness.ts).
+ * claims and settles are grouped (settleGroup.ts: one transaction of few round trips for many), and
+ * the claimants known dead are those whose liveness lock is free (liveness.ts).
  *
  * Order per order key across replicas: a row is claimable only when no older row of its key is
  * queued or sending (NOT EXISTS), and the claim is ONE statement (candidates FOR UPDATE SKIP
@@ -48,6 +55,11 @@ export class PgOperationsStore extends ScriptedOperationsStore {
     this.group = new GroupRunner((jobs) => flushGroup(pool, jobs, pgOptions.onStateChange));
   }
 
+  /** Each order key's transaction lock first, in key order: ids of one key are handed out in commit order. */
+  protected override inserting(ops: readonly NewOperation[], nowIso: string): Script<OperationRow[]> {
+    return lockedInsert(ops, nowIso, this.sink);
+  }
+
   override claim(given: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
     return new Promise((resolve, reject) => this.group.submit({ kind: 'claim', given, resolve, reject }));
   }
@@ -58,7 +70,8 @@ export class PgOperationsStore extends ScriptedOperationsStore {
     );
   }
 
-  override async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
+  /** Hands back the rows of claimants whose liveness lock is free (another replica's start-up path). */
+  async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
     const perOwner = await releaseDeadPg(this.pool, this.pgOptions.leaseOwner, (owner) =>
       this.releaseOwner(owner, nowIso),
     );
@@ -67,9 +80,44 @@ export class PgOperationsStore extends ScriptedOperationsStore {
 
   /**
    * Hands back every row `owner` holds (one transaction). Only for an owner known dead: the
-   * replica presence's sweep (pgPresence.ts) calls it under that owner's liveness lock.
+   * replica presence's sweep (presence.ts) calls it under that owner's liveness lock.
    */
   releaseOwner(owner: string, nowIso: string): Promise<Array<{ id: number; ref: string }>> {
     return this.scripts.transaction(releaseOwnedBy(owner, nowIso, this.sink));
   }
+}
+
+function* lockedInsert(
+  ops: readonly NewOperation[],
+  nowIso: string,
+  sink: StateChangeSink | undefined,
+): Script<OperationRow[]> {
+  const keys = [...new Set(ops.flatMap((o) => (o.orderKey === null ? [] : [o.orderKey])))].sort();
+  if (keys.length > 0)
+    yield* run(
+      sql`SELECT pg_advisory_xact_lock(${raw(orderKeyLock('k'))}) FROM (VALUES ${join(
+        keys.map((k) => sql`(${typed(k, 'text')})`),
+        ', ',
+      )}) AS keys(k) ORDER BY k`,
+    );
+  return yield* insertOperations(ops, nowIso, sink);
+}
+
+/** The dispatcher's hooks on PostgreSQL: nothing to erase after a scrub (VACUUM reclaims the old versions). */
+export function pgOutboxHooks(
+  pool: pg.Pool,
+  options: Pick<PgOperationsStoreOptions, 'onStateChange'> = {},
+): OutboxHooks {
+  const scripts = postgresScriptStore(pool);
+  return outboxHooks(scripts, new InboxStore(scripts, options), () => {});
+}
+
+/** The outbox on PostgreSQL; `leaseOwner` names the store's claims (it never claims here). */
+export function pgOutbox(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  pool: pg.Pool,
+  options: PgOperationsStoreOptions,
+): OutboxAccess {
+  const store = new PgOperationsStore(pool, options);
+  return outboxAccess(ctx, postgresScriptStore(pool), store, { wakeBeforeCommit: false });
 }

@@ -1,8 +1,13 @@
+import type { AppContext } from '../context.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
-import type { TransactionOptions } from '../store/script.js';
+import { type OutboxAccess, outboxAccess } from '../outbox/access.js';
+import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
+import { REQUEST_BUSY_GRACE_MS, type TransactionOptions } from '../store/script.js';
 import { stateChangeSinkOf } from './changes.js';
 import { commitQueueFor } from './commitQueue.js';
+import { sqliteInboxStore } from './inboxStore.js';
 import type { Sqlite } from './open.js';
+import { purgeWalAfterScrub, purgeWalIfOwed } from './walPurge.js';
 
 /**
  * The dispatcher's claims, settles and releases go on once committed, without waiting for the
@@ -25,4 +30,31 @@ export class SqliteOperationsStore extends ScriptedOperationsStore {
       dispatcherWork: DISPATCHER_WORK,
     });
   }
+}
+
+/**
+ * The dispatcher's hooks on a SQLite handle. A scrub leaves the old versions of the rows it
+ * rewrote in the WAL (the file's own pages are zeroed as they are freed: `secure_delete`,
+ * sqlite/open.ts), so the WAL is emptied after it (sqlite/walPurge.ts).
+ */
+export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
+  return outboxHooks(commitQueueFor(sqlite), sqliteInboxStore(sqlite), (rows) =>
+    rows > 0 ? purgeWalAfterScrub(sqlite) : purgeWalIfOwed(sqlite),
+  );
+}
+
+/**
+ * The outbox on a SQLite handle. `grouped` (the API's): an enqueue joins the connection's group
+ * commit with the dispatcher's claim it wakes, and a request is refused after a short wait for
+ * another process's lock; else (the CLI's) it waits up to `database.busy_timeout_ms`.
+ */
+export function sqliteOutbox(
+  ctx: Pick<AppContext, 'clock' | 'config'>,
+  sqlite: Sqlite,
+  options: { grouped: boolean },
+): OutboxAccess {
+  return outboxAccess(ctx, commitQueueFor(sqlite), new SqliteOperationsStore(sqlite), {
+    busyGraceMs: options.grouped ? REQUEST_BUSY_GRACE_MS : ctx.config.database.busy_timeout_ms,
+    wakeBeforeCommit: options.grouped,
+  });
 }

@@ -11,7 +11,7 @@ import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { until } from '../ops/child.js';
 import { REJECTION_REASON, type SeededApi, seededApi, TOKEN } from '../ops/seed.js';
-import { transfer } from '../outbox/fixtures.js';
+import { sqliteDispatcher, transfer } from '../outbox/fixtures.js';
 import { CLIENT, PACKAGE_JSON, TSCONFIG, WRONG } from './generatedClient.js';
 import { responseSchema, schemaProblems } from './schemaCheck.js';
 
@@ -271,7 +271,7 @@ describe('a client generated with openapi-typescript', () => {
     const env = { ...TOOL_ENV, VCU_API: h.base, VCU_TOKEN: TOKEN };
     const refs = ['client-ok-1', 'client-rej-1'];
     h.sim.webhooks.setDecision('client-rej-1', 'reject', REJECTION_REASON);
-    const dispatcher = createDispatcherComponent(h.ctx);
+    const dispatcher = createDispatcherComponent(h.ctx, sqliteDispatcher(h.ctx));
     await dispatcher.start();
     try {
       const queued = await runTool(['client.ts', 'queue', ...refs], work.dir, env);

@@ -4,8 +4,9 @@ import { createRequire } from 'node:module';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { createApiComponent } from '../../src/api/server.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
-import { clearPause, writePause } from '../../src/outbox/pause.js';
+import { pauseRecord } from '../../src/outbox/pause.js';
 import { DEFAULT_WEBHOOK_SECRET } from '../../src/simulator/index.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
@@ -65,15 +66,14 @@ describe('GET /readyz', () => {
   });
 
   it('503 while sending is paused by the operator refusing our key', async () => {
-    writePause(
-      ctx.database.sqlite,
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).write(
       { reason: 'operator answered 401', status: 401, since: new Date().toISOString() },
       new Date().toISOString(),
     );
     const paused = await get('/readyz');
     expect(paused.status).toBe(503);
     expect(paused.body.reasons).toEqual(['sending paused: operator answered 401']);
-    clearPause(ctx.database.sqlite);
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).clear();
     expect((await get('/readyz')).status).toBe(200);
   });
 
@@ -128,8 +128,7 @@ describe('GET /readyz', () => {
 
   it('names every reason at once', async () => {
     await webhook.stop();
-    writePause(
-      ctx.database.sqlite,
+    await pauseRecord(commitQueueFor(ctx.database.sqlite)).write(
       { reason: 'operator answered 403', status: 403, since: new Date().toISOString() },
       new Date().toISOString(),
     );

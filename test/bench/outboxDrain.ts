@@ -1,9 +1,8 @@
 import http from 'node:http';
 import got from 'got';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { testContext } from '../helpers/context.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { timed, until } from './lib/timing.js';
@@ -71,7 +70,7 @@ export async function outboxDrainScenario(options: BenchOptions): Promise<Scenar
 
     options.say('outbox drain: dispatcher');
     const accepted = ctx.database.sqlite.prepare("SELECT count(*) AS n FROM outbox WHERE state = 'accepted'");
-    const component = createDispatcherComponent(ctx);
+    const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
     const drain = await timed(async () => {
       await component.start();
       await until('every row accepted', () => (accepted.get() as { n: number }).n === n, 600_000, 5);

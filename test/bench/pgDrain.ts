@@ -86,7 +86,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
           tokenization(`bench-pg-drain-${i}`, { unitId: 100_000 + i, issuanceId: 200_000 + i }),
         );
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
-        batch.push(prepared.params);
+        batch.push(prepared);
       }
       await store.insert(batch, now);
     }
@@ -115,7 +115,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
 
     const { db, store } = await queued();
     options.say('pgdrain: dispatcher on PgOperationsStore');
-    const component = createDispatcherComponent(ctx, { store, owner: OWNER });
+    const component = createDispatcherComponent(ctx, { store, hooks: null, owner: OWNER });
     const drain = await timed(async () => {
       await component.start();
       await store.accepted(n);

@@ -21,7 +21,7 @@ function prepared(ctx: Pick<AppContext, 'config'>, ops: readonly Record<string, 
   return ops.map((op) => {
     const p = prepareInsert(ctx, op);
     if ('errors' in p) throw new Error(`invalid fixture: ${JSON.stringify(p.errors)}`);
-    return p.params;
+    return p;
   });
 }
 

@@ -1,10 +1,9 @@
 import http from 'node:http';
 import got from 'got';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
-import { cancelQueued, tokenization } from '../outbox/fixtures.js';
+import { cancelQueued, enqueueOperation, tokenization } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from '../subscribers/harness.js';
 import { spawnNode, tsx } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';

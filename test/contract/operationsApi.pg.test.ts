@@ -1,7 +1,7 @@
 import { inject } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres } from '../../src/postgres/open.js';
-import { pgOutbox } from '../../src/postgres/outboxAccess.js';
+import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { operationsApiCases, T0, TOKEN } from './operationsApi.cases.js';

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
 import { SCRUB_BATCH } from '../../src/outbox/scrub.js';
-import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
-import { pgOutboxHooks } from '../../src/postgres/outboxHooks.js';
+import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { hostilePeople } from '../privacy/leaks.js';
 import {

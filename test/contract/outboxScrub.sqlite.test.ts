@@ -1,7 +1,6 @@
 import path from 'node:path';
-import { sqliteOutboxHooks } from '../../src/outbox/hooks.js';
 import { openDatabase } from '../../src/sqlite/open.js';
-import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
+import { SqliteOperationsStore, sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { tempDir } from '../helpers/context.js';
 import {
   ATTEMPTS,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, inject } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import { pgOutbox } from '../../src/postgres/outboxAccess.js';
+import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { outboxSteeringCases, T0 } from './outboxSteering.cases.js';

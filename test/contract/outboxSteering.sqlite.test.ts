@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
-import { sqliteOutbox } from '../../src/outbox/access.js';
+import { sqliteOutbox } from '../../src/sqlite/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { outboxSteeringCases, T0 } from './outboxSteering.cases.js';
 
@@ -17,7 +17,7 @@ afterAll(() => {
 });
 
 outboxSteeringCases('sqlite', () => ({
-  outbox: sqliteOutbox(ctx),
+  outbox: sqliteOutbox(ctx, ctx.database.sqlite, { grouped: true }),
   exec: async (sql) => void ctx.database.sqlite.exec(sql),
   state: async (ref) =>
     (

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { databaseFaultsFor } from '../../src/sqlite/faults.js';
 import { prepareDaemonDatabase } from '../../src/sqlite/integrity.js';
@@ -16,7 +15,7 @@ import { tempDir } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { daemonEnv, writeToml } from '../ops/child.js';
-import { transfer } from '../outbox/fixtures.js';
+import { enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { startDaemonChild, TOKEN } from './daemonChild.js';
 
 let sim: Simulator;

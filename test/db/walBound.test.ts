@@ -1,10 +1,9 @@
 import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { createSyncThread } from '../../src/sqlite/syncThread.js';
 import { testContext } from '../helpers/context.js';
 import { captureLog } from '../mirror/harness.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { enqueueOperationGrouped, tokenization } from '../outbox/fixtures.js';
 
 /**
  * While a worker thread runs, it checkpoints the WAL and the main connection does not. A steady

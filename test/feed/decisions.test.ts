@@ -8,7 +8,7 @@ import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { SECRET } from '../inbox/helpers.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
 import { ManualTimers, openStream, startFeedApi } from './helpers.js';
 
 const TOKEN = 'feed-test-token-0123456789';
@@ -54,7 +54,7 @@ async function setup(policy: 'approve' | 'reject') {
 
 /** Starts the dispatcher: from then on the operation is sent, accepted, and decided. */
 async function startDispatcher(ctx: AppContext) {
-  const dispatcher = createDispatcherComponent(ctx);
+  const dispatcher = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await dispatcher.start();
   started.push(dispatcher);
 }

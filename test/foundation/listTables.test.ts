@@ -3,12 +3,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
 import { runOutboxCommand } from '../../src/commands/outbox.js';
 import { listText, textTable } from '../../src/commands/textTable.js';
-import { sqliteOutbox } from '../../src/outbox/access.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { sqliteOutbox } from '../../src/sqlite/operationsStore.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { testContext } from '../helpers/context.js';
-import { transfer } from '../outbox/fixtures.js';
+import { enqueueOperation, transfer } from '../outbox/fixtures.js';
 
 /**
  * `outbox list` and `deliveries list` in one table style: the same headers for the same things,
@@ -76,7 +75,12 @@ describe('the two list commands', () => {
     const outbox = io();
     const deliveries = io();
     expect(
-      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, outbox.streams),
+      await runOutboxCommand(
+        sqliteOutbox(ctx, ctx.database.sqlite, { grouped: false }),
+        'list',
+        undefined,
+        outbox.streams,
+      ),
     ).toBe(0);
     expect(await listDeliveries(ctx, deliveries.streams)).toBe(0);
     expect(outbox.out()).toBe('ID  REF  TYPE  STATE  ATTEMPTS  NEXT_ATTEMPT  LAST_ERROR\n');
@@ -91,7 +95,12 @@ describe('the two list commands', () => {
     for (let i = 0; i < 101; i++) enqueueOperation(ctx, transfer(`page-${i}`, { unitId: 97_000 + i }));
     const first = io();
     expect(
-      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, first.streams),
+      await runOutboxCommand(
+        sqliteOutbox(ctx, ctx.database.sqlite, { grouped: false }),
+        'list',
+        undefined,
+        first.streams,
+      ),
     ).toBe(0);
     const lines = first.out().trimEnd().split('\n');
     expect(lines).toHaveLength(1 + 100 + 1);
@@ -99,7 +108,7 @@ describe('the two list commands', () => {
     expect(lines.at(-1)).toBe('(more: add --cursor 100 for the next page)');
     const second = io();
     expect(
-      await runOutboxCommand(sqliteOutbox(ctx, { grouped: false }), 'list', undefined, {
+      await runOutboxCommand(sqliteOutbox(ctx, ctx.database.sqlite, { grouped: false }), 'list', undefined, {
         ...second.streams,
         cursor: '100',
       }),

@@ -4,12 +4,11 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { demoOperation } from '../../src/commands/demoOperations.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { acquireOwnership } from '../../src/sqlite/ownership.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, untilEvent, writeToml } from '../ops/child.js';
-import { cancelQueued } from '../outbox/fixtures.js';
+import { cancelQueued, enqueueOperation } from '../outbox/fixtures.js';
 
 /**
  * One way to make each command exit with each code README documents, run for real in a child

@@ -3,7 +3,6 @@ import { isoAt, ManualClock } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookApp, runInboxMaintenance, WEBHOOK_PATH } from '../../src/inbox/listener.js';
-import { awaitingDecision } from '../../src/operations/reads.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
@@ -260,13 +259,5 @@ describe('deposits, unknown events, queries', () => {
       state: 'rejected',
       decision_reason: 'configured',
     });
-  });
-
-  it('awaitingDecision lists accepted rows older than the cutoff', () => {
-    insertOutboxRow(ctx.database.sqlite, 'old', 'accepted', '2026-01-01T00:00:00.000Z');
-    insertOutboxRow(ctx.database.sqlite, 'new', 'accepted', '2026-02-28T00:00:00.000Z');
-    insertOutboxRow(ctx.database.sqlite, 'done', 'approved', '2026-01-01T00:00:00.000Z');
-    const rows = awaitingDecision(ctx.database.sqlite, '2026-02-01T00:00:00.000Z');
-    expect(rows.map((r) => r.marketplaceTransactionRef)).toEqual(['old']);
   });
 });

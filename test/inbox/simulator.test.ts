@@ -11,7 +11,6 @@ import { SyncRequests } from '../../src/syncRequests.js';
 let syncs = new SyncRequests();
 
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import {
   REJECT_REASON,
   type Simulator,
@@ -20,7 +19,7 @@ import {
 } from '../../src/simulator/index.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
 import { events, insertOutboxRow, outboxRow, SECRET } from './helpers.js';
 
 let sim: Simulator | undefined;
@@ -102,7 +101,7 @@ describe('with the simulator as the operator', () => {
 
   it('with the real dispatcher: decisions land on their operations, including the early-webhook race', async () => {
     const { sim, ctx } = await setup({ policy: 'alternate', beforeResponse: true });
-    const dispatcher = createDispatcherComponent(ctx);
+    const dispatcher = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
     await dispatcher.start();
     stops.push(() => dispatcher.stop());
     const refs = Array.from({ length: 6 }, (_, i) => `e2e-${i}`);

@@ -3,11 +3,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { feedHead } from '../../src/app/sqliteFeedReads.js';
 import { operatorRate } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
-import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { createSyncThread } from '../../src/sqlite/syncThread.js';
 import { SYNC_TARGETS, SyncRequests } from '../../src/syncRequests.js';
-import { assertNoPersonalData, tokenization } from '../outbox/fixtures.js';
+import { assertNoPersonalData, enqueueOperationGrouped, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 
 /**

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimOperations } from '../../src/operations/claim.js';
-import { operationByRef } from '../../src/operations/reads.js';
 import {
   type GuardFacts,
   nextState,
@@ -22,6 +21,7 @@ import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
 import type { Script } from '../../src/store/script.js';
 import { testContext } from '../helpers/context.js';
+import { operationByRef } from '../outbox/fixtures.js';
 
 const NOW = '2026-03-01T12:00:00.000Z';
 const PAST = '2026-03-01T11:00:00.000Z';

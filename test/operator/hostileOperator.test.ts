@@ -14,11 +14,10 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { truncatedMarker } from '../../src/operator/client.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { cliArgs, tsNodeArgs } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { until, writeToml } from '../ops/child.js';
-import { tokenization } from '../outbox/fixtures.js';
+import { enqueueOperation, tokenization } from '../outbox/fixtures.js';
 import {
   gzipBomb,
   type HostileServer,

@@ -7,11 +7,10 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { DAEMON_HEAP_FLAGS, heapFlagsToAdd } from '../../src/heapSizing.js';
 import { silentLogger } from '../../src/log.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { refusedFlags, startWorker } from '../../src/startWorker.js';
 import { tempDir } from '../helpers/context.js';
-import { transfer } from '../outbox/fixtures.js';
+import { enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
 
 /**

@@ -12,11 +12,11 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CONFIG, UserError } from '../../src/errors.js';
 import { claimOperations } from '../../src/operations/claim.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { posixWriteLockHolders } from '../../src/sqlite/lockHolders.js';
+import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import {
   acquireOwnership,
   EXIT_DATABASE_OWNED,
@@ -27,7 +27,7 @@ import {
 import { tempDir, testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { freePort } from '../helpers/net.js';
-import { capturingLogger, transfer } from '../outbox/fixtures.js';
+import { capturingLogger, enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { type CliChild, daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
 
 const TOKEN = 'ops-test-token-0123456789';
@@ -311,7 +311,7 @@ describe('acquireOwnership', () => {
 });
 
 describe('releaseDeadClaims', () => {
-  it('queues every claimed row again with its attempt refunded and leaves other rows alone', () => {
+  it('queues every claimed row again with its attempt refunded and leaves other rows alone', async () => {
     const { log, lines } = capturingLogger();
     const ctx = testContext();
     try {
@@ -333,7 +333,8 @@ describe('releaseDeadClaims', () => {
       ctx.database.sqlite
         .prepare("UPDATE outbox SET state = 'accepted', lease_owner = NULL, lease_until = NULL WHERE id = 4")
         .run();
-      expect(releaseDeadClaims(ctx)).toBe(3);
+      const store = new SqliteOperationsStore(ctx.database.sqlite);
+      expect(await releaseDeadClaims(store, ctx.clock, log)).toBe(3);
       const rows = ctx.database.sqlite
         .prepare(
           'SELECT marketplaceTransactionRef AS ref, state, attempts, lease_owner, lease_until FROM outbox ORDER BY id',
@@ -352,7 +353,7 @@ describe('releaseDeadClaims', () => {
         expect.objectContaining({ rows: 3, refs: ['dead-0', 'dead-1', 'dead-2'] }),
       ]);
       // Nothing left to hand back: no second line.
-      expect(releaseDeadClaims(ctx)).toBe(0);
+      expect(await releaseDeadClaims(store, ctx.clock, log)).toBe(0);
       expect(lines.filter((l) => l.includes('outbox.released_at_start'))).toHaveLength(1);
     } finally {
       ctx.dispose();

@@ -5,11 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { lockPathFor } from '../../src/sqlite/ownership.js';
 import { tempDir } from '../helpers/context.js';
-import { assertNoPersonalData, transfer } from '../outbox/fixtures.js';
+import { assertNoPersonalData, enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
 
 const TOTAL = 1_000;

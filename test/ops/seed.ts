@@ -1,13 +1,12 @@
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
-import { cancelQueued, transfer } from '../outbox/fixtures.js';
+import { cancelQueued, enqueueOperation, sqliteDispatcher, transfer } from '../outbox/fixtures.js';
 import { until } from './child.js';
 
 export const TOKEN = 'ops-status-token-0123456789';
@@ -68,7 +67,7 @@ export async function seededApi(): Promise<SeededApi> {
         | { state: string }
         | undefined
     )?.state;
-  const dispatcher = createDispatcherComponent(ctx);
+  const dispatcher = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await dispatcher.start();
   try {
     sim.faults.next(1, '500', { pathPrefix: '/integration/v1/notify' });

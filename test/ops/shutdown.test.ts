@@ -6,10 +6,9 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/context.js';
-import { capturingLogger, transfer } from '../outbox/fixtures.js';
+import { capturingLogger, enqueueOperation, sqliteDispatcher, transfer } from '../outbox/fixtures.js';
 import { dispatchContext, rows } from '../outbox/harness.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from './child.js';
 
@@ -240,7 +239,7 @@ describe('dispatcher stop', () => {
     sim.faults.clear();
     const { ctx } = dispatchContext(sim, log);
     try {
-      const short = createDispatcherComponent(ctx, { stopGraceMs: 50 });
+      const short = createDispatcherComponent(ctx, { ...sqliteDispatcher(ctx), stopGraceMs: 50 });
       enqueueOperation(ctx, transfer('slow-1', { unitId: 91_001 }));
       enqueueOperation(ctx, transfer('slow-2', { unitId: 91_002 }));
       sim.faults.next(2, 'latency', { latencyMs: 8_000, pathPrefix: '/integration/v1/notify' });

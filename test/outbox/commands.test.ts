@@ -4,7 +4,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runEnqueueCommand } from '../../src/commands/enqueue.js';
 import { runOutboxCommand } from '../../src/commands/outbox.js';
-import { sqliteOutbox } from '../../src/outbox/access.js';
+import { sqliteOutbox } from '../../src/sqlite/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { PERSONAL, tokenization, transfer } from './fixtures.js';
 
@@ -91,6 +91,6 @@ describe('vcu-sync outbox', () => {
 });
 
 /** The CLI's outbox on the test's file: its own commit per enqueue, as `vcu-sync enqueue` makes. */
-function cliOutbox(ctx: Parameters<typeof sqliteOutbox>[0]) {
-  return sqliteOutbox(ctx, { grouped: false });
+function cliOutbox(ctx: ReturnType<typeof testContext>) {
+  return sqliteOutbox(ctx, ctx.database.sqlite, { grouped: false });
 }

@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
-import { assertNoPersonalData, transfer, until } from './fixtures.js';
+import { assertNoPersonalData, enqueueOperation, transfer, until } from './fixtures.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const TOTAL = 1_000;

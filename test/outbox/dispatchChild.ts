@@ -8,12 +8,13 @@ import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+import { sqliteDispatcher } from './fixtures.js';
 
 const overrides = JSON.parse(process.env.VCU_SYNC_TEST_OVERRIDES ?? '{}') as Record<string, unknown>;
 const config = loadConfig({ env: process.env, overrides });
 const log = createLogger({ level: 'info', pretty: false });
 const ctx = openSqliteContext(config, log);
-const component = createDispatcherComponent(ctx);
+const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
 await component.start();
 log.info({ event: 'child.ready' }, 'dispatcher child ready');
 process.once('SIGTERM', () => {

@@ -1,14 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ClaimParams } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { readPause } from '../../src/outbox/pause.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import {
   assertNoPersonalData,
   capturingLogger,
+  enqueueOperation,
   PERSONAL,
+  readPause,
   retire,
   tokenization,
   transfer,
@@ -205,7 +205,7 @@ describe('dispatcher idling', () => {
     const refs = Array.from({ length: 5 }, (_, i) => `idle-${i}`);
     for (const ref of refs) enqueue(h, transfer(ref, { unitId: 9100 }));
     const store = new CountingStore(h.ctx.database.sqlite);
-    const component = createDispatcherComponent(h.ctx, { store });
+    const component = createDispatcherComponent(h.ctx, { store, hooks: null });
     // Stopped before setup's cleanup closes the database under it.
     cleanups.unshift(() => component.stop());
     // A slow operator: the unit's next row waits behind each send for its whole answer.
@@ -283,7 +283,10 @@ describe('settles owed while the store failed', () => {
         return super.settle(...args);
       }
     }
-    const component = createDispatcherComponent(h.ctx, { store: new AwayStore(h.ctx.database.sqlite) });
+    const component = createDispatcherComponent(h.ctx, {
+      store: new AwayStore(h.ctx.database.sqlite),
+      hooks: null,
+    });
     cleanups.unshift(() => component.stop());
     await component.start();
     await vi.waitFor(() => expect(component.dispatcher.owedSettles).toBe(1), {

@@ -1,11 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDispatcherThreadComponent } from '../../src/app/dispatcherThread.js';
 import type { OperationRow } from '../../src/operations/rows.js';
-import { createDispatcherThreadComponent } from '../../src/outbox/dispatcherThread.js';
-import { enqueueOperationGrouped } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteHostedStore } from '../../src/sqlite/threadStore.js';
 import { testContext } from '../helpers/context.js';
-import { assertNoPersonalData, capturingLogger, tokenization, transfer, until } from './fixtures.js';
+import {
+  assertNoPersonalData,
+  capturingLogger,
+  enqueueOperationGrouped,
+  tokenization,
+  transfer,
+  until,
+} from './fixtures.js';
 
 let sim: Simulator;
 beforeAll(async () => {

@@ -2,10 +2,22 @@ import { Writable } from 'node:stream';
 import { isoAt } from '../../src/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { operationByRef } from '../../src/operations/reads.js';
-import { cancelOperation } from '../../src/operations/transitions.js';
+import { operationReads } from '../../src/operations/reads.js';
+import type { OperationRow } from '../../src/operations/rows.js';
+import { cancelOperation, insertOperations } from '../../src/operations/transitions.js';
+import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
+import {
+  answerExisting,
+  type EnqueueResult,
+  prepareInsert,
+  type WakeDispatcher,
+} from '../../src/outbox/enqueue.js';
+import { type OutboxPause, PAUSE_KEY, pauseOf } from '../../src/outbox/pause.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
+import type { Sqlite } from '../../src/sqlite/open.js';
+import { SqliteOperationsStore, sqliteOutbox, sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
+import { runSqlite } from '../../src/sqlite/scripts.js';
 
 /** Personal values that must never show up outside the body sent to the operator. */
 export const PERSONAL = {
@@ -101,4 +113,49 @@ export function cancelQueued(ctx: Pick<AppContext, 'database' | 'clock'>, ref: s
     )
       throw new Error(`cannot cancel ${ref}`);
   })();
+}
+
+/** The stored row of `ref`, read now. */
+export function operationByRef(sqlite: Sqlite, ref: string): OperationRow | undefined {
+  return runSqlite(sqlite, operationReads.byRef(ref)).rows[0] as OperationRow | undefined;
+}
+
+type EnqueueContext = Pick<AppContext, 'database' | 'clock' | 'config'>;
+
+/**
+ * Queues one notification at once, synchronously, on the context's file (a test's seed, statement
+ * by statement as the transitions write it); the daemon and the CLI queue through OutboxAccess.
+ */
+export function enqueueOperation(ctx: EnqueueContext, input: unknown, wake?: WakeDispatcher): EnqueueResult {
+  const prepared = prepareInsert(ctx, input);
+  if ('errors' in prepared) return prepared;
+  const { sqlite } = ctx.database;
+  const now = isoAt(ctx.clock.now());
+  const [row] = driveSqlite(sqlite, insertOperations([prepared], now, stateChangeSinkOf(sqlite)));
+  if (!row) return answerExisting(prepared, operationByRef(sqlite, prepared.ref));
+  wake?.();
+  return { status: 201, row };
+}
+
+/** Queues one notification as the API does: in the connection's group commit. */
+export function enqueueOperationGrouped(
+  ctx: EnqueueContext,
+  input: unknown,
+  wake?: WakeDispatcher,
+): Promise<EnqueueResult> {
+  return sqliteOutbox(ctx, ctx.database.sqlite, { grouped: true }).enqueue(input, wake);
+}
+
+/** The dispatcher's seams on the context's file, as the SQLite daemon wires them. */
+export function sqliteDispatcher(
+  ctx: Pick<AppContext, 'database'>,
+): Pick<DispatcherOptions, 'store' | 'hooks'> {
+  const { sqlite } = ctx.database;
+  return { store: new SqliteOperationsStore(sqlite), hooks: sqliteOutboxHooks(sqlite) };
+}
+
+/** The dispatcher's pause record as stored, read now. */
+export function readPause(sqlite: Sqlite): OutboxPause | null {
+  const row = sqlite.prepare('SELECT value, updated_at FROM daemon_state WHERE key = ?').get(PAUSE_KEY);
+  return pauseOf(row as { value: string; updated_at: string } | undefined);
 }

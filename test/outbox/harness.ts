@@ -5,6 +5,7 @@ import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dis
 import type { Simulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import type { capturingLogger } from './fixtures.js';
+import { sqliteDispatcher } from './fixtures.js';
 
 /** A context on a fresh database, pointed at the simulator, driven by a ManualClock. */
 export function dispatchContext(
@@ -26,7 +27,7 @@ export function dispatchContext(
     },
   });
   ctx.log = log;
-  const component = createDispatcherComponent(ctx);
+  const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   return { ctx, clock, component, dispatcher: component.dispatcher as Dispatcher };
 }
 

@@ -8,7 +8,7 @@ import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { silentLogger } from '../../src/log.js';
 import { pgClassifyFault, pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
-import { pgOutbox } from '../../src/postgres/outboxAccess.js';
+import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { freePort } from '../helpers/net.js';

@@ -3,7 +3,7 @@ import { ChangeSignal } from '../../src/db/changeSignal.js';
 import { feedReads } from '../../src/feed/reads.js';
 import { type ChangeListener, listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import { pgOutbox } from '../../src/postgres/outboxAccess.js';
+import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';

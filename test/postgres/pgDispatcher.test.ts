@@ -6,9 +6,9 @@ import type { ClaimParams, OperationsStore } from '../../src/operations/storeSea
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { pauseRecord } from '../../src/outbox/pause.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
-import { pgOutboxHooks, pgPauseRecord } from '../../src/postgres/outboxHooks.js';
+import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { REDACTED } from '../../src/redact.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -51,7 +51,7 @@ afterAll(async () => {
  * `wrapStore` puts a test's seam around the store the dispatcher uses.
  */
 function pgDispatcher(
-  options: DispatcherOptions = {},
+  options: Partial<DispatcherOptions> = {},
   wrapStore: (store: PgOperationsStore) => OperationsStore = (store) => store,
   concurrency = 8,
 ) {
@@ -76,14 +76,19 @@ function pgDispatcher(
       },
     },
   });
-  const component = createDispatcherComponent(pgCtx, { store: wrapStore(store), owner: OWNER, ...options });
+  const component = createDispatcherComponent(pgCtx, {
+    store: wrapStore(store),
+    hooks: null,
+    owner: OWNER,
+    ...options,
+  });
   /** Queues tokenizations through the same validation as the API, each on its unit. */
   const enqueue = (ops: ReadonlyArray<{ ref: string; unit: number; extra?: Record<string, unknown> }>) =>
     store.insert(
       ops.map(({ ref, unit, extra }) => {
         const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 7000 + unit, ...extra }));
         if ('errors' in prepared) throw new Error(`invalid fixture: ${JSON.stringify(prepared.errors)}`);
-        return prepared.params;
+        return prepared;
       }),
       new Date(clock.now()).toISOString(),
     );
@@ -311,7 +316,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
   });
 
   it('with pgOutboxHooks, a 401 pause is recorded in PostgreSQL, picked up by the next start and cleared by its probe', async () => {
-    const record = pgPauseRecord(pgDb.pool);
+    const record = pauseRecord(postgresScriptStore(pgDb.pool));
     sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
     const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
     await first.enqueue([{ ref: 'pg-auth-1', unit: 1 }]);
@@ -347,7 +352,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
   });
 
   it('a refusal pauses sending before its settle commits: the row, due again at once, is not sent again unpaused', async () => {
-    const record = pgPauseRecord(pgDb.pool);
+    const record = pauseRecord(postgresScriptStore(pgDb.pool));
     sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
     // The refused row's settle commits, then its answer is held until the dispatcher is paused or
     // its loop has claimed again: a busy machine's slow round trip, made certain. Paused only after
@@ -388,7 +393,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
   });
 
   it('rows claimed unpaused while a refusal paused sending go back unsent, not out as extra probes', async () => {
-    const record = pgPauseRecord(pgDb.pool);
+    const record = pauseRecord(postgresScriptStore(pgDb.pool));
     sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
     // The first claim takes one row (its send is refused); the second, begun before that answer,
     // takes the other and commits, and its answer is held until the refusal has paused sending.

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
 import { maskReceived, personalMasker, personalValues } from '../../src/operations/personal.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { scrubFinishedRows } from '../../src/outbox/scrub.js';
 import { maskDeep, REDACTED, redactDeep, registerSecret, scrubText, TOO_DEEP } from '../../src/redact.js';
+import { sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { testContext } from '../helpers/context.js';
-import { capturingLogger, transfer } from '../outbox/fixtures.js';
+import { capturingLogger, enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { everyCell, findAll, formsOf, hostilePeople, keyNeedles, personalNeedles } from './leaks.js';
 
 const KEY = 'pk_Test/Unit+Key=9876543210zyxw';
@@ -105,7 +104,7 @@ describe('personal values in text', () => {
 });
 
 describe('scrub', () => {
-  it('clears every column of a finished row and its webhook events, not only the body', () => {
+  it('clears every column of a finished row and its webhook events, not only the body', async () => {
     const ctx = testContext({ overrides: { 'operator.marketplace_id': 'mkt-1' } });
     try {
       const people = hostilePeople(3);
@@ -129,7 +128,7 @@ describe('scrub', () => {
          VALUES ('msg_1', @old, 'scrub-all-1', 'rejected', @reason, @echo, 'applied')`,
       ).run({ old, echo, reason: `no funds for ${people.destinationUserEmail}` });
 
-      const scrubbed = scrubFinishedRows(db, Date.parse('2026-03-01T00:00:00Z'), 30);
+      const scrubbed = await sqliteOutboxHooks(db).scrubFinished(Date.parse('2026-03-01T00:00:00Z'), 30);
       expect(scrubbed).toBe(1);
       const cells = everyCell(ctx.database.path);
       const mine = personalNeedles([people], false);
@@ -141,7 +140,7 @@ describe('scrub', () => {
       );
       expect(db.prepare(`SELECT body_hash FROM outbox WHERE id = 1`).pluck().get()).toBe(hashBefore);
       expect(enqueueOperation(ctx, input).status).toBe(200);
-      expect(scrubFinishedRows(db, Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(0);
+      expect(await sqliteOutboxHooks(db).scrubFinished(Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(0);
     } finally {
       ctx.dispose();
     }

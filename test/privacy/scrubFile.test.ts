@@ -2,11 +2,10 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { isoAt } from '../../src/clock.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { scrubFinishedRows } from '../../src/outbox/scrub.js';
+import { sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { purgeWalIfOwed, walPurgeOwed } from '../../src/sqlite/walPurge.js';
 import { testContext } from '../helpers/context.js';
-import { transfer } from '../outbox/fixtures.js';
+import { enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { hostilePeople, personalNeedles } from './leaks.js';
 
 /**
@@ -35,7 +34,7 @@ function foundInFiles(file: string, people: ReadonlyArray<Record<string, string>
 }
 
 describe('the scrub leaves no copy in the file', () => {
-  it('no scrubbed value in the database file or its WAL, once a reader holding an old snapshot lets go', () => {
+  it('no scrubbed value in the database file or its WAL, once a reader holding an old snapshot lets go', async () => {
     const ctx = testContext({ overrides: { 'operator.marketplace_id': 'mkt-1' } });
     try {
       const db = ctx.database.sqlite;
@@ -72,7 +71,9 @@ describe('the scrub leaves no copy in the file', () => {
       reader.exec('BEGIN');
       reader.prepare('SELECT count(*) FROM outbox').get();
 
-      expect(scrubFinishedRows(db, Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(SCRUBBED.length);
+      expect(await sqliteOutboxHooks(db).scrubFinished(Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(
+        SCRUBBED.length,
+      );
       // The WAL cannot be emptied under the reader: owed, and its old pages are still there.
       expect(walPurgeOwed(db)).toBe(true);
       expect(foundInFiles(file, SCRUBBED).some((f) => f.startsWith('wal:'))).toBe(true);
@@ -95,7 +96,7 @@ describe('the scrub leaves no copy in the file', () => {
     }
   });
 
-  it('a scrub with nothing to scrub pays a purge owed from before', () => {
+  it('a scrub with nothing to scrub pays a purge owed from before', async () => {
     const ctx = testContext({ overrides: { 'operator.marketplace_id': 'mkt-1' } });
     try {
       const db = ctx.database.sqlite;
@@ -109,11 +110,11 @@ describe('the scrub leaves no copy in the file', () => {
       const reader = new Database(file, { readonly: true });
       reader.exec('BEGIN');
       reader.prepare('SELECT count(*) FROM outbox').get();
-      expect(scrubFinishedRows(db, Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(1);
+      expect(await sqliteOutboxHooks(db).scrubFinished(Date.parse('2026-03-01T00:00:00Z'), 30)).toBe(1);
       expect(walPurgeOwed(db)).toBe(true);
       reader.exec('COMMIT');
       reader.close();
-      expect(scrubFinishedRows(db, Date.parse('2026-03-02T00:00:00Z'), 30)).toBe(0);
+      expect(await sqliteOutboxHooks(db).scrubFinished(Date.parse('2026-03-02T00:00:00Z'), 30)).toBe(0);
       expect(walPurgeOwed(db)).toBe(false);
       expect(foundInFiles(file, [person])).toEqual([]);
     } finally {

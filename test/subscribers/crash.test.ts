@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, until, untilEvent, writeToml } from '../ops/child.js';
-import { cancelQueued, transfer } from '../outbox/fixtures.js';
+import { cancelQueued, enqueueOperation, transfer } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscribersToml, TestSubscriber } from './harness.js';
 
 const TOTAL = 400;

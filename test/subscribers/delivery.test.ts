@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/clock.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
@@ -10,7 +9,7 @@ import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { SECRET } from '../inbox/helpers.js';
-import { PERSONAL, transfer } from '../outbox/fixtures.js';
+import { enqueueOperation, PERSONAL, sqliteDispatcher, transfer } from '../outbox/fixtures.js';
 import {
   deliveryRows,
   OTHER_SECRET,
@@ -53,7 +52,7 @@ async function pipeline(
   await listener.start();
   cleanups.push(() => listener.stop());
   sim.webhooks.configure({ url: listener.address()!.url });
-  const outbox = createDispatcherComponent(ctx);
+  const outbox = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await outbox.start();
   cleanups.push(() => outbox.stop());
   const subscribers = createSubscriberComponent(ctx, {

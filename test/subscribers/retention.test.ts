@@ -7,7 +7,7 @@ import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { deliveriesHousekeeping } from '../../src/subscribers/housekeeping.js';
 import { deliveriesPrune } from '../../src/subscribers/prune.js';
-import { capturingLogger, until } from '../outbox/fixtures.js';
+import { capturingLogger, sqliteDispatcher, until } from '../outbox/fixtures.js';
 import { SUB_SECRET, subscriberContext } from './harness.js';
 
 /**
@@ -75,6 +75,7 @@ describe('the dispatcher prunes deliveries hourly, with the scrub', () => {
 
     // As the daemon wires it (daemon.ts, app/dispatcherWorker.ts): the prune runs after the scrub.
     const component = createDispatcherComponent(ctx, {
+      ...sqliteDispatcher(ctx),
       housekeeping: deliveriesHousekeeping(
         ctx.config,
         ctx.log,

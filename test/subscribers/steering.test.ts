@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isoAt, ManualClock } from '../../src/clock.js';
 import { loadConfig, maskedConfig } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
-import { recordDecision } from '../../src/operations/store.js';
-import { enqueueOperation } from '../../src/outbox/enqueue.js';
-import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
+import { decide } from '../../src/operations/transitions.js';
+import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
+import { commitQueueFor, driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
 import { decideDelivery } from '../../src/subscribers/nextStep.js';
@@ -17,7 +17,7 @@ import { tempDir } from '../helpers/context.js';
 import { getHealth } from '../helpers/health.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
-import { cancelQueued, capturingLogger, PERSONAL, transfer } from '../outbox/fixtures.js';
+import { cancelQueued, capturingLogger, enqueueOperation, PERSONAL, transfer } from '../outbox/fixtures.js';
 import { deliveryRows, SUB_SECRET, subscriberContext, TestSubscriber, until } from './harness.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -54,9 +54,9 @@ describe('deliveries are written with the state change', () => {
     expect(deliveryRows(ctx)).toEqual([]);
     const reason = `refused: ${PERSONAL.originUserName} <${PERSONAL.originUserEmail}> doc ${PERSONAL.originUserDocId}`;
     const now = isoAt(Date.now());
-    ctx.database.sqlite.transaction(() =>
-      recordDecision(ctx.database.sqlite, { id, ref: 'mask-1', decision: 'rejected', reason, now }),
-    )();
+    const { sqlite } = ctx.database;
+    const decision = { id, ref: 'mask-1', decision: 'rejected', reason, now } as const;
+    sqlite.transaction(() => driveSqlite(sqlite, decide(decision, stateChangeSinkOf(sqlite))))();
     const rows = deliveryRows(ctx);
     expect(rows.map((r) => [r.subscriber, r.event_type, r.state])).toEqual([
       ['all', 'operation.rejected', 'pending'],

@@ -1,5 +1,5 @@
 /**
- * The dispatcher as a daemon component that runs it in a worker thread (app/dispatcherWorker.ts) with
+ * The dispatcher as a daemon component that runs it in a worker thread (./dispatcherWorker.ts) with
  * its own database connection. Why: profiles of the enqueue benchmark showed the API's answers
  * waiting behind the dispatcher's HTTP work and commits on the one event loop. The API's own writes
  * stay on the main connection's commit queue (a 201 still means the row is on disk); the two
@@ -10,10 +10,10 @@
  * and syncs together keep to `operator.rate_per_second`, and a 429 seen by either slows both.
  */
 import type { AppContext, Component } from '../context.js';
+import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 import type { RequestSync } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
 import type { HostedStore } from '../thread/messages.js';
-import type { DispatcherIn, DispatcherOut } from './dispatcherMessages.js';
 
 /** Options of {@link createDispatcherThreadComponent}. */
 export interface DispatcherThreadOptions {
@@ -33,7 +33,7 @@ export function createDispatcherThreadComponent(
   options: DispatcherThreadOptions,
 ): Component & { wake: () => void } {
   const host = hostThread<DispatcherIn, DispatcherOut>(ctx, {
-    module: '../app/dispatcherWorker',
+    module: 'dispatcherWorker',
     from: import.meta.url,
     events: 'outbox',
     label: 'dispatcher thread',
