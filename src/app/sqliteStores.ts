@@ -40,16 +40,6 @@ export function requireDatabase(config: Config): void {
   }
 }
 
-declare module '../context.js' {
-  interface AppContext {
-    /**
-     * @deprecated Round-5 transitional (delete this block once nothing reads it): the SQLite file,
-     * on the contexts of {@link openSqliteContext} only; undefined on any other.
-     */
-    database: OpenDatabase;
-  }
-}
-
 /** A context and the SQLite file it works on (the handle stays with the factory and its seams). */
 export type SqliteContext = AppContext & { database: OpenDatabase };
 

@@ -1,4 +1,4 @@
-import type { AppContext } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
@@ -20,7 +20,7 @@ export async function startApi(overrides: Record<string, unknown> = {}) {
   const base = `http://127.0.0.1:${api.address()!.port}`;
   const call = apiCaller(base, TOKEN);
   return {
-    ctx: ctx as AppContext & { dispose: () => void },
+    ctx: ctx as SqliteContext & { dispose: () => void },
     base,
     call,
     close: async () => {

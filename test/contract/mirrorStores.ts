@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { AppContext } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
 import { pgBackend } from '../../src/postgres/mirror.js';
@@ -19,7 +19,7 @@ export interface MirrorUnderTest {
   query(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
 }
 
-export function sqliteMirror(ctx: AppContext): MirrorUnderTest {
+export function sqliteMirror(ctx: SqliteContext): MirrorUnderTest {
   return {
     kind: 'sqlite',
     backend: sqliteBackend(ctx.database.sqlite),

@@ -1,6 +1,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AppContext, Component } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
+import type { Component } from '../../src/context.js';
 import type { FeedMessage } from '../../src/db/changeSignal.js';
 import { forwardFeed } from '../../src/feed/bridge.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
@@ -10,7 +11,7 @@ import { apiCaller } from '../helpers/http.js';
 import { ManualTimers, startFeedApi } from './helpers.js';
 
 const TOKEN = 'feed-test-token-0123456789';
-let ctx: (AppContext & { dispose: () => void }) | undefined;
+let ctx: (SqliteContext & { dispose: () => void }) | undefined;
 let api: Component | undefined;
 const closes: Array<() => void> = [];
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AppContext, Component } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
+import type { Component } from '../../src/context.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -14,7 +15,7 @@ import { ManualTimers, openStream, startFeedApi } from './helpers.js';
 const TOKEN = 'feed-test-token-0123456789';
 
 let sim: Simulator | undefined;
-let ctx: (AppContext & { dispose: () => void }) | undefined;
+let ctx: (SqliteContext & { dispose: () => void }) | undefined;
 const started: Component[] = [];
 
 afterEach(async () => {
@@ -53,7 +54,7 @@ async function setup(policy: 'approve' | 'reject') {
 }
 
 /** Starts the dispatcher: from then on the operation is sent, accepted, and decided. */
-async function startDispatcher(ctx: AppContext) {
+async function startDispatcher(ctx: SqliteContext) {
   const dispatcher = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
   await dispatcher.start();
   started.push(dispatcher);

@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
 import type { RouteRegistrar } from '../../src/api/server.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Schedule } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { sqliteApiComponent, sqliteApiOf, sqliteRegistrars } from '../helpers/sqliteApi.js';
 
@@ -33,7 +33,7 @@ export class ManualTimers {
  * reading `feed` (default: SQLite's, the context's database).
  */
 export function feedRegistrars(
-  ctx: AppContext,
+  ctx: SqliteContext,
   timers: ManualTimers,
   heartbeatMs = 15_000,
   feed?: FeedReads,
@@ -52,7 +52,7 @@ export function feedRegistrars(
 
 /** The real API listener over `ctx` with the feed on manual timers. */
 export async function startFeedApi(
-  ctx: AppContext,
+  ctx: SqliteContext,
   timers: ManualTimers,
   heartbeatMs?: number,
   feed?: FeedReads,

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AppContext, Component } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
+import type { Component } from '../../src/context.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';
@@ -7,7 +8,7 @@ import { apiCaller } from '../helpers/http.js';
 import { ManualTimers, startFeedApi } from './helpers.js';
 
 const TOKEN = 'feed-test-token-0123456789';
-let ctx: (AppContext & { dispose: () => void }) | undefined;
+let ctx: (SqliteContext & { dispose: () => void }) | undefined;
 let api: Component | undefined;
 
 afterEach(async () => {

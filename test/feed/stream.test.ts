@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
-import type { AppContext, Component } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
+import type { Component } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
@@ -12,7 +13,7 @@ import { ManualTimers, openStream, startFeedApi } from './helpers.js';
 
 const TOKEN = 'feed-test-token-0123456789';
 const AT = '2026-01-01T00:00:00.000Z';
-let ctx: (AppContext & { dispose: () => void }) | undefined;
+let ctx: (SqliteContext & { dispose: () => void }) | undefined;
 let api: Component | undefined;
 
 afterEach(async () => {

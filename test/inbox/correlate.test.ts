@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { isoAt, ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookApp, runInboxMaintenance, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
@@ -21,7 +21,7 @@ import {
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 
-let ctx: AppContext & { dispose: () => void };
+let ctx: SqliteContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
 /** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */

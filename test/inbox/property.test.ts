@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
@@ -38,7 +38,7 @@ const randomHeaders = fc.dictionary(
 
 type Kind = 'valid' | 'tampered-body' | 'tampered-signature' | 'wrong-time' | 'random';
 
-let ctx: AppContext & { dispose: () => void };
+let ctx: SqliteContext & { dispose: () => void };
 let app: ReturnType<typeof createWebhookApp>;
 
 beforeAll(() => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import { bodyHash } from '../../src/inbox/correlate.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
@@ -19,7 +19,7 @@ import {
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 
-let ctx: AppContext & { dispose: () => void };
+let ctx: SqliteContext & { dispose: () => void };
 let clock: ManualClock;
 let app: ReturnType<typeof createWebhookApp>;
 let lines: Array<Record<string, unknown>>;

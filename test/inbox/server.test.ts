@@ -1,12 +1,12 @@
 import http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AppContext } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';
 import { count, decisionPayload, events, insertOutboxRow, SECRET, signed } from './helpers.js';
 
-let ctx: AppContext & { dispose: () => void };
+let ctx: SqliteContext & { dispose: () => void };
 let listener: WebhookComponent;
 let url: string;
 

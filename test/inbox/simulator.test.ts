@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { isoAt } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
@@ -23,7 +23,7 @@ import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixt
 import { events, insertOutboxRow, outboxRow, SECRET } from './helpers.js';
 
 let sim: Simulator | undefined;
-let ctx: (AppContext & { dispose: () => void }) | undefined;
+let ctx: (SqliteContext & { dispose: () => void }) | undefined;
 let listener: WebhookComponent | undefined;
 const stops: Array<() => Promise<void>> = [];
 

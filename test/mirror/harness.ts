@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { expect } from 'vitest';
-import type { AppContext } from '../../src/context.js';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { createLogger } from '../../src/log.js';
 import type { ResourceName as TableName } from '../../src/operator/fields.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
@@ -48,7 +48,7 @@ export async function harness(
 }
 
 /** Sends the context's log lines (debug and up) to the returned array, parsed. */
-export function captureLog(ctx: AppContext): Record<string, unknown>[] {
+export function captureLog(ctx: SqliteContext): Record<string, unknown>[] {
   const lines: Record<string, unknown>[] = [];
   ctx.log = createLogger({
     level: 'debug',
@@ -75,7 +75,7 @@ const SIM_NAME: Record<'projects' | 'issuances' | 'unit_operations', 'projects' 
 type Row = Record<string, unknown>;
 
 /** Live mirror rows of a table by key. */
-export function liveRows(ctx: AppContext, table: TableName): Map<string, Row> {
+export function liveRows(ctx: SqliteContext, table: TableName): Map<string, Row> {
   const key = RESOURCE_FIELDS[table].key;
   const rows = ctx.database.sqlite.prepare(`SELECT * FROM ${table} WHERE _removed_at IS NULL`).all() as Row[];
   return new Map(rows.map((r) => [String(r[key]), r]));
@@ -114,6 +114,6 @@ export function expectMirrorEqualsRegistry(
 }
 
 /** Count of rows in a table. */
-export function count(ctx: AppContext, sql: string, ...params: unknown[]): number {
+export function count(ctx: SqliteContext, sql: string, ...params: unknown[]): number {
   return (ctx.database.sqlite.prepare(sql).get(...params) as { n: number }).n;
 }

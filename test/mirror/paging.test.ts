@@ -1,9 +1,9 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { getHealth } from '../helpers/health.js';
@@ -23,11 +23,11 @@ const UNITS = '/integration/v1/units';
 const TOKEN = 'paging-test-token-0123456789';
 
 const events = (lines: Record<string, unknown>[], event: string) => lines.filter((l) => l.event === event);
-const liveCount = (ctx: AppContext, table: string) =>
+const liveCount = (ctx: SqliteContext, table: string) =>
   count(ctx, `SELECT count(*) n FROM ${table} WHERE _removed_at IS NULL`);
 
 /** A second context on the harness's database file, as the next process would open it. */
-function reopen(hh: Harness, overrides: Record<string, unknown>): AppContext {
+function reopen(hh: Harness, overrides: Record<string, unknown>): SqliteContext {
   const config = loadConfig({
     env: { VCU_SYNC_DB: path.join(hh.ctx.dir, 'test.db') },
     overrides: {
@@ -45,7 +45,7 @@ function reopen(hh: Harness, overrides: Record<string, unknown>): AppContext {
   return ctx;
 }
 
-async function syncAll(ctx: AppContext) {
+async function syncAll(ctx: SqliteContext) {
   const outcomes = [];
   for (const target of ['projects', 'issuances', 'units'] as const) {
     outcomes.push(
@@ -226,7 +226,7 @@ describe('a scan that ended early never tombstones', () => {
 
 describe('a units log that ignores paging', () => {
   /** Positions 0..n-1, each once. */
-  const expectPositions = (ctx: AppContext, n: number) =>
+  const expectPositions = (ctx: SqliteContext, n: number) =>
     expect(
       ctx.database.sqlite
         .prepare(

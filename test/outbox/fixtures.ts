@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { isoAt } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { operationReads } from '../../src/operations/reads.js';
 import type { OperationRow } from '../../src/operations/rows.js';
@@ -99,7 +99,7 @@ export async function until(what: string, check: () => boolean, timeoutMs = 30_0
  * synchronous callback): the store's own statement, with its feed row and deliveries. The CLI and
  * the API cancel through outbox/manage.ts.
  */
-export function cancelQueued(ctx: Pick<AppContext, 'database' | 'clock'>, ref: string): void {
+export function cancelQueued(ctx: Pick<SqliteContext, 'database' | 'clock'>, ref: string): void {
   const { sqlite } = ctx.database;
   sqlite.transaction(() => {
     const row = operationByRef(sqlite, ref);
@@ -120,7 +120,7 @@ export function operationByRef(sqlite: Sqlite, ref: string): OperationRow | unde
   return runSqlite(sqlite, operationReads.byRef(ref)).rows[0] as OperationRow | undefined;
 }
 
-type EnqueueContext = Pick<AppContext, 'database' | 'clock' | 'config'>;
+type EnqueueContext = Pick<SqliteContext, 'database' | 'clock' | 'config'>;
 
 /**
  * Queues one notification at once, synchronously, on the context's file (a test's seed, statement
@@ -148,7 +148,7 @@ export function enqueueOperationGrouped(
 
 /** The dispatcher's seams on the context's file, as the SQLite daemon wires them. */
 export function sqliteDispatcher(
-  ctx: Pick<AppContext, 'database'>,
+  ctx: Pick<SqliteContext, 'database'>,
 ): Pick<DispatcherOptions, 'store' | 'hooks'> {
   const { sqlite } = ctx.database;
   return { store: new SqliteOperationsStore(sqlite), hooks: sqliteOutboxHooks(sqlite) };

@@ -1,5 +1,5 @@
+import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { ManualClock } from '../../src/clock.js';
-import type { AppContext } from '../../src/context.js';
 import type { OperationRow as OutboxRow } from '../../src/operations/rows.js';
 import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dispatcher.js';
 import type { Simulator } from '../../src/simulator/index.js';
@@ -31,11 +31,11 @@ export function dispatchContext(
   return { ctx, clock, component, dispatcher: component.dispatcher as Dispatcher };
 }
 
-export function rows(ctx: AppContext): OutboxRow[] {
+export function rows(ctx: SqliteContext): OutboxRow[] {
   return ctx.database.sqlite.prepare('SELECT * FROM outbox ORDER BY id').all() as OutboxRow[];
 }
 
-export function row(ctx: AppContext, ref: string): OutboxRow {
+export function row(ctx: SqliteContext, ref: string): OutboxRow {
   return ctx.database.sqlite
     .prepare('SELECT * FROM outbox WHERE marketplaceTransactionRef = ?')
     .get(ref) as OutboxRow;

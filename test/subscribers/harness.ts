@@ -3,10 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { openSqliteContext } from '../../src/app/sqliteStores.js';
+import { openSqliteContext, type SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
-import type { AppContext } from '../../src/context.js';
 import { silentLogger } from '../../src/log.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
@@ -111,7 +110,7 @@ export function subscribersToml(subs: readonly SubscriberToml[], extra = ''): st
 export function subscriberContext(
   subs: readonly SubscriberToml[],
   options: { overrides?: Record<string, unknown>; clock?: Clock; extraToml?: string } = {},
-): AppContext & { dir: string; configFile: string; dbFile: string; dispose: () => void } {
+): SqliteContext & { dir: string; configFile: string; dbFile: string; dispose: () => void } {
   const { dir, cleanup } = tempDir('vcu-sync-subs-');
   const configFile = path.join(dir, 'vcu-sync.toml');
   const dbFile = path.join(dir, 'test.db');
@@ -148,7 +147,7 @@ export async function until(condition: () => boolean, what: string, step?: () =>
 }
 
 /** Every delivery row, oldest first. */
-export function deliveryRows(ctx: Pick<AppContext, 'database'>): Array<Record<string, unknown>> {
+export function deliveryRows(ctx: Pick<SqliteContext, 'database'>): Array<Record<string, unknown>> {
   return ctx.database.sqlite.prepare('SELECT * FROM deliveries ORDER BY id').all() as Array<
     Record<string, unknown>
   >;
