@@ -12,7 +12,7 @@ import type {
 import { decide, releaseOwnedBy } from '../operations/transitions.js';
 import { releaseDeadPg } from './liveness.js';
 import { drivePostgres, postgresScriptStore } from './scripts.js';
-import { flushGroup, GroupRunner } from './settleGroup.js';
+import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 
 /**
  * The operations store on PostgreSQL, shared by several replicas: the transitions of
@@ -45,13 +45,17 @@ export interface PgOperationsStoreOptions {
 export class PgOperationsStore extends ScriptedOperationsStore {
   /** Where settles and claims wait for their group's transaction. */
   private readonly group: GroupRunner;
+  /** Rows settled accepted with no webhook event for them (pgOutboxHooks' `quietAccepted`). */
+  readonly quietAccepted = new QuietAccepted();
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly pgOptions: PgOperationsStoreOptions,
   ) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
-    this.group = new GroupRunner((jobs) => flushGroup(pool, jobs, pgOptions.onStateChange));
+    this.group = new GroupRunner((jobs) =>
+      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted),
+    );
   }
 
   override claim(given: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {

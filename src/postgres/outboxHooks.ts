@@ -12,11 +12,17 @@ import { SCRUB_BATCH, type ScrubSource, scrubbedTextsOf, scrubCutoff } from '../
 import { maskerFor } from '../outbox/settle.js';
 import { inPgTransaction, iso } from './open.js';
 import { drivePostgres, postgresScriptStore } from './scripts.js';
+import type { QuietAccepted } from './settleGroup.js';
 
 /** Options of {@link pgOutboxHooks}. */
 export interface PgOutboxHooksOptions {
   /** What each decision applied writes besides the feed (default: nothing): the store's sink. */
   onStateChange?: StateChangeSink;
+  /**
+   * The operations store's rows settled accepted with no webhook event for them (settleGroup.ts):
+   * nothing to mask or apply, so no transaction (default: none, every accepted row checks).
+   */
+  quietAccepted?: QuietAccepted;
 }
 
 /**
@@ -30,6 +36,7 @@ export function pgOutboxHooks(pool: pg.Pool, options: PgOutboxHooksOptions = {})
     afterAccepted: async (row, nowIso, settled) => {
       // A failed settle is the dispatcher's to report; a lost lease leaves the row to its new owner.
       if (!(await settled.catch(() => false))) return [];
+      if (options.quietAccepted?.take(row.id)) return [];
       return inbox.afterAccepted(
         { id: row.id, ref: row.marketplaceTransactionRef, mask: maskerFor(row) },
         nowIso,

@@ -100,6 +100,27 @@ export function claimsByOwner(
   return [...byOwner.values()];
 }
 
+/**
+ * Rows a group settled accepted with no webhook event stored for them: their `afterAccepted`
+ * (postgres/outboxHooks.ts) has nothing to mask or apply, and skips its transaction. Bounded: the
+ * oldest entries go first (an entry lost only costs that transaction).
+ */
+export class QuietAccepted {
+  private readonly ids = new Set<number>();
+
+  constructor(private readonly cap = 4_096) {}
+
+  add(id: number): void {
+    this.ids.add(id);
+    if (this.ids.size > this.cap) this.ids.delete(this.ids.values().next().value as number);
+  }
+
+  /** Whether `id` was settled quiet; forgets it either way. */
+  take(id: number): boolean {
+    return this.ids.delete(id);
+  }
+}
+
 /** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
 export class RowLockedError extends Error {
   /** PostgreSQL's lock_not_available, as a timed-out lock would report. */
@@ -196,12 +217,24 @@ function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[]): Sql {
        INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
        SELECT id, started_at, duration_ms, status_code, error FROM s)
      UPDATE outbox SET ${set} FROM s WHERE outbox.id = s.id AND ${guard}
-     RETURNING outbox.id AS id`;
+     RETURNING outbox.id AS id, ${to === 'accepted' ? EARLY_EVENTS : raw('false')} AS early`;
 }
+
+/**
+ * Whether a settled row's ref has webhook events stored (decisions that came before it was
+ * accepted, for inbox.afterAccepted to mask and apply). Read in the settle's statement, after
+ * {@link lockSettleRows} took the rows: every webhook that decides locks its row first
+ * (inbox/correlate.ts), so one stored before this transaction's lock is in the statement's snapshot,
+ * and one after it waits for the commit and finds the row accepted, applying its decision itself.
+ */
+const EARLY_EVENTS = raw(`EXISTS (SELECT 1 FROM webhook_events e
+       WHERE e."marketplaceTransactionRef" = outbox."marketplaceTransactionRef")`);
 
 /** What a group's transaction did: the settled rows moved, each claim's rows. */
 interface GroupOutcome {
   moved: Set<number>;
+  /** Of the rows moved to accepted, those with no webhook event stored for their ref. */
+  quiet: Set<number>;
   shares: Map<ClaimJob, OperationRow[]>;
 }
 
@@ -215,10 +248,14 @@ function* groupScript(
   sink: StateChangeSink | undefined,
 ): Script<GroupOutcome> {
   const moved = new Set<number>();
+  const quiet = new Set<number>();
   for (const to of ['accepted', 'failed', 'queued'] as const) {
     const these = settles.filter((j) => j.step.to === to);
-    if (these.length > 0)
-      for (const { id } of yield* all<{ id: number }>(settleMany(to, these))) moved.add(id);
+    if (these.length === 0) continue;
+    for (const { id, early } of yield* all<{ id: number; early: boolean }>(settleMany(to, these))) {
+      moved.add(id);
+      if (to === 'accepted' && !early) quiet.add(id);
+    }
   }
   const changes: StateChange[] = settles
     .filter((j) => moved.has(j.claim.id))
@@ -232,7 +269,8 @@ function* groupScript(
     // One statement for the owner's claims, at the first one's time and lease.
     const { now, owner, leaseUntil } = group[0]!.params;
     const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
-    const rows = yield* all<ClaimedRow>(claimShared({ now, owner, leaseUntil, limit }));
+    // A claim with no room left (claimAhead.ts) asks for nothing: no statement.
+    const rows = limit > 0 ? yield* all<ClaimedRow>(claimShared({ now, owner, leaseUntil, limit })) : [];
     const split = shareClaimed(
       rows,
       group.map((c) => c.params.limit),
@@ -247,7 +285,7 @@ function* groupScript(
     });
   }
   yield* stateChanged(changes, sink);
-  return { moved, shares };
+  return { moved, quiet, shares };
 }
 
 /**
@@ -259,10 +297,11 @@ export async function flushGroup(
   pool: pg.Pool,
   jobs: readonly GroupJob[],
   sink: StateChangeSink | undefined,
+  quietAccepted?: QuietAccepted,
 ): Promise<void> {
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
-  const { locked, moved, shares } = await inPgTransaction(
+  const { locked, moved, quiet, shares } = await inPgTransaction(
     pool,
     async (client) => {
       const locked = await lockSettleRows(
@@ -275,6 +314,7 @@ export async function flushGroup(
     // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
     claims.length > 0 ? { begin: CLAIM_BEGIN_SQL } : {},
   );
+  for (const id of quiet) quietAccepted?.add(id);
   for (const j of settles) {
     if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
     else j.reject(new RowLockedError(j.claim.id));
