@@ -5,10 +5,10 @@ import { eventAppliesSql, type OperationRow } from '../operations/rows.js';
 import { stateChanged } from '../operations/stateChanged.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
 import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
-import { all, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
-import { inPgTransaction } from './open.js';
-import { drivePostgres } from './scripts.js';
+import { inlined } from './inline.js';
+import { type BeginAnswer, inPgTransaction } from './open.js';
+import { drivePostgres, ROW_TYPES } from './scripts.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's
@@ -131,6 +131,10 @@ export class RowLockedError extends Error {
   }
 }
 
+/** Locks rows by id, those nobody else holds (`ids`: a comma-separated list of integers). */
+const lockRowsSql = (ids: string) =>
+  `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED`;
+
 /**
  * Locks the rows about to be settled; returns those this transaction now holds. Rows nobody holds,
  * the usual case, take one statement. A row held elsewhere is waited for up to
@@ -139,11 +143,19 @@ export class RowLockedError extends Error {
  */
 export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
   if (ids.length === 0) return new Set();
-  const { rows } = await client.query<{ id: number }>(
-    'SELECT id::float8 AS id FROM outbox WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED',
-    [ids],
-  );
-  const locked = new Set(rows.map((r) => r.id));
+  const { rows } = await client.query<{ id: number }>(lockRowsSql(ids.map((id) => Math.trunc(id)).join(',')));
+  return lockHeldRows(client, ids, new Set(rows.map((r) => r.id)));
+}
+
+/**
+ * After {@link lockRowsSql} took `locked`: waits for each row of `ids` held elsewhere, as
+ * {@link lockSettleRows} says; returns every row this transaction holds.
+ */
+async function lockHeldRows(
+  client: pg.ClientBase,
+  ids: readonly number[],
+  locked: Set<number>,
+): Promise<Set<number>> {
   const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
   if (held.length === 0) return locked;
   await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
@@ -179,9 +191,6 @@ export async function lockSettleRows(client: pg.ClientBase, ids: readonly number
  */
 export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
-
-/** BEGIN and the claim's plan in one simple-protocol message. */
-const CLAIM_BEGIN_SQL = `BEGIN; ${CLAIM_PLAN_SQL}`;
 
 /** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
 const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
@@ -238,54 +247,86 @@ interface GroupOutcome {
   shares: Map<ClaimJob, OperationRow[]>;
 }
 
+/** Runs `statements` as one simple-protocol message (./inline.ts); one result per statement. */
+async function runTogether(client: pg.ClientBase, statements: readonly Sql[]): Promise<pg.QueryResult[]> {
+  if (statements.length === 0) return [];
+  const answer = (await client.query({ text: statements.map(inlined).join(';\n'), types: ROW_TYPES })) as
+    | pg.QueryResult
+    | pg.QueryResult[];
+  return Array.isArray(answer) ? answer : [answer];
+}
+
 /**
  * One group's writes: the settles (one statement per step), then the claims (one statement per
- * owner, so a refill sees the row its settle freed), then every state change at once.
+ * owner, so a refill sees the row its settle freed), all in one message; then every state change
+ * at once (its feed rows travel with the COMMIT).
  */
-function* groupScript(
+async function groupWrites(
+  client: pg.ClientBase,
   settles: readonly SettleJob[],
   claims: readonly ClaimJob[],
   sink: StateChangeSink | undefined,
-): Script<GroupOutcome> {
-  const moved = new Set<number>();
-  const quiet = new Set<number>();
-  for (const to of ['accepted', 'failed', 'queued'] as const) {
-    const these = settles.filter((j) => j.step.to === to);
-    if (these.length === 0) continue;
-    for (const { id, early } of yield* all<{ id: number; early: boolean }>(settleMany(to, these))) {
-      moved.add(id);
-      if (to === 'accepted' && !early) quiet.add(id);
-    }
-  }
-  const changes: StateChange[] = settles
-    .filter((j) => moved.has(j.claim.id))
-    .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
-  const shares = new Map<ClaimJob, OperationRow[]>();
+): Promise<GroupOutcome> {
+  const steps = (['accepted', 'failed', 'queued'] as const)
+    .map((to) => ({ to, jobs: settles.filter((j) => j.step.to === to) }))
+    .filter((step) => step.jobs.length > 0);
   const taken = claims.map((job) => ({
     job,
     params: typeof job.given === 'function' ? job.given() : job.given,
   }));
-  for (const group of claimsByOwner(taken)) {
-    // One statement for the owner's claims, at the first one's time and lease.
-    const { now, owner, leaseUntil } = group[0]!.params;
-    const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
-    // A claim with no room left (claimAhead.ts) asks for nothing: no statement.
-    const rows = limit > 0 ? yield* all<ClaimedRow>(claimShared({ now, owner, leaseUntil, limit })) : [];
+  // One statement for each owner's claims, at the first one's time and lease; a claim with no room
+  // left (claimAhead.ts) asks for nothing and gets no statement.
+  const owners = claimsByOwner(taken).map((group) => ({
+    group,
+    ...group[0]!.params,
+    limit: group.reduce((sum, c) => sum + c.params.limit, 0),
+  }));
+  const asking = owners.filter((o) => o.limit > 0);
+  const results = await runTogether(client, [
+    ...steps.map((step) => settleMany(step.to, step.jobs)),
+    ...asking.map(({ now, owner, leaseUntil, limit }) => claimShared({ now, owner, leaseUntil, limit })),
+  ]);
+  const moved = new Set<number>();
+  const quiet = new Set<number>();
+  steps.forEach((step, i) => {
+    for (const { id, early } of results[i]!.rows as Array<{ id: number; early: boolean }>) {
+      moved.add(id);
+      if (step.to === 'accepted' && !early) quiet.add(id);
+    }
+  });
+  const changes: StateChange[] = settles
+    .filter((j) => moved.has(j.claim.id))
+    .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
+  const shares = new Map<ClaimJob, OperationRow[]>();
+  for (const o of owners) {
+    const at = asking.indexOf(o);
+    const rows = at < 0 ? [] : (results[steps.length + at]!.rows as ClaimedRow[]);
     const split = shareClaimed(
       rows,
-      group.map((c) => c.params.limit),
+      o.group.map((c) => c.params.limit),
     );
-    group.forEach((c, i) => {
+    o.group.forEach((c, i) => {
       const share = split[i]!;
-      changes.push(...claimChanges(share, now));
+      changes.push(...claimChanges(share, o.now));
       shares.set(
         c.job,
         share.map(({ from_state: _, ...row }) => row),
       );
     });
   }
-  yield* stateChanged(changes, sink);
+  await drivePostgres(client, stateChanged(changes, sink));
   return { moved, quiet, shares };
+}
+
+/**
+ * The BEGIN's message of a group: with claims, their plan pinned (see {@link CLAIM_PLAN_SQL}); with
+ * settles, their rows locked (ids written in: integers). One round trip for all three.
+ */
+function groupBegin(settleIds: readonly number[], claims: boolean): string {
+  const parts = ['BEGIN'];
+  if (claims) parts.push(CLAIM_PLAN_SQL);
+  if (settleIds.length > 0) parts.push(lockRowsSql(settleIds.map((id) => String(Math.trunc(id))).join(',')));
+  return parts.join('; ');
 }
 
 /**
@@ -301,18 +342,16 @@ export async function flushGroup(
 ): Promise<void> {
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
+  const ids = settles.map((j) => j.claim.id);
   const { locked, moved, quiet, shares } = await inPgTransaction(
     pool,
-    async (client) => {
-      const locked = await lockSettleRows(
-        client,
-        settles.map((j) => j.claim.id),
-      );
+    async (client, begun) => {
+      const lockedNow = ids.length > 0 ? lastRows<{ id: number }>(begun) : [];
+      const locked = await lockHeldRows(client, ids, new Set(lockedNow.map((r) => Number(r.id))));
       const lockedSettles = settles.filter((j) => locked.has(j.claim.id));
-      return { locked, ...(await drivePostgres(client, groupScript(lockedSettles, claims, sink))) };
+      return { locked, ...(await groupWrites(client, lockedSettles, claims, sink)) };
     },
-    // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
-    claims.length > 0 ? { begin: CLAIM_BEGIN_SQL } : {},
+    { begin: groupBegin(ids, claims.length > 0) },
   );
   for (const id of quiet) quietAccepted?.add(id);
   for (const j of settles) {
@@ -320,4 +359,10 @@ export async function flushGroup(
     else j.reject(new RowLockedError(j.claim.id));
   }
   for (const j of claims) j.resolve(shares.get(j) ?? []);
+}
+
+/** The rows of a message's last statement. */
+function lastRows<R>(answer: BeginAnswer): R[] {
+  const last = Array.isArray(answer) ? answer[answer.length - 1] : answer;
+  return (last?.rows ?? []) as R[];
 }
