@@ -44,7 +44,10 @@ export class Dispatcher {
   private readonly store: OperationsStore;
   private readonly hooks: OutboxHooks | null;
   private readonly scrubs: ScrubSchedule | null;
-  /** The sends in flight (each holds one of `outbox.concurrency` slots until its settle's first try). */
+  /**
+   * The sends in flight: each holds one of `outbox.concurrency` slots until its settle's first try,
+   * or, claiming ahead, until its answer.
+   */
   private readonly inflight = new Set<Promise<void>>();
   /**
    * Rows claimed ahead of the free slots (options.claimAhead), or null. With it a slot frees when

@@ -136,20 +136,11 @@ const lockRowsSql = (ids: string) =>
   `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED`;
 
 /**
- * Locks the rows about to be settled; returns those this transaction now holds. Rows nobody holds,
- * the usual case, take one statement. A row held elsewhere is waited for up to
- * {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out wait (55P03) aborts what it
- * is in, and one held row must not fail the whole group; that row alone is left out.
- */
-export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const { rows } = await client.query<{ id: number }>(lockRowsSql(ids.map((id) => Math.trunc(id)).join(',')));
-  return lockHeldRows(client, ids, new Set(rows.map((r) => r.id)));
-}
-
-/**
- * After {@link lockRowsSql} took `locked`: waits for each row of `ids` held elsewhere, as
- * {@link lockSettleRows} says; returns every row this transaction holds.
+ * After {@link lockRowsSql} took `locked` (in the BEGIN's message): returns every row of `ids` this
+ * transaction holds. Rows nobody holds, the usual case, are all in `locked` already. A row held
+ * elsewhere is waited for up to {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out
+ * wait (55P03) aborts what it is in, and one held row must not fail the whole group; that row alone
+ * is left out.
  */
 async function lockHeldRows(
   client: pg.ClientBase,
@@ -232,7 +223,8 @@ function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[]): Sql {
 /**
  * Whether a settled row's ref has webhook events stored (decisions that came before it was
  * accepted, for inbox.afterAccepted to mask and apply). Read in the settle's statement, after
- * {@link lockSettleRows} took the rows: every webhook that decides locks its row first
+ * the BEGIN's message locked the rows ({@link lockRowsSql}: an earlier statement, so this one's
+ * snapshot is taken once they are held): every webhook that decides locks its row first
  * (inbox/correlate.ts), so one stored before this transaction's lock is in the statement's snapshot,
  * and one after it waits for the commit and finds the row accepted, applying its decision itself.
  */
