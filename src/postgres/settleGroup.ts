@@ -137,10 +137,13 @@ const lockRowsSql = (ids: string) =>
 
 /**
  * After {@link lockRowsSql} took `locked` (in the BEGIN's message): returns every row of `ids` this
- * transaction holds. Rows nobody holds, the usual case, are all in `locked` already. A row held
- * elsewhere is waited for up to {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out
- * wait (55P03) aborts what it is in, and one held row must not fail the whole group; that row alone
- * is left out.
+ * transaction holds. Rows nobody holds, the usual case, are all in `locked` already. Those held
+ * elsewhere are waited for together, up to {@link ROW_LOCK_TIMEOUT_MS} in all, in a savepoint: a
+ * timed-out wait (55P03) aborts what it is in, and held rows must not fail the whole group; then
+ * those that came free meanwhile are taken and the rest left out. One wait for all, not one per
+ * row: a group holds its other rows' locks while it waits, and a transaction that locks many rows
+ * in another order (a person's `UPDATE outbox` in psql) waiting on one of them for a second
+ * (deadlock_timeout) would find a cycle and be aborted.
  */
 async function lockHeldRows(
   client: pg.ClientBase,
@@ -149,17 +152,18 @@ async function lockHeldRows(
 ): Promise<Set<number>> {
   const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
   if (held.length === 0) return locked;
+  const list = held.map((id) => Math.trunc(id)).join(',');
   await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
-  for (const id of held) {
-    await client.query('SAVEPOINT settle_lock');
-    try {
-      await client.query('SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE', [id]);
-      await client.query('RELEASE SAVEPOINT settle_lock');
-      locked.add(id);
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
-      await client.query('ROLLBACK TO SAVEPOINT settle_lock');
-    }
+  await client.query('SAVEPOINT settle_lock');
+  try {
+    await client.query(`SELECT 1 FROM outbox WHERE id = ANY('{${list}}'::int8[]) ORDER BY id FOR UPDATE`);
+    await client.query('RELEASE SAVEPOINT settle_lock');
+    for (const id of held) locked.add(id);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '55P03') throw err;
+    await client.query('ROLLBACK TO SAVEPOINT settle_lock');
+    const { rows } = await client.query<{ id: number }>(lockRowsSql(list));
+    for (const r of rows) locked.add(r.id);
   }
   // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
   await client.query('SET LOCAL lock_timeout TO DEFAULT');
