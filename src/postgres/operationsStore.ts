@@ -2,16 +2,10 @@ import type pg from 'pg';
 import type { StateChangeSink } from '../operations/effects.js';
 import type { OperationRow } from '../operations/rows.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
-import type {
-  AttemptRecord,
-  Claim,
-  ClaimParams,
-  DecisionRecord,
-  SettleStep,
-} from '../operations/storeSeam.js';
-import { decide, releaseOwnedBy } from '../operations/transitions.js';
+import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
+import { releaseOwnedBy } from '../operations/transitions.js';
 import { releaseDeadPg } from './liveness.js';
-import { drivePostgres, postgresScriptStore } from './scripts.js';
+import { postgresScriptStore } from './scripts.js';
 import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 
 /**
