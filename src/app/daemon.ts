@@ -59,6 +59,7 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
         // The hourly scrub also prunes old deliveries (in a thread, app/dispatcherWorker.ts does).
         housekeeping: deliveriesHousekeeping(ctx.config, ctx.log, stores.pruneDeliveries),
         mayClaim,
+        claimAhead: stores.claimAhead,
       });
   const dispatcher = (thread ?? onLoop) as Component & { wake: () => void };
   const subscribers = createSubscriberComponent(ctx, {

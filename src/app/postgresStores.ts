@@ -192,7 +192,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     ...commandSeams(ctx, database, owner),
     owner,
     operations,
-    outboxHooks: pgOutboxHooks(pool, { onStateChange }),
+    outboxHooks: pgOutboxHooks(pool, { onStateChange, quietAccepted: operations.quietAccepted }),
     inbox: new InboxStore(scripts, { onStateChange }),
     deliveries,
     pruneDeliveries: deliveriesPrune(scripts),
@@ -206,6 +206,9 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       unavailable: pgClassifyFault,
     },
     othersCommitted: signal,
+    // Each claim is a round trip to the server: the dispatcher holds up to 4x its slots, the rest
+    // claimed ahead, so an answered slot sends its next row at once (outbox/claimAhead.ts).
+    claimAhead: 3 * ctx.config.outbox.concurrency,
     // Claims only while this replica holds its liveness lock: without it the others presume it
     // dead and may hand its claims back (the presence starts first).
     mayClaim: () => presence?.alive() ?? false,

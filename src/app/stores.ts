@@ -54,6 +54,8 @@ export interface DaemonStores extends Stores {
   readonly api: ApiSeams & ApiOptions;
   /** Announced when another process commits to the store (none where this one is the only writer). */
   readonly othersCommitted: ChangeSignal | undefined;
+  /** Rows the outbox's dispatcher claims beyond its free slots (DispatcherOptions.claimAhead; default: 0). */
+  readonly claimAhead?: number;
   /** Whether claiming is safe now (a replica that lost its liveness lock claims nothing). */
   mayClaim(): boolean;
   /** Calls `fn` whenever the database is back after an outage (never where it cannot go away). */

@@ -9,6 +9,7 @@ import type { ClaimParams, OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
+import { aheadWaitMs, ClaimAhead } from './claimAhead.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { type OutboxHooks, ScrubSchedule } from './hooks.js';
 import { idleDelayMs } from './idleDelay.js';
@@ -42,8 +43,18 @@ export class Dispatcher {
   private readonly store: OperationsStore;
   private readonly hooks: OutboxHooks | null;
   private readonly scrubs: ScrubSchedule | null;
-  /** The sends in flight (each holds one of `outbox.concurrency` slots until its settle's first try). */
+  /**
+   * The sends in flight: each holds one of `outbox.concurrency` slots until its settle's first try,
+   * or, claiming ahead, until its answer.
+   */
   private readonly inflight = new Set<Promise<void>>();
+  /**
+   * Rows claimed ahead of the free slots (options.claimAhead), or null. With it a slot frees when
+   * its request is answered, and the settle goes on beside the next send ({@link settling}).
+   */
+  private readonly ahead: ClaimAhead | null;
+  /** Settles of answered sends whose slot is free already (claim-ahead only); a stop waits for them. */
+  private readonly settling = new Set<Promise<void>>();
   private readonly owed: OwedSettles;
   private running: Promise<void> | undefined;
   private stopping = false;
@@ -73,6 +84,26 @@ export class Dispatcher {
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);
+    this.ahead = this.claimAhead(options.claimAhead ?? 0);
+  }
+
+  /** The claim-ahead buffer, when asked for and the lease leaves a row time to wait. */
+  private claimAhead(extra: number): ClaimAhead | null {
+    const maxWaitMs = aheadWaitMs(this.ctx.config);
+    if (extra <= 0 || maxWaitMs <= 0) return null;
+    return new ClaimAhead({
+      claim: (limit) => this.store.claim(() => this.claimParams(this.clock.now(), limit())),
+      heldElsewhere: () => this.inflight.size,
+      cap: this.ctx.config.outbox.concurrency + extra,
+      maxWaitMs,
+      now: () => this.clock.now(),
+      wake: () => {
+        this.options.onCommitted?.();
+        this.wake();
+      },
+      failed: (err) =>
+        this.ctx.log.debug({ event: 'outbox.ahead.error', err }, `dispatcher: ${errorMessage(err)}`),
+    });
   }
 
   /** Starts the loop (idempotent). A pause left by an earlier process is picked up and probed at once. */
@@ -136,7 +167,9 @@ export class Dispatcher {
     while (!this.stopping) {
       let delay = this.ctx.config.outbox.poll_ms;
       if (this.options.mayClaim?.() === false) {
-        // Presumed dead by the other replicas until the liveness lock is back: wait, claim nothing.
+        // Presumed dead by the other replicas until the liveness lock is back: wait, claim nothing,
+        // and send nothing claimed ahead (the others may hand those rows back and send them).
+        await this.releaseAhead('liveness');
         await this.idle.sleep(delay, this.stopping);
         continue;
       }
@@ -175,9 +208,10 @@ export class Dispatcher {
       }
       await this.idle.sleep(delay, this.stopping);
     }
+    await this.releaseAhead('stop');
     // Owed settles too: a stop leaves no answered row unrecorded that its lease could still record.
-    while (this.inflight.size > 0 || this.owed.size > 0)
-      await Promise.allSettled([...this.inflight, ...this.owed.all()]);
+    while (this.inflight.size > 0 || this.owed.size > 0 || this.settling.size > 0)
+      await Promise.allSettled([...this.inflight, ...this.owed.all(), ...this.settling]);
     await this.scrubs?.settled();
     await this.pause.recorded();
   }
@@ -212,9 +246,16 @@ export class Dispatcher {
     const now = this.clock.now();
     let limit = free;
     if (this.pause.state) {
-      // Paused: one probe at a time, after a backoff, to learn whether the key works again.
+      // Paused: rows claimed ahead go back; one probe at a time, after a backoff, to learn whether
+      // the key works again.
+      await this.releaseAhead('pause');
       if (this.inflight.size > 0 || now < this.pause.probeAtMs) return [];
       limit = 1;
+    } else if (this.ahead) {
+      const { rows, stale } = await this.ahead.take(free);
+      // Leases too short now to cover a request: queued again for a claim with a fresh lease.
+      await Promise.all(stale.map((row) => this.release(row, 'lease')));
+      return rows.sort((a, b) => a.id - b.id);
     }
     // Parameters taken when the claim runs: it may wait for another process's lock.
     const rows = await this.store.claim(() => this.claimParams(this.clock.now(), limit));
@@ -244,6 +285,14 @@ export class Dispatcher {
         this.ctx.log.warn({ event: 'outbox.refill.error', err }, `dispatcher: ${errorMessage(err)}`);
         return [];
       });
+  }
+
+  /** Hands the rows claimed ahead back (waiting for claims still running to bring theirs). */
+  private async releaseAhead(cause: 'stop' | 'pause' | 'liveness'): Promise<void> {
+    if (!this.ahead) return;
+    if (cause === 'stop') await this.ahead.settled();
+    const why = cause === 'stop' ? 'unsent' : cause;
+    await Promise.all(this.ahead.drain().map((row) => this.release(row, why)));
   }
 
   /** Sends the refilled rows, or hands them back when a stop came meanwhile; resolves once those are back. */
@@ -294,15 +343,17 @@ export class Dispatcher {
     const durationMs = Math.round(performance.now() - t0);
     const status = outcome.kind === 'answered' ? outcome.status : outcome.error.status;
     this.ctx.metrics.notifyRequests.inc({ code: status === undefined ? 'error' : String(status) });
-    try {
-      await this.settle(row, outcome, startedMs, durationMs);
-    } catch (err) {
-      logSettleError(this.ctx.log, row, err);
-    }
+    const settled = this.settle(row, outcome, startedMs, durationMs).catch((err: unknown) =>
+      logSettleError(this.ctx.log, row, err),
+    );
+    if (!this.ahead) return settled;
+    // Claiming ahead: the slot frees now; the settle goes on beside the next send.
+    this.settling.add(settled);
+    void settled.finally(() => this.settling.delete(settled));
   }
 
   /** Hands a row back to the queue unsent (or with its request cancelled by a stop). */
-  private release(row: OperationRow, cause: 'stop' | 'pause'): Promise<void> {
+  private release(row: OperationRow, cause: Parameters<typeof releaseRow>[2]): Promise<void> {
     const { store, owner, clock } = this;
     return releaseRow({ store, owner, clock, log: this.ctx.log }, row, cause);
   }
@@ -356,8 +407,10 @@ export class Dispatcher {
     const inbox =
       next.state === 'accepted' ? inboxEffects(this.hooks, this.ctx.log, row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
-    const refilled =
-      next.state === 'accepted' && !this.pause.state && !this.stopping ? this.refill() : undefined;
+    // Claiming ahead, the claim waiting for the next group rides with this settle instead.
+    const refillNow = next.state === 'accepted' && !this.pause.state && !this.stopping;
+    if (this.ahead && refillNow && this.options.mayClaim?.() !== false) this.ahead.topUp();
+    const refilled = refillNow && !this.ahead ? this.refill() : undefined;
     const finished = afterSettle(this.effectsDeps, row, next, reportStep, settling, inbox).then(
       () => null,
       (err: unknown) => ({ err }),

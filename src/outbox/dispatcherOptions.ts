@@ -32,6 +32,12 @@ export interface DispatcherOptions {
    * it holds the lock again (rows it has in flight are settled as ever, guarded by their lease).
    */
   mayClaim?: () => boolean;
+  /**
+   * Rows claimed beyond the free slots and held, leased, until a slot frees (outbox/claimAhead.ts):
+   * where each claim is a round trip to a shared server, a slot whose request is answered takes its
+   * next row at once, and its settle goes on beside that send (default: 0, none).
+   */
+  claimAhead?: number;
   /** Called after each claim or settle commit, e.g. to wake readers of the outbox's changes (default: none). */
   onCommitted?: () => void;
   /** Where rows are claimed, settled and released (on SQLite, calls join the connection's group commit). */

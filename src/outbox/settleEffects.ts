@@ -76,6 +76,15 @@ export async function afterSettle(
     reportDecisionEffects({ log: deps.log, metrics: deps.metrics, requestSync: deps.requestSync }, effects);
 }
 
+/** Why a row went back unsent (or with its request cancelled), as its log line says it. */
+const RELEASED = {
+  stop: 'request cancelled by the stop; row queued again',
+  pause: 'claimed as sending paused; row queued again unsent',
+  unsent: 'claimed ahead, still unsent at the stop; row queued again',
+  liveness: 'claimed ahead before the liveness lock was lost; row queued again unsent',
+  lease: 'claimed ahead too long ago for its lease to cover a request; row queued again unsent',
+} as const;
+
 /**
  * Hands a row back to the queue: its request cancelled by a stop (the operator may have received
  * it: delivery is at-least-once and the ref is the same on the next attempt), or claimed unsent
@@ -85,7 +94,7 @@ export async function afterSettle(
 export async function releaseRow(
   deps: { store: OperationsStore; owner: string; clock: Clock; log: AppContext['log'] },
   row: OperationRow,
-  cause: 'stop' | 'pause',
+  cause: keyof typeof RELEASED,
 ): Promise<void> {
   const ref = row.marketplaceTransactionRef;
   try {
@@ -97,9 +106,7 @@ export async function releaseRow(
     });
     deps.log.warn(
       { event: 'outbox.released', ref, id: row.id, released, cause },
-      cause === 'stop'
-        ? `${ref}: request cancelled by the stop; row queued again`
-        : `${ref}: claimed as sending paused; row queued again unsent`,
+      `${ref}: ${RELEASED[cause]}`,
     );
   } catch (err) {
     deps.log.error(

@@ -180,13 +180,17 @@ export async function openPostgres(url: string, options: PgOpenOptions = {}): Pr
   return { pool, db: drizzle(pool, { schema }), label: connection.label, availability, close };
 }
 
+/** The answer to a BEGIN's message: one result, or one per statement when it held several. */
+export type BeginAnswer = pg.QueryResult | pg.QueryResult[];
+
 /**
  * Runs `work` in one transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when
  * it throws (the error goes on). The one way this code opens a PostgreSQL transaction.
  */
 export async function inPgTransaction<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<T>,
+  /** `begun`: what the BEGIN's message answered (one result per statement in a custom `begin`). */
+  work: (client: pg.PoolClient, begun: BeginAnswer) => Promise<T>,
   options: { begin?: string } = {},
 ): Promise<T> {
   return (await runPgTransaction(pool, work, options.begin)).result;
@@ -200,16 +204,16 @@ export async function appendChangesPg(pool: pg.Pool, rows: ReadonlyArray<ChangeR
 /** inPgTransaction, and the last feed seq its commit appended (0 for none). */
 async function runPgTransaction<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<T>,
+  work: (client: pg.PoolClient, begun: BeginAnswer) => Promise<T>,
   begin = 'BEGIN',
 ): Promise<{ result: T; lastSeq: number }> {
   const client = await pool.connect();
   // A connection whose ROLLBACK failed is in no known state (most often it broke): destroyed, not pooled.
   let broken: Error | undefined;
   try {
-    await client.query(begin);
+    const begun = (await client.query(begin)) as BeginAnswer;
     openFeedTransaction(client);
-    const result = await work(client);
+    const result = await work(client, begun);
     // The feed rows the work recorded are appended in the COMMIT's own message (pgChanges.ts).
     const lastSeq = await commitPgTransaction(client);
     return { result, lastSeq };

@@ -13,7 +13,7 @@ import { join, raw, sql, typed } from '../store/sql.js';
 import { orderKeyLock } from './advisoryLocks.js';
 import { releaseDeadPg } from './liveness.js';
 import { postgresScriptStore } from './scripts.js';
-import { flushGroup, GroupRunner } from './settleGroup.js';
+import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 
 /**
  * The operations store on PostgreSQL, shared by several replicas: the transitions of
@@ -46,13 +46,17 @@ export interface PgOperationsStoreOptions {
 export class PgOperationsStore extends ScriptedOperationsStore {
   /** Where settles and claims wait for their group's transaction. */
   private readonly group: GroupRunner;
+  /** Rows settled accepted with no webhook event for them (pgOutboxHooks' `quietAccepted`). */
+  readonly quietAccepted = new QuietAccepted();
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly pgOptions: PgOperationsStoreOptions,
   ) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
-    this.group = new GroupRunner((jobs) => flushGroup(pool, jobs, pgOptions.onStateChange));
+    this.group = new GroupRunner((jobs) =>
+      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted),
+    );
   }
 
   /** Each order key's transaction lock first, in key order: ids of one key are handed out in commit order. */
@@ -106,10 +110,25 @@ function* lockedInsert(
 /** The dispatcher's hooks on PostgreSQL: nothing to erase after a scrub (VACUUM reclaims the old versions). */
 export function pgOutboxHooks(
   pool: pg.Pool,
-  options: Pick<PgOperationsStoreOptions, 'onStateChange'> = {},
+  options: Pick<PgOperationsStoreOptions, 'onStateChange'> & {
+    /**
+     * The operations store's rows settled accepted with no webhook event stored for them
+     * (settleGroup.ts): nothing to mask or apply, so no transaction (default: every row checks).
+     */
+    quietAccepted?: QuietAccepted;
+  } = {},
 ): OutboxHooks {
   const scripts = postgresScriptStore(pool);
-  return outboxHooks(scripts, new InboxStore(scripts, options), () => {});
+  const hooks = outboxHooks(scripts, new InboxStore(scripts, options), () => {});
+  const quiet = options.quietAccepted;
+  if (!quiet) return hooks;
+  return {
+    ...hooks,
+    afterAccepted: async (row, nowIso, settled) => {
+      if ((await settled.catch(() => false)) && quiet.take(row.id)) return [];
+      return hooks.afterAccepted(row, nowIso, settled);
+    },
+  };
 }
 
 /** The outbox on PostgreSQL; `leaseOwner` names the store's claims (it never claims here). */

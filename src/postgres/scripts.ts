@@ -33,7 +33,7 @@ export const postgresDialect: Dialect = {
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;
 
 /** The parsers of {@link runPostgres}'s rows; every other type as pg's defaults. */
-const ROW_TYPES: pg.CustomTypesConfig = {
+export const ROW_TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === pg.types.builtins.INT8 || oid === pg.types.builtins.NUMERIC) return Number;
     if (oid === pg.types.builtins.TIMESTAMPTZ) return (text: string) => parseTimestamptz(text).toISOString();

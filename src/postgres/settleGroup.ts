@@ -5,10 +5,10 @@ import { eventAppliesSql, type OperationRow } from '../operations/rows.js';
 import { stateChanged } from '../operations/stateChanged.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
 import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
-import { all, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
-import { inPgTransaction } from './open.js';
-import { drivePostgres } from './scripts.js';
+import { inlined } from './inline.js';
+import { type BeginAnswer, inPgTransaction } from './open.js';
+import { drivePostgres, ROW_TYPES } from './scripts.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's
@@ -100,6 +100,27 @@ export function claimsByOwner(
   return [...byOwner.values()];
 }
 
+/**
+ * Rows a group settled accepted with no webhook event stored for them: their `afterAccepted`
+ * (postgres/outboxHooks.ts) has nothing to mask or apply, and skips its transaction. Bounded: the
+ * oldest entries go first (an entry lost only costs that transaction).
+ */
+export class QuietAccepted {
+  private readonly ids = new Set<number>();
+
+  constructor(private readonly cap = 4_096) {}
+
+  add(id: number): void {
+    this.ids.add(id);
+    if (this.ids.size > this.cap) this.ids.delete(this.ids.values().next().value as number);
+  }
+
+  /** Whether `id` was settled quiet; forgets it either way. */
+  take(id: number): boolean {
+    return this.ids.delete(id);
+  }
+}
+
 /** A settle whose row another transaction holds: tried again (settleDurably), the row untouched. */
 export class RowLockedError extends Error {
   /** PostgreSQL's lock_not_available, as a timed-out lock would report. */
@@ -110,32 +131,39 @@ export class RowLockedError extends Error {
   }
 }
 
+/** Locks rows by id, those nobody else holds (`ids`: a comma-separated list of integers). */
+const lockRowsSql = (ids: string) =>
+  `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED`;
+
 /**
- * Locks the rows about to be settled; returns those this transaction now holds. Rows nobody holds,
- * the usual case, take one statement. A row held elsewhere is waited for up to
- * {@link ROW_LOCK_TIMEOUT_MS}, each in its own savepoint: a timed-out wait (55P03) aborts what it
- * is in, and one held row must not fail the whole group; that row alone is left out.
+ * After {@link lockRowsSql} took `locked` (in the BEGIN's message): returns every row of `ids` this
+ * transaction holds. Rows nobody holds, the usual case, are all in `locked` already. Those held
+ * elsewhere are waited for together, up to {@link ROW_LOCK_TIMEOUT_MS} in all, in a savepoint: a
+ * timed-out wait (55P03) aborts what it is in, and held rows must not fail the whole group; then
+ * those that came free meanwhile are taken and the rest left out. One wait for all, not one per
+ * row: a group holds its other rows' locks while it waits, and a transaction that locks many rows
+ * in another order (a person's `UPDATE outbox` in psql) waiting on one of them for a second
+ * (deadlock_timeout) would find a cycle and be aborted.
  */
-export async function lockSettleRows(client: pg.ClientBase, ids: readonly number[]): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const { rows } = await client.query<{ id: number }>(
-    'SELECT id::float8 AS id FROM outbox WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED',
-    [ids],
-  );
-  const locked = new Set(rows.map((r) => r.id));
+async function lockHeldRows(
+  client: pg.ClientBase,
+  ids: readonly number[],
+  locked: Set<number>,
+): Promise<Set<number>> {
   const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
   if (held.length === 0) return locked;
+  const list = held.map((id) => Math.trunc(id)).join(',');
   await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
-  for (const id of held) {
-    await client.query('SAVEPOINT settle_lock');
-    try {
-      await client.query('SELECT 1 FROM outbox WHERE id = $1 FOR UPDATE', [id]);
-      await client.query('RELEASE SAVEPOINT settle_lock');
-      locked.add(id);
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
-      await client.query('ROLLBACK TO SAVEPOINT settle_lock');
-    }
+  await client.query('SAVEPOINT settle_lock');
+  try {
+    await client.query(`SELECT 1 FROM outbox WHERE id = ANY('{${list}}'::int8[]) ORDER BY id FOR UPDATE`);
+    await client.query('RELEASE SAVEPOINT settle_lock');
+    for (const id of held) locked.add(id);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== '55P03') throw err;
+    await client.query('ROLLBACK TO SAVEPOINT settle_lock');
+    const { rows } = await client.query<{ id: number }>(lockRowsSql(list));
+    for (const r of rows) locked.add(r.id);
   }
   // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
   await client.query('SET LOCAL lock_timeout TO DEFAULT');
@@ -158,9 +186,6 @@ export async function lockSettleRows(client: pg.ClientBase, ids: readonly number
  */
 export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
-
-/** BEGIN and the claim's plan in one simple-protocol message. */
-const CLAIM_BEGIN_SQL = `BEGIN; ${CLAIM_PLAN_SQL}`;
 
 /** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
 const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
@@ -196,58 +221,108 @@ function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[]): Sql {
        INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
        SELECT id, started_at, duration_ms, status_code, error FROM s)
      UPDATE outbox SET ${set} FROM s WHERE outbox.id = s.id AND ${guard}
-     RETURNING outbox.id AS id`;
+     RETURNING outbox.id AS id, ${to === 'accepted' ? EARLY_EVENTS : raw('false')} AS early`;
 }
+
+/**
+ * Whether a settled row's ref has webhook events stored (decisions that came before it was
+ * accepted, for inbox.afterAccepted to mask and apply). Read in the settle's statement, after
+ * the BEGIN's message locked the rows ({@link lockRowsSql}: an earlier statement, so this one's
+ * snapshot is taken once they are held): every webhook that decides locks its row first
+ * (inbox/correlate.ts), so one stored before this transaction's lock is in the statement's snapshot,
+ * and one after it waits for the commit and finds the row accepted, applying its decision itself.
+ */
+const EARLY_EVENTS = raw(`EXISTS (SELECT 1 FROM webhook_events e
+       WHERE e."marketplaceTransactionRef" = outbox."marketplaceTransactionRef")`);
 
 /** What a group's transaction did: the settled rows moved, each claim's rows. */
 interface GroupOutcome {
   moved: Set<number>;
+  /** Of the rows moved to accepted, those with no webhook event stored for their ref. */
+  quiet: Set<number>;
   shares: Map<ClaimJob, OperationRow[]>;
+}
+
+/** Runs `statements` as one simple-protocol message (./inline.ts); one result per statement. */
+async function runTogether(client: pg.ClientBase, statements: readonly Sql[]): Promise<pg.QueryResult[]> {
+  if (statements.length === 0) return [];
+  const answer = (await client.query({ text: statements.map(inlined).join(';\n'), types: ROW_TYPES })) as
+    | pg.QueryResult
+    | pg.QueryResult[];
+  return Array.isArray(answer) ? answer : [answer];
 }
 
 /**
  * One group's writes: the settles (one statement per step), then the claims (one statement per
- * owner, so a refill sees the row its settle freed), then every state change at once.
+ * owner, so a refill sees the row its settle freed), all in one message; then every state change
+ * at once (its feed rows travel with the COMMIT).
  */
-function* groupScript(
+async function groupWrites(
+  client: pg.ClientBase,
   settles: readonly SettleJob[],
   claims: readonly ClaimJob[],
   sink: StateChangeSink | undefined,
-): Script<GroupOutcome> {
-  const moved = new Set<number>();
-  for (const to of ['accepted', 'failed', 'queued'] as const) {
-    const these = settles.filter((j) => j.step.to === to);
-    if (these.length > 0)
-      for (const { id } of yield* all<{ id: number }>(settleMany(to, these))) moved.add(id);
-  }
-  const changes: StateChange[] = settles
-    .filter((j) => moved.has(j.claim.id))
-    .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
-  const shares = new Map<ClaimJob, OperationRow[]>();
+): Promise<GroupOutcome> {
+  const steps = (['accepted', 'failed', 'queued'] as const)
+    .map((to) => ({ to, jobs: settles.filter((j) => j.step.to === to) }))
+    .filter((step) => step.jobs.length > 0);
   const taken = claims.map((job) => ({
     job,
     params: typeof job.given === 'function' ? job.given() : job.given,
   }));
-  for (const group of claimsByOwner(taken)) {
-    // One statement for the owner's claims, at the first one's time and lease.
-    const { now, owner, leaseUntil } = group[0]!.params;
-    const limit = group.reduce((sum, c) => sum + c.params.limit, 0);
-    const rows = yield* all<ClaimedRow>(claimShared({ now, owner, leaseUntil, limit }));
+  // One statement for each owner's claims, at the first one's time and lease; a claim with no room
+  // left (claimAhead.ts) asks for nothing and gets no statement.
+  const owners = claimsByOwner(taken).map((group) => ({
+    group,
+    ...group[0]!.params,
+    limit: group.reduce((sum, c) => sum + c.params.limit, 0),
+  }));
+  const asking = owners.filter((o) => o.limit > 0);
+  const results = await runTogether(client, [
+    ...steps.map((step) => settleMany(step.to, step.jobs)),
+    ...asking.map(({ now, owner, leaseUntil, limit }) => claimShared({ now, owner, leaseUntil, limit })),
+  ]);
+  const moved = new Set<number>();
+  const quiet = new Set<number>();
+  steps.forEach((step, i) => {
+    for (const { id, early } of results[i]!.rows as Array<{ id: number; early: boolean }>) {
+      moved.add(id);
+      if (step.to === 'accepted' && !early) quiet.add(id);
+    }
+  });
+  const changes: StateChange[] = settles
+    .filter((j) => moved.has(j.claim.id))
+    .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
+  const shares = new Map<ClaimJob, OperationRow[]>();
+  for (const o of owners) {
+    const at = asking.indexOf(o);
+    const rows = at < 0 ? [] : (results[steps.length + at]!.rows as ClaimedRow[]);
     const split = shareClaimed(
       rows,
-      group.map((c) => c.params.limit),
+      o.group.map((c) => c.params.limit),
     );
-    group.forEach((c, i) => {
+    o.group.forEach((c, i) => {
       const share = split[i]!;
-      changes.push(...claimChanges(share, now));
+      changes.push(...claimChanges(share, o.now));
       shares.set(
         c.job,
         share.map(({ from_state: _, ...row }) => row),
       );
     });
   }
-  yield* stateChanged(changes, sink);
-  return { moved, shares };
+  await drivePostgres(client, stateChanged(changes, sink));
+  return { moved, quiet, shares };
+}
+
+/**
+ * The BEGIN's message of a group: with claims, their plan pinned (see {@link CLAIM_PLAN_SQL}); with
+ * settles, their rows locked (ids written in: integers). One round trip for all three.
+ */
+function groupBegin(settleIds: readonly number[], claims: boolean): string {
+  const parts = ['BEGIN'];
+  if (claims) parts.push(CLAIM_PLAN_SQL);
+  if (settleIds.length > 0) parts.push(lockRowsSql(settleIds.map((id) => String(Math.trunc(id))).join(',')));
+  return parts.join('; ');
 }
 
 /**
@@ -259,25 +334,31 @@ export async function flushGroup(
   pool: pg.Pool,
   jobs: readonly GroupJob[],
   sink: StateChangeSink | undefined,
+  quietAccepted?: QuietAccepted,
 ): Promise<void> {
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
-  const { locked, moved, shares } = await inPgTransaction(
+  const ids = settles.map((j) => j.claim.id);
+  const { locked, moved, quiet, shares } = await inPgTransaction(
     pool,
-    async (client) => {
-      const locked = await lockSettleRows(
-        client,
-        settles.map((j) => j.claim.id),
-      );
+    async (client, begun) => {
+      const lockedNow = ids.length > 0 ? lastRows<{ id: number }>(begun) : [];
+      const locked = await lockHeldRows(client, ids, new Set(lockedNow.map((r) => Number(r.id))));
       const lockedSettles = settles.filter((j) => locked.has(j.claim.id));
-      return { locked, ...(await drivePostgres(client, groupScript(lockedSettles, claims, sink))) };
+      return { locked, ...(await groupWrites(client, lockedSettles, claims, sink)) };
     },
-    // A group with claims pins their plan in its BEGIN's message (one round trip fewer).
-    claims.length > 0 ? { begin: CLAIM_BEGIN_SQL } : {},
+    { begin: groupBegin(ids, claims.length > 0) },
   );
+  for (const id of quiet) quietAccepted?.add(id);
   for (const j of settles) {
     if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
     else j.reject(new RowLockedError(j.claim.id));
   }
   for (const j of claims) j.resolve(shares.get(j) ?? []);
+}
+
+/** The rows of a message's last statement. */
+function lastRows<R>(answer: BeginAnswer): R[] {
+  const last = Array.isArray(answer) ? answer[answer.length - 1] : answer;
+  return (last?.rows ?? []) as R[];
 }
