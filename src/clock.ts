@@ -51,3 +51,21 @@ export const realSchedule: Schedule = (ms, fn) => {
   const timer = setTimeout(fn, ms);
   return () => clearTimeout(timer);
 };
+
+/**
+ * Whether `task` settles (resolves or rejects) within `ms`; the timer is cleared either way. The
+ * caller awaits `task` itself for its value or error.
+ */
+export async function finishedWithin(task: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([task.then(finished, finished), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const finished = () => true as const;

@@ -2,14 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
+import { databaseSecrets, maskedDatabase } from './configDatabase.js';
 import { unknownKeyProblems } from './configKeys.js';
-import {
-  type Config,
-  configSchema,
-  databaseSecrets,
-  maskedDatabase,
-  timingProblems,
-} from './configSchema.js';
+import { type Config, configSchema, timingProblems } from './configSchema.js';
 import { didYouMean } from './didYouMean.js';
 import { ConfigError, errorMessage } from './errors.js';
 import { registerSecret } from './redact.js';

@@ -1,4 +1,5 @@
 import { createApiComponent, routeRegistrars } from '../api/server.js';
+import { finishedWithin } from '../clock.js';
 import type { AppContext, Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import type { ListenersUp } from '../httpListener.js';
@@ -109,14 +110,11 @@ export async function startDaemon(
     // One deadline for all: components stop one after another, each gets what is left of it.
     const deadline = Date.now() + (options.stopTimeoutMs ?? 30_000);
     for (const component of [...started].reverse()) {
-      let timer: NodeJS.Timeout | undefined;
       const bound = Math.max(0, deadline - Date.now());
-      const timeout = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), bound);
-      });
       try {
-        const outcome = await Promise.race([component.stop().then(() => 'stopped' as const), timeout]);
-        if (outcome === 'timeout') {
+        const stopping = component.stop();
+        if (await finishedWithin(stopping, bound)) await stopping;
+        else {
           ctx.log.warn(
             { event: 'daemon.stop.timeout', component: component.name },
             `${component.name} did not stop in ${bound} ms`,
@@ -124,8 +122,6 @@ export async function startDaemon(
         }
       } catch (err) {
         ctx.log.error({ event: 'daemon.stop.failed', component: component.name, err }, errorMessage(err));
-      } finally {
-        clearTimeout(timer);
       }
     }
     stores.stopped();

@@ -1,6 +1,6 @@
 import { type Config, maskedConfig } from '../config.js';
+import { printedDatabase } from '../configDatabase.js';
 import { configNotes, requireSettings } from '../configNeeds.js';
-import { printedDatabase } from '../configSchema.js';
 
 /**
  * `vcu-sync config check`: the file and environment were valid (loading them checked), and nothing

@@ -151,3 +151,17 @@ export class ClaimAhead {
     return task;
   }
 }
+
+/**
+ * The buffer for `extra` rows beyond `outbox.concurrency`, or null when none is asked for or the
+ * lease leaves a claimed row no time to wait ({@link aheadWaitMs}).
+ */
+export function claimAheadFor(
+  config: Parameters<typeof aheadWaitMs>[0],
+  extra: number,
+  deps: Omit<ClaimAheadDeps, 'cap' | 'maxWaitMs'>,
+): ClaimAhead | null {
+  const maxWaitMs = aheadWaitMs(config);
+  if (extra <= 0 || maxWaitMs <= 0) return null;
+  return new ClaimAhead({ ...deps, cap: config.outbox.concurrency + extra, maxWaitMs });
+}

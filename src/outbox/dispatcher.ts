@@ -1,4 +1,4 @@
-import { type Clock, isoAt } from '../clock.js';
+import { type Clock, finishedWithin, isoAt } from '../clock.js';
 import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
@@ -9,21 +9,15 @@ import type { ClaimParams, OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
-import { aheadWaitMs, ClaimAhead } from './claimAhead.js';
+import { type ClaimAhead, claimAheadFor } from './claimAhead.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';
 import { type OutboxHooks, ScrubSchedule } from './hooks.js';
 import { idleDelayMs } from './idleDelay.js';
-import { type AttemptOutcome, decideAttempt, type RetryPolicy } from './nextStep.js';
+import type { AttemptOutcome, RetryPolicy } from './nextStep.js';
 import { OwedSettles } from './owedSettles.js';
 import type { OutboxPause } from './pause.js';
-import { maskerFor, settleDurably, settleRequest, withMessage } from './settle.js';
-import {
-  afterSettle,
-  inboxEffects,
-  logSettleError,
-  releaseRow,
-  type SettleEffectsDeps,
-} from './settleEffects.js';
+import { maskerFor, planSettle, settleDurably } from './settle.js';
+import { afterSettle, inboxEffects, logSettleError, releaseRow } from './settleEffects.js';
 
 /**
  * Sends queued notifications to the operator's /notify. Rows are claimed by one UPDATE ...
@@ -84,18 +78,9 @@ export class Dispatcher {
     this.pause = new AuthPause(ctx.log, this.hooks?.pause ?? null, this.policy, this.random);
     this.storeFailures = new FailureStreak(c.poll_ms, this.random);
     this.owed = new OwedSettles(ctx.log);
-    this.ahead = this.claimAhead(options.claimAhead ?? 0);
-  }
-
-  /** The claim-ahead buffer, when asked for and the lease leaves a row time to wait. */
-  private claimAhead(extra: number): ClaimAhead | null {
-    const maxWaitMs = aheadWaitMs(this.ctx.config);
-    if (extra <= 0 || maxWaitMs <= 0) return null;
-    return new ClaimAhead({
+    this.ahead = claimAheadFor(ctx.config, options.claimAhead ?? 0, {
       claim: (limit) => this.store.claim(() => this.claimParams(this.clock.now(), limit())),
       heldElsewhere: () => this.inflight.size,
-      cap: this.ctx.config.outbox.concurrency + extra,
-      maxWaitMs,
       now: () => this.clock.now(),
       wake: () => {
         this.options.onCommitted?.();
@@ -123,21 +108,13 @@ export class Dispatcher {
     this.stopping = true;
     this.wake();
     const running = this.running;
-    if (running) {
-      let timer: NodeJS.Timeout | undefined;
-      const grace = new Promise<'late'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), this.options.stopGraceMs ?? 10_000);
-      });
-      const outcome = await Promise.race([running.then(() => 'done' as const), grace]);
-      clearTimeout(timer);
-      if (outcome === 'late') {
-        this.ctx.log.warn(
-          { event: 'outbox.stop.cancelling', inflight: this.inflight.size },
-          `cancelling ${this.inflight.size} notification(s) still in flight; their rows go back to the queue`,
-        );
-        this.cancel.abort();
-        await running;
-      }
+    if (running && !(await finishedWithin(running, this.options.stopGraceMs ?? 10_000))) {
+      this.ctx.log.warn(
+        { event: 'outbox.stop.cancelling', inflight: this.inflight.size },
+        `cancelling ${this.inflight.size} notification(s) still in flight; their rows go back to the queue`,
+      );
+      this.cancel.abort();
+      await running;
     }
     this.running = undefined;
   }
@@ -310,13 +287,9 @@ export class Dispatcher {
   /** How long to sleep when nothing more can be claimed (./idleDelay.ts). */
   private idleDelay(claimedNothing: boolean): Promise<number> {
     const { poll_ms: pollMs, concurrency } = this.ctx.config.outbox;
-    const view = {
-      pollMs,
-      nowMs: this.clock.now(),
-      probeAtMs: this.pause.state ? this.pause.probeAtMs : null,
-      full: this.inflight.size >= concurrency,
-      claimedNothing,
-    };
+    const probeAtMs = this.pause.state ? this.pause.probeAtMs : null;
+    const full = this.inflight.size >= concurrency;
+    const view = { pollMs, nowMs: this.clock.now(), probeAtMs, full, claimedNothing };
     return idleDelayMs(view, () => this.store.nextDueAt());
   }
 
@@ -358,12 +331,6 @@ export class Dispatcher {
     return releaseRow({ store, owner, clock, log: this.ctx.log }, row, cause);
   }
 
-  /** What a settle's aftermath needs: the log, metrics, the custody sync and the commit hook. */
-  private get effectsDeps(): SettleEffectsDeps {
-    const { log, metrics } = this.ctx;
-    return { log, metrics, requestSync: this.options.requestSync, onCommitted: this.options.onCommitted };
-  }
-
   private async settle(
     row: OperationRow,
     outcome: AttemptOutcome,
@@ -371,39 +338,18 @@ export class Dispatcher {
     durationMs: number,
   ): Promise<void> {
     const now = this.clock.now();
-    const masked = maskerFor(row);
-    if (outcome.kind === 'error')
-      outcome = { kind: 'error', error: withMessage(outcome.error, masked(outcome.error.message)) };
-    const ageFrom = Date.parse(row.retried_at ?? row.created_at);
-    const next = decideAttempt(
-      outcome,
-      { attempts: row.attempts, ageFromMs: ageFrom },
-      this.policy,
-      now,
-      this.random,
-    );
     const nowIso = isoAt(now);
-    const request = settleRequest({ row, outcome, next, owner: this.owner, nowIso, startedMs, durationMs });
-    // The pause moves before the settle is submitted, not after it commits: a refused row goes back
-    // queued and due at once, so in the commit's round trip the loop could claim it and send it
-    // again unpaused, and that answer (a 202) "resumed" the pause it was recording and cleared the
-    // record. A refusal is reported by the pause, not as the row's step.
-    const reportStep = this.pause.apply(next, outcome, now);
+    const attempt = { row, outcome, owner: this.owner, nowIso, startedMs, durationMs };
+    const { outcome: masked, next, request } = planSettle(attempt, this.policy, now, this.random);
+    const reportStep = this.pause.apply(next, masked, now);
     // Submitted in one turn: on SQLite the settle, its inbox effects and the refill share a commit.
     let owe = (): void => {};
     const owing = new Promise<'owed'>((resolve) => {
       owe = () => resolve('owed');
     });
     const { store, clock, random, ctx } = this;
-    const settleDeps = {
-      store,
-      clock,
-      random,
-      ctx,
-      cancel: this.cancel.signal,
-      retryNow: this.owed.retrySignal,
-    };
-    const settling = settleDurably(settleDeps, row, request, owe);
+    const retry = { cancel: this.cancel.signal, retryNow: this.owed.retrySignal };
+    const settling = settleDurably({ store, clock, random, ctx, ...retry }, row, request, owe);
     const inbox =
       next.state === 'accepted' ? inboxEffects(this.hooks, this.ctx.log, row, nowIso, settling) : undefined;
     // Only after a success: a failing operator gets no more traffic than the loop's own pace.
@@ -411,7 +357,10 @@ export class Dispatcher {
     const refillNow = next.state === 'accepted' && !this.pause.state && !this.stopping;
     if (this.ahead && refillNow && this.options.mayClaim?.() !== false) this.ahead.topUp();
     const refilled = refillNow && !this.ahead ? this.refill() : undefined;
-    const finished = afterSettle(this.effectsDeps, row, next, reportStep, settling, inbox).then(
+    const { log, metrics } = this.ctx;
+    const { requestSync, onCommitted } = this.options;
+    const effects = { log, metrics, requestSync, onCommitted };
+    const finished = afterSettle(effects, row, next, reportStep, settling, inbox).then(
       () => null,
       (err: unknown) => ({ err }),
     );

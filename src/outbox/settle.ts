@@ -7,7 +7,7 @@ import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
 import { OperatorError } from '../operator/errors.js';
-import type { AttemptOutcome, NextStep } from './nextStep.js';
+import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './nextStep.js';
 
 const EXCERPT = 500;
 
@@ -60,6 +60,26 @@ function stepOf(row: OperationRow, next: NextStep): SettleStep {
     status: next.status,
     refund: next.refund,
   };
+}
+
+/**
+ * An attempt's settle, decided (pure): the outcome with the row's personal values masked out of
+ * its error (before any cut, so no value is left half-masked), the row's next step, and the store's
+ * call that records both.
+ */
+export function planSettle(
+  attempt: Omit<SettledAttempt, 'next'>,
+  policy: RetryPolicy,
+  now: number,
+  random: () => number,
+): { outcome: AttemptOutcome; next: NextStep; request: ReturnType<typeof settleRequest> } {
+  const { row } = attempt;
+  let { outcome } = attempt;
+  if (outcome.kind === 'error')
+    outcome = { kind: 'error', error: withMessage(outcome.error, maskerFor(row)(outcome.error.message)) };
+  const ageFromMs = Date.parse(row.retried_at ?? row.created_at);
+  const next = decideAttempt(outcome, { attempts: row.attempts, ageFromMs }, policy, now, random);
+  return { outcome, next, request: settleRequest({ ...attempt, outcome, next }) };
 }
 
 /** The store's settle call for an attempt (see OperationsStore.settle): pure, dialect-neutral. */

@@ -1,7 +1,7 @@
 import type { ClientConfig } from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
 import type { Config } from '../config.js';
-import type { SSL_MODES } from '../configSchema.js';
+import type { SSL_MODES } from '../configDatabase.js';
 import { EXIT_CONFIG, UserError } from '../errors.js';
 
 /**
