@@ -1,12 +1,12 @@
-import type { outbox, outboxAttempts } from '../db/schema/sqlite.js';
+import type { OutboxAttemptRecord, OutboxRecord } from '../db/schema/rowTypes.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
-export type OperationRow = typeof outbox.$inferSelect;
+export type OperationRow = OutboxRecord;
 
 /** One delivery attempt of an operation as stored. */
-export type AttemptRow = typeof outboxAttempts.$inferSelect;
+export type AttemptRow = OutboxAttemptRecord;
 
 /**
  * The outbox's columns in SQLite's table order: reads name them rather than `*`, so a row has the

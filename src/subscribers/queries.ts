@@ -1,4 +1,4 @@
-import type { deliveries } from '../db/schema/sqlite.js';
+import type { DeliveryRecord } from '../db/schema/rowTypes.js';
 import { all, run, type Script } from '../store/script.js';
 import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 
@@ -16,7 +16,7 @@ import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/
  */
 
 /** A delivery exactly as stored (times ISO text, ids numbers, on both stores). */
-export type DeliveryRow = typeof deliveries.$inferSelect;
+export type DeliveryRow = DeliveryRecord;
 
 export const DELIVERY_STATES = ['pending', 'sending', 'delivered', 'dead'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
