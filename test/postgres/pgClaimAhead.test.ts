@@ -1,14 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
-import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
-import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { tokenization } from '../outbox/fixtures.js';
+import { usePgOutbox } from './pgOutboxFixture.js';
 
 /**
  * The dispatcher claiming ahead of its free slots (outbox/claimAhead.ts) on the PostgreSQL store,
@@ -17,26 +15,7 @@ import { tokenization } from '../outbox/fixtures.js';
  * hands the rows back unsent.
  */
 
-const cluster = inject('postgres');
-let database: TestDatabase;
-let pgDb: PgDatabase;
-let sim: Simulator;
-beforeAll(async () => {
-  database = await createTestDatabase(cluster);
-  pgDb = await openPostgres(database.url);
-  sim = await startSimulator({ webhook: { policy: 'none' } });
-});
-afterEach(async () => {
-  sim.faults.clear();
-  await pgDb.pool.query(
-    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events, daemon_state RESTART IDENTITY CASCADE',
-  );
-});
-afterAll(async () => {
-  await sim?.close();
-  await pgDb?.close();
-  await database?.drop();
-});
+const env = usePgOutbox();
 
 const LEASE_SECONDS = 60;
 const TIMEOUT_MS = 10_000;
@@ -53,7 +32,7 @@ function aheadDispatcher(
   const ctx = testContext({
     clock,
     overrides: {
-      'operator.url': sim.url,
+      'operator.url': env.sim.url,
       'operator.api_key': 'sim-api-key',
       'operator.rate_per_second': 100_000,
       'operator.timeout_ms': TIMEOUT_MS,
@@ -62,10 +41,10 @@ function aheadDispatcher(
       'outbox.concurrency': concurrency,
     },
   });
-  const store = new PgOperationsStore(pgDb.pool, { leaseOwner: owner });
+  const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: owner });
   const component = createDispatcherComponent(ctx, {
     store,
-    hooks: pgOutboxHooks(pgDb.pool),
+    hooks: pgOutboxHooks(env.pgDb.pool),
     owner,
     claimAhead: ahead,
     ...options,
@@ -82,7 +61,7 @@ function aheadDispatcher(
 async function enqueue(ops: ReadonlyArray<{ ref: string; unit: number }>): Promise<void> {
   const ctx = testContext();
   try {
-    const store = new PgOperationsStore(pgDb.pool, { leaseOwner: 'enqueue' });
+    const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: 'enqueue' });
     await store.insert(
       ops.map(({ ref, unit }) => {
         const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 9000 + unit }));
@@ -105,7 +84,7 @@ interface RowView {
 
 async function rows(): Promise<RowView[]> {
   return (
-    await pgDb.pool.query<RowView>(
+    await env.pgDb.pool.query<RowView>(
       `SELECT "marketplaceTransactionRef" AS ref, state, lease_owner, attempts FROM outbox ORDER BY id`,
     )
   ).rows;
@@ -138,7 +117,7 @@ describe('claiming ahead on PostgreSQL', () => {
     const a = aheadDispatcher('replica-a', 3, 9);
     const b = aheadDispatcher('replica-b', 3, 9);
     // Answers slow enough that rows wait in both buffers while others are in flight.
-    sim.faults.next(40, 'latency', { latencyMs: 30, pathPrefix: NOTIFY });
+    env.sim.faults.next(40, 'latency', { latencyMs: 30, pathPrefix: NOTIFY });
     try {
       await Promise.all([a.component.start(), b.component.start()]);
       await until('all accepted', (r) => count(r, 'accepted') === total);
@@ -146,7 +125,7 @@ describe('claiming ahead on PostgreSQL', () => {
       await Promise.all([a.close(), b.close()]);
     }
     const byRef = new Map(queued.map((q) => [q.ref, q]));
-    const received = sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+    const received = env.sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
     expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
     for (let unit = 0; unit < units; unit++) {
       const arrivals = received
@@ -163,7 +142,7 @@ describe('claiming ahead on PostgreSQL', () => {
     await enqueue(Array.from({ length: 8 }, (_, i) => ({ ref: `held-${i}`, unit: i })));
     const d = aheadDispatcher('replica-held', 1, 3, { stopGraceMs: 50 });
     // The one slot's request hangs: what else is claimed waits in the buffer.
-    sim.faults.next(1, 'latency', { latencyMs: 8_000, pathPrefix: NOTIFY });
+    env.sim.faults.next(1, 'latency', { latencyMs: 8_000, pathPrefix: NOTIFY });
     try {
       await d.component.start();
       // One in flight and three ahead, no more: the buffer is bounded.
@@ -182,7 +161,7 @@ describe('claiming ahead on PostgreSQL', () => {
       })),
     );
     // Only the first row's request ever left: the three held ahead were never sent.
-    const sent = sim.notifications.filter((n) => n.ref?.startsWith('held-')).map((n) => n.ref);
+    const sent = env.sim.notifications.filter((n) => n.ref?.startsWith('held-')).map((n) => n.ref);
     expect(sent).toEqual(['held-0']);
   });
 
@@ -190,7 +169,7 @@ describe('claiming ahead on PostgreSQL', () => {
     await enqueue(Array.from({ length: 6 }, (_, i) => ({ ref: `alive-${i}`, unit: i })));
     let alive = true;
     const d = aheadDispatcher('replica-alive', 1, 3, { mayClaim: () => alive });
-    sim.faults.next(1, 'latency', { latencyMs: 1_500, pathPrefix: NOTIFY });
+    env.sim.faults.next(1, 'latency', { latencyMs: 1_500, pathPrefix: NOTIFY });
     try {
       await d.component.start();
       await until('four claimed', (r) => count(r, 'sending', 'replica-alive') === 4);
@@ -206,7 +185,7 @@ describe('claiming ahead on PostgreSQL', () => {
     } finally {
       await d.close();
     }
-    expect(sim.notifications.filter((n) => n.ref?.startsWith('alive-'))).toHaveLength(1);
+    expect(env.sim.notifications.filter((n) => n.ref?.startsWith('alive-'))).toHaveLength(1);
   });
 
   it('sends no row held ahead past what its lease covers: it goes back and is claimed afresh', async () => {
@@ -218,9 +197,9 @@ describe('claiming ahead on PostgreSQL', () => {
         return super.release(...args);
       }
     }
-    const store = new Releasing(pgDb.pool, { leaseOwner: 'replica-stale' });
+    const store = new Releasing(env.pgDb.pool, { leaseOwner: 'replica-stale' });
     const d = aheadDispatcher('replica-stale', 1, 3, { store });
-    sim.faults.next(1, 'latency', { latencyMs: 1_500, pathPrefix: NOTIFY });
+    env.sim.faults.next(1, 'latency', { latencyMs: 1_500, pathPrefix: NOTIFY });
     try {
       await d.component.start();
       await until('four claimed', (r) => count(r, 'sending', 'replica-stale') === 4);
@@ -232,10 +211,10 @@ describe('claiming ahead on PostgreSQL', () => {
     }
     // The three held ahead went back rather than out on a lease too short.
     expect(released.sort()).toEqual(['stale-1', 'stale-2', 'stale-3']);
-    const attempts = await pgDb.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox_attempts');
+    const attempts = await env.pgDb.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox_attempts');
     // Each sent once (the released rows' unsent claims were not counted as attempts).
     expect(Number(attempts.rows[0]?.n)).toBe(4);
-    expect(sim.notifications.filter((n) => n.ref?.startsWith('stale-'))).toHaveLength(4);
+    expect(env.sim.notifications.filter((n) => n.ref?.startsWith('stale-'))).toHaveLength(4);
     expect((await rows()).map((r) => r.attempts)).toEqual([1, 1, 1, 1]);
   });
 });

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { InboxStore } from '../../src/inbox/inboxStore.js';
 import type { ClaimParams, OperationsStore } from '../../src/operations/storeSeam.js';
@@ -7,15 +7,13 @@ import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { pauseRecord } from '../../src/outbox/pause.js';
-import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { REDACTED } from '../../src/redact.js';
-import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { decision, webhook } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { PERSONAL, tokenization } from '../outbox/fixtures.js';
+import { usePgOutbox } from './pgOutboxFixture.js';
 
 /**
  * The real Dispatcher on the PostgreSQL operations store, sending to the simulator over loopback:
@@ -25,26 +23,7 @@ import { PERSONAL, tokenization } from '../outbox/fixtures.js';
 
 const OWNER = 'pg-dispatcher-1';
 
-const cluster = inject('postgres');
-let database: TestDatabase;
-let pgDb: PgDatabase;
-let sim: Simulator;
-beforeAll(async () => {
-  database = await createTestDatabase(cluster);
-  pgDb = await openPostgres(database.url);
-  sim = await startSimulator({ webhook: { policy: 'none' } });
-});
-afterEach(async () => {
-  sim.faults.clear();
-  await pgDb.pool.query(
-    'TRUNCATE outbox, outbox_attempts, changes, deliveries, webhook_events, daemon_state RESTART IDENTITY CASCADE',
-  );
-});
-afterAll(async () => {
-  await sim?.close();
-  await pgDb?.close();
-  await database?.drop();
-});
+const env = usePgOutbox();
 
 /**
  * A dispatcher on the PostgreSQL store, its context on a throwaway SQLite file and a manual clock;
@@ -59,7 +38,7 @@ function pgDispatcher(
   const ctx = testContext({
     clock,
     overrides: {
-      'operator.url': sim.url,
+      'operator.url': env.sim.url,
       'operator.api_key': 'sim-api-key',
       'operator.rate_per_second': 100_000,
       'operator.timeout_ms': 10_000,
@@ -67,7 +46,7 @@ function pgDispatcher(
       'outbox.concurrency': concurrency,
     },
   });
-  const store = new PgOperationsStore(pgDb.pool, { leaseOwner: OWNER });
+  const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: OWNER });
   // As createAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
   const pgCtx: typeof ctx = Object.create(ctx, {
     database: {
@@ -97,10 +76,10 @@ function pgDispatcher(
 
 /** Row counts by state, plus rows still holding a lease. */
 async function outboxState(): Promise<{ byState: Record<string, number>; leased: number }> {
-  const { rows } = await pgDb.pool.query<{ state: string; n: string }>(
+  const { rows } = await env.pgDb.pool.query<{ state: string; n: string }>(
     'SELECT state, count(*) AS n FROM outbox GROUP BY state',
   );
-  const leased = await pgDb.pool.query<{ n: string }>(
+  const leased = await env.pgDb.pool.query<{ n: string }>(
     'SELECT count(*) AS n FROM outbox WHERE lease_owner IS NOT NULL OR lease_until IS NOT NULL',
   );
   return {
@@ -145,7 +124,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
     }
 
     const byRef = new Map(queued.map((q) => [q.ref, q]));
-    const received = sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+    const received = env.sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
     // Exactly once by ref, every one answered 202.
     expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
     expect(received.every((n) => n.status === 202)).toBe(true);
@@ -158,7 +137,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
     }
     // Nothing left claimed, one attempt logged per row, and the settles were reported.
     expect(await outboxState()).toEqual({ byState: { accepted: total }, leased: 0 });
-    const attempts = await pgDb.pool.query<{ n: string; rows: string }>(
+    const attempts = await env.pgDb.pool.query<{ n: string; rows: string }>(
       'SELECT count(*) AS n, count(DISTINCT outbox_id) AS rows FROM outbox_attempts',
     );
     expect(attempts.rows[0]).toEqual({ n: String(total), rows: String(total) });
@@ -167,7 +146,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
 
   it('a row held by an idle transaction does not stall the other units: its settle waits in the background', async () => {
     // A client that updated row A and left its transaction open (chaos `idle_in_tx`).
-    const locker = new pg.Client({ connectionString: database.url });
+    const locker = new pg.Client({ connectionString: env.database.url });
     locker.on('error', () => {});
     await locker.connect();
     let lockedA: number | null = null;
@@ -185,7 +164,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
         return super.settle(...args);
       }
     }
-    const store = new LockingA(pgDb.pool, { leaseOwner: OWNER });
+    const store = new LockingA(env.pgDb.pool, { leaseOwner: OWNER });
     // One slot: a settle that held it would stop every other unit.
     const { ctx, component, enqueue } = pgDispatcher({ store }, undefined, 1);
     const others = Array.from({ length: 6 }, (_, i) => ({ ref: `pg-idle-${i}`, unit: 10 + i }));
@@ -193,7 +172,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
     await enqueue(others);
     const rowState = async (ref: string) =>
       (
-        await pgDb.pool.query<{ state: string }>(
+        await env.pgDb.pool.query<{ state: string }>(
           'SELECT state FROM outbox WHERE "marketplaceTransactionRef" = $1',
           [ref],
         )
@@ -215,8 +194,8 @@ describe('Dispatcher on the PostgreSQL store', () => {
       ctx.dispose();
     }
     // A was sent once and settled once: the owed settle kept its lease, nobody sent it again.
-    expect(sim.notifications.filter((n) => n.ref === 'pg-idle-A')).toHaveLength(1);
-    const attempts = await pgDb.pool.query<{ n: string }>(
+    expect(env.sim.notifications.filter((n) => n.ref === 'pg-idle-A')).toHaveLength(1);
+    const attempts = await env.pgDb.pool.query<{ n: string }>(
       'SELECT count(*) AS n FROM outbox_attempts WHERE outbox_id = $1',
       [lockedA],
     );
@@ -246,11 +225,11 @@ describe('Dispatcher on the PostgreSQL store', () => {
         return super.settle(...args);
       }
     }
-    const store = new Watching(pgDb.pool, { leaseOwner: OWNER });
+    const store = new Watching(env.pgDb.pool, { leaseOwner: OWNER });
     const { ctx, component, enqueue } = pgDispatcher({ store });
     await enqueue(Array.from({ length: concurrency + 2 }, (_, i) => ({ ref: `pg-busy-${i}`, unit: i })));
     // Slow answers keep all eight slots busy (and more rows due) for a while.
-    sim.faults.next(concurrency, 'latency', { latencyMs: 300, pathPrefix: '/integration/v1/notify' });
+    env.sim.faults.next(concurrency, 'latency', { latencyMs: 300, pathPrefix: '/integration/v1/notify' });
     try {
       await component.start();
       await waitFor('all accepted', (s) => s.byState.accepted === concurrency + 2);
@@ -270,13 +249,13 @@ describe('Dispatcher on the PostgreSQL store', () => {
       { ref: 'pg-slow-1', unit: 1 },
       { ref: 'pg-slow-2', unit: 2 },
     ]);
-    sim.faults.next(2, 'latency', { latencyMs: 8_000, pathPrefix: '/integration/v1/notify' });
+    env.sim.faults.next(2, 'latency', { latencyMs: 8_000, pathPrefix: '/integration/v1/notify' });
     try {
       await component.start();
       await waitFor('both rows claimed', (s) => s.byState.sending === 2);
       await component.stop();
       // Back in the queue once stop resolves, the unanswered attempt not counted.
-      const { rows } = await pgDb.pool.query(
+      const { rows } = await env.pgDb.pool.query(
         `SELECT "marketplaceTransactionRef" AS ref, state, lease_owner, attempts FROM outbox ORDER BY id`,
       );
       expect(rows).toEqual([
@@ -291,11 +270,11 @@ describe('Dispatcher on the PostgreSQL store', () => {
 
   it('with pgOutboxHooks, applies a decision that arrived before its row was accepted right after the accept', async () => {
     // The operator decided before its 202 was recorded (here: before the row was queued), quoting the user.
-    const early = await new InboxStore(postgresScriptStore(pgDb.pool)).receive(
+    const early = await new InboxStore(postgresScriptStore(env.pgDb.pool)).receive(
       webhook('wh-early-1', decision('pg-early-1', 'approved', `ok for ${PERSONAL.originUserName}`)),
     );
     expect(early.outcome).toBe('pending');
-    const { ctx, component, enqueue } = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    const { ctx, component, enqueue } = pgDispatcher({ hooks: pgOutboxHooks(env.pgDb.pool) });
     await enqueue([{ ref: 'pg-early-1', unit: 1, extra: PERSONAL }]);
     try {
       await component.start();
@@ -307,18 +286,20 @@ describe('Dispatcher on the PostgreSQL store', () => {
       ctx.dispose();
     }
     // Applied, and the user's name the reason quoted masked once the row's values were known.
-    const { rows } = await pgDb.pool.query(
+    const { rows } = await env.pgDb.pool.query(
       `SELECT o.state, e.outcome, e.reason FROM outbox o JOIN webhook_events e USING ("marketplaceTransactionRef")`,
     );
     expect(rows).toEqual([{ state: 'approved', outcome: 'applied', reason: `ok for ${REDACTED}` }]);
-    const feed = await pgDb.pool.query("SELECT kind FROM changes WHERE resource = 'operations' ORDER BY seq");
+    const feed = await env.pgDb.pool.query(
+      "SELECT kind FROM changes WHERE resource = 'operations' ORDER BY seq",
+    );
     expect(feed.rows.map((r) => r.kind)).toEqual(['queued', 'accepted', 'approved']);
   });
 
   it('with pgOutboxHooks, a 401 pause is recorded in PostgreSQL, picked up by the next start and cleared by its probe', async () => {
-    const record = pauseRecord(postgresScriptStore(pgDb.pool));
-    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
-    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    const record = pauseRecord(postgresScriptStore(env.pgDb.pool));
+    env.sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    const first = pgDispatcher({ hooks: pgOutboxHooks(env.pgDb.pool) });
     await first.enqueue([{ ref: 'pg-auth-1', unit: 1 }]);
     try {
       await first.component.start();
@@ -336,7 +317,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
 
     // Another start (or replica) finds the pause, probes at once, and the success clears it for all.
-    const second = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) });
+    const second = pgDispatcher({ hooks: pgOutboxHooks(env.pgDb.pool) });
     try {
       await second.component.start();
       await waitFor('the row accepted', (s) => s.byState.accepted === 1);
@@ -347,20 +328,20 @@ describe('Dispatcher on the PostgreSQL store', () => {
     }
     expect(second.component.dispatcher.paused).toBeNull();
     expect(await record.read()).toBeNull();
-    const statuses = sim.notifications.filter((n) => n.ref === 'pg-auth-1').map((n) => n.status);
+    const statuses = env.sim.notifications.filter((n) => n.ref === 'pg-auth-1').map((n) => n.status);
     expect(statuses).toEqual([401, 202]);
   });
 
   it('a refusal pauses sending before its settle commits: the row, due again at once, is not sent again unpaused', async () => {
-    const record = pauseRecord(postgresScriptStore(pgDb.pool));
-    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    const record = pauseRecord(postgresScriptStore(env.pgDb.pool));
+    env.sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
     // The refused row's settle commits, then its answer is held until the dispatcher is paused or
     // its loop has claimed again: a busy machine's slow round trip, made certain. Paused only after
     // the commit, the loop would claim the row (queued, due now) and send it unpaused.
     let committed = false;
     let claimsAfterCommit = 0;
     let paused: () => boolean = () => false;
-    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) }, (store) => {
+    const first = pgDispatcher({ hooks: pgOutboxHooks(env.pgDb.pool) }, (store) => {
       const held: OperationsStore = Object.create(store);
       held.claim = (params) => {
         if (committed) claimsAfterCommit++;
@@ -387,19 +368,19 @@ describe('Dispatcher on the PostgreSQL store', () => {
     }
     expect(committed).toBe(true);
     expect(claimsAfterCommit).toBe(0);
-    expect(sim.notifications.filter((n) => n.ref === 'pg-auth-2').map((n) => n.status)).toEqual([401]);
+    expect(env.sim.notifications.filter((n) => n.ref === 'pg-auth-2').map((n) => n.status)).toEqual([401]);
     expect(await record.read()).toMatchObject({ status: 401 });
     expect(await outboxState()).toEqual({ byState: { queued: 1 }, leased: 0 });
   });
 
   it('rows claimed unpaused while a refusal paused sending go back unsent, not out as extra probes', async () => {
-    const record = pauseRecord(postgresScriptStore(pgDb.pool));
-    sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
+    const record = pauseRecord(postgresScriptStore(env.pgDb.pool));
+    env.sim.faults.next(1, '401', { pathPrefix: '/integration/v1/notify' });
     // The first claim takes one row (its send is refused); the second, begun before that answer,
     // takes the other and commits, and its answer is held until the refusal has paused sending.
     let claims = 0;
     let paused: () => boolean = () => false;
-    const first = pgDispatcher({ hooks: pgOutboxHooks(pgDb.pool) }, (store) => {
+    const first = pgDispatcher({ hooks: pgOutboxHooks(env.pgDb.pool) }, (store) => {
       const held: OperationsStore = Object.create(store);
       held.claim = async (params) => {
         claims += 1;
@@ -428,7 +409,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
     expect(claims).toBeGreaterThanOrEqual(2);
     // Only the refused request went out; the row claimed meanwhile waits, queued, for the probe.
     expect(
-      sim.notifications
+      env.sim.notifications
         .filter((n) => n.ref === 'pg-auth-3' || n.ref === 'pg-auth-4')
         .map((n) => [n.ref, n.status]),
     ).toEqual([['pg-auth-3', 401]]);
