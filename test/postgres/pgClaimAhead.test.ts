@@ -27,6 +27,7 @@ function aheadDispatcher(
   concurrency: number,
   ahead: number,
   options: Partial<DispatcherOptions> = {},
+  overrides: Record<string, unknown> = {},
 ) {
   const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
   const ctx = testContext({
@@ -39,6 +40,7 @@ function aheadDispatcher(
       'outbox.poll_ms': 5,
       'outbox.lease_seconds': LEASE_SECONDS,
       'outbox.concurrency': concurrency,
+      ...overrides,
     },
   });
   const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: owner });
@@ -136,6 +138,52 @@ describe('claiming ahead on PostgreSQL', () => {
     }
     const end = await rows();
     expect(end.every((r) => r.state === 'accepted' && r.lease_owner === null && r.attempts === 1)).toBe(true);
+  });
+
+  it('two replicas claiming ahead through 500, 502, 503, 429 and resets: every operation accepted, in order per unit', async () => {
+    const total = 60;
+    const units = 6;
+    const queued = Array.from({ length: total }, (_, index) => ({
+      ref: `bad-${index}`,
+      unit: index % units,
+      index,
+    }));
+    await enqueue(queued);
+    // Leases long enough that moving the clocks on for the retries never expires a claim.
+    const long = { 'outbox.lease_seconds': 86_400, 'operator.timeout_ms': 1_000 };
+    const a = aheadDispatcher('replica-a', 3, 9, {}, long);
+    const b = aheadDispatcher('replica-b', 3, 9, {}, long);
+    for (const kind of ['500', '502', '503', 'reset'] as const)
+      env.sim.faults.next(3, kind, { pathPrefix: NOTIFY });
+    env.sim.faults.next(3, '429', { pathPrefix: NOTIFY, retryAfterSec: 1 });
+    try {
+      await Promise.all([a.component.start(), b.component.start()]);
+      // The retries wait on each replica's manual clock: both move on until every row is accepted.
+      const deadline = Date.now() + 45_000;
+      while (count(await rows(), 'accepted') < total) {
+        if (Date.now() > deadline) throw new Error(`timed out: ${JSON.stringify(await rows())}`);
+        for (const d of [a, b]) {
+          d.clock.advance(1_000);
+          d.component.wake();
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+    expect(env.sim.faults.pending()).toEqual([]);
+    const byRef = new Map(queued.map((q) => [q.ref, q]));
+    const received = env.sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+    for (let unit = 0; unit < units; unit++) {
+      const arrivals = received
+        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
+        .sort((x, y) => x.seq - y.seq)
+        .map((n) => byRef.get(n.ref as string)?.index)
+        // A retried operation arrives again before the next of its unit, never after it.
+        .filter((index, i, all) => i === 0 || all[i - 1] !== index);
+      expect(arrivals).toEqual(queued.filter((q) => q.unit === unit).map((q) => q.index));
+    }
+    expect((await rows()).every((r) => r.state === 'accepted' && r.lease_owner === null)).toBe(true);
   });
 
   it('holds rows beyond its slots, leased, and hands them back unsent at a stop', async () => {
