@@ -2,6 +2,7 @@ import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
 import { databaseSchema } from './configDatabase.js';
 import { apiPath, hostPort, httpUrl, nonNegativeInt, positiveInt } from './configPrimitives.js';
+import { schemaDriftSchema } from './configShape.js';
 import { subscriberDeliverySchema, subscriberSchema } from './configSubscribers.js';
 import { canonicalWord } from './words.js';
 
@@ -213,6 +214,8 @@ const syncSchema = z.strictObject({
   thread: z.boolean().default(true),
   /** Cron schedules per resource. */
   schedule: scheduleSchema.default(scheduleSchema.parse({})),
+  /** What becomes of records whose shape changed upstream (src/configShape.ts). */
+  schema: schemaDriftSchema.default(schemaDriftSchema.parse({})),
 });
 
 const custodySchema = z.strictObject({

@@ -3,14 +3,18 @@ import { httpUrl, positiveInt } from './configPrimitives.js';
 
 /** `[[subscribers]]` and `[subscriber_delivery]`: signed webhooks of operation events to internal apps. */
 
-/** The events a subscriber may ask for (the operation's states that interest internal apps). */
+/** The events a subscriber may ask for: the operation's states that interest internal apps, and the operator's records changing shape. */
 export const SUBSCRIBER_EVENTS = [
   'operation.accepted',
   'operation.approved',
   'operation.rejected',
   'operation.failed',
   'operation.cancelled',
+  'schema.changed',
 ] as const;
+
+/** What a subscriber gets unless it names its events: every operation event (not `schema.changed`, asked for by name). */
+export const DEFAULT_SUBSCRIBER_EVENTS = SUBSCRIBER_EVENTS.filter((e) => e.startsWith('operation.'));
 
 export const subscriberSchema = z
   .strictObject({
@@ -25,11 +29,11 @@ export const subscriberSchema = z
     secret: z.string().min(1).optional(),
     /** File holding the signing secret (default: none; this or secret). */
     secret_file: z.string().min(1).optional(),
-    /** Events sent (default: every operation.* event). */
+    /** Events sent: operation.* and schema.changed (default: every operation.* event). */
     events: z
       .array(z.enum(SUBSCRIBER_EVENTS))
       .min(1)
-      .default([...SUBSCRIBER_EVENTS]),
+      .default([...DEFAULT_SUBSCRIBER_EVENTS]),
   })
   .refine((s) => (s.secret === undefined) !== (s.secret_file === undefined), {
     message: 'set exactly one of secret and secret_file',

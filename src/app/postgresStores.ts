@@ -31,7 +31,7 @@ import { postgresScriptStore } from '../postgres/scripts.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
-import { subscribersFromConfig } from '../subscribers/subscribers.js';
+import { configuredSchemaChangesSink, subscribersFromConfig } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, DaemonLinks, DaemonStores, Opened, Stores } from './stores.js';
 
 /**
@@ -98,7 +98,7 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
     deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
     // The URL holds a password: the hint names where it is set, never its value.
     inspectHint: () => 'psql "$VCU_SYNC_DATABASE_URL" -c "SELECT state, count(*) FROM outbox GROUP BY state"',
-    mirrorBackend: () => pgBackend(pool),
+    mirrorBackend: () => pgBackend(pool, configuredSchemaChangesSink(ctx.config)),
     close: () => database.close(),
   };
 }
@@ -222,7 +222,8 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     },
     dispatcherThread: () => undefined,
     // Each run finds dead runs itself as it takes its lock.
-    mirrorRuns: () => new SyncCoordinator(ctx, () => pgBackend(pool)),
+    mirrorRuns: () =>
+      new SyncCoordinator(ctx, () => pgBackend(pool, configuredSchemaChangesSink(ctx.config))),
     ready: () => {},
     stopped: () => {},
   };

@@ -21,7 +21,7 @@ import { sqliteHostedStore } from '../sqlite/threadStore.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
-import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { configuredDeliveriesSink, configuredSchemaChangesSink } from '../subscribers/subscribers.js';
 import { createDispatcherThreadComponent } from './dispatcherThread.js';
 import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
 import { commandSeams, openSqliteContext, type SqliteContext } from './sqliteStores.js';
@@ -134,8 +134,10 @@ function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
     // writes give way to the API's commits. Either finds the runs that died with a previous process at start.
     mirrorRuns: () =>
       config.sync.thread
-        ? createSyncThread(ctx, sqlite)
-        : new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop)),
+        ? createSyncThread(ctx, sqlite, { onSchemaChange: configuredSchemaChangesSink(config) })
+        : new SyncCoordinator(ctx, (stop) =>
+            sqliteBackend(sqlite, stop, configuredSchemaChangesSink(config)),
+          ),
     ready() {
       // For `vcu-sync status` in another process (uptime); not worth failing a start over.
       try {

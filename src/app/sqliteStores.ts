@@ -14,7 +14,7 @@ import { sqliteBackend } from '../sqlite/mirror.js';
 import { type OpenDatabase, openDatabase } from '../sqlite/open.js';
 import { sqliteOutbox } from '../sqlite/operationsStore.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
-import { configuredDeliveriesSink } from '../subscribers/subscribers.js';
+import { configuredDeliveriesSink, configuredSchemaChangesSink } from '../subscribers/subscribers.js';
 import type { CommandStoreOptions, Opened, Stores } from './stores.js';
 
 /**
@@ -80,7 +80,7 @@ export function commandSeams(ctx: SqliteContext, close: () => void): Stores {
     outbox: sqliteOutbox(ctx, sqlite, { grouped: false }),
     deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
     inspectHint: () => sqliteHint(ctx.config.database.path),
-    mirrorBackend: () => sqliteBackend(sqlite),
+    mirrorBackend: () => sqliteBackend(sqlite, undefined, configuredSchemaChangesSink(ctx.config)),
     close: async () => close(),
   };
 }

@@ -15,12 +15,14 @@ import { changeSignalFor } from '../sqlite/changes.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import type { SyncIn, SyncOut } from '../sqlite/syncThread.js';
 import { openSqliteWorkerStore, type SqliteWorkerStore } from '../sqlite/threadStore.js';
+import { configuredSchemaChangesSink } from '../subscribers/subscribers.js';
 import { workerSide } from '../thread/workerSide.js';
 
 // No state-change sink: a sync changes no operation (only the main thread and the dispatcher do).
 const side = workerSide<SyncOut, SqliteWorkerStore>('sync.worker', openSqliteWorkerStore);
 const { sqlite } = side.store.database;
-const coordinator = new SyncCoordinator(side.ctx, (stop) => sqliteBackend(sqlite, stop));
+const onSchemaChange = configuredSchemaChangesSink(side.ctx.config);
+const coordinator = new SyncCoordinator(side.ctx, (stop) => sqliteBackend(sqlite, stop, onSchemaChange));
 // Readers of the feed wait in the main thread: each commit here wakes them there.
 const unforward = forwardFeed(changeSignalFor(sqlite), { postMessage: side.post });
 const component: Component = {

@@ -4,6 +4,8 @@ import { all, type Script } from '../store/script.js';
 import type { SyncTarget } from '../syncRequests.js';
 import type { TableDef } from './resources.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
+import type { ShapePolicy } from './shape/policy.js';
+import { type SchemaChangeSink, ShapeTracker } from './shape/tracker.js';
 import * as statements from './statements.js';
 import { type MirrorDb, type MirrorStore, mirrorStore } from './store.js';
 
@@ -48,13 +50,24 @@ export interface RunLock {
 export interface MirrorBackend {
   readonly db: MirrorDb;
   readonly lock: RunLock;
-  /** The store of a table; with the run's lease, its writes refuse to commit once the lease is lost. */
-  store(def: TableDef, now: () => string, lease?: RunLease): MirrorStore;
+  /**
+   * The store of a table; with the run's lease, its writes refuse to commit once the lease is lost;
+   * with a shape policy, it learns the records' shape and applies the policy (shape/).
+   */
+  store(def: TableDef, now: () => string, lease?: RunLease, shape?: ShapePolicy): MirrorStore;
 }
 
-/** The mirror's backend on `db`, its runs one at a time per resource by `lock`. */
-export function mirrorBackend(db: MirrorDb, lock: RunLock): MirrorBackend {
-  return { db, lock, store: (def, now, lease) => mirrorStore(db, def, now, lease?.fence) };
+/**
+ * The mirror's backend on `db`, its runs one at a time per resource by `lock`; `onSchemaChange` is
+ * told of each new change of the records' shape in its transaction (the root's subscribers).
+ */
+export function mirrorBackend(db: MirrorDb, lock: RunLock, onSchemaChange?: SchemaChangeSink): MirrorBackend {
+  return {
+    db,
+    lock,
+    store: (def, now, lease, shape) =>
+      mirrorStore(db, def, now, lease?.fence, shape && new ShapeTracker(def, shape, onSchemaChange)),
+  };
 }
 
 /** The checkpoint a resource's last scan left, if any. */

@@ -3,6 +3,8 @@ import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/sc
 import type { ChangeRow } from '../store/script.js';
 import type { WriteTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
+import type { ShapeVerdict } from './shape/learner.js';
+import type { SchemaChangeNotice } from './shape/tracker.js';
 import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';
 
 /**
@@ -18,6 +20,8 @@ import { contentHash, decideWrite, type FetchedRecord, type StoredState } from '
 export interface BatchResult {
   tally: WriteTally;
   quarantined: { key: string | null; reason: string }[];
+  /** Changes of the records' shape it found (new `schema_changes` rows). */
+  schemaChanges?: SchemaChangeNotice[];
 }
 
 /** A mirror row to upsert: the last content the batch gave its key. */
@@ -36,6 +40,8 @@ export interface QuarantineWrite {
   key: string | null;
   reason: string;
   raw: string;
+  /** Its place in the units log (re-applied there once the shape policy admits it). */
+  position: number | null;
 }
 
 /** Everything a batch writes, decided. */
@@ -49,6 +55,10 @@ export interface BatchPlan {
   seen: string[];
   /** Its rows of the change feed, appended with its writes. */
   changes: ChangeRow[];
+  /** Keys the shape policy quarantined anew (their rows are open now). */
+  shapeQuarantined: string[];
+  /** Keys the batch took (not quarantined): their open shape-quarantine rows resolve. */
+  admitted: string[];
   result: BatchResult;
 }
 
@@ -62,6 +72,15 @@ export interface Prepared {
   normalized?: NormalizeResult;
   /** Why the store cannot hold it at all (quarantined, as an unreadable record is). */
   refused?: string;
+  /** The shape policy quarantines it (a mapped field's type changed, an unseen value). */
+  drifted?: string;
+  /** The record as validated: mapped fields whose type changed set to null (`on_type_change = "store"`). */
+  nulled?: Record<string, unknown>;
+}
+
+/** Validates a prepared record (its nulled form when the shape policy left columns null). */
+function normalizePrepared(def: TableDef, p: Prepared): NormalizeResult {
+  return normalizeRecord(def.table, p.nulled ?? p.record.value, p.raw);
 }
 
 /** `\u0000` in JSON text, not preceded by an escaped backslash. */
@@ -71,7 +90,12 @@ const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
  * Raw text, hash and key of each record (unreadable ones are kept as they are); `holdsNul` false
  * for a store whose text cannot hold U+0000 (PostgreSQL).
  */
-export function prepare(def: TableDef, records: readonly FetchedRecord[], holdsNul: boolean): Prepared[] {
+export function prepare(
+  def: TableDef,
+  records: readonly FetchedRecord[],
+  holdsNul: boolean,
+  verdicts?: ReadonlyMap<FetchedRecord, ShapeVerdict>,
+): Prepared[] {
   return records.map((record) => {
     if (record.value instanceof UnreadableRecord) return { record, raw: '', hash: '', rawKey: null };
     const raw = JSON.stringify(record.value) ?? 'null';
@@ -85,6 +109,13 @@ export function prepare(def: TableDef, records: readonly FetchedRecord[], holdsN
     // (escaped) rather than failing its whole batch on every run.
     if (!holdsNul && NUL_ESCAPE.test(raw))
       prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
+    const verdict = verdicts?.get(record);
+    if (verdict?.kind === 'quarantine') prepared.drifted = verdict.reason;
+    else if (verdict?.kind === 'null-columns') {
+      const nulled = { ...(record.value as Record<string, unknown>) };
+      for (const field of verdict.fields) nulled[field] = null;
+      prepared.nulled = nulled;
+    }
     return prepared;
   });
 }
@@ -98,14 +129,14 @@ export function validate(def: TableDef, prepared: Prepared[], stored: Map<string
   const counts = new Map<string, number>();
   for (const p of prepared) if (p.rawKey !== null) counts.set(p.rawKey, (counts.get(p.rawKey) ?? 0) + 1);
   for (const p of prepared) {
-    if (p.record.value instanceof UnreadableRecord || p.refused) continue;
+    if (p.record.value instanceof UnreadableRecord || p.refused || p.drifted) continue;
     const decision =
       p.rawKey === null ? 'insert' : decideWrite(stored.get(p.rawKey), p.hash, p.record.position);
     // A key twice in one batch may be decided against the batch's own first write: validate it too.
     const settled =
       (decision === 'unchanged' || decision === 'position') && (counts.get(p.rawKey ?? '') ?? 0) < 2;
     if (settled) continue;
-    p.normalized = normalizeRecord(def.table, p.record.value, p.raw);
+    p.normalized = normalizePrepared(def, p);
     if (p.normalized.ok && p.normalized.record.key !== p.rawKey && !stored.has(p.normalized.record.key))
       more.push(p.normalized.record.key);
   }
@@ -125,6 +156,8 @@ export function planBatch(
   seenBefore: ReadonlySet<string>,
   trackSeen: boolean,
   at: string,
+  /** Keys with an open shape-quarantine row: quarantined again, they get no second row. */
+  openShapeKeys?: ReadonlySet<string>,
 ): BatchPlan {
   const state = new Map(stored);
   const seen = new Set(seenBefore);
@@ -134,6 +167,8 @@ export function planBatch(
     quarantine: [],
     seen: [],
     changes: [],
+    shapeQuarantined: [],
+    admitted: [],
     result: { tally: { ...NO_TALLY }, quarantined: [] },
   };
   const { tally, quarantined } = plan.result;
@@ -143,8 +178,8 @@ export function planBatch(
     plan.seen.push(key);
     return true;
   };
-  const quarantine = (key: string | null, reason: string, raw: string) => {
-    plan.quarantine.push({ key, reason, raw });
+  const quarantine = (key: string | null, reason: string, raw: string, position: number | null = null) => {
+    plan.quarantine.push({ key, reason, raw, position });
     // A quarantined record with a key is still upstream: it must not be tombstoned.
     if (trackSeen && key !== null) markSeen(key);
     tally.quarantined++;
@@ -165,9 +200,22 @@ export function planBatch(
     }
     let key = p.rawKey;
     let decision = key === null ? 'insert' : decideWrite(state.get(key), p.hash, record.position);
+    // Drifted content the mirror already holds (stored under another policy) stays as it is.
+    if (p.drifted && (key === null || (decision !== 'unchanged' && decision !== 'position'))) {
+      if (key !== null && openShapeKeys?.has(key)) {
+        // Still as it was quarantined: counted, seen, and no second row.
+        if (trackSeen) markSeen(key);
+        tally.quarantined++;
+        continue;
+      }
+      quarantine(key, p.drifted, p.raw, record.position);
+      if (key !== null) plan.shapeQuarantined.push(key);
+      continue;
+    }
+    if (key !== null && openShapeKeys?.size) plan.admitted.push(key);
     let values: RowWrite['values'] | undefined;
     if (key === null || (decision !== 'unchanged' && decision !== 'position')) {
-      p.normalized ??= normalizeRecord(def.table, record.value, p.raw);
+      p.normalized ??= normalizePrepared(def, p);
       const normalized = p.normalized;
       if (!normalized.ok) {
         quarantine(normalized.key, normalized.reason, p.raw);

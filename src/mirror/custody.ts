@@ -7,6 +7,7 @@ import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources, type TableDef } from './resources.js';
 import { readRetry } from './retry.js';
 import { logQuarantined } from './scan/heldWrites.js';
+import { logSchemaChanges } from './shape/log.js';
 import { activeCustodyIds, addCustodyIds, tokenizationBodies } from './statements.js';
 import { type MirrorDb, type MirrorStore, statementGroups } from './store.js';
 
@@ -128,8 +129,14 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
       isoAt(ctx.clock.now()),
     ),
   );
+  const scanStartedAt = isoAt(ctx.clock.now());
   for (const resource of custodyResources(ctx.config)) {
     const store = options.store(resource);
+    const reapplied = await store.reapplyQuarantined(runId, counts);
+    if (reapplied) {
+      Object.assign(counts, withTally(counts, reapplied.tally));
+      logQuarantined(ctx, 'custody', resource.table, reapplied);
+    }
     for (const id of await activeIds(db, resource.kind)) {
       if (options.signal?.aborted) throw new RunAborted();
       const retry = readRetry(ctx, options, 'custody read failed; retrying', {
@@ -163,5 +170,7 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
       }
       options.onProgress?.(counts);
     }
+    // Every id in custody was read: a field none of them had is gone.
+    logSchemaChanges(ctx.log, await store.completeShape(runId, scanStartedAt));
   }
 }

@@ -266,14 +266,10 @@ const SEEN = new InsertRows(
   ['text', 'text'],
   ' ON CONFLICT DO NOTHING',
 );
-const QUARANTINE = new InsertRows('INSERT INTO quarantine (resource, record_id, run_id, reason, raw, at)', [
-  'text',
-  'text',
-  'int8',
-  'text',
-  'text',
-  'timestamptz',
-]);
+const QUARANTINE = new InsertRows(
+  'INSERT INTO quarantine (resource, record_id, run_id, reason, raw, at, position)',
+  ['text', 'text', 'int8', 'text', 'text', 'timestamptz', 'int8'],
+);
 const CUSTODY_IDS = new InsertRows(
   'INSERT INTO custody_ids (kind, id, source, added_at)',
   ['text', 'text', 'text', 'timestamptz'],
@@ -294,11 +290,11 @@ export const addQuarantine = (
   table: string,
   runId: number,
   at: string,
-  rows: readonly { key: string | null; reason: string; raw: string }[],
+  rows: readonly { key: string | null; reason: string; raw: string; position?: number | null }[],
   source?: RowsSource,
 ) =>
   QUARANTINE.of(
-    rows.flatMap((r) => [table, r.key, runId, r.reason, r.raw, at]),
+    rows.flatMap((r) => [table, r.key, runId, r.reason, r.raw, at, r.position ?? null]),
     source,
   );
 

@@ -1,3 +1,4 @@
+import { recordKey } from '../operator/schemas.js';
 import { all, appendFeed, type ChangeRow, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
 import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
@@ -5,6 +6,8 @@ import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
 import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
+import type { ShapeVerdict } from './shape/learner.js';
+import type { SchemaChangeNotice, ShapeTracker } from './shape/tracker.js';
 import type { RowsSource } from './statements.js';
 import * as statements from './statements.js';
 import type { FetchedRecord, StoredState } from './writeDecision.js';
@@ -32,6 +35,8 @@ export interface ScanFinish {
   /** Left for the next run (null: the checkpoint is deleted). */
   checkpoint: Checkpoint | null;
   counts: RunCounts;
+  /** When the scan began (its first page, perhaps in an earlier run): fields unseen since are gone. */
+  scanStartedAt: string;
 }
 
 /**
@@ -44,7 +49,16 @@ export interface MirrorStore {
   startScan(plan: ScanPlan, now: string): Promise<StartFacts>;
   commitBatch(batch: BatchWrite): Promise<BatchResult>;
   putCheckpoint(checkpoint: Checkpoint): Promise<void>;
-  finishScan(finish: ScanFinish): Promise<{ removed: number; refusal: string | null }>;
+  finishScan(
+    finish: ScanFinish,
+  ): Promise<{ removed: number; refusal: string | null; schemaChanges: SchemaChangeNotice[] }>;
+  /**
+   * Records the shape policy quarantined, judged again under today's policy and mapping: those it
+   * now admits are written and their quarantine rows resolved (null: none to re-apply).
+   */
+  reapplyQuarantined(runId: number, counts: RunCounts): Promise<BatchResult | null>;
+  /** A custody read of every id ended: its shape's vanished fields and counts (the changes found). */
+  completeShape(runId: number, scanStartedAt: string): Promise<SchemaChangeNotice[]>;
   /** A custody read answered 404: the id leaves custody; true when a row was in custody. */
   endCustody(runId: number, kind: string, id: string, counts: RunCounts): Promise<boolean>;
   /**
@@ -115,6 +129,7 @@ export function mirrorStore(
   def: TableDef,
   now: () => string,
   fence?: () => Script<void>,
+  shape?: ShapeTracker,
 ): MirrorStore {
   const name = def.table;
   const groups = <T>(items: readonly T[], perItem: number) =>
@@ -156,14 +171,20 @@ export function mirrorStore(
       ? plan.quarantine
       : // text cannot hold NUL; the excerpt of an unreadable body might.
         plan.quarantine.map((x) => ({ ...x, raw: x.raw.replaceAll('\0', '\\u0000') }));
-    for (const group of groups(quarantine, 6))
+    for (const group of groups(quarantine, 7))
       yield* run(statements.addQuarantine(name, runId, at, group, db.rowsSource));
     for (const group of groups(plan.seen, 2)) yield* run(statements.addSeen(name, group, db.rowsSource));
   }
 
   /** Reads, decides and writes `records` (a part of a batch), adding what they did to `sum`. */
-  function* writeRecords(batch: BatchWrite, records: readonly FetchedRecord[], at: string, sum: BatchResult) {
-    const prepared = prepare(def, records, db.holdsNul);
+  function* writeRecords(
+    batch: BatchWrite,
+    records: readonly FetchedRecord[],
+    at: string,
+    sum: BatchResult,
+    verdicts: ReadonlyMap<FetchedRecord, ShapeVerdict> | undefined,
+  ) {
+    const prepared = prepare(def, records, db.holdsNul, verdicts);
     const stored = new Map<string, StoredState>();
     const seen = new Set<string>();
     const keys = new Set<string>();
@@ -172,9 +193,13 @@ export function mirrorStore(
     // Keys validation spelled differently (a legacy field name): their rows decide instead.
     const more = validate(def, prepared, stored);
     if (more.length > 0) yield* lookup(more, batch.trackSeen, stored, seen);
-    const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at);
+    const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at, shape?.openKeys);
     yield* writePlan(plan, batch.runId, at);
     yield* appendFeed(plan.changes);
+    if (shape) {
+      for (const key of plan.shapeQuarantined) shape.quarantinedNow(key);
+      yield* shape.writes(batch.runId, at, plan.admitted);
+    }
     const { tally, quarantined } = plan.result;
     for (const k of Object.keys(tally) as (keyof WriteTally)[]) sum.tally[k] += tally[k];
     sum.quarantined.push(...quarantined);
@@ -184,7 +209,12 @@ export function mirrorStore(
    * A batch's records from `from` on; returns the index after the last one written: short of the
    * end when another writer waits for the lock (see {@link MirrorDb.standAside}).
    */
-  function* writeBatch(batch: BatchWrite, from: number, sum: BatchResult): Script<number> {
+  function* writeBatch(
+    batch: BatchWrite,
+    from: number,
+    sum: BatchResult,
+    verdicts?: ReadonlyMap<FetchedRecord, ShapeVerdict>,
+  ): Script<number> {
     const at = now();
     if (fence) yield* fence();
     const { records } = batch;
@@ -192,7 +222,7 @@ export function mirrorStore(
     let i = from;
     while (i < records.length) {
       const end = Math.min(records.length, i + every);
-      yield* writeRecords(batch, records.slice(i, end), at, sum);
+      yield* writeRecords(batch, records.slice(i, end), at, sum, verdicts);
       i = end;
       if (i < records.length && db.standAside?.requested()) return i;
     }
@@ -202,6 +232,11 @@ export function mirrorStore(
   }
 
   function* finish(f: ScanFinish): Script<{ removed: number; refusal: string | null }> {
+    if (shape && f.verdict.kind !== 'skip') {
+      // A complete scan: fields none of its records had are gone (never decided on a partial one).
+      shape.complete(f.scanStartedAt, now());
+      yield* shape.writes(f.runId, now());
+    }
     const at = now();
     if (fence) yield* fence();
     let removed = 0;
@@ -236,6 +271,24 @@ export function mirrorStore(
     return ended;
   }
 
+  const read = <R extends object>(statement: Sql) => db.read<R>(statement);
+
+  /**
+   * The shape policy's verdicts on a batch's records, judged before its transaction; a run whose
+   * policy says fail records what it found, then stops.
+   */
+  async function judge(runId: number, records: readonly FetchedRecord[]) {
+    if (!shape) return undefined;
+    const at = now();
+    await shape.load(read, at);
+    const verdicts = shape.judge(records, (v) => recordKey(v, def.key), at);
+    if (shape.failure) {
+      await db.transaction(shape.writes(runId, at));
+      throw new Error(shape.failure);
+    }
+    return verdicts;
+  }
+
   const overlap = async (from: number, to: number) =>
     def.positioned
       ? (
@@ -263,9 +316,13 @@ export function mirrorStore(
     },
     async commitBatch(batch) {
       const sum: BatchResult = { tally: { ...NO_TALLY }, quarantined: [] };
+      const verdicts = await judge(batch.runId, batch.records);
       for (let from = 0; ; ) {
-        from = await db.transaction(writeBatch(batch, from, sum));
-        if (from >= batch.records.length) return sum;
+        from = await db.transaction(writeBatch(batch, from, sum, verdicts));
+        if (from >= batch.records.length) {
+          if (shape) sum.schemaChanges = shape.takeFound();
+          return sum;
+        }
         // Committed part of the batch for a waiting writer (the API's enqueue): let it take the lock.
         db.standAside?.wait();
       }
@@ -273,7 +330,38 @@ export function mirrorStore(
     async putCheckpoint(checkpoint) {
       await db.write(run(statements.putCheckpoint(checkpoint, now())));
     },
-    finishScan: (f) => db.transaction(finish(f)),
+    async finishScan(f) {
+      await shape?.load(read, now());
+      const result = await db.transaction(finish(f));
+      return { ...result, schemaChanges: shape?.takeFound() ?? [] };
+    },
+    async reapplyQuarantined(runId, counts) {
+      if (!shape) return null;
+      await shape.load(read, now());
+      if (shape.openKeys.size === 0) return null;
+      const rows = await shape.quarantined(read);
+      const verdicts = shape.judge(
+        rows.map((r) => r.record),
+        (v) => recordKey(v, def.key),
+        now(),
+        false,
+      );
+      const admitted = rows.filter((r) => verdicts.get(r.record)?.kind !== 'quarantine').map((r) => r.record);
+      if (admitted.length === 0) return null;
+      const sum: BatchResult = { tally: { ...NO_TALLY }, quarantined: [] };
+      const batch: BatchWrite = { runId, records: admitted, trackSeen: false, checkpoint: null, counts };
+      for (let from = 0; from < admitted.length; )
+        from = await db.transaction(writeBatch(batch, from, sum, verdicts));
+      sum.schemaChanges = shape.takeFound();
+      return sum;
+    },
+    async completeShape(runId, scanStartedAt) {
+      if (!shape) return [];
+      await shape.load(read, now());
+      shape.complete(scanStartedAt, now());
+      await db.transaction(shape.writes(runId, now()));
+      return shape.takeFound();
+    },
     endCustody: (runId, kind, id, counts) => db.transaction(endCustody(runId, kind, id, counts)),
   };
 }

@@ -12,6 +12,7 @@ import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
+import { shapePolicy } from './shape/policy.js';
 import * as statements from './statements.js';
 
 /** Options of one sync run. */
@@ -144,7 +145,12 @@ async function runHeld(
         plan,
         counts,
         ...bounded,
-        store: backend.store(list, () => isoAt(ctx.clock.now()), lease),
+        store: backend.store(
+          list,
+          () => isoAt(ctx.clock.now()),
+          lease,
+          shapePolicy(ctx.config.sync.schema, list.table),
+        ),
         onModeChange: async (next) => {
           mode = next;
           await backend.db.write(run(statements.setRunMode(runId, next)));
@@ -160,7 +166,13 @@ async function runHeld(
         counts,
         ...bounded,
         db: backend.db,
-        store: (def) => backend.store(def, () => isoAt(ctx.clock.now()), lease),
+        store: (def) =>
+          backend.store(
+            def,
+            () => isoAt(ctx.clock.now()),
+            lease,
+            shapePolicy(ctx.config.sync.schema, def.table),
+          ),
       });
     }
   } catch (err) {

@@ -9,6 +9,7 @@ import {
   type RunAcquire,
   type RunLock,
 } from '../mirror/backend.js';
+import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import { interruptRuns, type RunningRow } from '../mirror/statements.js';
 import type { MirrorDb } from '../mirror/store.js';
 import { first, type Script } from '../store/script.js';
@@ -159,7 +160,7 @@ const advisoryRunLock = (pool: pg.Pool): RunLock => ({
   afterSuccess: () => {},
 });
 
-/** The mirror's backend on PostgreSQL. */
-export function pgBackend(pool: pg.Pool): MirrorBackend {
-  return mirrorBackend(postgresMirrorDb(pool), advisoryRunLock(pool));
+/** The mirror's backend on PostgreSQL; `onSchemaChange` is the root's sink for changes of the records' shape. */
+export function pgBackend(pool: pg.Pool, onSchemaChange?: SchemaChangeSink): MirrorBackend {
+  return mirrorBackend(postgresMirrorDb(pool), advisoryRunLock(pool), onSchemaChange);
 }

@@ -2,6 +2,7 @@ import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { logInterrupted, type MirrorBackend, mirrorBackend, type RunLock } from '../mirror/backend.js';
+import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import { interruptRuns, type RunningRow, runningRuns } from '../mirror/statements.js';
 import type { MirrorDb } from '../mirror/store.js';
 import type { Script } from '../store/script.js';
@@ -155,7 +156,14 @@ function sqliteRunLock(sqlite: Sqlite, signal?: AbortSignal): RunLock {
   };
 }
 
-/** SQLite's backend on `sqlite`, one process per file; `signal` stops its waits for another process's lock. */
-export function sqliteBackend(sqlite: Sqlite, signal?: AbortSignal): MirrorBackend {
-  return mirrorBackend(sqliteMirrorDb(sqlite, signal), sqliteRunLock(sqlite, signal));
+/**
+ * SQLite's backend on `sqlite`, one process per file; `signal` stops its waits for another
+ * process's lock; `onSchemaChange` is the root's sink for changes of the records' shape.
+ */
+export function sqliteBackend(
+  sqlite: Sqlite,
+  signal?: AbortSignal,
+  onSchemaChange?: SchemaChangeSink,
+): MirrorBackend {
+  return mirrorBackend(sqliteMirrorDb(sqlite, signal), sqliteRunLock(sqlite, signal), onSchemaChange);
 }

@@ -14,6 +14,7 @@ import type { AppContext } from '../context.js';
 import type { FeedMessage } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
+import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
 import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
@@ -32,6 +33,8 @@ export type SyncOut = { type: 'outcome'; id: number; outcome: RunOutcome } | Fee
 export interface SyncThreadOptions {
   /** The worker module beside this file (default: "../app/syncWorker"; tests name a missing one). */
   workerModule?: string;
+  /** The root's sink for changes of the records' shape, should the runs fall back to this thread (default: none). */
+  onSchemaChange?: SchemaChangeSink | undefined;
 }
 
 /**
@@ -105,7 +108,7 @@ export function createSyncThread(
           started = true;
         },
         (err: unknown) => {
-          here = new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop));
+          here = new SyncCoordinator(ctx, (stop) => sqliteBackend(sqlite, stop, options.onSchemaChange));
           for (const [id, request] of pending) {
             pending.delete(id);
             runHere(request);

@@ -27,3 +27,26 @@ export function deliveryBody(type: SubscriberEvent, facts: DeliveryFacts, timest
   data.at = facts.at;
   return JSON.stringify({ type, timestamp, data });
 }
+
+/** What a `schema.changed` event says: the `schema_changes` row (GET /v1/schema has the rest). */
+export interface SchemaChangeFacts {
+  id: number;
+  resource: string;
+  field: string;
+  kind: string;
+  before: string | null;
+  after: string;
+  mapped: boolean;
+  exampleKey: string | null;
+  at: string;
+}
+
+/** The JSON text of a `schema.changed` event: `{ type, timestamp, data: { id, resource, field, kind, before, after, mapped, exampleKey, firstSeenAt } }`. */
+export function schemaChangeBody(change: SchemaChangeFacts, timestamp: string): string {
+  const { id, resource, field, kind, before, after, mapped, exampleKey, at } = change;
+  return JSON.stringify({
+    type: 'schema.changed',
+    timestamp,
+    data: { id, resource, field, kind, before, after, mapped, exampleKey, firstSeenAt: at },
+  });
+}

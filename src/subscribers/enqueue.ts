@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChange, StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
 import { all, run, type Script } from '../store/script.js';
 import { feedOrderLock, join, sql, typed } from '../store/sql.js';
-import { deliveryBody } from './body.js';
+import { deliveryBody, schemaChangeBody } from './body.js';
 import { eventFor, type Subscriber } from './events.js';
 
 /**
@@ -120,7 +121,11 @@ function* enqueueDeliveries(
         FROM outbox WHERE "marketplaceTransactionRef" IN (${refs})`,
   );
   const byRef = new Map(facts.map(({ ref, ...f }) => [ref, f]));
-  const rows = deliveryRows(subscribers, owing, (ref) => byRef.get(ref));
+  yield* insertDeliveries(deliveryRows(subscribers, owing, (ref) => byRef.get(ref)));
+}
+
+/** Inserts delivery rows in the change's transaction, and wakes this process's dispatchers after it. */
+function* insertDeliveries(rows: readonly DeliveryRow[]): Script<void> {
   if (rows.length === 0) return;
   // Delivery ids in commit order where replicas share the store, so a claimer never sees a
   // subscriber's id 6 while id 5 is still in flight and sends it first (subscribers' claim).
@@ -138,6 +143,29 @@ function* enqueueDeliveries(
   // After the transaction (the job it runs in is synchronous on SQLite): the dispatchers waiting
   // in this process look for work; their claim goes through the same commit queue, behind it.
   queueMicrotask(notifyEnqueued);
+}
+
+/**
+ * The sink (mirror/shape/tracker.ts) that queues `schema.changed` deliveries for the subscribers that
+ * want them, in the transaction that records the change; none when nobody does.
+ */
+export function schemaChangesSink(subscribers: readonly Subscriber[]): SchemaChangeSink | undefined {
+  const wanting = subscribers.filter((s) => s.events.includes('schema.changed'));
+  if (wanting.length === 0) return undefined;
+  return (changes) =>
+    insertDeliveries(
+      changes.flatMap((change) => {
+        const body = schemaChangeBody(change, change.at);
+        return wanting.map((sub) => ({
+          subscriber: sub.key,
+          type: 'schema.changed',
+          ref: `schema_changes:${change.id}`,
+          webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
+          body,
+          at: change.at,
+        }));
+      }),
+    );
 }
 
 /** Who looks for work when deliveries are queued, per deliveries store (its dispatcher). */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
+import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChangeSink } from '../operations/effects.js';
-import { deliveriesSink } from './enqueue.js';
+import { deliveriesSink, schemaChangesSink } from './enqueue.js';
 import type { Subscriber } from './events.js';
 
 /** Who gets operation events pushed (`[[subscribers]]`), as the daemon uses them. */
@@ -34,4 +35,11 @@ export function subscriberKeys(config: Pick<Config, 'subscribers'>): string[] {
  */
 export function configuredDeliveriesSink(config: Pick<Config, 'subscribers'>): StateChangeSink | undefined {
   return deliveriesSink(subscribersFromConfig(config));
+}
+
+/** The sink a root hands the mirror: `schema.changed` deliveries for the subscribers that ask for them. */
+export function configuredSchemaChangesSink(
+  config: Pick<Config, 'subscribers'>,
+): SchemaChangeSink | undefined {
+  return schemaChangesSink(subscribersFromConfig(config));
 }

@@ -1,4 +1,4 @@
-import { type ColumnKinds, type ColumnTypes, index, table } from './kinds.js';
+import { type ColumnKinds, type ColumnTypes, index, table, uniqueIndex } from './kinds.js';
 
 /** A feed of every insert, update and removal in the mirror, tailed by `seq`. */
 export const changesTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
@@ -77,6 +77,8 @@ export const quarantineTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
       record_id: k.text(),
       run_id: k.int64(),
       reason: k.text().notNull(),
+      /** Its place in the units log, so a record quarantined for its shape is re-applied where it stood. */
+      position: k.int64(),
       /** What was received, as text: it may not be JSON at all. */
       raw: k.text().notNull(),
       at: k.at().notNull(),
@@ -100,4 +102,70 @@ export const custodyIdsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
       ended_at: k.at(),
     },
     { primaryKey: ['kind', 'id'] },
+  );
+
+/**
+ * The operator's records as learned (issue 28, mirror/shape/): one row per resource (its table) and
+ * field, updated when a scan shows something new and when a complete scan ends.
+ */
+export const schemaFieldsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table(
+    'schema_fields',
+    {
+      resource: k.text().notNull(),
+      field: k.text().notNull(),
+      /** The JSON types seen, as a JSON array (`string`, `number`, `boolean`, `null`, `object`, `array`). */
+      types: k.text().notNull(),
+      /** A field mapped to a column: the types it takes there, as a JSON array (null: kept in `_raw` only). */
+      admitted: k.text(),
+      /** The column type (operator/fields.ts) `admitted` was learned under: a new mapping admits what was seen. */
+      mapped_as: k.text(),
+      /** An enum-like field (`sync.schema.enum_fields`): the values seen, as a JSON array. */
+      enum_values: k.text(),
+      /** The key field: the formats its values took (`integer`, `uuid`, `text`), as a JSON array. */
+      key_formats: k.text(),
+      /** Records of the last complete scan that had the field, and those where it was null. */
+      present: k.count(),
+      nulls: k.count(),
+      /** Records that complete scan read (so absent = records - present). */
+      records: k.count(),
+      first_seen_at: k.at().notNull(),
+      last_seen_at: k.at().notNull(),
+      /** Set when a complete scan found no record with the field; cleared when it comes back. */
+      removed_at: k.at(),
+    },
+    { primaryKey: ['resource', 'field'] },
+  );
+
+/** One row per change of the operator's records' shape, recorded once however many records show it. */
+export const schemaChangesTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
+  table(
+    'schema_changes',
+    {
+      id: k.rowId(),
+      resource: k.text().notNull(),
+      field: k.text().notNull(),
+      /** `field-added`, `field-removed`, `type-changed`, `new-value` or `key-format-changed`. */
+      kind: k.text().notNull(),
+      /** What the field was (types, formats), if anything. */
+      before: k.text(),
+      /** What it is now: the new type, value or format; `absent` for a removed field. */
+      after: k.text().notNull(),
+      /** The field is mapped to a column of the mirror (a change there is critical). */
+      mapped: k.flag(),
+      first_seen_at: k.at().notNull(),
+      last_seen_at: k.at().notNull(),
+      /** The key of a record that showed it (null for a removed field). */
+      example_key: k.text(),
+      /** Records that showed it, over every run. */
+      count: k.count(),
+      /** The run that first saw it. */
+      run_id: k.int64(),
+    },
+    {
+      indexes: [
+        uniqueIndex('schema_changes_what_idx', 'resource', 'field', 'kind', 'after'),
+        index('schema_changes_seen_idx', 'first_seen_at'),
+      ],
+    },
   );

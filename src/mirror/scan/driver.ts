@@ -1,8 +1,9 @@
 import { isoAt } from '../../clock.js';
 import type { AppContext } from '../../context.js';
-import type { RunCounts } from '../bookkeeping.js';
+import { type RunCounts, withTally } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
+import { logSchemaChanges } from '../shape/log.js';
 import type { MirrorStore } from '../store.js';
 import {
   closeFull,
@@ -18,7 +19,7 @@ import {
   startCursor,
   tombstoneVerdict,
 } from './cursor.js';
-import { HeldWrites } from './heldWrites.js';
+import { HeldWrites, logQuarantined } from './heldWrites.js';
 import { PageRead, pageShape } from './pageRead.js';
 import { type PageShape, sameRequest } from './pager.js';
 
@@ -60,6 +61,12 @@ export async function syncList(
 ): Promise<ListSyncResult> {
   const now = () => isoAt(ctx.clock.now());
   const { store } = options;
+  // Records the shape policy quarantined go first: a policy or mapping changed since admits them.
+  const reapplied = await store.reapplyQuarantined(options.runId, options.counts);
+  if (reapplied) {
+    Object.assign(options.counts, withTally(options.counts, reapplied.tally));
+    logQuarantined(ctx, resource.name, resource.table, reapplied);
+  }
   const open = async (plan: ScanPlan) => startCursor(resource, plan, await store.startScan(plan, now()));
   const first = await open(options.plan);
   try {
@@ -133,14 +140,16 @@ async function scan(
     return { mode: cursor.mode, refusal: null };
   }
   const verdict = tombstoneVerdict(cursor);
-  const { removed, refusal } = await store.finishScan({
+  const { removed, refusal, schemaChanges } = await store.finishScan({
     runId,
     resource: resource.name,
     verdict,
     maxRemoveShare: config.sync.max_remove_share,
     checkpoint: closeFull(cursor, runId),
     counts,
+    scanStartedAt: cursor.scanStartedAt,
   });
+  logSchemaChanges(log, schemaChanges);
   counts.removed += removed;
   if (verdict.kind === 'skip') {
     log.warn(

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { BatchResult } from '../batchPlan.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
 import type { ListResource } from '../resources.js';
+import { logSchemaChanges } from '../shape/log.js';
 import type { MirrorStore } from '../store.js';
 import type { FetchedRecord } from '../writeDecision.js';
 import type { Checkpoint } from './checkpoint.js';
@@ -127,9 +128,10 @@ export class HeldWrites {
   }
 }
 
-/** One line per quarantined record. */
+/** One line per quarantined record, and one per change of the records' shape the batch found. */
 export function logQuarantined(ctx: AppContext, resource: string, table: string, result: BatchResult): void {
   for (const { key, reason } of result.quarantined) {
     ctx.log.warn({ event: 'sync.record.quarantined', resource, table, key, reason }, 'record quarantined');
   }
+  logSchemaChanges(ctx.log, result.schemaChanges);
 }

@@ -1,0 +1,115 @@
+import type { Sql } from '../../store/sql.js';
+import { SHAPE_REASON_PREFIX } from './policy.js';
+import { type ChangeRowRead, type FieldRow, listChanges, listFields } from './statements.js';
+
+/**
+ * The learned shape and its history as readers see them (`GET /v1/schema`, `vcu-sync schema`, status),
+ * on either store: `read` runs one statement outside any transaction.
+ */
+
+export type ShapeReader = <R extends object>(statement: Sql) => Promise<R[]>;
+
+/** One field as learned. */
+export interface FieldView {
+  resource: string;
+  field: string;
+  types: string[];
+  /** Mapped to a column: the types it takes there (null: kept in `_raw` only). */
+  admitted: string[] | null;
+  mapped: boolean;
+  /** Enum-like fields: the values seen. */
+  values: string[] | null;
+  /** The key field: the formats its values took. */
+  keyFormats: string[] | null;
+  /** In the last complete scan: records read, records with the field, records where it was null. */
+  records: number;
+  present: number;
+  nulls: number;
+  absent: number;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  removedAt: string | null;
+}
+
+/** One change, as `schema_changes` holds it. */
+export interface ChangeView {
+  id: number;
+  resource: string;
+  field: string;
+  kind: string;
+  before: string | null;
+  after: string;
+  mapped: boolean;
+  firstSeenAt: string;
+  lastSeenAt: string;
+  exampleKey: string | null;
+  count: number;
+  runId: number | null;
+}
+
+const iso = (at: string) => new Date(at).toISOString();
+const parsed = (text: string | null): string[] | null =>
+  text === null ? null : (JSON.parse(text) as string[]);
+
+export function fieldView(row: FieldRow): FieldView {
+  const records = Number(row.records);
+  const present = Number(row.present);
+  return {
+    resource: row.resource,
+    field: row.field,
+    types: parsed(row.types) ?? [],
+    admitted: parsed(row.admitted),
+    mapped: row.mapped_as !== null,
+    values: parsed(row.enum_values),
+    keyFormats: parsed(row.key_formats),
+    records,
+    present,
+    nulls: Number(row.nulls),
+    absent: Math.max(0, records - present),
+    firstSeenAt: iso(row.first_seen_at),
+    lastSeenAt: iso(row.last_seen_at),
+    removedAt: row.removed_at === null ? null : iso(row.removed_at),
+  };
+}
+
+export function changeView(row: ChangeRowRead): ChangeView {
+  return {
+    id: Number(row.id),
+    resource: row.resource,
+    field: row.field,
+    kind: row.kind,
+    before: row.before,
+    after: row.after,
+    mapped: row.mapped === true || row.mapped === 1,
+    firstSeenAt: iso(row.first_seen_at),
+    lastSeenAt: iso(row.last_seen_at),
+    exampleKey: row.example_key,
+    count: Number(row.count),
+    runId: row.run_id === null ? null : Number(row.run_id),
+  };
+}
+
+/** What `GET /v1/schema` and `vcu-sync schema` ask. */
+export interface SchemaQuery {
+  /** A mirror table (`projects`, `unit_operations`, `custody_units`, ...); null: every one. */
+  resource: string | null;
+  /** Changes first seen at or after this time (ISO); null: all. */
+  since: string | null;
+  /** Most changes returned, newest first. */
+  limit: number;
+}
+
+/** The learned shape (every field) and the changes asked for, newest first. */
+export async function readSchema(
+  read: ShapeReader,
+  query: SchemaQuery,
+): Promise<{ fields: FieldView[]; changes: ChangeView[] }> {
+  const [fields, changes] = await Promise.all([
+    read<FieldRow>(listFields(query.resource)),
+    read<ChangeRowRead>(listChanges(query.resource, query.since, query.limit)),
+  ]);
+  return { fields: fields.map(fieldView), changes: changes.map(changeView) };
+}
+
+/** The quarantine reasons the shape policy writes start with this (to count them apart). */
+export const SHAPE_QUARANTINE_LIKE = `${SHAPE_REASON_PREFIX}%`;

@@ -1,0 +1,203 @@
+import { all, appendFeed, run, type Script } from '../../store/script.js';
+import type { Sql } from '../../store/sql.js';
+import type { TableDef } from '../resources.js';
+import type { FetchedRecord } from '../writeDecision.js';
+import { type ShapeChange, ShapeLearner, type ShapeVerdict } from './learner.js';
+import type { ShapePolicy } from './policy.js';
+import * as statements from './statements.js';
+
+/**
+ * The learned shape of one table during one run (mirror/store.ts holds one): it loads what earlier
+ * runs learned, judges each batch's records before their transaction (the learner is pure), and
+ * writes what changed inside that transaction, so a shape is never ahead of the data it was
+ * learned from. New changes go to the change feed (`resource = 'schema_changes'`, the change's id)
+ * and to the sink the root hands down (the subscribers' `schema.changed`), in that transaction too.
+ */
+
+/** A change as the feed, the log and the subscribers are told of it. */
+export interface SchemaChangeNotice {
+  id: number;
+  /** The mirror table (`unit_operations`, `custody_projects`, ...). */
+  resource: string;
+  field: string;
+  kind: ShapeChange['kind'];
+  before: string | null;
+  after: string;
+  mapped: boolean;
+  exampleKey: string | null;
+  at: string;
+}
+
+/** Where new changes go besides the feed (the subscribers' deliveries): run in their transaction. */
+export type SchemaChangeSink = (changes: readonly SchemaChangeNotice[]) => Script<void>;
+
+/** What the shape needs of the store: one read, outside any transaction. */
+export type ShapeRead = <R extends object>(statement: Sql) => Promise<R[]>;
+
+/** A quarantined record to re-apply: what was received, and where it stood in the units log. */
+export interface QuarantinedRecord {
+  id: number;
+  key: string | null;
+  record: FetchedRecord;
+}
+
+export class ShapeTracker {
+  private learner: ShapeLearner | undefined;
+  /** Keys with an open shape-quarantine row (loaded with the shape): their rows resolve once written. */
+  readonly openKeys = new Set<string>();
+  /** Changes this run found, for the log (taken by {@link takeFound}). */
+  private found: SchemaChangeNotice[] = [];
+
+  constructor(
+    private readonly def: TableDef,
+    private readonly policy: ShapePolicy,
+    private readonly sink: SchemaChangeSink | undefined,
+  ) {}
+
+  /** Loads what earlier runs learned (once per run, before its first batch). */
+  async load(read: ShapeRead, at: string): Promise<void> {
+    if (this.learner) return;
+    const [fields, changes, open] = await Promise.all([
+      read<statements.FieldRow>(statements.readFields(this.def.table)),
+      read<{ id: number; field: string; kind: ShapeChange['kind']; after: string }>(
+        statements.readChangeKeys(this.def.table),
+      ),
+      read<{ record_id: string | null }>(statements.openShapeQuarantine(this.def.table)),
+    ]);
+    this.learner = new ShapeLearner(
+      this.def,
+      this.policy,
+      {
+        fields: fields.map(statements.fieldShape),
+        changes: changes.map((c) => ({ ...c, id: Number(c.id) })),
+      },
+      at,
+    );
+    for (const { record_id } of open) if (record_id !== null) this.openKeys.add(record_id);
+  }
+
+  /** The open shape-quarantined records of the table, to judge again under today's policy and mapping. */
+  async quarantined(read: ShapeRead): Promise<QuarantinedRecord[]> {
+    const rows = await read<{ id: number; record_id: string | null; raw: string; position: number | null }>(
+      statements.openShapeQuarantine(this.def.table),
+    );
+    const out: QuarantinedRecord[] = [];
+    for (const r of rows) {
+      let value: unknown;
+      try {
+        value = JSON.parse(r.raw);
+      } catch {
+        continue; // never shape-quarantined: such a record is unreadable, not drifted
+      }
+      out.push({
+        id: Number(r.id),
+        key: r.record_id,
+        record: { value, position: r.position === null ? null : Number(r.position) },
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Learns a batch's records (`count` false: records read again from quarantine) and returns the
+   * policy's verdict on those it has one for; throws the run's failure (`on_type_change = "fail"`)
+   * once the changes are written by `failed`.
+   */
+  judge(
+    records: readonly FetchedRecord[],
+    keyOf: (value: unknown) => string | null,
+    at: string,
+    count = true,
+  ) {
+    const learner = this.learner!;
+    learner.at = at;
+    const verdicts = new Map<FetchedRecord, ShapeVerdict>();
+    for (const record of records) {
+      const { value } = record;
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+      const verdict = learner.observe(value, keyOf(value), count);
+      if (verdict) verdicts.set(record, verdict);
+    }
+    return verdicts;
+  }
+
+  /** Why the run must stop (`on_type_change = "fail"`), if a record said so. */
+  get failure(): string | null {
+    return this.learner?.failure ?? null;
+  }
+
+  /** A complete scan ended: vanished fields and this run's counts (written by the next {@link writes}). */
+  complete(scanStartedAt: string, at: string): void {
+    if (!this.learner) return;
+    this.learner.at = at;
+    // A checkpoint's time as the store reads it back: compared as ISO text with fields' last sight.
+    this.learner.complete(new Date(scanStartedAt).toISOString());
+  }
+
+  /**
+   * The shape's writes of a batch, in its transaction: fields and changes learned since the last,
+   * new changes to the feed and the sink, and the shape-quarantine rows of `written` keys resolved.
+   */
+  *writes(runId: number, at: string, written: readonly string[] = []): Script<void> {
+    const learner = this.learner;
+    if (!learner) return;
+    const table = this.def.table;
+    const { fields, changes } = learner.drain();
+    if (fields.length > 0) yield* run(statements.upsertFields(table, fields));
+    const fresh = changes.filter((c) => c.id === null);
+    for (const c of changes)
+      if (c.id !== null && c.count > 0) {
+        yield* run(statements.countChange(c.id, c.count, c.lastSeenAt));
+        learner.written(c, c.id);
+      }
+    if (fresh.length > 0) {
+      const ids = yield* all<{ id: number; field: string; kind: string; after: string }>(
+        statements.insertChanges(table, runId, fresh),
+      );
+      const notices: SchemaChangeNotice[] = [];
+      for (const c of fresh) {
+        const row = ids.find((r) => r.field === c.field && r.kind === c.kind && r.after === c.after);
+        if (!row) continue;
+        learner.written(c, Number(row.id));
+        notices.push({
+          id: Number(row.id),
+          resource: table,
+          field: c.field,
+          kind: c.kind,
+          before: c.before,
+          after: c.after,
+          mapped: c.mapped,
+          exampleKey: c.exampleKey,
+          at: c.firstSeenAt,
+        });
+      }
+      yield* appendFeed(
+        notices.map((n) => ({ resource: 'schema_changes', recordId: String(n.id), kind: 'insert', at })),
+      );
+      if (this.sink && notices.length > 0) yield* this.sink(notices);
+      this.found.push(...notices);
+    }
+    const resolved = written.filter((k) => this.openKeys.has(k));
+    if (resolved.length > 0) {
+      yield* run(statements.resolveShapeQuarantine(table, resolved, at));
+      for (const k of resolved) this.openKeys.delete(k);
+    }
+  }
+
+  /** Whether `key` already has an open shape-quarantine row (not quarantined twice). */
+  isQuarantined(key: string | null): boolean {
+    return key !== null && this.openKeys.has(key);
+  }
+
+  /** Notes a key quarantined by the policy now (its row is open). */
+  quarantinedNow(key: string | null): void {
+    if (key !== null) this.openKeys.add(key);
+  }
+
+  /** The changes found since the last call (for the log, once committed). */
+  takeFound(): SchemaChangeNotice[] {
+    const out = this.found;
+    this.found = [];
+    return out;
+  }
+}
