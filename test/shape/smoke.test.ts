@@ -11,10 +11,18 @@ afterEach(async () => {
 
 it('smoke', async () => {
   h = await harness({ projects: 30 }, { 'sync.page_size': 10 });
-  const go = () => runSync(h!.ctx, 'projects', { backend: sqliteBackend(h!.ctx.database.sqlite), sleep: noSleep });
+  const go = () =>
+    runSync(h!.ctx, 'projects', { backend: sqliteBackend(h!.ctx.database.sqlite), sleep: noSleep });
   expect((await go()).status).toBe('succeeded');
   const db = h.ctx.database.sqlite;
-  console.log(db.prepare('SELECT field, types, admitted, enum_values, key_formats, present, nulls, records FROM schema_fields').all().slice(0, 40));
+  console.log(
+    db
+      .prepare(
+        'SELECT field, types, admitted, enum_values, key_formats, present, nulls, records FROM schema_fields',
+      )
+      .all()
+      .slice(0, 40),
+  );
   const ids = [...h.sim.registry.snapshot('projects').keys()];
   h.sim.registry.change('projects', ids[0]!, { newField: 'x' });
   h.sim.registry.change('projects', ids[1]!, { projectStatus: 'Suspended' });

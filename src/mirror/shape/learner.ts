@@ -51,10 +51,19 @@ export type ChangeKind = (typeof CHANGE_KINDS)[number];
 
 /** A record key's format: digits only, a UUID, or any other text. */
 export function keyFormat(key: string): 'integer' | 'uuid' | 'text' {
-  if (/^\d+$/.test(key)) return 'integer';
+  if (allDigits(key)) return 'integer';
   if (key.length === 36 && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(key))
     return 'uuid';
   return 'text';
+}
+
+function allDigits(key: string): boolean {
+  if (key.length === 0) return false;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** What is known of one field. */
@@ -136,6 +145,8 @@ export class ShapeLearner {
   private readonly signatures = new Map<number, Signature[]>();
   private signatureCount = 0;
   private readonly index = new Map<string, number>();
+  private readonly lastNames: string[] = [];
+  private readonly lastIndex: number[] = [];
   private readonly mapping: ReadonlyMap<string, string>;
   private readonly seenThisRun = new Set<string>();
   private readonly dirty = new Set<FieldShape>();
@@ -186,11 +197,16 @@ export class ShapeLearner {
     let h1 = 0x811c9dc5;
     let h2 = 0x9747b28c;
     let n = 0;
+    const { lastNames, lastIndex } = this;
     for (const name in value) {
-      let i = this.index.get(name);
-      if (i === undefined) {
-        i = this.index.size < MAX_FIELDS ? this.index.size : MAX_FIELDS;
-        if (i < MAX_FIELDS) this.index.set(name, i);
+      // Records of one list come with their keys in one order: the previous record's names spare
+      // the map lookups (property names are internalized, so this compares pointers).
+      let i: number;
+      if (lastNames[n] === name) i = lastIndex[n]!;
+      else {
+        i = this.fieldIndex(name);
+        lastNames[n] = name;
+        lastIndex[n] = i;
       }
       const x = i * 8 + typeCode((value as Record<string, unknown>)[name]);
       h1 = Math.imul(h1 ^ x, 16777619);
@@ -212,6 +228,15 @@ export class ShapeLearner {
     return verdict;
   }
 
+  private fieldIndex(name: string): number {
+    let i = this.index.get(name);
+    if (i === undefined) {
+      i = this.index.size < MAX_FIELDS ? this.index.size : MAX_FIELDS;
+      if (i < MAX_FIELDS) this.index.set(name, i);
+    }
+    return i;
+  }
+
   /** What a signature means, worked out once: fields learned, changes found, drifts and enums noted. */
   private learn(value: Record<string, unknown>, key: string | null, h1: number, h2: number): Signature {
     const sig: Signature = { h2, count: 0, present: [], nulls: [], drifted: [], shows: [], enums: [] };
@@ -223,7 +248,8 @@ export class ShapeLearner {
       if (type === 'null') sig.nulls.push(field);
       else if (field.enumValues && type === 'string') sig.enums.push(field);
       if (type !== 'null' && field.admitted && !field.admitted.has(type)) {
-        sig.drifted.push({ field, type });
+        // Keys are text whatever their JSON type (12 and "12" are one record): reported, never held back.
+        if (name !== this.def.key) sig.drifted.push({ field, type });
         sig.shows.push(this.found(name, 'type-changed', typesText(field.admitted), type, true, key));
       } else if (type !== 'null' && !field.admitted) {
         const change = this.changes.get(changeKey(name, 'type-changed', type));
