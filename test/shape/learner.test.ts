@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Config } from '../../src/config.js';
 import { configSchema } from '../../src/configSchema.js';
 import { listResources } from '../../src/mirror/resources.js';
 import { keyFormat, ShapeLearner, type StoredShape } from '../../src/mirror/shape/learner.js';
@@ -6,7 +7,8 @@ import type { ShapePolicy } from '../../src/mirror/shape/policy.js';
 
 /** The pure learner (src/mirror/shape/learner.ts): what it learns, reports and decides per record. */
 
-const projects = listResources(configSchema.parse({})).projects;
+// Only the operator's paths are read: the parsed defaults stand in for a loaded config.
+const projects = listResources(configSchema.parse({}) as Config).projects;
 const T0 = '2026-11-27T00:00:00.000Z';
 const T1 = '2026-11-27T01:00:00.000Z';
 const T2 = '2026-11-27T02:00:00.000Z';
