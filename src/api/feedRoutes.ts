@@ -29,7 +29,9 @@ const resourceParam = z
   .string()
   .min(1)
   .optional()
-  .describe('only changes of this resource (projects, issuances, unit_operations, custody_*, operations)');
+  .describe(
+    'only changes of this resource (projects, issuances, unit_operations, custody_*, operations, schema_changes)',
+  );
 
 const changesQuery = z.strictObject({
   after: afterParam,

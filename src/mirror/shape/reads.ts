@@ -1,6 +1,13 @@
 import type { Sql } from '../../store/sql.js';
 import { SHAPE_REASON_PREFIX } from './policy.js';
-import { type ChangeRowRead, type FieldRow, listChanges, listFields } from './statements.js';
+import {
+  type ChangeRowRead,
+  countShapeQuarantine,
+  type FieldRow,
+  listChanges,
+  listFields,
+  listShapeQuarantine,
+} from './statements.js';
 
 /**
  * The learned shape and its history as readers see them (`GET /v1/schema`, `vcu-sync schema`, status),
@@ -99,16 +106,51 @@ export interface SchemaQuery {
   limit: number;
 }
 
-/** The learned shape (every field) and the changes asked for, newest first. */
-export async function readSchema(
-  read: ShapeReader,
-  query: SchemaQuery,
-): Promise<{ fields: FieldView[]; changes: ChangeView[] }> {
-  const [fields, changes] = await Promise.all([
+/** A record the shape policy holds back, until a policy or mapping change admits it. */
+export interface QuarantinedView {
+  id: number;
+  resource: string;
+  key: string | null;
+  reason: string;
+  at: string;
+}
+
+/** What `GET /v1/schema` answers. */
+export interface SchemaView {
+  fields: FieldView[];
+  changes: ChangeView[];
+  /** Open shape-quarantined records: how many per resource, and the oldest (at most `limit`). */
+  quarantined: { counts: Record<string, number>; records: QuarantinedView[] };
+}
+
+/** The learned shape (every field), the changes asked for (newest first) and what is held back. */
+export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise<SchemaView> {
+  const [fields, changes, held, counts] = await Promise.all([
     read<FieldRow>(listFields(query.resource)),
     read<ChangeRowRead>(listChanges(query.resource, query.since, query.limit)),
+    read<{ id: number; resource: string; record_id: string | null; reason: string; at: string }>(
+      listShapeQuarantine(query.resource, query.limit),
+    ),
+    read<{ resource: string; n: number }>(countShapeQuarantine()),
   ]);
-  return { fields: fields.map(fieldView), changes: changes.map(changeView) };
+  return {
+    fields: fields.map(fieldView),
+    changes: changes.map(changeView),
+    quarantined: {
+      counts: Object.fromEntries(
+        counts
+          .filter((c) => query.resource === null || c.resource === query.resource)
+          .map((c) => [c.resource, Number(c.n)]),
+      ),
+      records: held.map((r) => ({
+        id: Number(r.id),
+        resource: r.resource,
+        key: r.record_id,
+        reason: r.reason,
+        at: iso(r.at),
+      })),
+    },
+  };
 }
 
 /** The quarantine reasons the shape policy writes start with this (to count them apart). */

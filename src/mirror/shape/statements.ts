@@ -135,3 +135,15 @@ export const listFields = (resource: string | null) =>
   resource === null
     ? sql`SELECT * FROM schema_fields ORDER BY resource, field`
     : sql`SELECT * FROM schema_fields WHERE resource = ${resource} ORDER BY field`;
+
+/** Open shape-quarantined records, of one resource or all, oldest first (at most `limit`). */
+export const listShapeQuarantine = (resource: string | null, limit: number) =>
+  sql`SELECT id, resource, record_id, reason, at FROM quarantine
+    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_REASON}
+    ${resource === null ? raw('') : sql`AND resource = ${resource}`}
+    ORDER BY id LIMIT ${limit}`;
+
+/** How many shape-quarantined records are open, per resource. */
+export const countShapeQuarantine = () =>
+  sql`SELECT resource, count(*) AS n FROM quarantine
+    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_REASON} GROUP BY resource`;
