@@ -7,10 +7,11 @@ import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
 import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
 import type { ShapeVerdict } from './shape/learner.js';
-import type { SchemaChangeNotice, ShapeTracker } from './shape/tracker.js';
+import * as shapeStatements from './shape/statements.js';
+import { type SchemaChangeNotice, ShapeFailure, type ShapeTracker } from './shape/tracker.js';
 import type { RowsSource } from './statements.js';
 import * as statements from './statements.js';
-import type { FetchedRecord, StoredState } from './writeDecision.js';
+import { contentHash, type FetchedRecord, type StoredState } from './writeDecision.js';
 
 /** One batch to commit: its records, the checkpoint that goes with them, the run's counts so far. */
 export interface BatchWrite {
@@ -284,23 +285,42 @@ export function mirrorStore(
     const verdicts = shape.judge(records, (v) => recordKey(v, def.key), at);
     if (shape.failure) {
       await db.transaction(shape.writes(runId, at));
-      throw new Error(shape.failure);
+      throw new ShapeFailure(shape.failure, shape.takeFound());
     }
     return verdicts;
   }
 
-  const overlap = async (from: number, to: number) =>
-    def.positioned
-      ? (
-          await db.read<{ key: string; hash: string; position: number }>(
-            statements.overlapRows(def, from, to),
-          )
-        ).map((r) => ({ key: r.key, hash: r.hash, position: Number(r.position) }))
-      : [];
+  /**
+   * The units log's rows at positions `from` to `to`, as the overlap check compares them. A position
+   * whose record the shape policy holds back compares with what was held back: the upstream sending
+   * it again unchanged is no mismatch (else every incremental run would fall back to a full scan).
+   */
+  const overlap = async (from: number, to: number) => {
+    if (!def.positioned) return [];
+    const rows = (
+      await db.read<{ key: string; hash: string; position: number }>(statements.overlapRows(def, from, to))
+    ).map((r) => ({ key: r.key, hash: r.hash, position: Number(r.position) }));
+    if (!shape || shape.openKeys.size === 0) return rows;
+    const held = await db.read<{ key: string; raw: string; position: number }>(
+      shapeStatements.heldAt(name, from, to),
+    );
+    const byPosition = new Map(rows.map((r) => [r.position, r]));
+    for (const h of held)
+      byPosition.set(Number(h.position), {
+        key: h.key,
+        hash: contentHash(h.raw),
+        position: Number(h.position),
+      });
+    return [...byPosition.values()].sort((a, b) => a.position - b.position);
+  };
 
   return {
     ...(db.heldRecords === undefined ? {} : { heldRecords: db.heldRecords }),
     async startScan(plan, at) {
+      if (shape) {
+        await shape.load(read, at);
+        shape.beginScan();
+      }
       let hasLive = false;
       if (plan.trackSeen === null) {
         hasLive = Boolean((await db.read<{ live: unknown }>(statements.hasLive(def)))[0]?.live);

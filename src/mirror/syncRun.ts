@@ -12,7 +12,9 @@ import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
+import { logSchemaChanges } from './shape/log.js';
 import { shapePolicy } from './shape/policy.js';
+import { ShapeFailure } from './shape/tracker.js';
 import * as statements from './statements.js';
 
 /** Options of one sync run. */
@@ -176,6 +178,8 @@ async function runHeld(
       });
     }
   } catch (err) {
+    // The policy stopped the run: the changes it recorded on the way are told first.
+    if (err instanceof ShapeFailure) logSchemaChanges(ctx.log, err.changes);
     // A stop also cancels the request in flight, which then fails with a network error; so does a
     // bound, which fails the run with its own message; so does a lost run lock.
     status =

@@ -129,7 +129,7 @@ describe('the shape learner', () => {
     expect(l.observe(record(2, { projectStatus: 'Suspended' }), '2')).toBeUndefined();
     expect(l.observe(record(3, { projectStatus: 'Suspended' }), '3')).toBeUndefined();
     expect(l.drain().changes).toEqual([
-      expect.objectContaining({ field: 'projectStatus', kind: 'new-value', after: 'Suspended', count: 1 }),
+      expect.objectContaining({ field: 'projectStatus', kind: 'new-value', after: 'Suspended', count: 2 }),
     ]);
     const strict = learned([record(1)], policy({ onNewValue: 'quarantine' }));
     expect(strict.observe(record(2, { projectStatus: 'Suspended' }), '2')?.kind).toBe('quarantine');

@@ -111,6 +111,8 @@ export interface StoredShape {
 
 interface Signature {
   h2: number;
+  /** The scan whose seen fields it last marked. */
+  scan: number;
   /** Records with it this run (their fields' present and null counts are derived at the end). */
   count: number;
   present: FieldShape[];
@@ -142,13 +144,20 @@ export class ShapeLearner {
   private readonly changes = new Map<string, ShapeChange>();
   /** Per field, its (latest) appearance: every record with the field shows it. */
   private readonly added = new Map<string, ShapeChange>();
+  /** Per enum field, the values reported as new (by value): every record with one shows it. */
+  private readonly newValues = new Map<string, Map<string, ShapeChange>>();
+  /** Key formats reported as new (by format): every record keyed so shows it. */
+  private readonly newFormats = new Map<string, ShapeChange>();
   private readonly signatures = new Map<number, Signature[]>();
   private signatureCount = 0;
   private readonly index = new Map<string, number>();
   private readonly lastNames: string[] = [];
   private readonly lastIndex: number[] = [];
   private readonly mapping: ReadonlyMap<string, string>;
-  private readonly seenThisRun = new Set<string>();
+  /** Fields seen since the scan began ({@link beginScan}): their `lastSeenAt` is written once per scan. */
+  private readonly seenThisScan = new Set<string>();
+  /** Bumped per scan: a signature marks its fields seen once per scan. */
+  private scan = 0;
   private readonly dirty = new Set<FieldShape>();
   private readonly touched = new Set<ShapeChange>();
   private baseline: boolean;
@@ -219,12 +228,13 @@ export class ShapeLearner {
     if (count) {
       sig.count++;
       for (const c of sig.shows) this.show(c, key);
+      if (sig.scan !== this.scan) this.markSeen(sig);
     }
     let verdict: ShapeVerdict | undefined;
     if (sig.drifted.length > 0) verdict = this.drift(sig, key);
     if (sig.enums.length > 0)
-      verdict = this.values(sig.enums, value as Record<string, unknown>, key) ?? verdict;
-    if (key !== null) this.keyFormat(key);
+      verdict = this.values(sig.enums, value as Record<string, unknown>, key, count) ?? verdict;
+    if (key !== null) this.keyFormat(key, count);
     return verdict;
   }
 
@@ -239,7 +249,16 @@ export class ShapeLearner {
 
   /** What a signature means, worked out once: fields learned, changes found, drifts and enums noted. */
   private learn(value: Record<string, unknown>, key: string | null, h1: number, h2: number): Signature {
-    const sig: Signature = { h2, count: 0, present: [], nulls: [], drifted: [], shows: [], enums: [] };
+    const sig: Signature = {
+      h2,
+      scan: -1,
+      count: 0,
+      present: [],
+      nulls: [],
+      drifted: [],
+      shows: [],
+      enums: [],
+    };
     for (const name in value) {
       const type = JSON_TYPES[typeCode(value[name])]!;
       const field = this.field(name, type, key);
@@ -315,11 +334,6 @@ export class ShapeLearner {
           );
       }
     }
-    if (!this.seenThisRun.has(name)) {
-      this.seenThisRun.add(name);
-      field.lastSeenAt = at;
-      this.dirty.add(field);
-    }
     return field;
   }
 
@@ -358,6 +372,11 @@ export class ShapeLearner {
   private remember(change: ShapeChange): void {
     this.changes.set(changeKey(change.field, change.kind, change.after), change);
     if (change.kind === 'field-added') this.added.set(change.field, change);
+    else if (change.kind === 'new-value') {
+      const values = this.newValues.get(change.field) ?? new Map<string, ShapeChange>();
+      values.set(change.after, change);
+      this.newValues.set(change.field, values);
+    } else if (change.kind === 'key-format-changed') this.newFormats.set(change.after, change);
   }
 
   /** One more record shows `change`. */
@@ -387,19 +406,26 @@ export class ShapeLearner {
     enums: FieldShape[],
     value: Record<string, unknown>,
     key: string | null,
+    count: boolean,
   ): ShapeVerdict | undefined {
     let verdict: ShapeVerdict | undefined;
     for (const field of enums) {
       const v = value[field.field] as string;
       const values = field.enumValues!;
-      if (values.has(v) || values.size >= MAX_VALUES) continue;
+      if (values.has(v)) {
+        // A value reported as new: every record with it shows that change.
+        const reported = count ? this.newValues.get(field.field)?.get(v) : undefined;
+        if (reported) this.show(reported, key);
+        continue;
+      }
+      if (values.size >= MAX_VALUES) continue;
       if (this.baseline) {
         values.add(v);
         this.dirty.add(field);
         continue;
       }
       const change = this.found(field.field, 'new-value', null, v, this.mapping.has(field.field), key);
-      this.show(change, key);
+      if (count) this.show(change, key);
       if (this.policy.onNewValue === 'store') {
         values.add(v);
         this.dirty.add(field);
@@ -414,16 +440,43 @@ export class ShapeLearner {
   }
 
   /** The key's format: a new one is reported (keys stay text: nothing is quarantined for it). */
-  private keyFormat(key: string): void {
+  private keyFormat(key: string, count: boolean): void {
     const field = this.fields.get(this.def.key);
     if (!field?.keyFormats) return;
     const format = keyFormat(key);
-    if (field.keyFormats.has(format)) return;
+    if (field.keyFormats.has(format)) {
+      const reported = count && this.newFormats.size > 0 ? this.newFormats.get(format) : undefined;
+      if (reported) this.show(reported, key);
+      return;
+    }
     const before = [...field.keyFormats].sort().join('|');
     field.keyFormats.add(format);
     this.dirty.add(field);
-    if (!this.baseline && before !== '')
-      this.show(this.found(this.def.key, 'key-format-changed', before, format, true, key), key);
+    if (!this.baseline && before !== '') {
+      const change = this.found(this.def.key, 'key-format-changed', before, format, true, key);
+      if (count) this.show(change, key);
+    }
+  }
+
+  /**
+   * A scan begins (fresh or resumed): the fields its records show are marked seen anew, so a field
+   * is gone at its end only if no record of it had it (records re-applied from quarantine before
+   * it do not count: they are not the scan's).
+   */
+  beginScan(): void {
+    this.scan++;
+    this.seenThisScan.clear();
+  }
+
+  /** The fields of a signature's record are seen in this scan: their last sight is now. */
+  private markSeen(sig: Signature): void {
+    sig.scan = this.scan;
+    for (const field of sig.present) {
+      if (this.seenThisScan.has(field.field)) continue;
+      this.seenThisScan.add(field.field);
+      field.lastSeenAt = this.at;
+      this.dirty.add(field);
+    }
   }
 
   /**

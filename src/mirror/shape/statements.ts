@@ -147,3 +147,9 @@ export const listShapeQuarantine = (resource: string | null, limit: number) =>
 export const countShapeQuarantine = () =>
   sql`SELECT resource, count(*) AS n FROM quarantine
     WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_REASON} GROUP BY resource`;
+
+/** The open shape-quarantined records of the units log at positions `from` to `to` (the overlap check). */
+export const heldAt = (table: string, from: number, to: number) =>
+  sql`SELECT record_id AS key, raw, position FROM quarantine
+    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_REASON}
+      AND position >= ${from} AND position < ${to} ORDER BY id`;

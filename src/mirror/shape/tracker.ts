@@ -121,6 +121,11 @@ export class ShapeTracker {
     return verdicts;
   }
 
+  /** A scan begins (after any re-application): see {@link ShapeLearner.beginScan}. */
+  beginScan(): void {
+    this.learner?.beginScan();
+  }
+
   /** Why the run must stop (`on_type_change = "fail"`), if a record said so. */
   get failure(): string | null {
     return this.learner?.failure ?? null;
@@ -199,5 +204,16 @@ export class ShapeTracker {
     const out = this.found;
     this.found = [];
     return out;
+  }
+}
+
+/** A run stopped by `on_type_change = "fail"`: its message names the field; the changes it recorded are logged. */
+export class ShapeFailure extends Error {
+  constructor(
+    message: string,
+    readonly changes: SchemaChangeNotice[],
+  ) {
+    super(message);
+    this.name = 'ShapeFailure';
   }
 }
