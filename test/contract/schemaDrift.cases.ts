@@ -16,6 +16,7 @@ import {
   subscribersSink,
   withSync,
 } from './schemaDriftChecks.js';
+import { schemaDriftPolicyCases } from './schemaDriftPolicies.js';
 
 /**
  * Upstream schema drift (issue 28) against the simulator, the same cases on SQLite
@@ -234,4 +235,6 @@ export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMir
       await expectMirrorServes(m, h, 'projects');
     });
   });
+
+  schemaDriftPolicyCases(kind, open);
 }
