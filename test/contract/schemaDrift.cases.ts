@@ -236,5 +236,22 @@ export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMir
     });
   });
 
+  describe(`schema drift on ${kind}: a scan over several runs`, () => {
+    it('a removal found by a resumed scan counts the whole scan, and so does the learned shape', async () => {
+      const { h, m } = await setup();
+      expect(await run(h.ctx, m, 'projects')).toMatchObject({ status: 'succeeded' });
+      h.sim.registry.drift({ resource: 'projects', changes: [{ kind: 'drop-field', field: 'projectTags' }] });
+      // Two pages, then the rest: one scan over two runs.
+      expect((await run(withSync(h.ctx, { max_pages: 2 }), m, 'projects')).counts.pages).toBe(2);
+      expect(await run(h.ctx, m, 'projects')).toMatchObject({ status: 'succeeded' });
+      const change = await m.query("SELECT count FROM schema_changes WHERE kind = 'field-removed'");
+      expect(change.map((c) => Number(c.count))).toEqual([SIZES.projects]);
+      const field = await m.query("SELECT records, present FROM schema_fields WHERE field = 'projectName'");
+      expect(field.map((f) => [Number(f.records), Number(f.present)])).toEqual([
+        [SIZES.projects, SIZES.projects],
+      ]);
+    });
+  });
+
   schemaDriftPolicyCases(kind, open);
 }
