@@ -6,12 +6,13 @@ import type { DriftChange, JsonObject } from '../../src/simulator/index.js';
 import type { SyncTarget } from '../../src/syncRequests.js';
 import { captureLog, type Harness, harness } from '../mirror/harness.js';
 import { sync } from './mirrorExactness.cases.js';
-import { liveRows, type MirrorUnderTest, scalar } from './mirrorStores.js';
+import { liveRows, type MirrorUnderTest, scalar, sqliteForm } from './mirrorStores.js';
 import {
   type ExpectedChange,
   expectMirrorServes,
   expectNothingReported,
   expectRecordedOnce,
+  expectRowAdmits,
   type ListTable,
   subscribersSink,
   withSync,
@@ -250,6 +251,68 @@ export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMir
       expect(field.map((f) => [Number(f.records), Number(f.present)])).toEqual([
         [SIZES.projects, SIZES.projects],
       ]);
+    });
+  });
+
+  describe(`schema drift on ${kind}: the custody reads`, () => {
+    it('a field added to the records read by id: recorded once for custody_projects, the rows as served', async () => {
+      const { h, m, log } = await setup();
+      expect(await run(h.ctx, m, 'custody')).toMatchObject({ status: 'succeeded' });
+      await expectNothingReported(m, log);
+      h.sim.registry.drift({
+        resource: 'projects',
+        changes: [{ kind: 'add-field', field: 'projectRating', value: 'AA' }],
+      });
+      for (const _ of [1, 2, 3])
+        expect(await run(h.ctx, m, 'custody')).toMatchObject({ status: 'succeeded' });
+      const ids = h.sim.registry.custodyIds('projects').map(String);
+      const want = {
+        table: 'custody_projects' as const,
+        field: 'projectRating',
+        kind: 'field-added',
+        before: null,
+        after: 'string',
+        mapped: false,
+      };
+      await expectRecordedOnce(m, log, want, new Set(ids));
+      const rows = await m.query('SELECT * FROM custody_projects WHERE _custody_ended_at IS NULL');
+      expect(rows).toHaveLength(ids.length);
+      for (const row of rows) {
+        const id = String(row.projectID);
+        const served = h.sim.registry.served('projects', h.sim.registry.get('projects', id)!);
+        expect(served.projectRating).toBe('AA');
+        expectRowAdmits(
+          'custody_projects',
+          m.kind === 'postgres' ? sqliteForm('custody_projects', row) : row,
+          served,
+        );
+      }
+    });
+
+    it('the key format changed in the reads by id: recorded once, and one custody row per id still held', async () => {
+      const { h, m, log } = await setup();
+      expect(await run(h.ctx, m, 'custody')).toMatchObject({ status: 'succeeded' });
+      h.sim.registry.drift({ resource: 'issuances', changes: [{ kind: 'key-format', format: 'prefixed' }] });
+      for (const _ of [1, 2]) expect(await run(h.ctx, m, 'custody')).toMatchObject({ status: 'succeeded' });
+      const held = h.sim.registry.custodyIds('issuances').map(String);
+      await expectRecordedOnce(
+        m,
+        log,
+        {
+          table: 'custody_issuances',
+          field: 'issuanceId',
+          kind: 'key-format-changed',
+          before: 'integer',
+          after: 'text',
+          mapped: true,
+        },
+        new Set(held.map((id) => `I-${id}`)),
+      );
+      // The operator answers the read of 100000 with I-100000: the same holding, not a second one.
+      expect(
+        await scalar(m, 'SELECT count(*) AS n FROM custody_issuances WHERE _custody_ended_at IS NULL'),
+        'custody rows in custody',
+      ).toBe(held.length);
     });
   });
 
