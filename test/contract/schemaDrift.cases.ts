@@ -186,6 +186,40 @@ export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMir
         });
   });
 
+  describe(`schema drift on ${kind}: the baseline`, () => {
+    it('the first sync of an empty mirror reports nothing, even of records that disagree with each other', async () => {
+      const { h, m, log } = await setup();
+      h.sim.registry.drift({
+        resource: 'projects',
+        changes: [
+          { kind: 'change-type', field: 'totalEstimatedUnits', to: 'string', share: 0.4 },
+          { kind: 'new-value', field: 'projectStatus', value: 'Suspended', share: 0.4 },
+          { kind: 'add-field', field: 'projectRating', value: 'AA', share: 0.5 },
+        ],
+      });
+      h.sim.registry.drift({ resource: 'issuances', changes: [{ kind: 'key-format', format: 'uuid' }] });
+      for (const target of ['projects', 'issuances', 'units', 'custody'] as const)
+        expect(await run(h.ctx, m, target)).toMatchObject({
+          status: 'succeeded',
+          counts: { quarantined: 0 },
+        });
+      await expectNothingReported(m, log);
+      expect(await scalar(m, 'SELECT count(*) AS n FROM quarantine')).toBe(0);
+      // What it saw is the shape learned: both types taken, the value known, the key format uuid.
+      const fields = await m.query(
+        "SELECT field, admitted, enum_values, key_formats FROM schema_fields WHERE resource IN ('projects', 'issuances') AND field IN ('totalEstimatedUnits', 'projectStatus', 'issuanceId')",
+      );
+      const byField = new Map(fields.map((f) => [String(f.field), f]));
+      expect(JSON.parse(String(byField.get('totalEstimatedUnits')?.admitted))).toEqual(
+        expect.arrayContaining(['number', 'string']),
+      );
+      expect(JSON.parse(String(byField.get('projectStatus')?.enum_values))).toContain('Suspended');
+      expect(JSON.parse(String(byField.get('issuanceId')?.key_formats))).toEqual(['uuid']);
+      await expectMirrorServes(m, h, 'projects');
+      await expectMirrorServes(m, h, 'issuances');
+    });
+  });
+
   describe(`schema drift on ${kind}: a vanished field`, () => {
     it('is reported only after a complete scan: not after max_pages, a stop or a failed page; then once', async () => {
       const { h, m, log } = await setup({ 'sync.page_attempts': 2 });
