@@ -7,6 +7,8 @@
  *
  * A drift may wait for the next N list requests of its resource (`afterRequests`): those are
  * served in the old shape, the ones after in the new (a run that sees page 1 old and page 3 new).
+ * A request refused before its records are read (auth, a bad `limit`, a status or reset fault)
+ * is not counted; the custody reads never are (they see a drift once it is in effect).
  * Which records a `share` picks is a pure function of the record's key and the change, so the same
  * record is picked on every request, and a drifted key is one per record and format.
  */
