@@ -7,6 +7,14 @@ export type { AuthMode } from './auth.js';
 export { parseSimulatorArgs, runSimulatorCli } from './cli.js';
 export type { ReceivedNotification, Settings, SimState } from './context.js';
 export {
+  type DriftChange,
+  DriftControl,
+  type DriftSpec,
+  type DriftView,
+  driftSpecSchema,
+  uuidOfKey,
+} from './drift.js';
+export {
   FAULT_KINDS,
   type Fault,
   FaultControl,

@@ -3,6 +3,8 @@
  * deterministic from the seed, plus the marketplace's custody set. Tests mutate it in-process;
  * child processes mutate it through the /_sim admin endpoints, which call the same methods.
  */
+import { z } from 'zod';
+import { type DriftChange, DriftControl, type DriftSpec, type DriftView } from './drift.js';
 import { GENERATORS, type GenContext, KEY_SPECS } from './generate.js';
 import { OverlaySequence } from './sequence.js';
 import { ID_FIELD, type JsonObject, RESOURCES, type ResourceName } from './types.js';
@@ -37,6 +39,8 @@ export class Registry {
   readonly ctx: GenContext;
   private readonly seqs: Record<ResourceName, OverlaySequence>;
   private readonly custodyKeys: Record<ResourceName, Set<number>>;
+  /** Schema drift of what is served (drift.ts); the records above stay as stored. */
+  readonly drifts = new DriftControl();
 
   constructor(opts: RegistryOptions = {}) {
     this.ctx = {
@@ -241,6 +245,53 @@ export class Registry {
 
   custodyIds(resource: ResourceName): (string | number)[] {
     return [...this.custodyKeys[resource]].sort((a, b) => a - b).map((k) => this.idOf(resource, k));
+  }
+
+  /**
+   * From now on (or after the next `afterRequests` list requests of the resource), every record
+   * served for `spec.resource` goes through `spec.changes`. Throws RegistryError('invalid') on a bad spec.
+   */
+  drift(spec: DriftSpec): DriftView {
+    try {
+      return this.drifts.add(spec);
+    } catch (err) {
+      if (err instanceof z.ZodError) throw new RegistryError('invalid', z.prettifyError(err));
+      throw err;
+    }
+  }
+
+  /** Ends the drift of `resource` (of every resource when omitted). */
+  clearDrift(resource?: ResourceName): void {
+    this.drifts.clear(resource);
+  }
+
+  /** A stored record as served under `changes` (default: the drifts in effect now). */
+  served(
+    resource: ResourceName,
+    record: JsonObject,
+    changes: readonly DriftChange[] = this.drifts.changes(resource),
+  ): JsonObject {
+    if (changes.length === 0) return record;
+    const key = KEY_SPECS[resource].keyOfId(record[ID_FIELD[resource]]) ?? 0;
+    return this.drifts.apply(resource, record, key, changes);
+  }
+
+  /** Live records as served now (drifts in effect applied), by served id; for tests' expectations. */
+  servedSnapshot(resource: ResourceName): Map<string, JsonObject> {
+    const changes = this.drifts.changes(resource);
+    const out = new Map<string, JsonObject>();
+    for (const r of this.iterate(resource)) {
+      const s = this.served(resource, r, changes);
+      out.set(String(s[ID_FIELD[resource]]), s);
+    }
+    return out;
+  }
+
+  /** The stored id of a custody id as served: itself, or the custody record a key-format drift renamed so. */
+  storedId(resource: ResourceName, id: string): string | number {
+    if (KEY_SPECS[resource].keyOfId(id) !== undefined) return id;
+    const key = this.drifts.keyOfServed(resource, id, this.custodyKeys[resource]);
+    return key === undefined ? id : this.idOf(resource, key);
   }
 
   counts(): Record<ResourceName, number> {

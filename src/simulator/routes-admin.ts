@@ -5,6 +5,7 @@
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
 import type { SimEnv, SimState } from './context.js';
+import { driftSpecSchema } from './drift.js';
 import { FAULT_KINDS } from './faults.js';
 import { RegistryError } from './registry.js';
 import { isResourceName, type JsonObject, type ResourceName } from './types.js';
@@ -165,6 +166,20 @@ export function registerAdminRoutes(app: Hono<SimEnv>, state: SimState): void {
     const parsed = z.strictObject({ count: z.number().int().nonnegative() }).safeParse(await jsonBody(c));
     if (!parsed.success) return invalid(c, parsed.error);
     return c.json(registry.appendUnits(parsed.data.count));
+  });
+
+  app.get('/_sim/drift', (c) => c.json({ drifts: registry.drifts.list() }));
+  app.post('/_sim/drift', async (c) => {
+    const parsed = driftSpecSchema.safeParse(await jsonBody(c));
+    if (!parsed.success) return invalid(c, parsed.error);
+    return c.json(registry.drift(parsed.data), 201);
+  });
+  app.delete('/_sim/drift', (c) => {
+    const resource = c.req.query('resource');
+    if (resource !== undefined && !isResourceName(resource))
+      return invalid(c, 'resource must be projects, issuances or units');
+    registry.clearDrift(resource);
+    return c.body(null, 204);
   });
 
   app.get('/_sim/custody', (c) =>

@@ -73,8 +73,12 @@ function applyDrift(state: SimState, resource: ResourceName, offset: number, fau
   state.faults.noteLast({ resource, op: fault.driftOp ?? 'remove', offset, ids });
 }
 
-function* filtered(records: Iterable<JsonObject>, keep: ((r: JsonObject) => boolean) | undefined) {
-  for (const r of records) if (!keep || keep(r)) yield r;
+function* filtered(
+  records: Iterable<JsonObject>,
+  keep: ((r: JsonObject) => boolean) | undefined,
+  serve: (r: JsonObject) => JsonObject,
+) {
+  for (const r of records) if (!keep || keep(r)) yield serve(r);
 }
 
 async function serveList(c: Context<SimEnv>, state: SimState, resource: ResourceName): Promise<Response> {
@@ -93,14 +97,18 @@ async function serveList(c: Context<SimEnv>, state: SimState, resource: Resource
     return RESPONSE_ALREADY_SENT;
   }
   const fault = g.fault;
-  const keep = listFilter(c, resource);
+  // The drifts this request is served with (a waiting drift counts it); filters see what is served.
+  const changes = registry.drifts.listRequest(resource);
+  const serve = (r: JsonObject) => registry.served(resource, r, changes);
+  const filter = listFilter(c, resource);
+  const keep = filter && changes.length > 0 ? (r: JsonObject) => filter(serve(r)) : filter;
   const unpaginated =
     (resource === 'units' && settings.unitsUnpaginated) ||
     (resource === 'projects' && settings.projectsUnpaginated);
 
   if (unpaginated) {
     // One body with every record, streamed: the client must not assume pages.
-    let records: Iterable<JsonObject> = filtered(registry.iterate(resource), keep);
+    let records: Iterable<JsonObject> = filtered(registry.iterate(resource), keep, serve);
     if (fault?.kind === 'invalid-record') records = corruptNth(records, resource, fault, 0);
     const cut = fault?.kind === 'truncated' ? Math.floor(registry.count(resource) / 2) : undefined;
     await streamJsonArray(res, records, cut);
@@ -110,7 +118,7 @@ async function serveList(c: Context<SimEnv>, state: SimState, resource: Resource
   if (fault?.kind === 'drift') applyDrift(state, resource, paging.offset, fault);
   // ignore-offset: an operator that honours limit but always answers the list's first page.
   const offset = fault?.kind === 'ignore-offset' ? 0 : paging.offset;
-  const page = registry.page(resource, offset, paging.limit, keep);
+  const page = registry.page(resource, offset, paging.limit, keep).map(serve);
   if (fault?.kind === 'invalid-record' && page.length > 0) {
     const i = Math.floor(page.length / 2);
     page[i] = corrupt(resource, page[i] as JsonObject, fault);
@@ -132,7 +140,11 @@ async function serveData(c: Context<SimEnv>, state: SimState, resource: Resource
   if (g.handled) return RESPONSE_ALREADY_SENT;
   const res = c.env.outgoing;
   const id = c.req.param('id') ?? '';
-  const record = state.registry.inCustody(resource, id) ? state.registry.get(resource, id) : undefined;
+  const { registry } = state;
+  // A key-format drift renames the records: their new ids are read as well as the stored ones.
+  const stored = registry.storedId(resource, id);
+  const held = registry.inCustody(resource, stored) ? registry.get(resource, stored) : undefined;
+  const record = held && registry.served(resource, held);
   if (!record) {
     writeJson(res, 404, {
       message: `${ID_FIELD[resource]} ${id} is not held in the marketplace's custody account`,

@@ -47,7 +47,7 @@ const SIM_NAME = { projects: 'projects', issuances: 'issuances', unit_operations
 type ListTable = keyof typeof SIM_NAME;
 
 /** A PostgreSQL row in SQLite's forms; `_raw` as JSON text. */
-function sqliteForm(table: ResourceName, row: Record<string, unknown>): Record<string, unknown> {
+export function sqliteForm(table: ResourceName, row: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...row };
   for (const f of RESOURCE_FIELDS[table].fields) {
     const v = row[f.name];
