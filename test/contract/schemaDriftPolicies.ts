@@ -232,14 +232,17 @@ export function schemaDriftPolicyCases(kind: 'sqlite' | 'postgres', open: OpenDr
         afterRequests: 1,
       });
       const modes: string[] = [];
-      for (const _ of [1, 2, 3]) {
+      for (const _ of [1, 2, 3, 4]) {
         h.sim.registry.appendUnits(5);
         const outcome = await run(h.ctx, m, 'units');
         expect(outcome.status).toBe('succeeded');
         modes.push(outcome.mode);
       }
-      // Quarantined units in the overlap are not a mismatch: a full scan of the log every run would be.
-      expect(modes).toEqual(['incremental', 'incremental', 'incremental']);
+      // Units already mirrored that changed upstream inside the overlap are a mismatch once (the log
+      // was rewritten: one full scan, as for any rewrite); the units it then holds back are not: a
+      // held-back unit compares with what was held back, so the runs after stay incremental.
+      expect(modes.filter((mode) => mode === 'full').length).toBeLessThanOrEqual(1);
+      expect(modes.slice(-2)).toEqual(['incremental', 'incremental']);
     });
 
     for (const [name, target, change, show] of [
