@@ -89,6 +89,18 @@ export function changeView(row: ChangeRowRead): ChangeView {
   };
 }
 
+/**
+ * Fields in byte order of (resource, field), as SQLite's BINARY sorts them: a PostgreSQL database
+ * collated for people would put `annualEstimatedUnits` before `ProjectStatusDate`, and both stores
+ * must answer alike. Sorted here, not by the statement: a table has tens of fields.
+ */
+function byResourceThenField(a: FieldView, b: FieldView): number {
+  return Buffer.compare(
+    Buffer.from(`${a.resource}\u0000${a.field}`),
+    Buffer.from(`${b.resource}\u0000${b.field}`),
+  );
+}
+
 /** What `GET /v1/schema` and `vcu-sync schema` ask. */
 export interface SchemaQuery {
   /** A mirror table (`projects`, `unit_operations`, `custody_units`, ...); null: every one. */
@@ -99,16 +111,19 @@ export interface SchemaQuery {
   limit: number;
 }
 
+/** What `GET /v1/schema` answers and `vcu-sync schema --json` prints. */
+export interface SchemaAnswer {
+  fields: FieldView[];
+  changes: ChangeView[];
+}
+
 /** The learned shape (every field) and the changes asked for, newest first. */
-export async function readSchema(
-  read: ShapeReader,
-  query: SchemaQuery,
-): Promise<{ fields: FieldView[]; changes: ChangeView[] }> {
+export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise<SchemaAnswer> {
   const [fields, changes] = await Promise.all([
     read<FieldRow>(listFields(query.resource)),
     read<ChangeRowRead>(listChanges(query.resource, query.since, query.limit)),
   ]);
-  return { fields: fields.map(fieldView), changes: changes.map(changeView) };
+  return { fields: fields.map(fieldView).sort(byResourceThenField), changes: changes.map(changeView) };
 }
 
 /** The quarantine reasons the shape policy writes start with this (to count them apart). */
