@@ -51,6 +51,16 @@ function share(part: number, records: number): string {
   return percent > 0 && percent < 0.1 ? '<0.1%' : `${Math.round(percent * 10) / 10}%`;
 }
 
+/** C0 and C1 control characters (ESC among them), as they would reach a terminal. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text from the operator (field names, values, keys) as a terminal may show it: a control character
+ * is printed as U+FFFD, so a value cannot move the cursor, recolour or retitle the reader's terminal.
+ */
+const shown = (text: string) => text.replace(CONTROL, '\ufffd');
+
 const list = (values: readonly string[] | null) => (values === null ? '' : values.join(','));
 /** Enum values may hold commas and are cut at 80 characters: ` | ` between them, and how many first. */
 const valuesCell = (values: readonly string[]) => `${values.length}: ${values.join(' | ')}`;
@@ -78,12 +88,12 @@ const FIELD_COLUMNS: ReadonlyArray<Column<keyof FieldRow>> = [
 function fieldRow(f: FieldView): FieldRow {
   return {
     resource: f.resource,
-    field: f.field,
+    field: shown(f.field),
     types: list(f.types),
     mapped: f.mapped ? `column(${list(f.admitted)})` : '_raw',
     nulls: share(f.nulls, f.records),
     absent: share(f.absent, f.records),
-    values: f.values !== null ? valuesCell(f.values) : list(f.keyFormats),
+    values: shown(f.values !== null ? valuesCell(f.values) : list(f.keyFormats)),
     removed: day(f.removedAt),
   };
 }
@@ -107,12 +117,12 @@ function changeRow(c: ChangeView): ChangeRow {
   return {
     firstSeen: day(c.firstSeenAt),
     resource: c.resource,
-    field: c.field,
+    field: shown(c.field),
     kind: c.kind,
-    change: c.before === null ? c.after : `${c.before} -> ${c.after}`,
+    change: shown(c.before === null ? c.after : `${c.before} -> ${c.after}`),
     mapped: c.mapped ? 'yes' : 'no',
     count: String(c.count),
-    example: c.exampleKey ?? '',
+    example: shown(c.exampleKey ?? ''),
   };
 }
 
