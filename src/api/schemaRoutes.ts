@@ -3,6 +3,8 @@ import { z } from 'zod';
 import {
   BAD_SINCE,
   parseSchemaSince,
+  SCHEMA_LIMIT_DEFAULT,
+  SCHEMA_LIMIT_MAX,
   SCHEMA_RESOURCE_NAMES,
   schemaTableOf,
   UNKNOWN_RESOURCE,
@@ -13,10 +15,6 @@ import { decimalParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { schemaAnswer } from './schemas/shape.js';
 
 /** `GET /v1/schema`: what the mirror learned of the operator's records' shape, and what changed in it. */
-
-/** Most changes one answer holds, and how many when `limit` is not given. */
-export const SCHEMA_LIMIT_MAX = 1000;
-export const SCHEMA_LIMIT_DEFAULT = 100;
 
 const schemaQuery = z.strictObject({
   resource: z

@@ -1,7 +1,14 @@
 import { openShapeReads } from '../app/openStores.js';
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
-import { BAD_SINCE, parseSchemaSince, schemaTableOf, UNKNOWN_RESOURCE } from '../mirror/shape/query.js';
+import {
+  BAD_SINCE,
+  parseSchemaSince,
+  SCHEMA_LIMIT_DEFAULT,
+  SCHEMA_LIMIT_MAX,
+  schemaTableOf,
+  UNKNOWN_RESOURCE,
+} from '../mirror/shape/query.js';
 import {
   type ChangeView,
   type FieldView,
@@ -17,9 +24,6 @@ import { type Column, textTable } from './textTable.js';
  * operator's records and the changes seen in it, as `GET /v1/schema` answers it. Exit 0 printed,
  * 2 a resource or date it does not know (one line naming what it takes).
  */
-
-/** Changes printed, newest first (GET /v1/schema's default limit). */
-export const SCHEMA_CHANGES_SHOWN = 100;
 
 /** Exit code of a RESOURCE or --since the command does not take. */
 export const EXIT_SCHEMA_USAGE = 2;
@@ -41,7 +45,7 @@ export function schemaQueryOf(
   if (table === undefined) return { refused: `schema: resource ${resource}: ${UNKNOWN_RESOURCE}` };
   const from = since === undefined ? null : parseSchemaSince(since);
   if (from === undefined) return { refused: `schema: --since ${since}: ${BAD_SINCE}` };
-  return { resource: table, since: from, limit: SCHEMA_CHANGES_SHOWN };
+  return { resource: table, since: from, limit: SCHEMA_LIMIT_DEFAULT };
 }
 
 /** A share of the records read, as a percentage with one decimal ('-' when none were read). */
@@ -141,7 +145,9 @@ export function schemaText(answer: SchemaAnswer, query: SchemaQuery): string {
       `Changes${since}, newest first (UTC)\n${textTable(CHANGE_COLUMNS, answer.changes.map(changeRow))}`,
     );
     if (answer.changes.length === query.limit)
-      out.push(`(the ${query.limit} newest shown: narrow with RESOURCE or --since for older ones)`);
+      out.push(
+        `(the ${query.limit} newest shown; older ones: GET /v1/schema?limit=${SCHEMA_LIMIT_MAX}, or schema_changes with SQL)`,
+      );
   }
   return `${out.join('\n\n')}\n`;
 }

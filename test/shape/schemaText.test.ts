@@ -77,7 +77,9 @@ describe('vcu-sync schema as text', () => {
   it('says when the changes shown are only the newest of more', () => {
     const many = Array.from({ length: 3 }, (_, i) => change({ id: 3 - i, after: `v${i}` }));
     const text = schemaText({ fields: [], changes: many }, { ...query, limit: 3 });
-    expect(text).toMatch(/\n\(the 3 newest shown: narrow with RESOURCE or --since for older ones\)\n$/);
+    expect(text).toMatch(
+      /\n\(the 3 newest shown; older ones: GET \/v1\/schema\?limit=1000, or schema_changes with SQL\)\n$/,
+    );
     expect(schemaText({ fields: [], changes: many.slice(1) }, { ...query, limit: 3 })).not.toContain(
       'newest shown',
     );

@@ -6,6 +6,10 @@ import type { ResourceName } from '../../operator/fields.js';
  * mirror table or the sync's name for one, and `since`, an ISO date-time or date.
  */
 
+/** Most changes one answer holds, and how many when no limit is asked (the CLI always shows that many). */
+export const SCHEMA_LIMIT_MAX = 1000;
+export const SCHEMA_LIMIT_DEFAULT = 100;
+
 /** The mirror tables whose shape is learned, as `schema_fields.resource` names them. */
 export const SCHEMA_TABLES: readonly ResourceName[] = [
   'projects',
