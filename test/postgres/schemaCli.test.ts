@@ -12,6 +12,7 @@ import {
   seedShape,
 } from '../contract/schemaRoutes.cases.js';
 import { tempDir } from '../helpers/context.js';
+import { freePort } from '../helpers/net.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { type CliRun, vcuSync } from '../shape/schemaCli.js';
 
@@ -75,7 +76,7 @@ describe('vcu-sync schema on PostgreSQL', () => {
     },
   );
 
-  it('refuses a database no daemon ran on with exit 1, and a bad resource with exit 2 before connecting', async () => {
+  it('refuses a database no daemon ran on or a server not there with exit 1, and a bad resource with exit 2 before connecting', async () => {
     const fresh = await createTestDatabase(cluster);
     try {
       const never = await onPostgres([], fresh.url);
@@ -86,6 +87,17 @@ describe('vcu-sync schema on PostgreSQL', () => {
     } finally {
       await fresh.drop();
     }
+    // A server that is not there: one line, exit 1, its password not in it.
+    const away = await onPostgres(
+      [],
+      `postgres://nobody:away-secret-0123@127.0.0.1:${await freePort()}/none`,
+    );
+    expect(away.code).toBe(1);
+    expect(away.said).toMatch(
+      /^vcu-sync: database: cannot connect to PostgreSQL at 127\.0\.0\.1:\d+\/none: /,
+    );
+    expect(away.said.split('\n')).toHaveLength(1);
+    expect(away.said).not.toContain('away-secret-0123');
     const bad = await onPostgres(['widgets'], 'postgres://nobody:secret@127.0.0.1:9/none');
     expect(bad.code).toBe(2);
     expect(bad.said).toMatch(/^vcu-sync: schema: resource widgets: expected one of /);
