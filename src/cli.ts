@@ -12,6 +12,17 @@ import { VERSION } from './version.js';
 /** What `sync` takes, for its help and completion; `vcu-sync sync` itself checks them (SYNC_TARGETS). */
 export const SYNC_RESOURCE_NAMES = ['projects', 'issuances', 'units', 'custody'] as const;
 
+/** What `schema` takes, for its help and completion; `vcu-sync schema` itself checks them (mirror/shape/query.ts). */
+export const SCHEMA_RESOURCE_NAMES = [
+  'projects',
+  'issuances',
+  'units',
+  'unit_operations',
+  'custody_projects',
+  'custody_issuances',
+  'custody_units',
+] as const;
+
 /**
  * The command line. Each command loads what it needs lazily, so `vcu-sync status` does not pay
  * for the simulator and `--help` answers at once. Errors caused by the user print one line and
@@ -75,6 +86,20 @@ export function buildProgram(): Command {
         return runStatusCommand(configOf(cmd), { json: opts.json ?? false });
       }),
     );
+
+  const schema = program
+    .command('schema')
+    .description("the shape learned of the operator's records, per field, and the changes seen in it")
+    .argument('[resource]', `one mirror table: ${SCHEMA_RESOURCE_NAMES.join(', ')} (default: every one)`)
+    .option('--since <date>', 'only changes first seen at or after this ISO date-time or date')
+    .option('--json', 'print what GET /v1/schema answers')
+    .action(
+      wrap(async (resource: string | undefined, opts: { since?: string; json?: boolean }, cmd: Command) => {
+        const { runSchemaCli } = await import('./commands/schema.js');
+        return runSchemaCli(configOf(cmd), resource, { since: opts.since, json: opts.json ?? false });
+      }),
+    );
+  completeArgumentsWith(schema, SCHEMA_RESOURCE_NAMES);
 
   program
     .command('enqueue')

@@ -69,3 +69,12 @@ export async function finishedWithin(task: Promise<unknown>, ms: number): Promis
 }
 
 const finished = () => true as const;
+
+/** Whether `value` (YYYY-MM-DD) names a day of the calendar: 2023-02-29 and 2023-13-45 do not. */
+export function isCalendarDay(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const date = new Date(Date.UTC(y, mo - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
+}

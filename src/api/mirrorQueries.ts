@@ -1,3 +1,4 @@
+import { readSchema, type SchemaAnswer, type SchemaQuery } from '../mirror/shape/reads.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 import type { ScriptStore } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
@@ -90,6 +91,8 @@ export interface MirrorReads {
   list(request: ListRequest): Promise<ListPage>;
   /** The record with this key, removed or not; null when the mirror has never seen it. */
   get(resource: ResourceName, id: string): Promise<Record<string, unknown> | null>;
+  /** The learned shape of the operator's records and its changes (`GET /v1/schema`). */
+  schema(query: SchemaQuery): Promise<SchemaAnswer>;
 }
 
 /**
@@ -203,5 +206,6 @@ export function mirrorReads(store: ScriptStore): MirrorReads {
       const [row] = await store.read(recordStatement(resource, id));
       return row ? decodeRow(RESOURCE_FIELDS[resource].fields, row) : null;
     },
+    schema: (query) => readSchema((statement) => store.read(statement), query),
   };
 }

@@ -1,6 +1,9 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
+import { isCalendarDay } from '../clock.js';
+
+export { isCalendarDay };
 
 /**
  * One answer of a route. A JSON answer's body is `schema`; an error answer (status 400 and up) given
@@ -71,15 +74,6 @@ export const cursorParam = z
   .min(1)
   .optional()
   .describe("opaque cursor from the previous page's `next`");
-
-/** Whether `value` (YYYY-MM-DD) names a day of the calendar: 2023-02-29 and 2023-13-45 do not. */
-export function isCalendarDay(value: string): boolean {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(Date.UTC(y, mo - 1, d));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
 
 const day = z.string().refine(isCalendarDay, 'expected YYYY-MM-DD, a real date').meta({ format: 'date' });
 /** Inclusive lower date bound. */

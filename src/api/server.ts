@@ -22,6 +22,7 @@ import { buildOpenApi } from './openapi.js';
 import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
 import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
+import { registerSchemaRoutes, SCHEMA_ROUTE_SPECS } from './schemaRoutes.js';
 import { registerStatusRoutes, STATUS_ROUTE_SPECS } from './statusRoutes.js';
 
 /**
@@ -36,6 +37,7 @@ export function routeSpecs(config: Config): RouteSpec[] {
     ...STATUS_ROUTE_SPECS,
     ...MIRROR_ROUTE_SPECS,
     ...FEED_ROUTE_SPECS,
+    ...SCHEMA_ROUTE_SPECS,
     ...operationsRouteSpecs(config),
     ...DELIVERIES_ROUTE_SPECS,
   ];
@@ -49,6 +51,7 @@ function openApiDocument(ctx: AppContext): () => Record<string, unknown> {
 
 /** The store's seams the routes read and write through (app/ hands the configured store's). */
 export interface ApiSeams {
+  /** The mirror's lists and records, and its learned shape (`GET /v1/schema`). */
   mirrorReads: MirrorReads;
   /** The operations routes' outbox. */
   outbox: OutboxAccess;
@@ -82,6 +85,7 @@ export function routeRegistrars({
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
     (app, ctx) => registerMirrorRoutes(app, ctx, mirrorReads, requestSync),
     (app, ctx, closing) => registerFeedRoutes(app, ctx, { closing, feed }),
+    (app) => registerSchemaRoutes(app, mirrorReads),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     (app, ctx) => registerDeliveriesRoutes(app, ctx, deliveries),
   ];

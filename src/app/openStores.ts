@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Logger } from '../log.js';
-import type { CommandStoreOptions, DaemonStores, Opened, Stores } from './stores.js';
+import type { CommandStoreOptions, DaemonStores, Opened, ShapeReads, Stores } from './stores.js';
 
 /**
  * The one place that picks the database: PostgreSQL when `database.url` is set, else SQLite at
@@ -40,6 +40,13 @@ export async function openStatusReads(
   const url = config.database.url;
   if (url) return (await import('./postgresStores.js')).postgresStatusReads(config, url);
   return (await import('./sqliteStores.js')).sqliteStatusReads(config);
+}
+
+/** What `vcu-sync schema` reads: the configured database opened read-only, never migrated. */
+export async function openShapeReads(config: Config, log: Logger): Promise<ShapeReads> {
+  const url = config.database.url;
+  if (url) return (await import('./postgresStores.js')).postgresShapeReads(config, url, log);
+  return (await import('./sqliteStores.js')).sqliteShapeReads(config);
 }
 
 /** `vcu-sync db migrate`: brings the configured database's schema up to date; the line to print. */

@@ -32,7 +32,15 @@ import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredSchemaChangesSink, subscribersFromConfig } from '../subscribers/subscribers.js';
-import type { CommandStoreOptions, DaemonLinks, DaemonStores, Opened, Stores } from './stores.js';
+import {
+  type CommandStoreOptions,
+  type DaemonLinks,
+  type DaemonStores,
+  noShapeTablesMessage,
+  type Opened,
+  type ShapeReads,
+  type Stores,
+} from './stores.js';
 
 /**
  * The PostgreSQL adapter's factory (`database.url`): any number of processes on one database. What
@@ -130,11 +138,28 @@ export async function openPostgresCommand(
   return { ctx, stores: commandSeams(ctx, database, `cli:${process.pid}`) };
 }
 
-async function hasTables(pool: pg.Pool): Promise<boolean> {
-  const { rows } = await pool.query<{ found: boolean }>(
-    `SELECT to_regclass('public.outbox') IS NOT NULL AS found`,
-  );
+async function hasTables(pool: pg.Pool, table = 'outbox'): Promise<boolean> {
+  const { rows } = await pool.query<{ found: boolean }>(`SELECT to_regclass($1) IS NOT NULL AS found`, [
+    `public.${table}`,
+  ]);
   return rows[0]?.found === true;
+}
+
+/**
+ * `vcu-sync schema`'s reads: one connection, no migration (it only reads), on a database holding the
+ * learned shape's tables.
+ */
+export async function postgresShapeReads(config: Config, url: string, log: Logger): Promise<ShapeReads> {
+  const database = await open(config, url, log, { max: 1, migrate: false }, 'warn');
+  try {
+    if (!(await hasTables(database.pool, 'schema_fields')))
+      throw new UserError(noShapeTablesMessage(database.label));
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  const scripts = postgresScriptStore(database.pool);
+  return { read: (statement) => scripts.read(statement), close: () => database.close() };
 }
 
 /**

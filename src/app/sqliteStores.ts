@@ -13,9 +13,17 @@ import { sqliteHealthReads } from '../sqlite/health.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
 import { type OpenDatabase, openDatabase } from '../sqlite/open.js';
 import { sqliteOutbox } from '../sqlite/operationsStore.js';
+import { runSqlite } from '../sqlite/scripts.js';
+import type { Sql } from '../store/sql.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { configuredDeliveriesSink, configuredSchemaChangesSink } from '../subscribers/subscribers.js';
-import type { CommandStoreOptions, Opened, Stores } from './stores.js';
+import {
+  type CommandStoreOptions,
+  noShapeTablesMessage,
+  type Opened,
+  type ShapeReads,
+  type Stores,
+} from './stores.js';
 
 /**
  * The SQLite adapter's factory: one daemon per file, which owns it for the process's life (the
@@ -107,6 +115,25 @@ export function sqliteStatusReads(
   if (!existsSync(config.database.path)) return { missing: missingDatabaseMessage(config.database.path) };
   const database = openDatabase(config.database.path, { readonly: true, migrate: false });
   return { reads: sqliteHealthReads(database.sqlite), close: async () => database.close() };
+}
+
+/**
+ * `vcu-sync schema`'s reads: the file opened read-only, never migrated; it must exist (a mistyped
+ * path is an error, not a new file) and hold the learned shape's tables.
+ */
+export function sqliteShapeReads(config: Config): ShapeReads {
+  requireDatabase(config);
+  const database = openDatabase(config.database.path, { readonly: true, migrate: false });
+  const { sqlite } = database;
+  const found = sqlite.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_fields'`);
+  if (found.get() === undefined) {
+    database.close();
+    throw new UserError(noShapeTablesMessage(config.database.path));
+  }
+  return {
+    read: async <R extends object>(statement: Sql) => runSqlite(sqlite, statement).rows as R[],
+    close: async () => database.close(),
+  };
 }
 
 /** `db migrate` on the file: migrations applied as it opens; says how many are in. */

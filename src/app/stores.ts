@@ -5,6 +5,7 @@ import type { InboxStore } from '../inbox/inboxStore.js';
 import type { Metrics } from '../metrics.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { SyncRunner } from '../mirror/coordinator.js';
+import type { ShapeReader } from '../mirror/shape/reads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';
@@ -87,4 +88,15 @@ export interface CommandStoreOptions {
 export interface Opened<S extends Stores> {
   ctx: AppContext;
   stores: S;
+}
+
+/** What `vcu-sync schema` reads: the learned shape, on a database opened to read only. */
+export interface ShapeReads {
+  read: ShapeReader;
+  close(): Promise<void>;
+}
+
+/** A database the daemon of this version has never run on: no learned shape to read. */
+export function noShapeTablesMessage(database: string): string {
+  return `database ${database} has no schema_fields table: no daemon of this version has run on it (vcu-sync db migrate brings it up to date)`;
 }

@@ -9,7 +9,10 @@ import type { Command } from 'commander';
 /** Words a positional argument completes to, beyond commander's own `.choices()` (e.g. `sync`'s resources). */
 const argumentWords = new WeakMap<Command, string[]>();
 
-/** Declares what `cmd`'s (variadic) arguments complete to, when they are not checked choices. */
+/**
+ * Declares what `cmd`'s variadic arguments, or its only argument, complete to, when they are not
+ * checked choices (`schema` names a bad resource itself, with its own exit code).
+ */
 export function completeArgumentsWith(cmd: Command, words: readonly string[]): Command {
   argumentWords.set(cmd, [...words]);
   return cmd;
@@ -34,7 +37,8 @@ export function completionTree(program: Command): Map<string, CompletionNode> {
     const options = [...help.visibleOptions(cmd), ...(cmd === program ? [] : global)];
     const args: Record<string, string[]> = {};
     cmd.registeredArguments.forEach((arg, i) => {
-      const words = arg.argChoices ?? (arg.variadic ? argumentWords.get(cmd) : undefined);
+      const own = arg.variadic || cmd.registeredArguments.length === 1;
+      const words = arg.argChoices ?? (own ? argumentWords.get(cmd) : undefined);
       if (words) args[arg.variadic ? '*' : String(i)] = [...words];
     });
     const subcommands = help.visibleCommands(cmd).map((c) => c.name());

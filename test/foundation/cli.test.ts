@@ -19,6 +19,7 @@ describe('vcu-sync command line', () => {
       'run',
       'sync',
       'status',
+      'schema',
       'enqueue',
       'outbox',
       'simulator',

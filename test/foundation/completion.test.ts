@@ -64,6 +64,11 @@ describe('vcu-sync completion bash', () => {
     expect(complete('vcu-sync', '--config', 'x.toml', 'outbox', 're')).toEqual(['retry']);
     expect(complete('vcu-sync', 'db', '')).toEqual(['migrate', 'backup', 'help']);
     expect(complete('vcu-sync', 'sync', 'units', 'pro')).toEqual(['projects']);
+    expect(complete('vcu-sync', 'schema', 'custody_')).toEqual([
+      'custody_projects',
+      'custody_issuances',
+      'custody_units',
+    ]);
   });
 
   it("offers a command's options after a dash, and nothing in place of an option's value", () => {

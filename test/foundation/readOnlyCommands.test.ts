@@ -21,6 +21,7 @@ describe('commands that read do not create the database', () => {
     ['outbox', 'show', 'ref-1'],
     ['outbox', 'retry', 'ref-1'],
     ['outbox', 'cancel', 'ref-1'],
+    ['schema'],
     ['db', 'backup', path.join(empty, 'copy.db')],
   ];
   it.each(commands)('%s %s says the file does not exist and leaves none behind', (...args) => {

@@ -213,6 +213,7 @@ describe('README exit codes are what the commands return', () => {
         'enqueue',
         'outbox',
         'run',
+        'schema',
         'simulator',
         'status',
         'sync',

@@ -201,6 +201,15 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       vcu(['deliveries', 'retry', '4242'], migrated().env),
     ),
   },
+  schema: {
+    0: scenario('schema on a migrated database (nothing learned yet)', async () =>
+      vcu(['schema'], migrated().env),
+    ),
+    1: scenario('schema without a database', () =>
+      vcu(['schema'], { VCU_SYNC_DB: path.join(root, 'none.db') }),
+    ),
+    2: scenario('schema of an unknown resource', async () => vcu(['schema', 'widgets'], migrated().env)),
+  },
   simulator: {
     64: scenario('simulator with a bad flag', () => vcu(['simulator', '--units', 'many'], noOperator)),
   },

@@ -72,12 +72,15 @@ describe('the API on PostgreSQL when the database is away', () => {
     closed.on('error', () => {});
     stops.push(() => closed.end().catch(() => {}));
     const base = await apiOver(closed);
-    const res = await get(base, '/v1/units');
-    const text = await res.text();
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('2');
-    expect(JSON.parse(text)).toEqual({ error: 'the database server cannot be reached; retry later' });
-    expect(text).not.toContain(PASSWORD);
+    // A list, and the learned shape (two reads at once: either failing answers for both).
+    for (const path of ['/v1/units', '/v1/schema?resource=units']) {
+      const res = await get(base, path);
+      const text = await res.text();
+      expect(res.status, path).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('2');
+      expect(JSON.parse(text)).toEqual({ error: 'the database server cannot be reached; retry later' });
+      expect(text).not.toContain(PASSWORD);
+    }
   });
 
   it('the same routes answer 200 once the server is there, and a schema it lacks is a 500, not a retry', async () => {

@@ -96,6 +96,18 @@ export function changeView(row: ChangeRowRead): ChangeView {
   };
 }
 
+/**
+ * Fields in byte order of (resource, field), as SQLite's BINARY sorts them: a PostgreSQL database
+ * collated for people would put `annualEstimatedUnits` before `ProjectStatusDate`, and both stores
+ * must answer alike. Sorted here, not by the statement: a table has tens of fields.
+ */
+function byResourceThenField(a: FieldView, b: FieldView): number {
+  return Buffer.compare(
+    Buffer.from(`${a.resource}\u0000${a.field}`),
+    Buffer.from(`${b.resource}\u0000${b.field}`),
+  );
+}
+
 /** What `GET /v1/schema` and `vcu-sync schema` ask. */
 export interface SchemaQuery {
   /** A mirror table (`projects`, `unit_operations`, `custody_units`, ...); null: every one. */
@@ -115,8 +127,8 @@ export interface QuarantinedView {
   at: string;
 }
 
-/** What `GET /v1/schema` answers. */
-export interface SchemaView {
+/** What `GET /v1/schema` answers and `vcu-sync schema --json` prints. */
+export interface SchemaAnswer {
   fields: FieldView[];
   changes: ChangeView[];
   /** Open shape-quarantined records: how many per resource, and the oldest (at most `limit`). */
@@ -124,7 +136,7 @@ export interface SchemaView {
 }
 
 /** The learned shape (every field), the changes asked for (newest first) and what is held back. */
-export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise<SchemaView> {
+export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise<SchemaAnswer> {
   const [fields, changes, held, counts] = await Promise.all([
     read<FieldRow>(listFields(query.resource)),
     read<ChangeRowRead>(listChanges(query.resource, query.since, query.limit)),
@@ -134,7 +146,7 @@ export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise
     read<{ resource: string; n: number }>(countShapeQuarantine()),
   ]);
   return {
-    fields: fields.map(fieldView),
+    fields: fields.map(fieldView).sort(byResourceThenField),
     changes: changes.map(changeView),
     quarantined: {
       counts: Object.fromEntries(
