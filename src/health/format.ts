@@ -33,8 +33,17 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );
+  lines.push(schemaLine(health, now));
   lines.push(...replicaLines(health, now));
   return `${lines.join('\n')}\n`;
+}
+
+/** The operator's records' shape: changes in the problem window, records quarantined for it. */
+function schemaLine(health: Health, now: number): string {
+  const { schema } = health.snapshot;
+  const hours = Math.max(1, Math.round((now - Date.parse(schema.since)) / 3_600_000));
+  const quarantined = schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', ');
+  return `upstream schema (${hours}h): ${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} (${schema.recentMapped} to mapped fields); quarantined for their shape: ${quarantined || 'none'}`;
 }
 
 /** PostgreSQL: one line per replica and per running sync run (nothing on SQLite). */

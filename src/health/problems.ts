@@ -30,6 +30,7 @@ export const PROBLEM_SEVERITIES = {
   'webhook-undecided': ['warning'],
   'webhook-id-reused': ['warning'],
   'records-quarantined': ['warning'],
+  'upstream-schema-changed': ['warning', 'critical'],
   'database-corrupt': ['critical'],
   'database-write-failed': ['critical'],
   'database-unreadable': ['critical'],
@@ -70,4 +71,6 @@ export interface RuleInputs {
   subscriberFailingMinutes?: number;
   /** A replica whose heartbeat is older than this is flagged, ms (default: REPLICA_STALE_MS). */
   replicaStaleMs?: number;
+  /** How long a schema change stays a problem, hours: the snapshot's window, named in the message (default: 24). */
+  schemaProblemHours?: number;
 }
