@@ -102,7 +102,7 @@ describe('upstream-schema-changed over HTTP and the command line', () => {
     const res = await get('/');
     expect(res.status).toBe(200);
     const page = await res.text();
-    expect(page).toMatch(/<section id="first" class="critical">[^]*upstream-schema-changed/);
+    expect(page).toMatch(/<section id="first" class="critical">[\s\S]*upstream-schema-changed/);
     const section = page.slice(
       page.indexOf('<h2>Upstream schema</h2>'),
       page.indexOf('<div class="charts">'),
