@@ -1,3 +1,4 @@
+import { readable } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
 import { formatDuration, type Problem } from '../health/rules.js';
 import { changeWords } from '../health/schemaRules.js';
@@ -70,6 +71,7 @@ ${stage('failed', 'failed, 24 h', o.finishedSince.failed ?? 0)}
 
 /** Upstream schema: the recent changes to the operator's records' shape, and what is quarantined for it. */
 function upstreamSchema(health: Health, now: number): string {
+  if (!readable(health)) return '';
   const { schema } = health.snapshot;
   const hours = Math.max(1, Math.round((now - Date.parse(schema.since)) / 3_600_000));
   const quarantined = schema.quarantined.reduce((n, q) => n + q.records, 0);

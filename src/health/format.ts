@@ -33,10 +33,14 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );
-  lines.push(schemaLine(health, now));
+  if (readable(health)) lines.push(schemaLine(health, now));
   lines.push(...replicaLines(health, now));
   return `${lines.join('\n')}\n`;
 }
+
+/** Whether the figures were read (an unreadable database has none to show). */
+export const readable = (health: Health) =>
+  !health.snapshot.database.readError && !health.snapshot.database.unreachable;
 
 /** The operator's records' shape: changes in the problem window, records quarantined for it. */
 function schemaLine(health: Health, now: number): string {

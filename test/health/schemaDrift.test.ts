@@ -1,8 +1,13 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderStatusPage } from '../../src/api/statusPage.js';
+import { loadConfig } from '../../src/config.js';
+import { formatHealth } from '../../src/health/format.js';
 import { healthSchema } from '../../src/health/health.js';
+import { NO_FAULTS, unreadableSnapshot } from '../../src/health/snapshot.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
+import { judgeHealth } from '../../src/status.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { type Harness, harness, noSleep } from '../mirror/harness.js';
@@ -122,5 +127,18 @@ describe('upstream-schema-changed over HTTP and the command line', () => {
     expect(out.stdout).toContain(
       'upstream schema (24h): 2 changes (2 to mapped fields); quarantined for their shape: projects 1',
     );
+  });
+});
+
+describe('an unreadable database', () => {
+  it('shows no schema figures it could not read, in the command line or on the page', () => {
+    const now = Date.parse('2026-03-02T12:00:00.000Z');
+    const config = loadConfig({ env: { VCU_SYNC_DB: '/nonexistent/unused.db' } });
+    const snapshot = unreadableSnapshot({ ...NO_FAULTS, readError: 'SQLITE_IOERR: disk I/O error' });
+    const health = judgeHealth(snapshot, config, { kind: 'sqlite', location: '/x.db' }, now, null);
+    expect(health.problems.map((p) => p.code)).toEqual(['database-unreadable']);
+    expect(formatHealth(health, now)).not.toContain('upstream schema');
+    const page = renderStatusPage(health, { syncDurations: [], queueDepth: [], recentWebhooks: [] }, now);
+    expect(page).not.toContain('Upstream schema');
   });
 });
