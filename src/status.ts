@@ -85,7 +85,6 @@ export function judgeHealth(
     decisionWarnHours: config.status.decision_warn_hours,
     decisionWarnCount: config.status.decision_warn_count,
     subscriberFailingMinutes: config.subscriber_delivery.failing_warn_minutes,
-    schemaProblemHours: config.sync.schema.problem_hours,
   });
   return {
     status,

@@ -1,7 +1,7 @@
 import { readable } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
 import { formatDuration, type Problem } from '../health/rules.js';
-import { changeWords } from '../health/schemaRules.js';
+import { changeWords, windowHours } from '../health/schemaRules.js';
 import type { Series } from '../health/series.js';
 import type { Health } from '../status.js';
 import { escapeHtml as esc } from './html.js';
@@ -73,7 +73,7 @@ ${stage('failed', 'failed, 24 h', o.finishedSince.failed ?? 0)}
 function upstreamSchema(health: Health, now: number): string {
   if (!readable(health)) return '';
   const { schema } = health.snapshot;
-  const hours = Math.max(1, Math.round((now - Date.parse(schema.since)) / 3_600_000));
+  const hours = windowHours(schema, now);
   const quarantined = schema.quarantined.reduce((n, q) => n + q.records, 0);
   const rows = schema.recent.map((c) => [
     when(c.firstSeenAt, now),

@@ -1,6 +1,7 @@
 import type { Health } from './health.js';
 import { identityLine } from './identity.js';
 import { formatDuration } from './rules.js';
+import { windowHours } from './schemaRules.js';
 
 /** `vcu-sync status` for people: the verdict, the worst problem first with what to do, then a short table. */
 export function formatHealth(health: Health, now: number): string {
@@ -45,7 +46,7 @@ export const readable = (health: Health) =>
 /** The operator's records' shape: changes in the problem window, records quarantined for it. */
 function schemaLine(health: Health, now: number): string {
   const { schema } = health.snapshot;
-  const hours = Math.max(1, Math.round((now - Date.parse(schema.since)) / 3_600_000));
+  const hours = windowHours(schema, now);
   const quarantined = schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', ');
   return `upstream schema (${hours}h): ${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} (${schema.recentMapped} to mapped fields); quarantined for their shape: ${quarantined || 'none'}`;
 }

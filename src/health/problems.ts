@@ -71,6 +71,4 @@ export interface RuleInputs {
   subscriberFailingMinutes?: number;
   /** A replica whose heartbeat is older than this is flagged, ms (default: REPLICA_STALE_MS). */
   replicaStaleMs?: number;
-  /** How long a schema change stays a problem, hours: the snapshot's window, named in the message (default: 24). */
-  schemaProblemHours?: number;
 }

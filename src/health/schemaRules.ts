@@ -35,6 +35,10 @@ export function changeWords(c: SchemaChangeFacts): string {
 /** A change named with its table and field ("projects.totalEstimatedUnits number -> string (mapped)"). */
 export const describeChange = (c: SchemaChangeFacts) => `${c.resource}.${c.field} ${changeWords(c)}`;
 
+/** The window's length in hours (`sync.schema.problem_hours`), as the snapshot was read. */
+export const windowHours = (schema: HealthSnapshot['schema'], now: number) =>
+  Math.max(1, Math.round((now - Date.parse(schema.since)) / 3_600_000));
+
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** What to do, for the kinds of change present. */
@@ -43,10 +47,16 @@ function advice(schema: HealthSnapshot['schema'], tables: readonly string[]): st
   const steps = [`read what changed: ${tables.map((t) => `vcu-sync schema ${t}`).join(', ')}`];
   if (schema.quarantined.length > 0) {
     steps.push(
-      'records are quarantined (a mapped field changed type): wait for a release that maps it, or set on_type_change = "store" in [sync.schema] and restart; they come back on the next run',
+      'records are quarantined (the reason says why): wait for a release that maps the new type, or set on_type_change = "store" (on_new_value = "store" for a new value) in [sync.schema] and restart; they come back on the next run',
+    );
+  } else if (schema.recent.some((c) => c.kind === 'type-changed' && c.mapped)) {
+    steps.push(
+      'a mapped field changed type and its records were stored: the column is null, the value in _raw',
     );
   }
   if (kinds.has('new-value')) steps.push('a new state value: tell the apps that read that column');
+  if (kinds.has('field-removed') || kinds.has('key-format-changed'))
+    steps.push('a field gone or a new key format: tell the apps that read it');
   if (kinds.has('field-added')) steps.push('a new field needs nothing: it is kept in _raw');
   return steps.join('; ');
 }
@@ -60,7 +70,7 @@ export function schemaProblems(snapshot: HealthSnapshot, inputs: RuleInputs): Pr
     const named = schema.recent.slice(0, NAMED_CHANGES).map(describeChange);
     const more = schema.recentCount - named.length;
     parts.push(
-      `${plural(schema.recentCount, 'change')} to the operator's records in the last ${inputs.schemaProblemHours ?? 24}h: ${named.join(', ')}${more > 0 ? `, and ${more} more` : ''}`,
+      `${plural(schema.recentCount, 'change')} to the operator's records in the last ${windowHours(schema, inputs.now)}h: ${named.join(', ')}${more > 0 ? `, and ${more} more` : ''}`,
     );
   }
   if (quarantinedRecords > 0) {

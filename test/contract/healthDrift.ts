@@ -164,7 +164,9 @@ export const DRIFT_CASES: HealthCase[] = [
       expect(p.action).toContain(
         'read what changed: vcu-sync schema projects, vcu-sync schema unit_operations',
       );
-      expect(p.action).toContain('set on_type_change = "store" in [sync.schema] and restart');
+      expect(p.action).toContain(
+        'set on_type_change = "store" (on_new_value = "store" for a new value) in [sync.schema] and restart',
+      );
       expect(p.action).toContain('a new state value: tell the apps that read that column');
       expect(p.action).not.toContain('_raw');
       const unreadable = health.problems.find((x) => x.code === 'records-quarantined');
@@ -174,6 +176,41 @@ export const DRIFT_CASES: HealthCase[] = [
         { resource: 'unit_operations', records: 2, reason: TYPE_REASON('unitsQuantity') },
       ]);
       expect(health.snapshot.schema.recentMapped).toBe(2);
+    },
+  },
+  {
+    name: 'schema drift: a mapped field stored under on_type_change = "store" and a field gone: critical, nothing quarantined',
+    seed: async (exec) => {
+      await allSynced(exec);
+      await schemaChange(exec, {
+        resource: 'issuances',
+        field: 'issuanceVintage',
+        kind: 'type-changed',
+        before: 'number',
+        after: 'string',
+        mapped: true,
+        minutes: 30,
+      });
+      await schemaChange(exec, {
+        resource: 'custody_projects',
+        field: 'projectTags',
+        kind: 'field-removed',
+        before: 'string',
+        after: 'absent',
+        mapped: true,
+        minutes: 20,
+      });
+    },
+    codes: ['upstream-schema-changed'],
+    check: (health) => {
+      const p = only(health);
+      expect(p.severity).toBe('critical');
+      expect(p.message).toBe(
+        "2 changes to the operator's records in the last 24h: custody_projects.projectTags removed (mapped), issuances.issuanceVintage number -> string (mapped)",
+      );
+      expect(p.action).toBe(
+        'read what changed: vcu-sync schema custody_projects, vcu-sync schema issuances; a mapped field changed type and its records were stored: the column is null, the value in _raw; a field gone or a new key format: tell the apps that read it',
+      );
     },
   },
   {
