@@ -132,6 +132,17 @@ export function createMetrics() {
       help: 'Records in the mirror (not removed), by resource.',
       labelNames: ['resource'] as const,
     }),
+    /** Set by the API at scrape time from the health module (issue 28). */
+    schemaChanges: gauge({
+      name: 'vcu_sync_schema_changes',
+      help: "Changes to the operator's records' shape recorded in schema_changes, by mirror table and kind (field-added, field-removed, type-changed, new-value, key-format-changed); each change counts once, however many records show it.",
+      labelNames: ['resource', 'kind'] as const,
+    }),
+    schemaQuarantined: gauge({
+      name: 'vcu_sync_schema_quarantined',
+      help: 'Records quarantined for their shape (sync.schema policies), still open and so missing from the mirror, by mirror table.',
+      labelNames: ['resource'] as const,
+    }),
     subscriberDeliveries: counter({
       name: 'vcu_sync_subscriber_deliveries_total',
       help: 'Subscriber delivery attempts by subscriber and outcome (delivered, retry, dead).',

@@ -34,6 +34,7 @@ export function snapshotWindow(config: Config, now: number): SnapshotWindow {
   return {
     recentSince: new Date(now - 24 * 3_600_000).toISOString(),
     decisionCutoff: new Date(now - config.status.decision_warn_hours * 3_600_000).toISOString(),
+    schemaSince: new Date(now - config.sync.schema.problem_hours * 3_600_000).toISOString(),
   };
 }
 

@@ -1,5 +1,7 @@
+import { readable } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
 import { formatDuration, type Problem } from '../health/rules.js';
+import { changeWords, windowHours } from '../health/schemaRules.js';
 import type { Series } from '../health/series.js';
 import type { Health } from '../status.js';
 import { escapeHtml as esc } from './html.js';
@@ -65,6 +67,25 @@ ${stage('approved', 'approved, 24 h', o.finishedSince.approved ?? 0)}
 ${stage('rejected', 'rejected, 24 h', o.finishedSince.rejected ?? 0)}
 ${stage('failed', 'failed, 24 h', o.finishedSince.failed ?? 0)}
 </ol>${o.paused ? `<p class="critical"><b>Sending paused</b> since ${esc(o.paused.since)}: ${esc(o.paused.reason)}</p>` : ''}`;
+}
+
+/** Upstream schema: the recent changes to the operator's records' shape, and what is quarantined for it. */
+function upstreamSchema(health: Health, now: number): string {
+  if (!readable(health)) return '';
+  const { schema } = health.snapshot;
+  const hours = windowHours(schema, now);
+  const quarantined = schema.quarantined.reduce((n, q) => n + q.records, 0);
+  const rows = schema.recent.map((c) => [
+    when(c.firstSeenAt, now),
+    esc(c.resource),
+    esc(c.field),
+    esc(changeWords(c)),
+    String(c.count),
+    esc(c.exampleKey ?? ''),
+  ]);
+  const more = schema.recentCount - rows.length;
+  return `<h2>Upstream schema</h2><p id="schema-summary">${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} to the operator's records in the last ${hours} h${more > 0 ? ` (the newest ${rows.length} below)` : ''}; ${quarantined} record${quarantined === 1 ? '' : 's'} quarantined for their shape${schema.quarantined.length ? ` (${esc(schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', '))})` : ''}. <code>vcu-sync schema TABLE</code> shows each table's shape.</p>
+${rows.length ? table('schema', ['first seen', 'table', 'field', 'change', 'records', 'example key'], rows) : ''}`;
 }
 
 function table(id: string, heads: string[], rows: string[][]): string {
@@ -157,6 +178,7 @@ ${firstProblem(health)}
 ${pipeline(health, now)}
 ${otherProblems(health)}
 <h2>Sync freshness</h2>${table('sync', ['resource', 'last success', 'records', 'last run', 'error'], resources)}
+${upstreamSchema(health, now)}
 <div class="charts">${durations}${depth}</div>
 <h2>Recent rejections</h2>${table('rejections', ['decided', 'ref', 'type', 'reason'], rejections)}
 <h2>Recent failures</h2>${table('failures', ['at', 'ref', 'type', 'error'], failures)}

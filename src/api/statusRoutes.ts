@@ -1,5 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import { SHAPE_TABLES } from '../configShape.js';
 import { type AppContext, operatorRate } from '../context.js';
 import { healthSchema } from '../health/health.js';
 import type { Series } from '../health/series.js';
@@ -123,6 +124,7 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
   metrics.decisionOldestAge.set(
     s.outbox.oldestAcceptedAt ? Math.max(0, (now - Date.parse(s.outbox.oldestAcceptedAt)) / 1000) : 0,
   );
+  schemaGauges(metrics, s.schema);
   for (const r of s.resources) {
     metrics.mirrorRecords.set({ resource: r.resource }, r.records);
     if (r.effectivePageSize !== null)
@@ -130,6 +132,19 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
     if (r.lastSuccessAt)
       metrics.lastSyncSuccess.set({ resource: r.resource }, Date.parse(r.lastSuccessAt) / 1000);
   }
+}
+
+/**
+ * The schema-drift gauges: every change recorded, by table and kind (no series: none recorded), and
+ * the records quarantined for their shape, 0 for every table whose shape is learned and none open.
+ */
+function schemaGauges(metrics: Metrics, schema: Health['snapshot']['schema']): void {
+  metrics.schemaChanges.reset();
+  for (const r of schema.recorded)
+    metrics.schemaChanges.set({ resource: r.resource, kind: r.kind }, r.changes);
+  metrics.schemaQuarantined.reset();
+  for (const resource of SHAPE_TABLES) metrics.schemaQuarantined.set({ resource }, 0);
+  for (const q of schema.quarantined) metrics.schemaQuarantined.set({ resource: q.resource }, q.records);
 }
 
 /** The charts' points, or none when the database cannot be read (the problems say why). */

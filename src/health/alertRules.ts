@@ -147,15 +147,27 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
       'SELECT resource, record_id, reason FROM quarantine WHERE resolved_at IS NULL; report them to the operator',
     for: '15m',
   },
+  // A recorded change is a fact, not a blip: it fires at once and stays for sync.schema.problem_hours.
+  'upstream-schema-changed': {
+    summary:
+      "the operator's records changed shape (critical: a mapped field changed, or records are quarantined)",
+    action:
+      'vcu-sync schema RESOURCE; a new field needs nothing; quarantined records: wait for a release or set [sync.schema] on_type_change = "store" and restart; a new state value: tell the apps',
+    for: '0m',
+  },
 };
 
-/** "sending-paused" -> "VcuSyncSendingPaused" (alert names are Prometheus metric-style names). */
+/**
+ * "sending-paused" -> "VcuSyncSendingPaused" (alert names are Prometheus metric-style names); a code
+ * raised at both severities names its critical alert apart ("VcuSyncQueueOldCritical").
+ */
 export function alertName(code: string, severity?: string): string {
   const camel = code
     .split('-')
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
     .join('');
-  return `VcuSync${camel}${severity === 'critical' && code === 'queue-old' ? 'Critical' : ''}`;
+  const both = (PROBLEM_SEVERITIES as Record<string, readonly string[]>)[code]?.length === 2;
+  return `VcuSync${camel}${severity === 'critical' && both ? 'Critical' : ''}`;
 }
 
 const runbook = (anchor: string) => `http://{{ $labels.instance }}/runbook#${anchor}`;

@@ -1,6 +1,7 @@
 import type { Health } from './health.js';
 import { identityLine } from './identity.js';
 import { formatDuration } from './rules.js';
+import { windowHours } from './schemaRules.js';
 
 /** `vcu-sync status` for people: the verdict, the worst problem first with what to do, then a short table. */
 export function formatHealth(health: Health, now: number): string {
@@ -33,8 +34,21 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );
+  if (readable(health)) lines.push(schemaLine(health, now));
   lines.push(...replicaLines(health, now));
   return `${lines.join('\n')}\n`;
+}
+
+/** Whether the figures were read (an unreadable database has none to show). */
+export const readable = (health: Health) =>
+  !health.snapshot.database.readError && !health.snapshot.database.unreachable;
+
+/** The operator's records' shape: changes in the problem window, records quarantined for it. */
+function schemaLine(health: Health, now: number): string {
+  const { schema } = health.snapshot;
+  const hours = windowHours(schema, now);
+  const quarantined = schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', ');
+  return `upstream schema (${hours}h): ${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} (${schema.recentMapped} to mapped fields); quarantined for their shape: ${quarantined || 'none'}`;
 }
 
 /** PostgreSQL: one line per replica and per running sync run (nothing on SQLite). */

@@ -30,6 +30,7 @@ export const PROBLEM_SEVERITIES = {
   'webhook-undecided': ['warning'],
   'webhook-id-reused': ['warning'],
   'records-quarantined': ['warning'],
+  'upstream-schema-changed': ['warning', 'critical'],
   'database-corrupt': ['critical'],
   'database-write-failed': ['critical'],
   'database-unreadable': ['critical'],

@@ -1,6 +1,7 @@
 import { databaseProblems } from './databaseRules.js';
 import { ageMs, formatDuration } from './durations.js';
 import type { Problem, RuleInputs, Severity } from './problems.js';
+import { schemaProblems } from './schemaRules.js';
 import type { HealthSnapshot } from './snapshot.js';
 
 export { LOCK_WARNING_MS } from './databaseRules.js';
@@ -283,6 +284,7 @@ export function judge(
     ...syncProblems(snapshot, inputs),
     ...outboxProblems(snapshot, inputs),
     ...inboxProblems(snapshot),
+    ...schemaProblems(snapshot, inputs),
     ...subscriberProblems(snapshot, inputs),
     ...replicaProblems(snapshot, inputs),
   ];

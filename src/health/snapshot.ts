@@ -93,6 +93,41 @@ const runningSync = z.object({
 
 const failure = { ref: z.string(), operationType: z.string(), at: instant };
 
+/** One `schema_changes` row as status shows it (src/mirror/shape/reads.ts's ChangeView, in short). */
+const schemaChange = z.object({
+  id: count,
+  resource: z.string().describe('the mirror table (projects, unit_operations, custody_units, ...)'),
+  field: z.string(),
+  kind: z.string().describe('field-added, field-removed, type-changed, new-value or key-format-changed'),
+  before: z.string().nullable(),
+  after: z.string(),
+  mapped: z.boolean().describe('the field is mapped to a column of the mirror'),
+  firstSeenAt: instant,
+  exampleKey: z.string().nullable().describe('the key of a record that showed it'),
+  count: count.describe('records seen with it'),
+});
+
+/** Records the shape policy quarantined, still open, of one mirror table. */
+const shapeQuarantine = z.object({
+  resource: z.string().describe('the mirror table'),
+  records: count,
+  reason: z.string().describe('the reason of the newest of them'),
+});
+
+/** What status judges `upstream-schema-changed` on (issue 28: the operator's records change shape). */
+const schemaFacts = z.object({
+  since: instant.describe('changes first seen since this are recent: sync.schema.problem_hours ago'),
+  recent: z.array(schemaChange).describe('changes first seen since then, newest first (at most 20)'),
+  recentCount: count.describe('every change first seen since then'),
+  recentMapped: count.describe('of them, the changes to a field mapped to a column'),
+  quarantined: z
+    .array(shapeQuarantine)
+    .describe('records quarantined for their shape, still open (missing from the mirror), by table'),
+  recorded: z
+    .array(z.object({ resource: z.string(), kind: z.string(), changes: count }))
+    .describe('every change ever recorded in schema_changes, by table and kind'),
+});
+
 export const snapshotSchema = z.object({
   resources: z.array(resourceFacts),
   outbox: z.object({
@@ -109,7 +144,10 @@ export const snapshotSchema = z.object({
     since: count,
     recent: z.array(z.object({ ...failure, reason: z.string().nullable() })),
   }),
-  quarantine: byName,
+  quarantine: byName.describe(
+    'open quarantined records the sync could not read, by table (those quarantined for their shape: schema.quarantined)',
+  ),
+  schema: schemaFacts,
   webhooks: z.object({
     received: count,
     verificationFailures: count,
@@ -144,6 +182,8 @@ export type SubscriberBacklog = z.output<typeof subscriberBacklog>;
 export type ReplicaFacts = z.output<typeof replicaFacts>;
 /** A sync run still marked `running`. */
 export type RunningSync = z.output<typeof runningSync>;
+export type SchemaFacts = z.output<typeof schemaFacts>;
+export type SchemaChangeFacts = z.output<typeof schemaChange>;
 
 /** No fault seen. */
 export const NO_FAULTS: DatabaseFacts = Object.freeze({
@@ -171,6 +211,9 @@ export interface HealthReads {
   series(now: number): Promise<Series>;
 }
 
+/** The schema window's start when none was read. */
+const EPOCH = new Date(0).toISOString();
+
 /** The snapshot when the database cannot be read: no figures, only why. */
 export function unreadableSnapshot(database: DatabaseFacts): HealthSnapshot {
   return {
@@ -187,6 +230,7 @@ export function unreadableSnapshot(database: DatabaseFacts): HealthSnapshot {
     },
     rejections: { since: 0, recent: [] },
     quarantine: {},
+    schema: { since: EPOCH, recent: [], recentCount: 0, recentMapped: 0, quarantined: [], recorded: [] },
     webhooks: {
       received: 0,
       verificationFailures: 0,
@@ -208,6 +252,8 @@ export interface SnapshotWindow {
   recentSince: string;
   /** Accepted before this and still undecided is "awaiting too long". */
   decisionCutoff: string;
+  /** Schema changes first seen since this are the status problem: `sync.schema.problem_hours` ago. */
+  schemaSince: string;
 }
 
 /** Mirror tables by the name health reports them under. */

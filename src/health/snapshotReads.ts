@@ -1,7 +1,9 @@
+import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/reads.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
 import type { StoreIdentity } from './identity.js';
+import { schemaFacts } from './schemaReads.js';
 import { readSeries } from './series.js';
 import {
   type DatabaseFacts,
@@ -175,11 +177,14 @@ export function* snapshotScript(
   const resources = yield* resourceFacts(pageSize);
   const outbox = yield* outboxFacts(window);
   const rejections = yield* rejectionFacts(window);
+  // Records the shape policy set aside are the schema facts' (re-applied by later runs), not these.
   const quarantine = tally(
     yield* all(
-      sql`SELECT resource AS k, count(*) AS n FROM quarantine WHERE resolved_at IS NULL GROUP BY resource`,
+      sql`SELECT resource AS k, count(*) AS n FROM quarantine
+           WHERE resolved_at IS NULL AND reason NOT LIKE ${SHAPE_QUARANTINE_LIKE} GROUP BY resource`,
     ),
   );
+  const schema = yield* schemaFacts(window.schemaSince);
   const webhooks = yield* webhookFacts(window);
   const subscribers = yield* subscriberFacts();
   const extra = edge.storeFacts ? yield* edge.storeFacts() : {};
@@ -188,6 +193,7 @@ export function* snapshotScript(
     outbox,
     rejections,
     quarantine,
+    schema,
     webhooks,
     database: edge.databaseFacts(),
     subscribers,

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Series } from '../../src/health/series.js';
 import { readHealth } from '../../src/status.js';
+import { DRIFT_CASES, driftAgainstSimulator } from './healthDrift.js';
 import {
   CONFIG,
   HEALTH_CASES,
+  type Health,
   type HealthCase,
   type HealthStore,
   NOW,
@@ -17,8 +19,7 @@ import {
  * raise the same problems, and the status page's charts drawn from them.
  */
 
-/** What readHealth answers. */
-export type Health = Awaited<ReturnType<typeof readHealth>>;
+export type { Health };
 
 /** What a store adds of its own, beside the cases' shared assertions. */
 export interface HealthSide {
@@ -31,13 +32,14 @@ export interface HealthSide {
 /** Registers the cases on the store `name`; `open` gives each case an empty store. */
 export function healthSnapshotCases(name: string, open: () => Promise<HealthStore>, side: HealthSide): void {
   describe(`the health snapshot on ${name}`, () => {
-    it.each(HEALTH_CASES)('$name', async (c) => {
+    it.each([...HEALTH_CASES, ...DRIFT_CASES])('$name', async (c) => {
       const store = await open();
       try {
         await c.seed(store.exec);
         const health = await readHealth(store.reads, CONFIG, NOW);
         expect(health.problems.map((p) => p.code).sort()).toEqual([...c.codes].sort());
         expect(health.snapshot.database.readError).toBeNull();
+        c.check?.(health);
         side.ownParts(health.snapshot);
         // The status page's charts.
         const series = await store.reads.series(NOW);
@@ -53,6 +55,8 @@ export function healthSnapshotCases(name: string, open: () => Promise<HealthStor
         await store.close();
       }
     });
+
+    driftAgainstSimulator(open);
 
     it("draws the queue's depth at each hour's end in time order, and each run's seconds", async () => {
       const store = await open();

@@ -1,10 +1,14 @@
 import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { HealthReads } from '../../src/health/snapshot.js';
+import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { pgHealthReads } from '../../src/postgres/health.js';
+import { pgBackend } from '../../src/postgres/mirror.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
 import { sqliteHealthReads } from '../../src/sqlite/health.js';
+import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { openDatabase } from '../../src/sqlite/open.js';
+import type { readHealth } from '../../src/status.js';
 import { tempDir } from '../helpers/context.js';
 
 /**
@@ -27,14 +31,20 @@ export type Exec = (sql: string, params?: unknown[]) => Promise<void>;
 export interface HealthStore {
   reads: HealthReads;
   exec: Exec;
+  /** The mirror on this store, for a sync against the simulator to write its rows. */
+  backend: MirrorBackend;
   close(): Promise<void>;
 }
+
+/** What readHealth answers. */
+export type Health = Awaited<ReturnType<typeof readHealth>>;
 
 export function sqliteHealthStore(): HealthStore {
   const { dir, cleanup } = tempDir('vcu-sync-health-');
   const database = openDatabase(path.join(dir, 'health.db'));
   return {
     reads: sqliteHealthReads(database.sqlite),
+    backend: sqliteBackend(database.sqlite),
     exec: async (sql, params = []) => {
       database.sqlite.prepare(sql).run(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p)));
     },
@@ -46,13 +56,14 @@ export function sqliteHealthStore(): HealthStore {
 }
 
 const TABLES =
-  'sync_runs, sync_checkpoints, quarantine, outbox, outbox_attempts, webhook_events, webhook_rejections, deliveries, daemon_state, replicas, changes';
+  'sync_runs, sync_checkpoints, quarantine, outbox, outbox_attempts, webhook_events, webhook_rejections, deliveries, daemon_state, replicas, changes, schema_fields, schema_changes, sync_seen, projects';
 
 /** PostgreSQL's, emptied first (the database is shared by the cases of a file). */
 export async function pgHealthStore(store: PgDatabase): Promise<HealthStore> {
   await store.pool.query(`TRUNCATE ${TABLES} RESTART IDENTITY CASCADE`);
   return {
     reads: pgHealthReads(store.pool),
+    backend: pgBackend(store.pool),
     exec: async (sql, params = []) => {
       let n = 0;
       await store.pool.query(
@@ -161,6 +172,8 @@ export interface HealthCase {
   name: string;
   seed(exec: Exec): Promise<void>;
   codes: string[];
+  /** Further assertions on what was read (the problem's words, the figures). */
+  check?(health: Health): void;
 }
 
 export const HEALTH_CASES: HealthCase[] = [
