@@ -1,6 +1,7 @@
 import { isoAt } from '../clock.js';
 import type { AppContext } from '../context.js';
 import { UnreadableRecord } from '../operator/limits.js';
+import { recordKey } from '../operator/schemas.js';
 import { all, run, type Script } from '../store/script.js';
 import { type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
@@ -167,6 +168,12 @@ export async function syncCustody(ctx: AppContext, options: CustodySyncOptions):
         });
         Object.assign(counts, withTally(counts, result.tally));
         logQuarantined(ctx, 'custody', resource.table, result);
+        // Answered under another key (the operator changed its keys' format): the record lives on
+        // under that key, so the row of the id asked for is no longer the operator's; the id is
+        // still held and read.
+        const key = recordKey(record, resource.key);
+        if (key !== null && key !== id && (await store.endCustody(runId, resource.kind, id, counts, true)))
+          counts.removed++;
       }
       options.onProgress?.(counts);
     }

@@ -60,8 +60,12 @@ export interface MirrorStore {
   reapplyQuarantined(runId: number, counts: RunCounts): Promise<BatchResult | null>;
   /** A custody read of every id ended: its shape's vanished fields and counts (the changes found). */
   completeShape(runId: number, scanStartedAt: string): Promise<SchemaChangeNotice[]>;
-  /** A custody read answered 404: the id leaves custody; true when a row was in custody. */
-  endCustody(runId: number, kind: string, id: string, counts: RunCounts): Promise<boolean>;
+  /**
+   * A custody read answered 404: the id leaves custody; true when a row was in custody. With
+   * `rowOnly`, only the mirror row keyed `id` leaves (the read answered under another key: the id
+   * is still read, its record lives under the new key).
+   */
+  endCustody(runId: number, kind: string, id: string, counts: RunCounts, rowOnly?: boolean): Promise<boolean>;
   /**
    * How many records of pages read whole a scan may hold before it commits them (default:
    * scan/heldWrites.ts HELD_RECORDS, what SQLite's fsync and WAL checkpoint call for).
@@ -262,10 +266,16 @@ export function mirrorStore(
     return { removed, refusal };
   }
 
-  function* endCustody(runId: number, kind: string, id: string, counts: RunCounts): Script<boolean> {
+  function* endCustody(
+    runId: number,
+    kind: string,
+    id: string,
+    counts: RunCounts,
+    rowOnly: boolean,
+  ): Script<boolean> {
     const at = now();
     if (fence) yield* fence();
-    yield* run(statements.endCustodyId(kind, id, at));
+    if (!rowOnly) yield* run(statements.endCustodyId(kind, id, at));
     const ended = def.custody ? (yield* run(statements.endCustody(def, id, at))).rowCount > 0 : false;
     yield* run(statements.progress(runId, withTally(counts, { removed: ended ? 1 : 0 })));
     if (ended) yield* appendFeed([{ resource: name, recordId: id, kind: 'remove', at }]);
@@ -382,6 +392,7 @@ export function mirrorStore(
       await db.transaction(shape.writes(runId, now()));
       return shape.takeFound();
     },
-    endCustody: (runId, kind, id, counts) => db.transaction(endCustody(runId, kind, id, counts)),
+    endCustody: (runId, kind, id, counts, rowOnly = false) =>
+      db.transaction(endCustody(runId, kind, id, counts, rowOnly)),
   };
 }

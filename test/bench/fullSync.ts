@@ -81,7 +81,7 @@ export async function fullSyncScenarios(options: BenchOptions): Promise<Scenario
       overrides: {
         ...syncOverrides(sim, PAGE_SIZE),
         'database.synchronous': SYNCHRONOUS,
-        'sync.schema.learn': false,
+        'sync.schema': { learn: false },
       },
     });
     let fullOff: { seconds: number };
