@@ -73,6 +73,12 @@ function progressLine(health: Health): string {
  * `vcu-sync demo`: the embedded default. The operator simulator and the daemon on loopback, a local
  * database, a stream of sample operations, and a few lines saying where to look.
  */
+/**
+ * When the simulator's projects change shape (or halfway through a demo given `--seconds`), after
+ * the start-up syncs made the baseline.
+ */
+const DRIFT_AFTER_MS = 30_000;
+
 export async function runDemoCommand(options: DemoOptions): Promise<number> {
   if (options.seconds !== undefined && !(options.seconds > 0))
     throw new UserError('--seconds: expected a positive number', 64);
@@ -126,6 +132,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
   out(`  status        curl -s -H 'Authorization: Bearer ${token}' ${api}/status`);
   out(`  mirror        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/projects?limit=5'`);
   out(`  operations    curl -s -H 'Authorization: Bearer ${token}' ${api}/v1/operations`);
+  out(`  schema        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/schema?resource=projects'`);
   out(`  database      ${config.database.path}`);
   out(`  try           ${stores.inspectHint()}`);
   out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats)`);
@@ -163,6 +170,26 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     const health = await readStatus();
     if (health) out(progressLine(health));
   };
+  // Some time in, the operator's projects change shape (issue 28): a field appears and a status
+  // never seen before; the next sync records both, and the status shows upstream-schema-changed.
+  const driftTimer = setTimeout(
+    () => {
+      sim.registry.drift({
+        resource: 'projects',
+        changes: [
+          { kind: 'add-field', field: 'projectRating', value: 'AA' },
+          { kind: 'new-value', field: 'projectStatus', value: 'Suspended', share: 0.1 },
+        ],
+      });
+      out("the simulator changed the projects' shape (a new field, a new status): see the schema line above");
+      void fetch(`${api}/v1/sync/projects`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      }).catch(() => {});
+    },
+    Math.min(DRIFT_AFTER_MS, (options.seconds ?? Number.POSITIVE_INFINITY) * 500),
+  );
+  driftTimer.unref();
   const enqueueTimer = setInterval(enqueue, 2000);
   const reportTimer = setInterval(() => void report(), 5000);
   enqueue();
@@ -174,6 +201,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     if (options.seconds !== undefined) setTimeout(resolve, options.seconds * 1000).unref();
   });
   out(`stopping: waiting (up to ${SETTLE_MS / 1000} s) for the operations in flight to be sent and decided`);
+  clearTimeout(driftTimer);
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
   await Promise.all(inFlight);

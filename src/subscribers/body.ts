@@ -1,3 +1,4 @@
+import type { SchemaChangeNotice } from '../mirror/shape/tracker.js';
 import type { SubscriberEvent } from './events.js';
 
 /**
@@ -28,21 +29,8 @@ export function deliveryBody(type: SubscriberEvent, facts: DeliveryFacts, timest
   return JSON.stringify({ type, timestamp, data });
 }
 
-/** What a `schema.changed` event says: the `schema_changes` row (GET /v1/schema has the rest). */
-export interface SchemaChangeFacts {
-  id: number;
-  resource: string;
-  field: string;
-  kind: string;
-  before: string | null;
-  after: string;
-  mapped: boolean;
-  exampleKey: string | null;
-  at: string;
-}
-
 /** The JSON text of a `schema.changed` event: `{ type, timestamp, data: { id, resource, field, kind, before, after, mapped, exampleKey, firstSeenAt } }`. */
-export function schemaChangeBody(change: SchemaChangeFacts, timestamp: string): string {
+export function schemaChangeBody(change: SchemaChangeNotice, timestamp: string): string {
   const { id, resource, field, kind, before, after, mapped, exampleKey, at } = change;
   return JSON.stringify({
     type: 'schema.changed',

@@ -63,6 +63,16 @@ describe('vcu-sync demo', () => {
       expect(n('SELECT count(*) AS n FROM webhook_events')).toBeGreaterThanOrEqual(1);
       // The demo ends settled: every operation it queued was sent and its decision stored.
       expect(n("SELECT count(*) AS n FROM outbox WHERE state NOT IN ('approved', 'rejected')")).toBe(0);
+      // Halfway, the simulator's projects changed shape: both changes recorded once.
+      expect(output).toContain("the simulator changed the projects' shape");
+      expect(
+        db
+          .prepare("SELECT field, kind, after FROM schema_changes WHERE resource = 'projects' ORDER BY id")
+          .all(),
+      ).toEqual([
+        { field: 'projectRating', kind: 'field-added', after: 'string' },
+        { field: 'projectStatus', kind: 'new-value', after: 'Suspended' },
+      ]);
     } finally {
       db.close();
     }

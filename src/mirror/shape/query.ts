@@ -1,4 +1,5 @@
 import { isCalendarDay } from '../../clock.js';
+import { SHAPE_TABLES } from '../../configShape.js';
 import type { ResourceName } from '../../operator/fields.js';
 
 /**
@@ -11,14 +12,7 @@ export const SCHEMA_LIMIT_MAX = 1000;
 export const SCHEMA_LIMIT_DEFAULT = 100;
 
 /** The mirror tables whose shape is learned, as `schema_fields.resource` names them. */
-export const SCHEMA_TABLES: readonly ResourceName[] = [
-  'projects',
-  'issuances',
-  'unit_operations',
-  'custody_projects',
-  'custody_issuances',
-  'custody_units',
-];
+export const SCHEMA_TABLES: readonly ResourceName[] = SHAPE_TABLES;
 
 /** The sync's names (`vcu-sync sync units`, `POST /v1/sync/units`) of a table whose name differs. */
 const SYNC_NAMES: Readonly<Record<string, ResourceName>> = { units: 'unit_operations' };
