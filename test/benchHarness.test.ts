@@ -9,6 +9,7 @@ import { tempDir } from './helpers/context.js';
 const ROWS = [
   'full sync (',
   'full sync against max(fetch-only, write-only)',
+  'schema learning on against off',
   're-sync, nothing changed',
   'incremental units after +1%',
   'unit operations served unpaginated',

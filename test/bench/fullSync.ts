@@ -74,33 +74,6 @@ export async function fullSyncScenarios(options: BenchOptions): Promise<Scenario
     };
     if (after.n !== size.units + added) throw new Error(`incremental left ${after.n} unit operations`);
 
-    // The same full sync into a fresh file with the shape learning off (issue 28: it may cost at
-    // most 3 %), right after the one with it on, against the same simulator.
-    options.say('full sync: vcu-sync, schema learning off');
-    const unlearned = testContext({
-      overrides: {
-        ...syncOverrides(sim, PAGE_SIZE),
-        'database.synchronous': SYNCHRONOUS,
-        'sync.schema': { learn: false },
-      },
-    });
-    let fullOff: { seconds: number };
-    try {
-      fullOff = await timed(async () => {
-        for (const target of lists) {
-          const outcome = await runSync(unlearned, target, {
-            backend: sqliteBackend(unlearned.database.sqlite),
-            full: true,
-          });
-          if (outcome.status !== 'succeeded')
-            throw new Error(`${target}: ${outcome.status}: ${outcome.error}`);
-        }
-      });
-    } finally {
-      unlearned.operator().close();
-      unlearned.dispose();
-    }
-
     const rate = total / full.seconds;
     const baseRate = total / base.seconds;
     const how = `in-process runSync, simulator in a child; page size ${PAGE_SIZE}; synchronous=${SYNCHRONOUS} both sides`;
@@ -119,17 +92,6 @@ export async function fullSyncScenarios(options: BenchOptions): Promise<Scenario
         met: fullRatio >= 1.2,
         notes: `${how}; baseline: serial got + better-sqlite3 loop`,
         extra: { records: total, seconds: full.seconds, baselineSeconds: base.seconds },
-      },
-      {
-        scenario: 'full sync, schema learning on against off',
-        measure: 'records/s',
-        value: rate,
-        baseline: total / fullOff.seconds,
-        ratio: ratioOf(rate, total / fullOff.seconds),
-        target: '>= 0.97 x learning off',
-        met: rate >= 0.97 * (total / fullOff.seconds),
-        notes: `${how}; the same full sync into a fresh file with [sync.schema] learn = false, run right after`,
-        extra: { seconds: full.seconds, offSeconds: fullOff.seconds },
       },
       {
         scenario: 'full sync against max(fetch-only, write-only)',

@@ -19,6 +19,7 @@ import { outboxDrainScenario } from './outboxDrain.js';
 import { pgDrainScenario } from './pgDrain.js';
 import { pgSyncScenario } from './pgSync.js';
 import { scalingScenario } from './scaling.js';
+import { shapeCostScenario } from './shapeCost.js';
 import { startupScenario } from './startup.js';
 import { subscribersScenario } from './subscribers.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
@@ -27,6 +28,7 @@ import { webhooksScenario } from './webhooks.js';
 /** Scenario files by short name, in the order of the table. */
 const SCENARIOS: Record<string, Scenario> = {
   sync: fullSyncScenarios,
+  shape: shapeCostScenario,
   rss: unpaginatedRssScenario,
   outbox: outboxDrainScenario,
   enqueue: enqueueLatencyScenario,

@@ -1,9 +1,12 @@
 import { expect } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
+import type { HealthReads } from '../../src/health/snapshot.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { RESOURCE_FIELDS, type ResourceName } from '../../src/operator/fields.js';
+import { pgHealthReads } from '../../src/postgres/health.js';
 import { pgBackend } from '../../src/postgres/mirror.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
+import { sqliteHealthReads } from '../../src/sqlite/health.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { expectRowMatches, type Harness } from '../mirror/harness.js';
 
@@ -16,6 +19,8 @@ export interface MirrorUnderTest {
   kind: 'sqlite' | 'postgres';
   /** What `runSync` gets. */
   backend: MirrorBackend;
+  /** What status reads on this store. */
+  health: HealthReads;
   query(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
 }
 
@@ -23,6 +28,7 @@ export function sqliteMirror(ctx: SqliteContext): MirrorUnderTest {
   return {
     kind: 'sqlite',
     backend: sqliteBackend(ctx.database.sqlite),
+    health: sqliteHealthReads(ctx.database.sqlite),
     async query(sql, params = []) {
       // PostgreSQL's $n placeholders, in order, as SQLite's ?.
       return ctx.database.sqlite.prepare(sql.replace(/\$\d+/g, '?')).all(...params) as Record<
@@ -37,6 +43,7 @@ export function pgMirror(store: PgDatabase): MirrorUnderTest {
   return {
     kind: 'postgres',
     backend: pgBackend(store.pool),
+    health: pgHealthReads(store.pool),
     async query(sql, params = []) {
       return (await store.pool.query(sql, params)).rows as Record<string, unknown>[];
     },

@@ -13,6 +13,7 @@ import {
   expectNothingReported,
   expectRecordedOnce,
   expectRowAdmits,
+  expectShown,
   type ListTable,
   subscribersSink,
   withSync,
@@ -162,6 +163,7 @@ export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMir
           const want = { table: drift.table, ...drift.want };
           const examples = drift.noExample ? null : showing(h, drift);
           const id = await expectRecordedOnce(m, log, want, examples);
+          await expectShown(m, h.ctx.config, want, id, h.ctx.clock.now());
           const count = await scalar(m, 'SELECT count AS n FROM schema_changes');
           // A removal counts every record of the complete scan that found it.
           if (drift.want.kind === 'field-removed') expect(count).toBe(SIZES.projects);

@@ -1,10 +1,13 @@
 import { expect } from 'vitest';
+import { runSchemaCommand } from '../../src/commands/schema.js';
+import type { Config } from '../../src/config.js';
 import { subscriberSchema } from '../../src/configSubscribers.js';
 import type { AppContext } from '../../src/context.js';
 import type { SchemaChangeSink } from '../../src/mirror/shape/tracker.js';
 import { RESOURCE_FIELDS, type ResourceName as TableName } from '../../src/operator/fields.js';
 import { normalizeRecord } from '../../src/operator/schemas.js';
 import type { JsonObject } from '../../src/simulator/index.js';
+import { readHealth } from '../../src/status.js';
 import { configuredSchemaChangesSink } from '../../src/subscribers/subscribers.js';
 import type { Harness } from '../mirror/harness.js';
 import { liveRows, type MirrorUnderTest, scalar } from './mirrorStores.js';
@@ -114,6 +117,50 @@ export async function expectRecordedOnce(
   // An error when it hits a field the mirror maps to a column, else a warning.
   expect(lines[0]!.level).toBe(want.mapped ? 'error' : 'warn');
   return id;
+}
+
+/**
+ * Asserts the change `id` is shown where on-call and apps look: status (the problem
+ * `upstream-schema-changed` naming its table and field; critical when mapped or records are held
+ * back) as of `now`, and `vcu-sync schema TABLE` (its text and its `--json`), on either store.
+ */
+export async function expectShown(
+  m: MirrorUnderTest,
+  config: Config,
+  want: ExpectedChange,
+  id: number,
+  now: number,
+): Promise<void> {
+  const health = await readHealth(m.health, config, now);
+  const problem = health.problems.find((p) => p.code === 'upstream-schema-changed');
+  expect(problem, `${m.kind}: the status problem`).toBeDefined();
+  expect(problem!.message).toContain(want.table);
+  expect(problem!.message).toContain(want.field);
+  const held = await scalar(
+    m,
+    "SELECT count(*) AS n FROM quarantine WHERE resolved_at IS NULL AND reason LIKE 'schema: %'",
+  );
+  expect(problem!.severity).toBe(want.mapped || held > 0 ? 'critical' : 'warning');
+
+  const query = { resource: want.table, since: null, limit: 100 };
+  const printed = async (json: boolean) => {
+    let text = '';
+    // What the command prints, collected (it writes only whole strings).
+    const stdout = {
+      write(chunk: string) {
+        text += chunk;
+        return true;
+      },
+    } as unknown as NodeJS.WritableStream;
+    expect(await runSchemaCommand((s) => m.backend.db.read(s), query, { json, stdout })).toBe(0);
+    return text;
+  };
+  const answer = JSON.parse(await printed(true)) as {
+    changes: { id: number; field: string; kind: string }[];
+  };
+  expect(answer.changes.map((c) => [c.id, c.field, c.kind])).toEqual([[id, want.field, want.kind]]);
+  const text = await printed(false);
+  expect(text).toMatch(new RegExp(`${want.table}\\s+${want.field}\\s+${want.kind}`));
 }
 
 /** Nothing reported: no change row, feed row, delivery or log line. */
