@@ -1,5 +1,20 @@
 import type { TableDef } from '../resources.js';
 import { SHAPE_REASON_PREFIX, type ShapePolicy } from './policy.js';
+import {
+  type ChangeKind,
+  changeKey,
+  type FieldShape,
+  JSON_TYPES,
+  type JsonType,
+  keyFormat,
+  MAX_FIELDS,
+  type ShapeChange,
+  type ShapeVerdict,
+  type StoredShape,
+  typeCode,
+  typesText,
+} from './shapeTypes.js';
+import { SignatureCache } from './signatures.js';
 
 /**
  * The shape of one resource's records, learned from the records a run already parsed, and what
@@ -21,94 +36,6 @@ import { SHAPE_REASON_PREFIX, type ShapePolicy } from './policy.js';
  * - *Vanished*: decided only at the end of a complete scan, for fields no record of it had.
  */
 
-/** A JSON value's type. */
-export type JsonType = 'null' | 'string' | 'number' | 'boolean' | 'object' | 'array';
-const JSON_TYPES: readonly JsonType[] = ['null', 'string', 'number', 'boolean', 'object', 'array'];
-
-function typeCode(v: unknown): number {
-  switch (typeof v) {
-    case 'string':
-      return 1;
-    case 'number':
-      return 2;
-    case 'boolean':
-      return 3;
-    case 'object':
-      return v === null ? 0 : Array.isArray(v) ? 5 : 4;
-    default:
-      return 0;
-  }
-}
-
-export const CHANGE_KINDS = [
-  'field-added',
-  'field-removed',
-  'type-changed',
-  'new-value',
-  'key-format-changed',
-] as const;
-export type ChangeKind = (typeof CHANGE_KINDS)[number];
-
-/** A record key's format: digits only, a UUID, or any other text. */
-export function keyFormat(key: string): 'integer' | 'uuid' | 'text' {
-  if (allDigits(key)) return 'integer';
-  if (key.length === 36 && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(key))
-    return 'uuid';
-  return 'text';
-}
-
-function allDigits(key: string): boolean {
-  if (key.length === 0) return false;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
-}
-
-/** What is known of one field. */
-export interface FieldShape {
-  field: string;
-  types: Set<JsonType>;
-  /** Mapped to a column: the types taken there (null: kept in `_raw` only). */
-  admitted: Set<JsonType> | null;
-  mappedAs: string | null;
-  enumValues: Set<string> | null;
-  keyFormats: Set<string> | null;
-  present: number;
-  nulls: number;
-  records: number;
-  firstSeenAt: string;
-  lastSeenAt: string;
-  removedAt: string | null;
-}
-
-/** One change, as found (no id yet) or as known from earlier runs. */
-export interface ShapeChange {
-  id: number | null;
-  field: string;
-  kind: ChangeKind;
-  before: string | null;
-  after: string;
-  mapped: boolean;
-  exampleKey: string | null;
-  /** Records that showed it since it was last written. */
-  count: number;
-  firstSeenAt: string;
-  lastSeenAt: string;
-}
-
-/** What the policy says of one record: quarantined with a reason, or some columns left null. */
-export type ShapeVerdict =
-  | { kind: 'quarantine'; reason: string }
-  | { kind: 'null-columns'; fields: string[] };
-
-/** What earlier runs learned of a resource (shape/tracker.ts reads it). */
-export interface StoredShape {
-  fields: FieldShape[];
-  changes: Pick<ShapeChange, 'id' | 'field' | 'kind' | 'after'>[];
-}
-
 interface Signature {
   h2: number;
   /** The scan whose seen fields it last marked. */
@@ -125,19 +52,18 @@ interface Signature {
   enums: FieldShape[];
 }
 
-/** Fields learned at most per resource: an upstream sending random keys cannot grow memory without bound. */
-const MAX_FIELDS = 500;
 /** Values kept per enum field: past this it is not an enum, and new values are not reported. */
 const MAX_VALUES = 256;
-/** Distinct signatures kept; past this the cache starts again (a pathological upstream). */
-const MAX_SIGNATURES = 10_000;
 
-const changeKey = (field: string, kind: ChangeKind, after: string) => `${field}\u0000${kind}\u0000${after}`;
-const typesText = (types: Iterable<JsonType>) =>
-  [...types]
-    .filter((t) => t !== 'null')
-    .sort()
-    .join('|') || 'null';
+export type {
+  ChangeKind,
+  FieldShape,
+  JsonType,
+  ShapeChange,
+  ShapeVerdict,
+  StoredShape,
+} from './shapeTypes.js';
+export { CHANGE_KINDS, keyFormat } from './shapeTypes.js';
 
 export class ShapeLearner {
   private readonly fields = new Map<string, FieldShape>();
@@ -148,11 +74,7 @@ export class ShapeLearner {
   private readonly newValues = new Map<string, Map<string, ShapeChange>>();
   /** Key formats reported as new (by format): every record keyed so shows it. */
   private readonly newFormats = new Map<string, ShapeChange>();
-  private readonly signatures = new Map<number, Signature[]>();
-  private signatureCount = 0;
-  private readonly index = new Map<string, number>();
-  private readonly lastNames: string[] = [];
-  private readonly lastIndex: number[] = [];
+  private readonly signatures = new SignatureCache<Signature>();
   private readonly mapping: ReadonlyMap<string, string>;
   /** Fields seen since the scan began ({@link beginScan}): their `lastSeenAt` is written once per scan. */
   private readonly seenThisScan = new Set<string>();
@@ -203,28 +125,9 @@ export class ShapeLearner {
    * quarantine, judged but not counted.
    */
   observe(value: object, key: string | null, count = true): ShapeVerdict | undefined {
-    let h1 = 0x811c9dc5;
-    let h2 = 0x9747b28c;
-    let n = 0;
-    const { lastNames, lastIndex } = this;
-    for (const name in value) {
-      // Records of one list come with their keys in one order: the previous record's names spare
-      // the map lookups (property names are internalized, so this compares pointers).
-      let i: number;
-      if (lastNames[n] === name) i = lastIndex[n]!;
-      else {
-        i = this.fieldIndex(name);
-        lastNames[n] = name;
-        lastIndex[n] = i;
-      }
-      const x = i * 8 + typeCode((value as Record<string, unknown>)[name]);
-      h1 = Math.imul(h1 ^ x, 16777619);
-      h2 = Math.imul(h2 ^ (x + n), 2246822519) ^ (h2 >>> 15);
-      n++;
-    }
-    h2 = (h2 ^ n) >>> 0;
-    const known = this.signatures.get(h1);
-    const sig = known?.find((s) => s.h2 === h2) ?? this.learn(value as Record<string, unknown>, key, h1, h2);
+    const { signatures } = this;
+    signatures.hash(value);
+    const sig = signatures.find() ?? this.learn(value as Record<string, unknown>, key);
     if (count) {
       sig.count++;
       for (const c of sig.shows) this.show(c, key);
@@ -238,19 +141,10 @@ export class ShapeLearner {
     return verdict;
   }
 
-  private fieldIndex(name: string): number {
-    let i = this.index.get(name);
-    if (i === undefined) {
-      i = this.index.size < MAX_FIELDS ? this.index.size : MAX_FIELDS;
-      if (i < MAX_FIELDS) this.index.set(name, i);
-    }
-    return i;
-  }
-
   /** What a signature means, worked out once: fields learned, changes found, drifts and enums noted. */
-  private learn(value: Record<string, unknown>, key: string | null, h1: number, h2: number): Signature {
+  private learn(value: Record<string, unknown>, key: string | null): Signature {
     const sig: Signature = {
-      h2,
+      h2: this.signatures.h2,
       scan: -1,
       count: 0,
       present: [],
@@ -277,14 +171,7 @@ export class ShapeLearner {
       const added = this.added.get(name);
       if (added) sig.shows.push(added);
     }
-    if (this.signatureCount >= MAX_SIGNATURES) {
-      this.signatures.clear();
-      this.signatureCount = 0;
-    }
-    const list = this.signatures.get(h1);
-    if (list) list.push(sig);
-    else this.signatures.set(h1, [sig]);
-    this.signatureCount++;
+    this.signatures.add(sig);
     return sig;
   }
 
@@ -488,12 +375,11 @@ export class ShapeLearner {
     let records = 0;
     const present = new Map<FieldShape, number>();
     const nulls = new Map<FieldShape, number>();
-    for (const list of this.signatures.values())
-      for (const sig of list) {
-        records += sig.count;
-        for (const f of sig.present) present.set(f, (present.get(f) ?? 0) + sig.count);
-        for (const f of sig.nulls) nulls.set(f, (nulls.get(f) ?? 0) + sig.count);
-      }
+    for (const sig of this.signatures.all()) {
+      records += sig.count;
+      for (const f of sig.present) present.set(f, (present.get(f) ?? 0) + sig.count);
+      for (const f of sig.nulls) nulls.set(f, (nulls.get(f) ?? 0) + sig.count);
+    }
     for (const field of this.fields.values()) {
       if (!this.baseline && field.removedAt === null && field.lastSeenAt < scanStartedAt) {
         field.removedAt = at;
