@@ -3,7 +3,7 @@ import { type NormalizeResult, normalizeRecord, recordKey } from '../operator/sc
 import type { ChangeRow } from '../store/script.js';
 import type { WriteTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
-import type { ShapeVerdict } from './shape/learner.js';
+import type { ShapeVerdict } from './shape/shapeTypes.js';
 import type { SchemaChangeNotice } from './shape/tracker.js';
 import { contentHash, decideWrite, type FetchedRecord, type StoredState } from './writeDecision.js';
 

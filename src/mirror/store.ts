@@ -6,7 +6,7 @@ import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
 import { removalRefusal, type ScanPlan, type StartFacts, type TombstoneVerdict } from './scan/cursor.js';
-import type { ShapeVerdict } from './shape/learner.js';
+import type { ShapeVerdict } from './shape/shapeTypes.js';
 import * as shapeStatements from './shape/statements.js';
 import { type SchemaChangeNotice, ShapeFailure, type ShapeTracker } from './shape/tracker.js';
 import type { RowsSource } from './statements.js';

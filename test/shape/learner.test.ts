@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config.js';
 import { configSchema } from '../../src/configSchema.js';
 import { listResources } from '../../src/mirror/resources.js';
-import { keyFormat, ShapeLearner, type StoredShape } from '../../src/mirror/shape/learner.js';
+import { ShapeLearner } from '../../src/mirror/shape/learner.js';
 import type { ShapePolicy } from '../../src/mirror/shape/policy.js';
+import { keyFormat, type StoredShape } from '../../src/mirror/shape/shapeTypes.js';
 
 /** The pure learner (src/mirror/shape/learner.ts): what it learns, reports and decides per record. */
 

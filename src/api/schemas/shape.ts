@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CHANGE_KINDS } from '../../mirror/shape/learner.js';
+import { CHANGE_KINDS } from '../../mirror/shape/shapeTypes.js';
 import { instant } from './common.js';
 
 /**

@@ -10,6 +10,7 @@ import {
   MAX_FIELDS,
   type ShapeChange,
   type ShapeVerdict,
+  type Signature,
   type StoredShape,
   typeCode,
   typesText,
@@ -36,34 +37,8 @@ import { SignatureCache } from './signatures.js';
  * - *Vanished*: decided only at the end of a complete scan, for fields no record of it had.
  */
 
-interface Signature {
-  h2: number;
-  /** The scan whose seen fields it last marked. */
-  scan: number;
-  /** Records with it this run (their fields' present and null counts are derived at the end). */
-  count: number;
-  present: FieldShape[];
-  nulls: FieldShape[];
-  /** Mapped fields with a type they do not take, and that type. */
-  drifted: { field: FieldShape; type: JsonType }[];
-  /** Changes every record with this signature shows. */
-  shows: ShapeChange[];
-  /** Enum fields holding a string. */
-  enums: FieldShape[];
-}
-
 /** Values kept per enum field: past this it is not an enum, and new values are not reported. */
 const MAX_VALUES = 256;
-
-export type {
-  ChangeKind,
-  FieldShape,
-  JsonType,
-  ShapeChange,
-  ShapeVerdict,
-  StoredShape,
-} from './shapeTypes.js';
-export { CHANGE_KINDS, keyFormat } from './shapeTypes.js';
 
 export class ShapeLearner {
   private readonly fields = new Map<string, FieldShape>();

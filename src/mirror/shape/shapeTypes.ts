@@ -103,3 +103,20 @@ export const typesText = (types: Iterable<JsonType>) =>
 
 /** Fields learned at most per resource: an upstream sending random keys cannot grow memory without bound. */
 export const MAX_FIELDS = 500;
+
+/** What one signature of records means, worked out once (learner.ts; kept by signatures.ts). */
+export interface Signature {
+  h2: number;
+  /** The scan whose seen fields it last marked. */
+  scan: number;
+  /** Records with it this run (their fields' present and null counts are derived at the end). */
+  count: number;
+  present: FieldShape[];
+  nulls: FieldShape[];
+  /** Mapped fields with a type they do not take, and that type. */
+  drifted: { field: FieldShape; type: JsonType }[];
+  /** Changes every record with this signature shows. */
+  shows: ShapeChange[];
+  /** Enum fields holding a string. */
+  enums: FieldShape[];
+}

@@ -1,6 +1,6 @@
 import { join, raw, sql } from '../../store/sql.js';
-import type { ChangeKind, FieldShape, JsonType, ShapeChange } from './learner.js';
 import { SHAPE_REASON_PREFIX } from './policy.js';
+import type { ChangeKind, FieldShape, JsonType, ShapeChange } from './shapeTypes.js';
 
 /**
  * The learned shape's statements, written once for both stores (src/store/sql.ts renders them):

@@ -2,8 +2,9 @@ import { all, appendFeed, run, type Script } from '../../store/script.js';
 import type { Sql } from '../../store/sql.js';
 import type { TableDef } from '../resources.js';
 import type { FetchedRecord } from '../writeDecision.js';
-import { type ShapeChange, ShapeLearner, type ShapeVerdict } from './learner.js';
+import { ShapeLearner } from './learner.js';
 import type { ShapePolicy } from './policy.js';
+import type { ShapeChange, ShapeVerdict } from './shapeTypes.js';
 import * as statements from './statements.js';
 
 /**
