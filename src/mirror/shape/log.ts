@@ -7,17 +7,8 @@ import type { SchemaChangeNotice } from './tracker.js';
  */
 export function logSchemaChanges(log: Logger, changes: readonly SchemaChangeNotice[] | undefined): void {
   for (const c of changes ?? []) {
-    const fields = {
-      event: 'sync.schema.changed',
-      table: c.resource,
-      field: c.field,
-      kind: c.kind,
-      before: c.before,
-      after: c.after,
-      mapped: c.mapped,
-      exampleKey: c.exampleKey,
-      changeId: c.id,
-    };
+    const { id, resource, at: _at, ...what } = c;
+    const fields = { event: 'sync.schema.changed', table: resource, ...what, changeId: id };
     const text = `${c.resource}.${c.field}: ${c.kind} (${c.before ?? 'nothing'} -> ${c.after})`;
     if (c.mapped) log.error(fields, `the operator's records changed shape in a mapped field: ${text}`);
     else log.warn(fields, `the operator's records changed shape: ${text}`);
