@@ -95,3 +95,8 @@ export function textMasker(
   const pattern = new RegExp(usable.map((f) => f.replace(SPECIAL, '\\$&')).join('|'), anyCase ? 'gi' : 'g');
   return (text) => text.replace(pattern, mark);
 }
+
+/** Byte order (SQLite's BINARY, PostgreSQL's "C"), whatever the server's collation: both stores answer alike. */
+export function inByteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}

@@ -1,7 +1,8 @@
-import { changeView, SHAPE_QUARANTINE_LIKE } from '../mirror/shape/reads.js';
-import { type ChangeRowRead, listChanges } from '../mirror/shape/statements.js';
+import { changeView } from '../mirror/shape/reads.js';
+import { type ChangeRowRead, listChanges, SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
 import { all, first, type Script } from '../store/script.js';
 import { sql } from '../store/sql.js';
+import { inByteOrder } from '../textForms.js';
 import type { SchemaChangeFacts, SchemaFacts } from './snapshot.js';
 
 /**
@@ -19,9 +20,6 @@ const TEXT_MAX = 200;
 
 const clip = (text: string) => (text.length > TEXT_MAX ? `${text.slice(0, TEXT_MAX - 1)}…` : text);
 const clipOrNull = (text: string | null) => (text === null ? null : clip(text));
-
-/** Byte order, as SQLite's BINARY and PostgreSQL's "C" sort, whatever the server's collation. */
-const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 /** A change as the snapshot shows it. */
 export function changeFacts(row: ChangeRowRead): SchemaChangeFacts {
@@ -64,9 +62,9 @@ export function* schemaFacts(since: string): Script<SchemaFacts> {
     // Sorted here: SQLite has no "C" collation, and PostgreSQL's default may not be byte order.
     quarantined: quarantined
       .map((q) => ({ resource: q.resource, records: Number(q.records), reason: clip(q.reason) }))
-      .sort((a, b) => byteOrder(a.resource, b.resource)),
+      .sort((a, b) => inByteOrder(a.resource, b.resource)),
     recorded: recorded
       .map((r) => ({ ...r, changes: Number(r.changes) }))
-      .sort((a, b) => byteOrder(a.resource, b.resource) || byteOrder(a.kind, b.kind)),
+      .sort((a, b) => inByteOrder(a.resource, b.resource) || inByteOrder(a.kind, b.kind)),
   };
 }

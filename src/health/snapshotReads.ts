@@ -1,7 +1,8 @@
-import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/reads.js';
+import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
+import { inByteOrder } from '../textForms.js';
 import type { StoreIdentity } from './identity.js';
 import { schemaFacts } from './schemaReads.js';
 import { readSeries } from './series.js';
@@ -46,11 +47,6 @@ export type PauseRow = { value: string; updated_at: string };
 /** `k -> n` of rows `{ k, n }`. */
 function tally(list: ReadonlyArray<{ k: string; n: number }>): Record<string, number> {
   return Object.fromEntries(list.map((r) => [r.k, r.n]));
-}
-
-/** Byte order, as SQLite's BINARY and PostgreSQL's "C" sort, whatever the server's collation. */
-function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
 function* resourceFacts(pageSize: number | undefined): Script<ResourceFacts[]> {
@@ -165,7 +161,7 @@ function* subscriberFacts(): Script<SubscriberBacklog[]> {
               WHERE h.subscriber = d.subscriber AND h.state IN ('pending', 'sending') ORDER BY h.id LIMIT 1) AS "lastError"
        FROM deliveries d GROUP BY subscriber`,
   );
-  return rows.sort((a, b) => byteOrder(a.subscriber, b.subscriber));
+  return rows.sort((a, b) => inByteOrder(a.subscriber, b.subscriber));
 }
 
 /** Every fact, read by one script; `edge` gives the store's own facts, read at its end. */

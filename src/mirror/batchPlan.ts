@@ -109,7 +109,7 @@ export function prepare(
     // (escaped) rather than failing its whole batch on every run.
     if (!holdsNul && NUL_ESCAPE.test(raw))
       prepared.refused = 'contains U+0000, which PostgreSQL cannot store';
-    const verdict = verdicts?.get(record);
+    const verdict = verdicts?.size ? verdicts.get(record) : undefined;
     if (verdict?.kind === 'quarantine') prepared.drifted = verdict.reason;
     else if (verdict?.kind === 'null-columns') {
       const nulled = { ...(record.value as Record<string, unknown>) };

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { UnreadableRecord } from '../operator/limits.js';
 import { recordKey } from '../operator/schemas.js';
 import { all, run, type Script } from '../store/script.js';
+import { inByteOrder } from '../textForms.js';
 import { type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources, type TableDef } from './resources.js';
@@ -88,7 +89,7 @@ export function custodyOrder(
   b: { id: string; added_at: string },
 ): number {
   if (a.added_at !== b.added_at) return a.added_at < b.added_at ? -1 : 1;
-  return Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
+  return inByteOrder(a.id, b.id);
 }
 
 /**

@@ -237,12 +237,12 @@ export function mirrorStore(
   }
 
   function* finish(f: ScanFinish): Script<{ removed: number; refusal: string | null }> {
+    const at = now();
     if (shape && f.verdict.kind !== 'skip') {
       // A complete scan: fields none of its records had are gone (never decided on a partial one).
-      shape.complete(f.scanStartedAt, now());
-      yield* shape.writes(f.runId, now());
+      shape.complete(f.scanStartedAt, at);
+      yield* shape.writes(f.runId, at);
     }
-    const at = now();
     if (fence) yield* fence();
     let removed = 0;
     let refusal: string | null = null;

@@ -88,8 +88,7 @@ export class ShapeLearner {
         mapped: false,
         exampleKey: null,
         count: 0,
-        firstSeenAt: '',
-        lastSeenAt: '',
+        lastSeenAt: c.firstSeenAt,
       });
     this.baseline = !stored.fields.some((f) => f.records > 0);
   }

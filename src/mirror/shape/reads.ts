@@ -1,9 +1,11 @@
 import type { Sql } from '../../store/sql.js';
-import { SHAPE_REASON_PREFIX } from './policy.js';
+import { inByteOrder } from '../../textForms.js';
 import {
   type ChangeRowRead,
   countShapeQuarantine,
   type FieldRow,
+  fieldShape,
+  iso,
   listChanges,
   listFields,
   listShapeQuarantine,
@@ -54,28 +56,25 @@ export interface ChangeView {
   runId: number | null;
 }
 
-const iso = (at: string) => new Date(at).toISOString();
-const parsed = (text: string | null): string[] | null =>
-  text === null ? null : (JSON.parse(text) as string[]);
+const listOf = <T>(set: Set<T> | null): T[] | null => (set === null ? null : [...set]);
 
 export function fieldView(row: FieldRow): FieldView {
-  const records = Number(row.records);
-  const present = Number(row.present);
+  const f = fieldShape(row);
   return {
     resource: row.resource,
-    field: row.field,
-    types: parsed(row.types) ?? [],
-    admitted: parsed(row.admitted),
-    mapped: row.mapped_as !== null,
-    values: parsed(row.enum_values),
-    keyFormats: parsed(row.key_formats),
-    records,
-    present,
-    nulls: Number(row.nulls),
-    absent: Math.max(0, records - present),
-    firstSeenAt: iso(row.first_seen_at),
-    lastSeenAt: iso(row.last_seen_at),
-    removedAt: row.removed_at === null ? null : iso(row.removed_at),
+    field: f.field,
+    types: [...f.types],
+    admitted: listOf(f.admitted),
+    mapped: f.mappedAs !== null,
+    values: listOf(f.enumValues),
+    keyFormats: listOf(f.keyFormats),
+    records: f.records,
+    present: f.present,
+    nulls: f.nulls,
+    absent: Math.max(0, f.records - f.present),
+    firstSeenAt: f.firstSeenAt,
+    lastSeenAt: f.lastSeenAt,
+    removedAt: f.removedAt,
   };
 }
 
@@ -102,10 +101,7 @@ export function changeView(row: ChangeRowRead): ChangeView {
  * must answer alike. Sorted here, not by the statement: a table has tens of fields.
  */
 function byResourceThenField(a: FieldView, b: FieldView): number {
-  return Buffer.compare(
-    Buffer.from(`${a.resource}\u0000${a.field}`),
-    Buffer.from(`${b.resource}\u0000${b.field}`),
-  );
+  return inByteOrder(`${a.resource}\u0000${a.field}`, `${b.resource}\u0000${b.field}`);
 }
 
 /** What `GET /v1/schema` and `vcu-sync schema` ask. */
@@ -164,6 +160,3 @@ export async function readSchema(read: ShapeReader, query: SchemaQuery): Promise
     },
   };
 }
-
-/** The quarantine reasons the shape policy writes start with this (to count them apart). */
-export const SHAPE_QUARANTINE_LIKE = `${SHAPE_REASON_PREFIX}%`;

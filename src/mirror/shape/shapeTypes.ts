@@ -89,7 +89,7 @@ export type ShapeVerdict =
 /** What earlier runs learned of a resource (shape/tracker.ts reads it). */
 export interface StoredShape {
   fields: FieldShape[];
-  changes: Pick<ShapeChange, 'id' | 'field' | 'kind' | 'after'>[];
+  changes: Pick<ShapeChange, 'id' | 'field' | 'kind' | 'after' | 'firstSeenAt'>[];
 }
 
 /** The key of a change: one per field, kind and what it became. */

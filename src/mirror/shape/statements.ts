@@ -44,7 +44,7 @@ const list = <T>(text: string | null): Set<T> | null =>
   text === null ? null : new Set(JSON.parse(text) as T[]);
 const text = (set: Set<string> | null) => (set === null ? null : JSON.stringify([...set].sort()));
 /** Times compare as ISO text: both stores' readings are made the same shape here. */
-const iso = (at: string) => new Date(at).toISOString();
+export const iso = (at: string) => new Date(at).toISOString();
 
 /** A field as the learner holds it, from its row. */
 export function fieldShape(row: FieldRow): FieldShape {
@@ -68,7 +68,7 @@ export const readFields = (resource: string) =>
   sql`SELECT * FROM schema_fields WHERE resource = ${resource} ORDER BY field`;
 
 export const readChangeKeys = (resource: string) =>
-  sql`SELECT id, field, kind, after FROM schema_changes WHERE resource = ${resource}`;
+  sql`SELECT id, field, kind, after, first_seen_at FROM schema_changes WHERE resource = ${resource}`;
 
 /** Writes fields as learned (counts too: they change only when a complete scan ends). */
 export const upsertFields = (resource: string, fields: readonly FieldShape[]) =>
@@ -87,7 +87,10 @@ export const upsertFields = (resource: string, fields: readonly FieldShape[]) =>
       present = excluded.present, nulls = excluded.nulls, records = excluded.records,
       last_seen_at = excluded.last_seen_at, removed_at = excluded.removed_at`;
 
-/** New changes, each once (RETURNING the ids the feed and the subscribers name them by). */
+/**
+ * Changes to record: new ones inserted once, known ones (the key is taken) counting more records
+ * (RETURNING every id, by which the feed and the subscribers name the new ones).
+ */
 export const insertChanges = (resource: string, runId: number, changes: readonly ShapeChange[]) =>
   sql`INSERT INTO schema_changes (resource, field, kind, before, after, mapped, first_seen_at, last_seen_at,
       example_key, count, run_id)
@@ -103,21 +106,23 @@ export const insertChanges = (resource: string, runId: number, changes: readonly
       last_seen_at = excluded.last_seen_at
     RETURNING id, field, kind, after`;
 
-/** A known change seen again by more records. */
-export const countChange = (id: number, count: number, at: string) =>
-  sql`UPDATE schema_changes SET count = count + ${count}, last_seen_at = ${at} WHERE id = ${id}`;
+/** The quarantine reasons the shape policy writes (to tell its records from unreadable ones). */
+export const SHAPE_QUARANTINE_LIKE = `${SHAPE_REASON_PREFIX}%`;
 
-const SHAPE_REASON = `${SHAPE_REASON_PREFIX}%`;
+/** The keys of the open quarantine rows the shape policy made. */
+export const openShapeKeys = (table: string) =>
+  sql`SELECT record_id FROM quarantine
+    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}`;
 
 /** Open quarantine rows the shape policy made, oldest first (re-applied by later runs). */
 export const openShapeQuarantine = (table: string) =>
   sql`SELECT id, record_id, raw, position FROM quarantine
-    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_REASON} ORDER BY id`;
+    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE} ORDER BY id`;
 
 /** Resolves the open shape-quarantine rows of these keys (written now, or quarantined again anew). */
 export const resolveShapeQuarantine = (table: string, keys: readonly string[], at: string) =>
   sql`UPDATE quarantine SET resolved_at = ${at}
-    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_REASON}
+    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}
       AND record_id IN (${join(
         keys.map((k) => sql`${k}`),
         ', ',
@@ -139,17 +144,17 @@ export const listFields = (resource: string | null) =>
 /** Open shape-quarantined records, of one resource or all, oldest first (at most `limit`). */
 export const listShapeQuarantine = (resource: string | null, limit: number) =>
   sql`SELECT id, resource, record_id, reason, at FROM quarantine
-    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_REASON}
+    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}
     ${resource === null ? raw('') : sql`AND resource = ${resource}`}
     ORDER BY id LIMIT ${limit}`;
 
 /** How many shape-quarantined records are open, per resource. */
 export const countShapeQuarantine = () =>
   sql`SELECT resource, count(*) AS n FROM quarantine
-    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_REASON} GROUP BY resource`;
+    WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE} GROUP BY resource`;
 
 /** The open shape-quarantined records of the units log at positions `from` to `to` (the overlap check). */
 export const heldAt = (table: string, from: number, to: number) =>
   sql`SELECT record_id AS key, raw, position FROM quarantine
-    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_REASON}
+    WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}
       AND position >= ${from} AND position < ${to} ORDER BY id`;

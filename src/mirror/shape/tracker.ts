@@ -1,10 +1,10 @@
 import { all, appendFeed, run, type Script } from '../../store/script.js';
-import type { Sql } from '../../store/sql.js';
 import type { TableDef } from '../resources.js';
 import type { FetchedRecord } from '../writeDecision.js';
 import { ShapeLearner } from './learner.js';
 import type { ShapePolicy } from './policy.js';
-import type { ShapeChange, ShapeVerdict } from './shapeTypes.js';
+import type { ShapeReader } from './reads.js';
+import { changeKey, type ShapeChange, type ShapeVerdict } from './shapeTypes.js';
 import * as statements from './statements.js';
 
 /**
@@ -32,9 +32,6 @@ export interface SchemaChangeNotice {
 /** Where new changes go besides the feed (the subscribers' deliveries): run in their transaction. */
 export type SchemaChangeSink = (changes: readonly SchemaChangeNotice[]) => Script<void>;
 
-/** What the shape needs of the store: one read, outside any transaction. */
-export type ShapeRead = <R extends object>(statement: Sql) => Promise<R[]>;
-
 /** A quarantined record to re-apply: what was received, and where it stood in the units log. */
 export interface QuarantinedRecord {
   id: number;
@@ -56,21 +53,27 @@ export class ShapeTracker {
   ) {}
 
   /** Loads what earlier runs learned (once per run, before its first batch). */
-  async load(read: ShapeRead, at: string): Promise<void> {
+  async load(read: ShapeReader, at: string): Promise<void> {
     if (this.learner) return;
     const [fields, changes, open] = await Promise.all([
       read<statements.FieldRow>(statements.readFields(this.def.table)),
-      read<{ id: number; field: string; kind: ShapeChange['kind']; after: string }>(
+      read<{ id: number; field: string; kind: ShapeChange['kind']; after: string; first_seen_at: string }>(
         statements.readChangeKeys(this.def.table),
       ),
-      read<{ record_id: string | null }>(statements.openShapeQuarantine(this.def.table)),
+      read<{ record_id: string | null }>(statements.openShapeKeys(this.def.table)),
     ]);
     this.learner = new ShapeLearner(
       this.def,
       this.policy,
       {
         fields: fields.map(statements.fieldShape),
-        changes: changes.map((c) => ({ ...c, id: Number(c.id) })),
+        changes: changes.map((c) => ({
+          id: Number(c.id),
+          field: c.field,
+          kind: c.kind,
+          after: c.after,
+          firstSeenAt: statements.iso(c.first_seen_at),
+        })),
       },
       at,
     );
@@ -78,7 +81,7 @@ export class ShapeTracker {
   }
 
   /** The open shape-quarantined records of the table, to judge again under today's policy and mapping. */
-  async quarantined(read: ShapeRead): Promise<QuarantinedRecord[]> {
+  async quarantined(read: ShapeReader): Promise<QuarantinedRecord[]> {
     const rows = await read<{ id: number; record_id: string | null; raw: string; position: number | null }>(
       statements.openShapeQuarantine(this.def.table),
     );
@@ -150,32 +153,30 @@ export class ShapeTracker {
     const table = this.def.table;
     const { fields, changes } = learner.drain();
     if (fields.length > 0) yield* run(statements.upsertFields(table, fields));
-    const fresh = changes.filter((c) => c.id === null);
-    for (const c of changes)
-      if (c.id !== null && c.count > 0) {
-        yield* run(statements.countChange(c.id, c.count, c.lastSeenAt));
-        learner.written(c, c.id);
-      }
-    if (fresh.length > 0) {
-      const ids = yield* all<{ id: number; field: string; kind: string; after: string }>(
-        statements.insertChanges(table, runId, fresh),
+    // New changes and known ones more records showed, in one statement (the unique key counts the known).
+    const recorded = changes.filter((c) => c.id === null || c.count > 0);
+    if (recorded.length > 0) {
+      const rows = yield* all<{ id: number; field: string; kind: ShapeChange['kind']; after: string }>(
+        statements.insertChanges(table, runId, recorded),
       );
+      const ids = new Map(rows.map((r) => [changeKey(r.field, r.kind, r.after), Number(r.id)]));
       const notices: SchemaChangeNotice[] = [];
-      for (const c of fresh) {
-        const row = ids.find((r) => r.field === c.field && r.kind === c.kind && r.after === c.after);
-        if (!row) continue;
-        learner.written(c, Number(row.id));
-        notices.push({
-          id: Number(row.id),
-          resource: table,
-          field: c.field,
-          kind: c.kind,
-          before: c.before,
-          after: c.after,
-          mapped: c.mapped,
-          exampleKey: c.exampleKey,
-          at: c.firstSeenAt,
-        });
+      for (const c of recorded) {
+        const id = ids.get(changeKey(c.field, c.kind, c.after));
+        if (id === undefined) continue;
+        if (c.id === null)
+          notices.push({
+            id,
+            resource: table,
+            field: c.field,
+            kind: c.kind,
+            before: c.before,
+            after: c.after,
+            mapped: c.mapped,
+            exampleKey: c.exampleKey,
+            at: c.firstSeenAt,
+          });
+        learner.written(c, id);
       }
       yield* appendFeed(
         notices.map((n) => ({ resource: 'schema_changes', recordId: String(n.id), kind: 'insert', at })),
@@ -188,11 +189,6 @@ export class ShapeTracker {
       yield* run(statements.resolveShapeQuarantine(table, resolved, at));
       for (const k of resolved) this.openKeys.delete(k);
     }
-  }
-
-  /** Whether `key` already has an open shape-quarantine row (not quarantined twice). */
-  isQuarantined(key: string | null): boolean {
-    return key !== null && this.openKeys.has(key);
   }
 
   /** Notes a key quarantined by the policy now (its row is open). */
