@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AppContext } from '../../src/context.js';
-import type { SchemaChangeSink } from '../../src/mirror/shape/tracker.js';
-import type { RunSyncOptions } from '../../src/mirror/syncRun.js';
+import { describe, expect, it } from 'vitest';
 import type { DriftChange, JsonObject } from '../../src/simulator/index.js';
-import type { SyncTarget } from '../../src/syncRequests.js';
-import { captureLog, type Harness, harness } from '../mirror/harness.js';
+import type { Harness } from '../mirror/harness.js';
 import { sync } from './mirrorExactness.cases.js';
-import { liveRows, type MirrorUnderTest, scalar, sqliteForm } from './mirrorStores.js';
+import { liveRows, scalar, sqliteForm } from './mirrorStores.js';
 import {
+  driftSetup,
   type ExpectedChange,
   expectMirrorServes,
   expectNothingReported,
@@ -15,7 +12,8 @@ import {
   expectRowAdmits,
   expectShown,
   type ListTable,
-  subscribersSink,
+  type OpenDriftMirror,
+  SIZES,
   withSync,
 } from './schemaDriftChecks.js';
 import { schemaDriftPolicyCases } from './schemaDriftPolicies.js';
@@ -28,9 +26,6 @@ import { schemaDriftPolicyCases } from './schemaDriftPolicies.js';
  * and the mirror equals upstream for every record the policy admits. Then: a vanished field only
  * after a complete scan, the policies, and quarantined records coming back after the policy changes.
  */
-
-/** The mirror under test on a fresh database of its kind, with the subscribers' sink. */
-export type OpenDriftMirror = (h: Harness, sink: SchemaChangeSink | undefined) => Promise<MirrorUnderTest>;
 
 const SIM = { projects: 'projects', issuances: 'issuances', unit_operations: 'units' } as const;
 
@@ -103,8 +98,6 @@ const KINDS: DriftKind[] = [
   },
 ];
 
-const SIZES = { projects: 30, issuances: 30, units: 40 };
-
 /** Keys of served records that show the change (the example key is one of them). */
 function showing(h: Harness, kind: DriftKind): Set<string> {
   const served = h.sim.registry.servedSnapshot(SIM[kind.table]);
@@ -123,24 +116,9 @@ function showing(h: Harness, kind: DriftKind): Set<string> {
 
 /** Registers the cases on `kind`; `open` gives each case a fresh store. */
 export function schemaDriftCases(kind: 'sqlite' | 'postgres', open: OpenDriftMirror): void {
-  let h: Harness | undefined;
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-  });
+  const setup = driftSetup(open);
 
-  async function setup(overrides: Record<string, unknown> = {}) {
-    h = await harness(SIZES, { 'sync.page_size': 10, ...overrides });
-    // Every reading of the clock is a later millisecond: a run's steps never share a time by luck.
-    let t = Date.parse('2026-03-01T00:00:00.000Z');
-    h.ctx.clock = { now: () => ++t };
-    const m = await open(h, subscribersSink());
-    const log = captureLog(h.ctx);
-    return { h, m, log };
-  }
-
-  const run = (ctx: AppContext, m: MirrorUnderTest, target: SyncTarget, o: Partial<RunSyncOptions> = {}) =>
-    sync(ctx, m, target, o);
+  const run = sync;
 
   describe(`schema drift on ${kind}`, () => {
     for (const drift of KINDS)

@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { runSchemaCommand } from '../../src/commands/schema.js';
 import type { Config } from '../../src/config.js';
 import { subscriberSchema } from '../../src/configSubscribers.js';
@@ -9,8 +9,34 @@ import { normalizeRecord } from '../../src/operator/schemas.js';
 import type { JsonObject } from '../../src/simulator/index.js';
 import { readHealth } from '../../src/status.js';
 import { configuredSchemaChangesSink } from '../../src/subscribers/subscribers.js';
-import type { Harness } from '../mirror/harness.js';
+import { captureLog, type Harness, harness } from '../mirror/harness.js';
 import { liveRows, type MirrorUnderTest, scalar } from './mirrorStores.js';
+
+/** A fresh store for one case, its mirror writing through `sink` (the subscribers'). */
+export type OpenDriftMirror = (h: Harness, sink: SchemaChangeSink | undefined) => Promise<MirrorUnderTest>;
+
+/** The simulator's size in the drift suites. */
+export const SIZES = { projects: 30, issuances: 30, units: 40 };
+
+/**
+ * Registers the closing of each case's simulator, and returns what sets a case up: a simulator, the
+ * mirror on a fresh store with its subscribers, a clock whose every reading is a later millisecond
+ * (a run's steps never share a time by luck), and the log lines captured.
+ */
+export function driftSetup(open: OpenDriftMirror) {
+  let h: Harness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+  return async (overrides: Record<string, unknown> = {}) => {
+    h = await harness(SIZES, { 'sync.page_size': 10, ...overrides });
+    let t = Date.parse('2026-03-01T00:00:00.000Z');
+    h.ctx.clock = { now: () => ++t };
+    const m = await open(h, subscribersSink());
+    return { h, m, log: captureLog(h.ctx) };
+  };
+}
 
 /**
  * What the schema-drift suite (schemaDrift.cases.ts) asserts of one change, on either store: one

@@ -1,17 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { AppContext } from '../../src/context.js';
-import type { RunSyncOptions } from '../../src/mirror/syncRun.js';
+import { describe, expect, it } from 'vitest';
 import type { DriftChange } from '../../src/simulator/index.js';
-import type { SyncTarget } from '../../src/syncRequests.js';
-import { captureLog, type Harness, harness } from '../mirror/harness.js';
+import type { Harness } from '../mirror/harness.js';
 import { sync } from './mirrorExactness.cases.js';
-import { liveRows, type MirrorUnderTest, scalar } from './mirrorStores.js';
-import type { OpenDriftMirror } from './schemaDrift.cases.js';
+import { liveRows, scalar } from './mirrorStores.js';
 import {
+  driftSetup,
   expectMirrorServes,
   expectRecordedOnce,
   expectRowAdmits,
-  subscribersSink,
+  type OpenDriftMirror,
+  SIZES,
   withSchema,
 } from './schemaDriftChecks.js';
 
@@ -22,7 +20,6 @@ import {
  * lists and in the units log (where the re-applied unit keeps its place).
  */
 
-const SIZES = { projects: 30, issuances: 30, units: 40 };
 const TYPE_CHANGE: DriftChange = {
   kind: 'change-type',
   field: 'totalEstimatedUnits',
@@ -40,22 +37,8 @@ const TYPE_CHANGED = {
 const drifted = (r: Record<string, unknown>) => typeof r.totalEstimatedUnits === 'string';
 
 export function schemaDriftPolicyCases(kind: 'sqlite' | 'postgres', open: OpenDriftMirror): void {
-  let h: Harness | undefined;
-  afterEach(async () => {
-    await h?.close();
-    h = undefined;
-  });
-
-  /** A simulator, the mirror with its subscribers, and a clock whose every reading is later. */
-  async function setup(overrides: Record<string, unknown> = {}) {
-    h = await harness(SIZES, { 'sync.page_size': 10, ...overrides });
-    let t = Date.parse('2026-03-01T00:00:00.000Z');
-    h.ctx.clock = { now: () => ++t };
-    const m = await open(h, subscribersSink());
-    return { h, m, log: captureLog(h.ctx) };
-  }
-  const run = (ctx: AppContext, m: MirrorUnderTest, target: SyncTarget, o: Partial<RunSyncOptions> = {}) =>
-    sync(ctx, m, target, o);
+  const setup = driftSetup(open);
+  const run = sync;
   const driftedKeys = (h: Harness) =>
     new Set([...h.sim.registry.servedSnapshot('projects')].filter(([, r]) => drifted(r)).map(([k]) => k));
 
