@@ -2,6 +2,7 @@ import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
 import { databaseSchema } from './configDatabase.js';
 import { apiPath, hostPort, httpUrl, nonNegativeInt, positiveInt } from './configPrimitives.js';
+import { reconcileSchema } from './configReconcile.js';
 import { schemaDriftSchema } from './configShape.js';
 import { subscriberDeliverySchema, subscriberSchema } from './configSubscribers.js';
 import { canonicalWord } from './words.js';
@@ -323,6 +324,8 @@ export const configSchema = z.strictObject({
   custody: custodySchema.default(custodySchema.parse({})),
   outbox: outboxSchema.default(outboxSchema.parse({})),
   status: statusSchema.default(statusSchema.parse({})),
+  /** The reported operations against the registry's data (src/configReconcile.ts). */
+  reconcile: reconcileSchema.default(reconcileSchema.parse({})),
   /** Internal apps that get the operation's decisions pushed, signed (default: none). */
   subscribers: z.array(subscriberSchema).default([]),
   subscriber_delivery: subscriberDeliverySchema.default(subscriberDeliverySchema.parse({})),

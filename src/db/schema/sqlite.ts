@@ -64,6 +64,8 @@ export const syncSeen = build(tables.syncSeenTable(kinds));
 export const quarantine = build(tables.quarantineTable(kinds));
 export const schemaFields = build(tables.schemaFieldsTable(kinds));
 export const schemaChanges = build(tables.schemaChangesTable(kinds));
+export const reconciliationLedger = build(tables.reconciliationLedgerTable(kinds, () => outbox.id));
+export const reconciliationFindings = build(tables.reconciliationFindingsTable(kinds));
 export const custodyIds = build(tables.custodyIdsTable(kinds));
 export const projects = build(tables.projectsTable(kinds));
 export const issuances = build(tables.issuancesTable(kinds));

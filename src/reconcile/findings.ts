@@ -1,0 +1,293 @@
+import type { ReconcileSettings } from '../configReconcile.js';
+import { KG_EPSILON, tonnes } from './amounts.js';
+import type { LedgerFact } from './balances.js';
+import { type BalanceSheet, FINDING_KINDS, type Finding, type FindingKind } from './findingKinds.js';
+
+/**
+ * The rules: from the balance sheets and the facts of a pass, the findings that hold now, and when
+ * each time-bound condition of the pass falls due (a retirement window ending, a decision turning
+ * overdue, a deposit's days running out), so the daemon looks again then. Pure.
+ */
+
+/** A retirement in the operator's public units log, as matching reads it. */
+export interface LogRetirement {
+  id: string;
+  issuanceId: string | null;
+  quantityKg: number | null;
+}
+
+/** A custody deposit confirmed by webhook. */
+export interface Deposit {
+  kind: 'issuances' | 'units';
+  id: string;
+  at: string;
+}
+
+export interface RuleSettings {
+  reconcile: Pick<ReconcileSettings, 'retire_window_hours' | 'tokenize_within_days' | 'retire_match'>;
+  decisionWarnHours: number;
+}
+
+/** What the rules decided. */
+export interface Verdict {
+  findings: Finding[];
+  /** The earliest moment a condition of this scope may turn (ms), by issuance; '' for operations without one. */
+  dueAt: Map<string, number>;
+}
+
+const HOUR_MS = 3_600_000;
+
+function finding(kind: FindingKind, f: Omit<Finding, 'kind' | 'severity'>): Finding {
+  return { kind, severity: FINDING_KINDS[kind], ...f };
+}
+
+/** The findings of a balance sheet (given the operations on its subject): below zero, beyond the issuance, outside custody. */
+function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[]): Finding[] {
+  const out: Finding[] = [];
+  const b = sheet.balance;
+  const where = { subject: sheet.subject, subjectId: sheet.id, ref: b.lastRef } as const;
+  const ids = {
+    issuanceId: sheet.issuanceId,
+    unitId: sheet.subject === 'unit' ? sheet.id : null,
+  };
+  if (b.outstandingKg < -KG_EPSILON) {
+    out.push(
+      finding('outstanding-negative', {
+        ...where,
+        ...ids,
+        expectedKg: 0,
+        foundKg: b.outstandingKg,
+        detail: `${sheet.subject} ${sheet.id}: retired ${tonnes(b.retiredKg)} and detokenized ${tonnes(b.detokenizedKg)} of ${tonnes(b.tokenizedKg)} tokenized (outstanding ${tonnes(b.outstandingKg)})`,
+      }),
+    );
+  }
+  if (sheet.issuanceAmountKg !== null && b.tokenizedKg > sheet.issuanceAmountKg + KG_EPSILON) {
+    out.push(
+      finding('over-issuance', {
+        ...where,
+        ...ids,
+        expectedKg: sheet.issuanceAmountKg,
+        foundKg: b.tokenizedKg,
+        detail: `issuance ${sheet.id}: ${tonnes(b.tokenizedKg)} tokenized, beyond its amount of ${tonnes(sheet.issuanceAmountKg)}`,
+      }),
+    );
+  }
+  const custody = sheet.custody;
+  if (custody.state === 'never' || custody.state === 'ended') {
+    const after = custody.state === 'ended' ? custody.at : null;
+    const concerned = facts.filter(
+      (f) =>
+        f.state !== 'rejected' &&
+        f.state !== 'cancelled' &&
+        f.state !== 'failed' &&
+        (after === null || Date.parse(f.createdAt) > Date.parse(after)),
+    );
+    if (concerned.length > 0) {
+      const last = concerned[concerned.length - 1] as LedgerFact;
+      out.push(
+        finding('not-in-custody', {
+          ...where,
+          ...ids,
+          ref: last.ref,
+          expectedKg: null,
+          foundKg: null,
+          detail:
+            custody.state === 'ended'
+              ? `${concerned.length} operation(s) reported on ${sheet.subject} ${sheet.id} after its custody ended (${custody.at})`
+              : `${concerned.length} operation(s) reported on ${sheet.subject} ${sheet.id}, which the custody data does not show in custody`,
+        }),
+      );
+    }
+  }
+  return out;
+}
+
+/** The key a retirement is matched on, as `retire_match` says (null: it cannot match). */
+function matchKey(
+  match: RuleSettings['reconcile']['retire_match'],
+  issuanceId: string | null,
+  unitId: string | null,
+  kg: number | null,
+): string | null {
+  const parts: string[] = [];
+  if (match.issuance) {
+    if (issuanceId === null) return null;
+    parts.push(issuanceId);
+  }
+  if (match.unit) {
+    if (unitId === null) return null;
+    parts.push(unitId);
+  }
+  if (match.quantity) {
+    if (kg === null) return null;
+    parts.push(String(Math.round(kg * 1000)));
+  }
+  return parts.join('\u0000');
+}
+
+/**
+ * Approved Retires matched with the log's retirements, oldest approval first, each log entry used
+ * once: those still unmatched past the window are findings; the others fall due when it ends.
+ */
+function retirementFindings(
+  facts: readonly LedgerFact[],
+  log: readonly LogRetirement[],
+  settings: RuleSettings,
+  now: number,
+  due: (issuanceId: string | null, at: number) => void,
+): Finding[] {
+  const match = settings.reconcile.retire_match;
+  const available = new Map<string, number>();
+  for (const entry of log) {
+    const key = matchKey(match, entry.issuanceId, entry.id, entry.quantityKg);
+    if (key !== null) available.set(key, (available.get(key) ?? 0) + 1);
+  }
+  const retires = facts
+    .filter((f) => f.kind === 'retire' && f.state === 'approved')
+    .sort((a, b) => (a.decidedAt ?? '').localeCompare(b.decidedAt ?? '') || a.outboxId - b.outboxId);
+  const windowMs = settings.reconcile.retire_window_hours * HOUR_MS;
+  const out: Finding[] = [];
+  for (const f of retires) {
+    const key = matchKey(match, f.issuanceId, f.unitId, f.amountKg);
+    const left = key === null ? 0 : (available.get(key) ?? 0);
+    if (key !== null && left > 0) {
+      available.set(key, left - 1);
+      continue;
+    }
+    const ends = Date.parse(f.decidedAt ?? f.createdAt) + windowMs;
+    if (ends > now) {
+      due(f.issuanceId, ends);
+      continue;
+    }
+    out.push(
+      finding('retirement-missing', {
+        subject: 'operation',
+        subjectId: f.ref,
+        issuanceId: f.issuanceId,
+        unitId: f.unitId,
+        ref: f.ref,
+        expectedKg: f.amountKg,
+        foundKg: 0,
+        detail: `Retire ${f.ref} of ${f.amountKg === null ? 'an unreadable amount' : tonnes(f.amountKg)} on issuance ${f.issuanceId ?? '(none)'}, approved ${f.decidedAt ?? '(unknown)'}: no matching retirement in the public units log after ${settings.reconcile.retire_window_hours} h`,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Operations accepted by the operator and still undecided past `status.decision_warn_hours`. */
+function overdueFindings(
+  facts: readonly LedgerFact[],
+  settings: RuleSettings,
+  now: number,
+  due: (issuanceId: string | null, at: number) => void,
+): Finding[] {
+  const limitMs = settings.decisionWarnHours * HOUR_MS;
+  const out: Finding[] = [];
+  for (const f of facts) {
+    if (f.state !== 'accepted' || f.acceptedAt === null) continue;
+    const turns = Date.parse(f.acceptedAt) + limitMs;
+    if (turns > now) {
+      due(f.issuanceId, turns);
+      continue;
+    }
+    out.push(
+      finding('decision-overdue', {
+        subject: 'operation',
+        subjectId: f.ref,
+        issuanceId: f.issuanceId,
+        unitId: f.unitId,
+        ref: f.ref,
+        expectedKg: null,
+        foundKg: f.amountKg,
+        detail: `${f.kind} ${f.ref} accepted by the operator ${f.acceptedAt}, no decision after ${settings.decisionWarnHours} h`,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Deposits with no Tokenization reported on their id within `tokenize_within_days`. */
+function depositFindings(
+  facts: readonly LedgerFact[],
+  deposits: readonly Deposit[],
+  settings: RuleSettings,
+  now: number,
+  due: (issuanceId: string | null, at: number) => void,
+): Finding[] {
+  const tokenized = new Set<string>();
+  for (const f of facts) {
+    if (f.kind !== 'tokenization' || f.state === 'cancelled') continue;
+    if (f.issuanceId !== null) tokenized.add(`issuances\u0000${f.issuanceId}`);
+    if (f.unitId !== null) tokenized.add(`units\u0000${f.unitId}`);
+  }
+  const limitMs = settings.reconcile.tokenize_within_days * 24 * HOUR_MS;
+  const out: Finding[] = [];
+  for (const d of deposits) {
+    if (tokenized.has(`${d.kind}\u0000${d.id}`)) continue;
+    const issuanceId = d.kind === 'issuances' ? d.id : null;
+    const turns = Date.parse(d.at) + limitMs;
+    if (turns > now) {
+      due(issuanceId, turns);
+      continue;
+    }
+    const subject = d.kind === 'issuances' ? 'issuance' : 'unit';
+    out.push(
+      finding('deposit-not-tokenized', {
+        subject,
+        subjectId: d.id,
+        issuanceId,
+        unitId: d.kind === 'units' ? d.id : null,
+        ref: null,
+        expectedKg: null,
+        foundKg: null,
+        detail: `${subject} ${d.id} deposited into custody ${d.at}: no Tokenization reported within ${settings.reconcile.tokenize_within_days} days`,
+      }),
+    );
+  }
+  return out;
+}
+
+/** Every finding of a pass, and when its time-bound conditions fall due. */
+export function decideFindings(
+  sheets: readonly BalanceSheet[],
+  facts: readonly LedgerFact[],
+  log: readonly LogRetirement[],
+  deposits: readonly Deposit[],
+  settings: RuleSettings,
+  now: number,
+): Verdict {
+  const dueAt = new Map<string, number>();
+  const due = (issuanceId: string | null, at: number) => {
+    const key = issuanceId ?? '';
+    const was = dueAt.get(key);
+    if (was === undefined || at < was) dueAt.set(key, at);
+  };
+  const ordered = [...facts].sort((a, b) => a.outboxId - b.outboxId);
+  const onIssuance = groupBy(ordered, (f) => f.issuanceId);
+  const onUnit = groupBy(ordered, (f) => f.unitId);
+  const findings = [
+    ...sheets.flatMap((s) =>
+      sheetFindings(s, (s.subject === 'issuance' ? onIssuance : onUnit).get(s.id) ?? []),
+    ),
+    ...retirementFindings(ordered, log, settings, now, due),
+    ...overdueFindings(ordered, settings, now, due),
+    ...depositFindings(ordered, deposits, settings, now, due),
+  ];
+  return { findings, dueAt };
+}
+
+function groupBy(
+  facts: readonly LedgerFact[],
+  key: (f: LedgerFact) => string | null,
+): Map<string, LedgerFact[]> {
+  const out = new Map<string, LedgerFact[]>();
+  for (const f of facts) {
+    const k = key(f);
+    if (k === null) continue;
+    const list = out.get(k);
+    if (list) list.push(f);
+    else out.set(k, [f]);
+  }
+  return out;
+}

@@ -1,0 +1,189 @@
+import { isoAt } from '../clock.js';
+import { all, appendFeed, run, type Script, type ScriptStore } from '../store/script.js';
+import { feedOrderLock } from '../store/sql.js';
+import { ledgerEntryOf } from './amounts.js';
+import { balanceSheets, balancesOf } from './balances.js';
+import { readInputs } from './facts.js';
+import { type Finding, type FindingKind, type FindingSubject, findingKey } from './findingKinds.js';
+import { decideFindings, type RuleSettings } from './findings.js';
+import { settleFindings } from './settle.js';
+import * as q from './statements.js';
+
+/**
+ * One reconciliation pass, the edge around the pure rules: catch the ledger up with the outbox,
+ * read the scope's inputs, decide (findings.ts), and in one transaction record what changed, with
+ * its change-feed rows and the subscribers' deliveries (through the sink the root hands down, so
+ * this module never imports subscribers/).
+ */
+
+/** A finding opened (new, or back after it was resolved) or resolved, as the feed and the subscribers see it. */
+export interface FindingNotice {
+  id: number;
+  event: 'reconciliation.finding' | 'reconciliation.resolved';
+  finding: Finding;
+  at: string;
+}
+
+/** Where notices go besides the feed (the subscribers' deliveries): run in the pass's transaction. */
+export type FindingSink = (notices: readonly FindingNotice[]) => Script<void>;
+
+export interface PassDeps {
+  store: ScriptStore;
+  settings: RuleSettings;
+  sink?: FindingSink;
+  /** The pass's time, ms. */
+  now: () => number;
+}
+
+/** What a pass did. */
+export interface PassOutcome {
+  /** The issuances looked at (null: all). */
+  scope: readonly string[] | null;
+  operations: number;
+  sheets: number;
+  open: number;
+  opened: FindingNotice[];
+  resolved: FindingNotice[];
+  /** When a time-bound condition may turn, by issuance ('' for what only a full pass looks at). */
+  dueAt: Map<string, number>;
+}
+
+/** Ledger rows read per statement while catching up. */
+const CATCH_UP_PAGE = 2_000;
+/** How far below the newest ledgered id to look again: ids a concurrent transaction took but committed later. */
+const LATE_COMMIT_SPAN = 10_000;
+
+/**
+ * Reads the bodies of outbox rows the ledger lacks (each once) and records their amounts; the
+ * issuance ids they name, so that the caller re-evaluates them.
+ */
+export async function catchUpLedger(store: ScriptStore): Promise<Set<string>> {
+  const touched = new Set<string>();
+  const newest = (await store.read<{ id: number | null }>(q.newestLedgered()))[0]?.id;
+  let after = Math.max(0, Number(newest ?? 0) - LATE_COMMIT_SPAN);
+  for (;;) {
+    const rows = await store.read<{ id: number; body: string }>(q.unledgered(after, CATCH_UP_PAGE));
+    if (rows.length === 0) return touched;
+    const entries = rows.map((r) => ({ outboxId: Number(r.id), ...ledgerEntryOf(r.body) }));
+    for (const e of entries) if (e.issuanceId !== null) touched.add(e.issuanceId);
+    await store.transaction(
+      (function* () {
+        for (let i = 0; i < entries.length; i += q.GROUP)
+          yield* run(q.insertLedger(entries.slice(i, i + q.GROUP)));
+      })(),
+    );
+    after = Number(rows[rows.length - 1]?.id);
+    if (rows.length < CATCH_UP_PAGE) return touched;
+  }
+}
+
+const asFinding = (r: q.FindingRow): Finding => ({
+  kind: r.kind as FindingKind,
+  subject: r.subject as FindingSubject,
+  subjectId: r.subject_id,
+  issuanceId: r.issuance_id,
+  unitId: r.unit_id,
+  ref: r.ref,
+  severity: r.severity as Finding['severity'],
+  expectedKg: r.expected_kg === null ? null : Number(r.expected_kg),
+  foundKg: r.found_kg === null ? null : Number(r.found_kg),
+  detail: r.detail,
+});
+
+/** Records the findings of a scope in one transaction; the notices it raised. */
+function* record(
+  scope: readonly string[] | null,
+  current: readonly Finding[],
+  at: string,
+  sink: FindingSink | undefined,
+): Script<{ opened: FindingNotice[]; resolved: FindingNotice[]; open: number }> {
+  // Replicas' passes one at a time (where several share the store): each settles against the
+  // rows the one before it committed.
+  yield* run(feedOrderLock);
+  const subjects = [...new Set(current.map((f) => f.subjectId))];
+  const existing: q.FindingRow[] = [];
+  if (scope === null) existing.push(...(yield* all<q.FindingRow>(q.scopeFindings(null, []))));
+  else {
+    for (let i = 0; i < Math.max(subjects.length, 1); i += q.GROUP)
+      existing.push(...(yield* all<q.FindingRow>(q.scopeFindings(scope, subjects.slice(i, i + q.GROUP)))));
+  }
+  const inScope = new Set(scope ?? []);
+  const settled = settleFindings(
+    existing,
+    current,
+    (row) => scope === null || (row.issuance_id !== null && inScope.has(row.issuance_id)),
+  );
+  const opened: FindingNotice[] = [];
+  for (let i = 0; i < settled.upsert.length; i += q.GROUP / 2) {
+    const group = settled.upsert.slice(i, i + q.GROUP / 2);
+    const ids = yield* all<{ id: number; kind: string; subject: string; subject_id: string }>(
+      q.upsertFindings(group, at),
+    );
+    const idOf = new Map(ids.map((r) => [`${r.kind}\u0000${r.subject}\u0000${r.subject_id}`, Number(r.id)]));
+    for (const f of group) {
+      const id = idOf.get(findingKey(f));
+      if (id !== undefined && settled.opening.has(findingKey(f)))
+        opened.push({ id, event: 'reconciliation.finding', finding: f, at });
+    }
+  }
+  for (let i = 0; i < settled.touch.length; i += q.GROUP)
+    yield* run(q.touchFindings(settled.touch.slice(i, i + q.GROUP), at));
+  const resolved: FindingNotice[] = [];
+  for (let i = 0; i < settled.resolve.length; i += q.GROUP) {
+    const group = settled.resolve.slice(i, i + q.GROUP);
+    const done = new Set(
+      (yield* all<{ id: number }>(
+        q.resolveFindings(
+          group.map((r) => r.id),
+          at,
+        ),
+      )).map((r) => Number(r.id)),
+    );
+    for (const r of group)
+      if (done.has(Number(r.id)))
+        resolved.push({ id: Number(r.id), event: 'reconciliation.resolved', finding: asFinding(r), at });
+  }
+  const notices = [...opened, ...resolved];
+  yield* appendFeed(
+    notices.map((n) => ({
+      resource: 'reconciliation_findings',
+      recordId: String(n.id),
+      kind: n.event === 'reconciliation.finding' ? 'finding' : 'resolved',
+      at,
+    })),
+  );
+  if (sink && notices.length > 0) yield* sink(notices);
+  const open = existing.filter((r) => r.resolved_at === null).length + opened.length - resolved.length;
+  return { opened, resolved, open };
+}
+
+/** One pass over `scope` (null: every issuance and unit): the ledger caught up, the findings recorded. */
+export async function runPass(deps: PassDeps, scope: readonly string[] | null): Promise<PassOutcome> {
+  await catchUpLedger(deps.store);
+  const now = deps.now();
+  const inputs = await readInputs(
+    (s) => deps.store.read(s),
+    scope,
+    deps.settings.reconcile.retire_match.statuses,
+  );
+  const sheets = balanceSheets(balancesOf(inputs.facts), inputs.side);
+  const verdict = decideFindings(
+    sheets,
+    inputs.facts,
+    inputs.retirements,
+    inputs.deposits,
+    deps.settings,
+    now,
+  );
+  const at = isoAt(now);
+  const recorded = await deps.store.transaction(record(scope, verdict.findings, at, deps.sink));
+  return {
+    scope,
+    operations: inputs.facts.length,
+    sheets: sheets.length,
+    open: recorded.open,
+    opened: recorded.opened,
+    resolved: recorded.resolved,
+    dueAt: verdict.dueAt,
+  };
+}

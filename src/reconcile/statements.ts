@@ -1,0 +1,151 @@
+import { join, raw, type Sql, sql, typed } from '../store/sql.js';
+import type { Finding } from './findingKinds.js';
+
+/**
+ * The reconciliation's statements, written once for both stores (src/store/sql.ts renders them).
+ * A scope is every issuance (null) or a list of issuance ids; a unit is in scope with the issuances
+ * of its operations.
+ */
+
+/** Most values one IN list or VALUES group carries (far below both stores' limits). */
+export const GROUP = 500;
+
+const list = (ids: readonly string[]) =>
+  join(
+    ids.map((id) => sql`${id}`),
+    ', ',
+  );
+
+/** Outbox rows the ledger has not read yet (bodies never change: each is read once). */
+export const unledgered = (afterId: number, limit: number) =>
+  sql`SELECT o.id, o.body FROM outbox o
+       WHERE o.id > ${afterId}
+         AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l WHERE l.outbox_id = o.id)
+       ORDER BY o.id LIMIT ${limit}`;
+
+export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
+
+export interface LedgerInsert {
+  outboxId: number;
+  kind: string;
+  issuanceId: string | null;
+  unitId: string | null;
+  amountKg: number | null;
+}
+
+export const insertLedger = (rows: readonly LedgerInsert[]) =>
+  sql`INSERT INTO reconciliation_ledger (outbox_id, kind, issuance_id, unit_id, amount_kg)
+      VALUES ${join(
+        rows.map((r) => sql`(${r.outboxId}, ${r.kind}, ${r.issuanceId}, ${r.unitId}, ${r.amountKg})`),
+        ', ',
+      )}
+      ON CONFLICT (outbox_id) DO NOTHING`;
+
+/** The operations of a scope with their outbox state. */
+export function ledgerFacts(scope: readonly string[] | null): Sql {
+  const select = sql`SELECT l.outbox_id, l.kind, l.issuance_id, l.unit_id, l.amount_kg, o.state,
+        o."marketplaceTransactionRef" AS ref, o.created_at, o.accepted_at, o.decided_at
+      FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id`;
+  if (scope === null) return select;
+  return sql`${select}
+      WHERE l.issuance_id IN (${list(scope)})
+         OR l.unit_id IN (SELECT unit_id FROM reconciliation_ledger
+                           WHERE issuance_id IN (${list(scope)}) AND unit_id IS NOT NULL)`;
+}
+
+/** Issuance ids in the ledger after `after` (text order), for paged balance sheets. */
+export const ledgerIssuances = (after: string | null, limit: number) =>
+  sql`SELECT DISTINCT issuance_id AS id FROM reconciliation_ledger
+       WHERE issuance_id IS NOT NULL ${after === null ? sql`` : sql`AND issuance_id > ${after}`}
+       ORDER BY issuance_id LIMIT ${limit}`;
+
+const inScope = (column: string, ids: readonly string[] | null) =>
+  ids === null ? sql`` : sql`AND ${raw(column)} IN (${list(ids)})`;
+
+/** `issuanceAmount` of live issuances, public first, then the custody read's. */
+export const issuanceAmounts = (ids: readonly string[] | null) =>
+  sql`SELECT "issuanceId" AS id, "issuanceAmount" AS amount, 0 AS custody FROM issuances
+       WHERE _removed_at IS NULL ${inScope('"issuanceId"', ids)}
+      UNION ALL
+      SELECT "issuanceId" AS id, "issuanceAmount" AS amount, 1 AS custody FROM custody_issuances
+       WHERE _removed_at IS NULL ${inScope('"issuanceId"', ids)}`;
+
+/** The custody reads of issuances or units, and the ids named in custody (config, Tokenizations, deposits). */
+export const custodyRows = (table: 'custody_issuances' | 'custody_units', ids: readonly string[] | null) => {
+  const key = table === 'custody_issuances' ? '"issuanceId"' : '"unitsOperationID"';
+  return sql`SELECT ${raw(key)} AS id, _custody_ended_at AS ended_at, _removed_at AS removed_at
+      FROM ${raw(table)} WHERE 1 = 1 ${inScope(key, ids)}`;
+};
+export const custodyIdRows = (kind: 'issuances' | 'units', ids: readonly string[] | null) =>
+  sql`SELECT id, source, added_at, ended_at FROM custody_ids WHERE kind = ${kind} ${inScope('id', ids)}`;
+
+/** Retirement-like entries of the public units log (`statuses` lowercased). */
+export const logRetirements = (statuses: readonly string[], issuances: readonly string[] | null) =>
+  sql`SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
+      FROM unit_operations
+      WHERE _removed_at IS NULL AND lower("unitsStatus") IN (${list(statuses)})
+      ${inScope('"unitsIssuanceID"', issuances)}`;
+
+/** The public log's operations per issuance (for balance sheets). */
+export const logCounts = (issuances: readonly string[]) =>
+  sql`SELECT "unitsIssuanceID" AS id, count(*) AS operations FROM unit_operations
+      WHERE _removed_at IS NULL AND "unitsIssuanceID" IN (${list(issuances)})
+      GROUP BY "unitsIssuanceID"`;
+
+/** A `reconciliation_findings` row as read. */
+export interface FindingRow {
+  id: number;
+  kind: string;
+  subject: string;
+  subject_id: string;
+  issuance_id: string | null;
+  unit_id: string | null;
+  ref: string | null;
+  severity: string;
+  expected_kg: number | null;
+  found_kg: number | null;
+  detail: string;
+  first_seen_at: string;
+  last_seen_at: string;
+  resolved_at: string | null;
+}
+
+/** The findings a pass over `scope` may change: those of its issuances, and those with the subjects found now. */
+export function scopeFindings(scope: readonly string[] | null, subjectIds: readonly string[]): Sql {
+  if (scope === null) return sql`SELECT * FROM reconciliation_findings`;
+  const bySubject = subjectIds.length === 0 ? sql`` : sql`OR subject_id IN (${list(subjectIds)})`;
+  return sql`SELECT * FROM reconciliation_findings WHERE issuance_id IN (${list(scope)}) ${bySubject}`;
+}
+
+/** Inserts findings, or reopens and refreshes those already recorded; the ids. */
+export const upsertFindings = (findings: readonly Finding[], at: string) =>
+  sql`INSERT INTO reconciliation_findings (kind, subject, subject_id, issuance_id, unit_id, ref, severity,
+        expected_kg, found_kg, detail, first_seen_at, last_seen_at, resolved_at)
+      VALUES ${join(
+        findings.map(
+          (f) =>
+            sql`(${f.kind}, ${f.subject}, ${f.subjectId}, ${f.issuanceId}, ${f.unitId}, ${f.ref}, ${f.severity},
+              ${f.expectedKg}, ${f.foundKg}, ${f.detail}, ${typed(at, 'timestamptz')}, ${typed(at, 'timestamptz')}, NULL)`,
+        ),
+        ', ',
+      )}
+      ON CONFLICT (kind, subject, subject_id) DO UPDATE SET
+        issuance_id = excluded.issuance_id, unit_id = excluded.unit_id, ref = excluded.ref,
+        severity = excluded.severity, expected_kg = excluded.expected_kg, found_kg = excluded.found_kg,
+        detail = excluded.detail, last_seen_at = excluded.last_seen_at, resolved_at = NULL
+      RETURNING id, kind, subject, subject_id`;
+
+export const touchFindings = (ids: readonly number[], at: string) =>
+  sql`UPDATE reconciliation_findings SET last_seen_at = ${typed(at, 'timestamptz')}
+      WHERE id IN (${join(
+        ids.map((id) => sql`${id}`),
+        ', ',
+      )})`;
+
+export const resolveFindings = (ids: readonly number[], at: string) =>
+  sql`UPDATE reconciliation_findings SET resolved_at = ${typed(at, 'timestamptz')}
+      WHERE resolved_at IS NULL AND id IN (${join(
+        ids.map((id) => sql`${id}`),
+        ', ',
+      )})
+      RETURNING id`;
