@@ -10,6 +10,7 @@ import type { ClassifyFault } from '../health/refusal.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { type HttpListener, type ListenersUp, startHttpListener } from '../httpListener.js';
 import type { OutboxAccess } from '../outbox/access.js';
+import type { ScriptStore } from '../store/script.js';
 import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bearerAuth } from './auth.js';
@@ -61,6 +62,8 @@ export interface ApiSeams {
   deliveries: DeliveriesAccess;
   /** The change feed's reads and wake-ups. */
   feed: FeedReads;
+  /** The reconciliation's findings and balance sheets (`GET /v1/reconciliation`). */
+  reconciliation: ScriptStore;
 }
 
 /** The seams, and what the API calls in other loops of the same process (app/daemon.ts wires them). */

@@ -107,6 +107,7 @@ function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string)
     // The URL holds a password: the hint names where it is set, never its value.
     inspectHint: () => 'psql "$VCU_SYNC_DATABASE_URL" -c "SELECT state, count(*) FROM outbox GROUP BY state"',
     mirrorBackend: () => pgBackend(pool, configuredSchemaChangesSink(ctx.config)),
+    reconciliation: postgresScriptStore(pool),
     close: () => database.close(),
   };
 }
@@ -227,6 +228,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       healthReads: pgHealthReads(pool, availability),
       deliveries: new DeliveriesStore(scripts),
       feed: feedReads(scripts, signal),
+      reconciliation: scripts,
       readiness: pgReadiness(pool),
       unavailable: pgClassifyFault,
     },

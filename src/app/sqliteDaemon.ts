@@ -94,6 +94,7 @@ export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
     healthReads: sqliteHealthReads(sqlite),
     deliveries: new DeliveriesStore(commitQueueFor(sqlite)),
     feed: sqliteFeedReads(sqlite),
+    reconciliation: commitQueueFor(sqlite),
     // Read per probe from the context: a context reopened meanwhile is read anew.
     readiness: (listeners) =>
       sqliteReadiness(ctx.database.sqlite, ctx.config.database.busy_timeout_ms)(listeners),

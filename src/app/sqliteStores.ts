@@ -89,6 +89,7 @@ export function commandSeams(ctx: SqliteContext, close: () => void): Stores {
     deliveriesAccess: new DeliveriesStore(commitQueueFor(sqlite)),
     inspectHint: () => sqliteHint(ctx.config.database.path),
     mirrorBackend: () => sqliteBackend(sqlite, undefined, configuredSchemaChangesSink(ctx.config)),
+    reconciliation: commitQueueFor(sqlite),
     close: async () => close(),
   };
 }

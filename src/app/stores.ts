@@ -9,9 +9,9 @@ import type { ShapeReader } from '../mirror/shape/reads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';
+import type { ScriptStore } from '../store/script.js';
 import type { DeliveriesAccess, DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import type { DeliveriesPrune } from '../subscribers/prune.js';
-
 import type { RequestSync } from '../syncRequests.js';
 
 /**
@@ -31,6 +31,8 @@ export interface Stores {
   inspectHint(): string;
   /** Where a sync run reads and writes; one per use (a run's bookkeeping is its own). */
   mirrorBackend(): MirrorBackend;
+  /** Where the reconciliation reads and records its findings (src/reconcile/). */
+  readonly reconciliation: ScriptStore;
   /** Closes what the factory opened (SQLite: checkpoints the WAL, then gives up ownership). */
   close(): Promise<void>;
 }

@@ -50,6 +50,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
       healthReads: pgHealthReads(pool),
       deliveries: new DeliveriesStore(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),
+      reconciliation: postgresScriptStore(pool),
     }),
     { readiness: pgReadiness(pool), unavailable: pgClassifyFault },
   );
