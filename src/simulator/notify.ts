@@ -7,8 +7,8 @@
  */
 import { z } from 'zod';
 import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
+import { parseOperationKind } from '../outbox/operationTypes.js';
 
-export const OPERATION_TYPES = ['tokenization', 'transfer', 'retire', 'detokenization'] as const;
 export const TRANSACTION_UNITS = ['tCO2e', 'kgCO2e'] as const;
 
 // The operator's own field list: the simulator plays the operator, so it reads the interface from the same place.
@@ -21,7 +21,8 @@ const shape: Record<string, z.ZodType> = {
   marketplaceTransactionRef: z.string('must be a string').trim().min(1, 'must not be empty'),
   operationType: z
     .string('must be a string')
-    .refine((s) => (OPERATION_TYPES as readonly string[]).includes(s.toLowerCase()), {
+    // Any case, and the legacy names the operator's documentation shows (postTransfer, postRetirement).
+    .refine((s) => parseOperationKind(s) !== undefined, {
       message: 'must be one of Tokenization, Transfer, Retire, Detokenization',
     }),
   transactionAmount: z.number('must be a number').finite().positive('must be positive'),
@@ -33,8 +34,8 @@ for (const f of INTEGER_FIELDS) shape[f] = optional(z.number('must be an integer
 
 /** Unknown fields are accepted (loose): an operator ignores what it does not know. */
 const notificationSchema = z.looseObject(shape).superRefine((n, ctx) => {
-  const op = typeof n.operationType === 'string' ? n.operationType.toLowerCase() : '';
-  if (op !== 'detokenization') return;
+  const kind = typeof n.operationType === 'string' ? parseOperationKind(n.operationType) : undefined;
+  if (kind !== 'detokenization') return;
   const dest = n.unitsAccountDestinationID;
   if (typeof dest !== 'number' || !Number.isInteger(dest)) {
     ctx.addIssue({
