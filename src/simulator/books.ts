@@ -13,7 +13,8 @@
  */
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { type OperationKind, parseOperationKind } from '../outbox/operationTypes.js';
+import type { OperationKind } from '../outbox/operationTypes.js';
+import { operationKindOf } from './notify.js';
 import type { Registry } from './registry.js';
 import type { JsonObject } from './types.js';
 import type { Decision } from './webhooks.js';
@@ -39,7 +40,7 @@ export function tonnesOf(amount: number, unit: unknown): number {
  * (YYYY-MM-DD). The fields of a log entry override a synthesized record's (see Books.append).
  */
 export function planBooking(n: JsonObject, day: string): BookingPlan {
-  const kind = typeof n.operationType === 'string' ? parseOperationKind(n.operationType) : undefined;
+  const kind = operationKindOf(n.operationType);
   if (kind === undefined) return { action: 'nothing', kind, reason: 'unknown operationType' };
   if (kind === 'transfer') return { action: 'nothing', kind, reason: 'a transfer stays in the marketplace' };
   const issuance = recordId(n.issuanceId);
