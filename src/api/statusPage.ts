@@ -1,4 +1,4 @@
-import { readable } from '../health/format.js';
+import { readable, severityCounts } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
 import { formatDuration, type Problem } from '../health/rules.js';
 import { changeWords, windowHours } from '../health/schemaRules.js';
@@ -86,6 +86,24 @@ function upstreamSchema(health: Health, now: number): string {
   const more = schema.recentCount - rows.length;
   return `<h2>Upstream schema</h2><p id="schema-summary">${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} to the operator's records in the last ${hours} h${more > 0 ? ` (the newest ${rows.length} below)` : ''}; ${quarantined} record${quarantined === 1 ? '' : 's'} quarantined for their shape${schema.quarantined.length ? ` (${esc(schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', '))})` : ''}. <code>vcu-sync schema TABLE</code> shows each table's shape.</p>
 ${rows.length ? table('schema', ['first seen', 'table', 'field', 'change', 'records', 'example key'], rows) : ''}`;
+}
+
+/** Reconciliation: the open findings by severity, the worst and newest listed, when a pass last recorded. */
+function reconciliation(health: Health, now: number): string {
+  if (!readable(health)) return '';
+  const r = health.snapshot.reconciliation;
+  const bySeverity = severityCounts(r.open);
+  const total = bySeverity.reduce((n, s) => n + s.findings, 0);
+  const rows = r.recent.map((f) => [
+    `<span class="${f.severity}"><b>${esc(f.severity)}</b></span>`,
+    esc(f.kind),
+    `${esc(f.subject)} ${esc(f.subjectId)}`,
+    esc(f.detail),
+    when(f.firstSeenAt, now),
+  ]);
+  const counts = bySeverity.map((s) => `${s.findings} ${s.severity} (${s.kinds.join(', ')})`).join(', ');
+  return `<h2>Reconciliation</h2><p id="reconciliation-summary">${total} open finding${total === 1 ? '' : 's'}${counts ? `: ${esc(counts)}` : ''}${total > rows.length ? ` (the worst ${rows.length} below)` : ''}; last recorded ${r.lastRecordedAt ? when(r.lastRecordedAt, now) : 'never'}. <code>vcu-sync reconcile</code> lists them all with the balance sheets.</p>
+${rows.length ? table('reconciliation', ['severity', 'kind', 'subject', 'detail', 'first seen'], rows) : ''}`;
 }
 
 function table(id: string, heads: string[], rows: string[][]): string {
@@ -179,6 +197,7 @@ ${pipeline(health, now)}
 ${otherProblems(health)}
 <h2>Sync freshness</h2>${table('sync', ['resource', 'last success', 'records', 'last run', 'error'], resources)}
 ${upstreamSchema(health, now)}
+${reconciliation(health, now)}
 <div class="charts">${durations}${depth}</div>
 <h2>Recent rejections</h2>${table('rejections', ['decided', 'ref', 'type', 'reason'], rejections)}
 <h2>Recent failures</h2>${table('failures', ['at', 'ref', 'type', 'error'], failures)}
