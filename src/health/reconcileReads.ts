@@ -89,8 +89,9 @@ function tallied(rows: ReadonlyArray<{ kind: string; severity: string; findings:
 
 /** The reconciliation facts as of now. */
 export function* reconciliationFacts(): Script<ReconciliationFacts> {
-  const open = yield* all<{ kind: string; severity: string; findings: number }>(
-    sql`SELECT kind, severity, count(*) AS findings FROM reconciliation_findings
+  // Open rows only (the index on resolved_at finds them): resolved ones are kept for ever.
+  const open = yield* all<{ kind: string; severity: string; findings: number; seen: string | null }>(
+    sql`SELECT kind, severity, count(*) AS findings, max(last_seen_at) AS seen FROM reconciliation_findings
          WHERE resolved_at IS NULL GROUP BY kind, severity`,
   );
   // The worst first, then the newest: the example the problem names is the one that matters most.
@@ -102,13 +103,16 @@ export function* reconciliationFacts(): Script<ReconciliationFacts> {
                   first_seen_at DESC, id DESC
          LIMIT ${RECENT_FINDINGS}`,
   );
-  const last = yield* first<{ seen: string | null; resolved: string | null }>(
-    sql`SELECT max(last_seen_at) AS seen, max(resolved_at) AS resolved FROM reconciliation_findings`,
+  // A pass touches the open findings and resolves the others: the later of the two is its last
+  // record (a resolved row was last seen before it was resolved). max(resolved_at) reads the index.
+  const resolved = yield* first<{ at: string | null }>(
+    sql`SELECT max(resolved_at) AS at FROM reconciliation_findings`,
   );
+  const seen = open.reduce<string | null>((at, r) => later(at, iso(r.seen)), null);
   return {
     // Sorted here: SQLite has no "C" collation, and PostgreSQL's default may not be byte order.
     open: tallied(open).sort((a, b) => bySeverity(a.severity, b.severity) || inByteOrder(a.kind, b.kind)),
     recent: recent.map(findingFacts),
-    lastRecordedAt: later(iso(last?.seen ?? null), iso(last?.resolved ?? null)),
+    lastRecordedAt: later(seen, iso(resolved?.at ?? null)),
   };
 }
