@@ -1,3 +1,4 @@
+import type { FindingKind } from '../reconcile/findingKinds.js';
 import type { Problem, RuleInputs } from './problems.js';
 import type { HealthSnapshot, ReconciliationFindingFacts } from './snapshot.js';
 
@@ -10,10 +11,10 @@ import type { HealthSnapshot, ReconciliationFindingFacts } from './snapshot.js';
  */
 
 /** The finding kind that is already the problem `decision-overdue`. */
-const OWN_PROBLEM_KIND = 'decision-overdue';
+const OWN_PROBLEM_KIND: FindingKind = 'decision-overdue';
 
 /** What the on-call engineer does about each kind (docs/reconciliation.md explains them in full). */
-const KIND_STEPS: Record<string, string> = {
+const KIND_STEPS: Partial<Record<FindingKind, string>> = {
   'outstanding-negative':
     'outstanding-negative: more retired or detokenized than tokenized; stop trading those tokens and compare the internal ledger with the operations listed (a Tokenization never reported? a Retire reported twice?)',
   'over-issuance':
@@ -25,6 +26,13 @@ const KIND_STEPS: Record<string, string> = {
 };
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The step for a kind, none for a kind this version does not know (a newer version recorded it). */
+function stepOf(kind: string): string[] {
+  // hasOwn first: a stored kind is text ("constructor" must not find Object's).
+  const step = Object.hasOwn(KIND_STEPS, kind) ? KIND_STEPS[kind as FindingKind] : undefined;
+  return step ? [step] : [];
+}
 
 /** Whether a finding counts toward the problem. */
 const counts = (f: { kind: string; severity: string }) =>
@@ -46,7 +54,7 @@ export function reconcileProblems(snapshot: HealthSnapshot, inputs: RuleInputs):
   const kinds = [...new Set(counted.map((c) => c.kind))];
   const steps = [
     'read the findings with their figures: vcu-sync reconcile (vcu-sync reconcile --issuance ID for one issuance)',
-    ...kinds.flatMap((k) => KIND_STEPS[k] ?? []),
+    ...kinds.flatMap(stepOf),
     'each finding resolves itself once a pass no longer finds it; docs/reconciliation.md explains each kind',
   ];
   return [
