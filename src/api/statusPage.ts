@@ -94,9 +94,10 @@ function reconciliation(health: Health, now: number): string {
   const r = health.snapshot.reconciliation;
   const bySeverity = severityCounts(r.open);
   const total = bySeverity.reduce((n, s) => n + s.findings, 0);
+  // Severity and kind stay whole (a handful of short words); the ids and details wrap.
   const rows = r.recent.map((f) => [
-    `<span class="${f.severity}"><b>${esc(f.severity)}</b></span>`,
-    esc(f.kind),
+    `<span class="${f.severity} nowrap"><b>${esc(f.severity)}</b></span>`,
+    `<span class="nowrap">${esc(f.kind)}</span>`,
     `${esc(f.subject)} ${esc(f.subjectId)}`,
     esc(f.detail),
     when(f.firstSeenAt, now),
@@ -178,7 +179,7 @@ h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.4rem 0 .4rem}
 #first{border-left:6px solid ${COLORS[health.problems[0]?.severity ?? 'ok']};padding:.4rem .9rem;background:#f6f8fa}
 #first .what{font-size:1.2rem;margin:.3rem 0;overflow-wrap:anywhere}#first .do{font-size:1.6rem;font-weight:700;line-height:1.25;margin:.4rem 0;overflow-wrap:anywhere}
 .critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}.problems li{margin:.5rem 0;overflow-wrap:anywhere}
-.runbook{white-space:nowrap}
+.runbook,.nowrap{white-space:nowrap}
 .pipeline{display:flex;flex-wrap:wrap;gap:.5rem;list-style:none;padding:0;margin:0}
 .pipeline li{flex:1 1 6.5rem;border:1px solid #d0d7de;border-radius:6px;padding:.4rem .6rem}
 .pipeline .n{display:block;font-size:1.5rem;font-weight:700}.pipeline .label{display:block}.pipeline small{color:#57606a}
