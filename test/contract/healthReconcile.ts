@@ -363,7 +363,9 @@ export function reconcileAgainstPass(open: () => Promise<HealthStore>): void {
       expect(section).toMatch(
         /<p id="reconciliation-summary">\d+ open findings: \d+ critical \(outstanding-negative/,
       );
-      expect(section).toContain('<td data-label="kind"><span class="nowrap">outstanding-negative</span></td>');
+      expect(section).toContain(
+        '<td data-label="kind"><span class="nowrap">outstanding-negative</span></td>',
+      );
       expect(section).toMatch(/<td data-label="detail">[^<]*retired 5 t/);
 
       // The Tokenization is reported and approved: the next pass resolves the negative balance.
