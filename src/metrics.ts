@@ -143,6 +143,12 @@ export function createMetrics() {
       help: 'Records quarantined for their shape (sync.schema policies), still open and so missing from the mirror, by mirror table.',
       labelNames: ['resource'] as const,
     }),
+    /** Set by the API at scrape time from the health module (issue 29). */
+    reconciliationFindings: gauge({
+      name: 'vcu_sync_reconciliation_findings',
+      help: "Open reconciliation findings (the marketplace's reported operations against the registry's data), by kind and its severity (critical, warning, info); 0 for every kind with none open.",
+      labelNames: ['kind', 'severity'] as const,
+    }),
     subscriberDeliveries: counter({
       name: 'vcu_sync_subscriber_deliveries_total',
       help: 'Subscriber delivery attempts by subscriber and outcome (delivered, retry, dead).',

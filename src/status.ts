@@ -85,6 +85,7 @@ export function judgeHealth(
     decisionWarnHours: config.status.decision_warn_hours,
     decisionWarnCount: config.status.decision_warn_count,
     subscriberFailingMinutes: config.subscriber_delivery.failing_warn_minutes,
+    reconcileEnabled: config.reconcile.enabled,
   });
   return {
     status,

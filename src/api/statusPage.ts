@@ -1,4 +1,4 @@
-import { readable } from '../health/format.js';
+import { readable, severityCounts } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
 import { formatDuration, type Problem } from '../health/rules.js';
 import { changeWords, windowHours } from '../health/schemaRules.js';
@@ -88,6 +88,25 @@ function upstreamSchema(health: Health, now: number): string {
 ${rows.length ? table('schema', ['first seen', 'table', 'field', 'change', 'records', 'example key'], rows) : ''}`;
 }
 
+/** Reconciliation: the open findings by severity, the worst and newest listed, when a pass last recorded. */
+function reconciliation(health: Health, now: number): string {
+  if (!readable(health)) return '';
+  const r = health.snapshot.reconciliation;
+  const bySeverity = severityCounts(r.open);
+  const total = bySeverity.reduce((n, s) => n + s.findings, 0);
+  // Severity and kind stay whole (a handful of short words); the ids and details wrap.
+  const rows = r.recent.map((f) => [
+    `<span class="${f.severity} nowrap"><b>${esc(f.severity)}</b></span>`,
+    `<span class="nowrap">${esc(f.kind)}</span>`,
+    `${esc(f.subject)} ${esc(f.subjectId)}`,
+    esc(f.detail),
+    when(f.firstSeenAt, now),
+  ]);
+  const counts = bySeverity.map((s) => `${s.findings} ${s.severity} (${s.kinds.join(', ')})`).join(', ');
+  return `<h2>Reconciliation</h2><p id="reconciliation-summary">${total} open finding${total === 1 ? '' : 's'}${counts ? `: ${esc(counts)}` : ''}${total > rows.length ? ` (the worst ${rows.length} below)` : ''}; last recorded ${r.lastRecordedAt ? when(r.lastRecordedAt, now) : 'never'}. <code>vcu-sync reconcile</code> lists them all with the balance sheets.</p>
+${rows.length ? table('reconciliation', ['severity', 'kind', 'subject', 'detail', 'first seen'], rows) : ''}`;
+}
+
 function table(id: string, heads: string[], rows: string[][]): string {
   if (!rows.length) return '<p>None.</p>';
   return `<table id="${id}"><thead><tr>${heads.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
@@ -160,7 +179,7 @@ h1{font-size:1.3rem;margin:.2rem 0}h2{font-size:1.1rem;margin:1.4rem 0 .4rem}
 #first{border-left:6px solid ${COLORS[health.problems[0]?.severity ?? 'ok']};padding:.4rem .9rem;background:#f6f8fa}
 #first .what{font-size:1.2rem;margin:.3rem 0;overflow-wrap:anywhere}#first .do{font-size:1.6rem;font-weight:700;line-height:1.25;margin:.4rem 0;overflow-wrap:anywhere}
 .critical b{color:${COLORS.critical}}.warning b{color:${COLORS.warning}}.problems li{margin:.5rem 0;overflow-wrap:anywhere}
-.runbook{white-space:nowrap}
+.runbook,.nowrap{white-space:nowrap}
 .pipeline{display:flex;flex-wrap:wrap;gap:.5rem;list-style:none;padding:0;margin:0}
 .pipeline li{flex:1 1 6.5rem;border:1px solid #d0d7de;border-radius:6px;padding:.4rem .6rem}
 .pipeline .n{display:block;font-size:1.5rem;font-weight:700}.pipeline .label{display:block}.pipeline small{color:#57606a}
@@ -179,6 +198,7 @@ ${pipeline(health, now)}
 ${otherProblems(health)}
 <h2>Sync freshness</h2>${table('sync', ['resource', 'last success', 'records', 'last run', 'error'], resources)}
 ${upstreamSchema(health, now)}
+${reconciliation(health, now)}
 <div class="charts">${durations}${depth}</div>
 <h2>Recent rejections</h2>${table('rejections', ['decided', 'ref', 'type', 'reason'], rejections)}
 <h2>Recent failures</h2>${table('failures', ['at', 'ref', 'type', 'error'], failures)}

@@ -7,6 +7,7 @@ import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
 import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
+import { FINDING_KINDS } from '../reconcile/findingKinds.js';
 import { type Health, readHealth } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
@@ -125,6 +126,7 @@ export function updateGauges(metrics: Metrics, health: Health, now: number): voi
     s.outbox.oldestAcceptedAt ? Math.max(0, (now - Date.parse(s.outbox.oldestAcceptedAt)) / 1000) : 0,
   );
   schemaGauges(metrics, s.schema);
+  reconciliationGauges(metrics, s.reconciliation);
   for (const r of s.resources) {
     metrics.mirrorRecords.set({ resource: r.resource }, r.records);
     if (r.effectivePageSize !== null)
@@ -145,6 +147,18 @@ function schemaGauges(metrics: Metrics, schema: Health['snapshot']['schema']): v
   metrics.schemaQuarantined.reset();
   for (const resource of SHAPE_TABLES) metrics.schemaQuarantined.set({ resource }, 0);
   for (const q of schema.quarantined) metrics.schemaQuarantined.set({ resource: q.resource }, q.records);
+}
+
+/**
+ * The open reconciliation findings by kind and severity: 0 for every kind this version raises with
+ * none open (a series that is always there can be graphed and alerted on), then the counts read.
+ */
+function reconciliationGauges(metrics: Metrics, reconciliation: Health['snapshot']['reconciliation']): void {
+  metrics.reconciliationFindings.reset();
+  for (const [kind, severity] of Object.entries(FINDING_KINDS))
+    metrics.reconciliationFindings.set({ kind, severity }, 0);
+  for (const o of reconciliation.open)
+    metrics.reconciliationFindings.set({ kind: o.kind, severity: o.severity }, o.findings);
 }
 
 /** The charts' points, or none when the database cannot be read (the problems say why). */

@@ -155,6 +155,14 @@ const STEPS: Record<ProblemCode, { summary: string; action: string; for?: string
       'vcu-sync schema RESOURCE; a new field needs nothing; quarantined records: wait for a release or set [sync.schema] on_type_change = "store" and restart; a new state value: tell the apps',
     for: '0m',
   },
+  // Findings stay open until a pass no longer finds them: the default waits (1m critical, 10m
+  // warning) only let the pass that follows a sync page settle what that page's timing raised.
+  'ledger-mismatch': {
+    summary:
+      "the marketplace's reported operations disagree with the registry's data (critical: tokens outstanding below zero or beyond the issuance)",
+    action:
+      'vcu-sync reconcile (--issuance ID for one) lists the findings with their figures; docs/reconciliation.md says what to do per kind',
+  },
 };
 
 /**

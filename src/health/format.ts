@@ -34,7 +34,7 @@ export function formatHealth(health: Health, now: number): string {
   lines.push(
     `webhooks (24h): ${health.snapshot.webhooks.received} received, ${health.snapshot.webhooks.verificationFailures} refused`,
   );
-  if (readable(health)) lines.push(schemaLine(health, now));
+  if (readable(health)) lines.push(schemaLine(health, now), reconciliationLine(health, now));
   lines.push(...replicaLines(health, now));
   return `${lines.join('\n')}\n`;
 }
@@ -49,6 +49,29 @@ function schemaLine(health: Health, now: number): string {
   const hours = windowHours(schema, now);
   const quarantined = schema.quarantined.map((q) => `${q.resource} ${q.records}`).join(', ');
   return `upstream schema (${hours}h): ${schema.recentCount} change${schema.recentCount === 1 ? '' : 's'} (${schema.recentMapped} to mapped fields); quarantined for their shape: ${quarantined || 'none'}`;
+}
+
+/** Open findings by severity, each severity's kinds, and when a pass last recorded one. */
+function reconciliationLine(health: Health, now: number): string {
+  const { reconciliation } = health.snapshot;
+  const summary = severityCounts(reconciliation.open)
+    .map(({ severity, findings, kinds }) => `${severity} ${findings} (${kinds.join(', ')})`)
+    .join('; ');
+  const last = reconciliation.lastRecordedAt;
+  return `reconciliation: ${summary ? `open findings ${summary}` : 'no open findings'}; last recorded ${last ? `${formatDuration(Math.max(0, now - Date.parse(last)))} ago` : 'never'}`;
+}
+
+/** The open findings per severity, critical first, with the kinds of each. */
+export function severityCounts(open: Health['snapshot']['reconciliation']['open']) {
+  const out: Array<{ severity: string; findings: number; kinds: string[] }> = [];
+  for (const o of open) {
+    const last = out.at(-1);
+    if (last?.severity === o.severity) {
+      last.findings += o.findings;
+      last.kinds.push(`${o.kind} ${o.findings}`);
+    } else out.push({ severity: o.severity, findings: o.findings, kinds: [`${o.kind} ${o.findings}`] });
+  }
+  return out;
 }
 
 /** PostgreSQL: one line per replica and per running sync run (nothing on SQLite). */

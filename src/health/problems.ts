@@ -31,6 +31,7 @@ export const PROBLEM_SEVERITIES = {
   'webhook-id-reused': ['warning'],
   'records-quarantined': ['warning'],
   'upstream-schema-changed': ['warning', 'critical'],
+  'ledger-mismatch': ['warning', 'critical'],
   'database-corrupt': ['critical'],
   'database-write-failed': ['critical'],
   'database-unreadable': ['critical'],
@@ -71,4 +72,6 @@ export interface RuleInputs {
   subscriberFailingMinutes?: number;
   /** A replica whose heartbeat is older than this is flagged, ms (default: REPLICA_STALE_MS). */
   replicaStaleMs?: number;
+  /** `reconcile.enabled`: off, the findings recorded before are not current and raise nothing (default: true). */
+  reconcileEnabled?: boolean;
 }

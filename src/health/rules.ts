@@ -1,6 +1,7 @@
 import { databaseProblems } from './databaseRules.js';
 import { ageMs, formatDuration } from './durations.js';
 import type { Problem, RuleInputs, Severity } from './problems.js';
+import { reconcileProblems } from './reconcileRules.js';
 import { schemaProblems } from './schemaRules.js';
 import type { HealthSnapshot } from './snapshot.js';
 
@@ -285,6 +286,7 @@ export function judge(
     ...outboxProblems(snapshot, inputs),
     ...inboxProblems(snapshot),
     ...schemaProblems(snapshot, inputs),
+    ...reconcileProblems(snapshot, inputs),
     ...subscriberProblems(snapshot, inputs),
     ...replicaProblems(snapshot, inputs),
   ];

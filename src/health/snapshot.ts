@@ -128,6 +128,39 @@ const schemaFacts = z.object({
     .describe('every change ever recorded in schema_changes, by table and kind'),
 });
 
+const findingSeverity = z.enum(['critical', 'warning', 'info']);
+
+/** One open `reconciliation_findings` row as status shows it (texts clipped). */
+const reconciliationFinding = z.object({
+  id: count,
+  kind: z
+    .string()
+    .describe(
+      'outstanding-negative, over-issuance, not-in-custody, retirement-missing, decision-overdue or deposit-not-tokenized',
+    ),
+  severity: findingSeverity,
+  subject: z.string().describe('issuance, unit or operation'),
+  subjectId: z.string().describe("the issuance or unit id, or the operation's marketplaceTransactionRef"),
+  issuanceId: z.string().nullable(),
+  ref: z.string().nullable().describe('the operation concerned, or the latest one on the issuance or unit'),
+  expectedKg: z.number().nullable(),
+  foundKg: z.number().nullable(),
+  detail: z.string().describe('what was found, with the figures'),
+  firstSeenAt: instant,
+  lastSeenAt: instant,
+});
+
+/** What status judges `ledger-mismatch` on (issue 29: the marketplace's books against the registry's). */
+const reconciliationFacts = z.object({
+  open: z
+    .array(z.object({ kind: z.string(), severity: findingSeverity, findings: count }))
+    .describe('open findings by kind and severity, critical first'),
+  recent: z
+    .array(reconciliationFinding)
+    .describe('open findings, critical first, then warning, then info, the newest first (at most 20)'),
+  lastRecordedAt: when.describe('when a reconciliation pass last recorded, saw again or resolved a finding'),
+});
+
 export const snapshotSchema = z.object({
   resources: z.array(resourceFacts),
   outbox: z.object({
@@ -148,6 +181,7 @@ export const snapshotSchema = z.object({
     'open quarantined records the sync could not read, by table (those quarantined for their shape: schema.quarantined)',
   ),
   schema: schemaFacts,
+  reconciliation: reconciliationFacts,
   webhooks: z.object({
     received: count,
     verificationFailures: count,
@@ -184,6 +218,8 @@ export type ReplicaFacts = z.output<typeof replicaFacts>;
 export type RunningSync = z.output<typeof runningSync>;
 export type SchemaFacts = z.output<typeof schemaFacts>;
 export type SchemaChangeFacts = z.output<typeof schemaChange>;
+export type ReconciliationFacts = z.output<typeof reconciliationFacts>;
+export type ReconciliationFindingFacts = z.output<typeof reconciliationFinding>;
 
 /** No fault seen. */
 export const NO_FAULTS: DatabaseFacts = Object.freeze({
@@ -231,6 +267,7 @@ export function unreadableSnapshot(database: DatabaseFacts): HealthSnapshot {
     rejections: { since: 0, recent: [] },
     quarantine: {},
     schema: { since: EPOCH, recent: [], recentCount: 0, recentMapped: 0, quarantined: [], recorded: [] },
+    reconciliation: { open: [], recent: [], lastRecordedAt: null },
     webhooks: {
       received: 0,
       verificationFailures: 0,

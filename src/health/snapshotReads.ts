@@ -4,6 +4,7 @@ import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
 import { inByteOrder } from '../textForms.js';
 import type { StoreIdentity } from './identity.js';
+import { reconciliationFacts } from './reconcileReads.js';
 import { schemaFacts } from './schemaReads.js';
 import { readSeries } from './series.js';
 import {
@@ -181,6 +182,7 @@ export function* snapshotScript(
     ),
   );
   const schema = yield* schemaFacts(window.schemaSince);
+  const reconciliation = yield* reconciliationFacts();
   const webhooks = yield* webhookFacts(window);
   const subscribers = yield* subscriberFacts();
   const extra = edge.storeFacts ? yield* edge.storeFacts() : {};
@@ -190,6 +192,7 @@ export function* snapshotScript(
     rejections,
     quarantine,
     schema,
+    reconciliation,
     webhooks,
     database: edge.databaseFacts(),
     subscribers,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Series } from '../../src/health/series.js';
 import { readHealth } from '../../src/status.js';
 import { DRIFT_CASES, driftAgainstSimulator } from './healthDrift.js';
+import { RECONCILE_CASES, reconcileAgainstPass } from './healthReconcile.js';
 import {
   CONFIG,
   HEALTH_CASES,
@@ -32,7 +33,7 @@ export interface HealthSide {
 /** Registers the cases on the store `name`; `open` gives each case an empty store. */
 export function healthSnapshotCases(name: string, open: () => Promise<HealthStore>, side: HealthSide): void {
   describe(`the health snapshot on ${name}`, () => {
-    it.each([...HEALTH_CASES, ...DRIFT_CASES])('$name', async (c) => {
+    it.each([...HEALTH_CASES, ...DRIFT_CASES, ...RECONCILE_CASES])('$name', async (c) => {
       const store = await open();
       try {
         await c.seed(store.exec);
@@ -57,6 +58,7 @@ export function healthSnapshotCases(name: string, open: () => Promise<HealthStor
     });
 
     driftAgainstSimulator(open);
+    reconcileAgainstPass(open);
 
     it("draws the queue's depth at each hour's end in time order, and each run's seconds", async () => {
       const store = await open();

@@ -5,10 +5,13 @@ import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { pgHealthReads } from '../../src/postgres/health.js';
 import { pgBackend } from '../../src/postgres/mirror.js';
 import type { PgDatabase } from '../../src/postgres/open.js';
+import { postgresScriptStore } from '../../src/postgres/scripts.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../../src/sqlite/health.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import type { readHealth } from '../../src/status.js';
+import type { ScriptStore } from '../../src/store/script.js';
 import { tempDir } from '../helpers/context.js';
 
 /**
@@ -31,6 +34,8 @@ export type Exec = (sql: string, params?: unknown[]) => Promise<void>;
 export interface HealthStore {
   reads: HealthReads;
   exec: Exec;
+  /** The store's script store, for a reconciliation pass to record its findings. */
+  scripts: ScriptStore;
   /** The mirror on this store, for a sync against the simulator to write its rows. */
   backend: MirrorBackend;
   close(): Promise<void>;
@@ -44,6 +49,7 @@ export function sqliteHealthStore(): HealthStore {
   const database = openDatabase(path.join(dir, 'health.db'));
   return {
     reads: sqliteHealthReads(database.sqlite),
+    scripts: commitQueueFor(database.sqlite),
     backend: sqliteBackend(database.sqlite),
     exec: async (sql, params = []) => {
       database.sqlite.prepare(sql).run(...params.map((p) => (typeof p === 'boolean' ? Number(p) : p)));
@@ -56,13 +62,14 @@ export function sqliteHealthStore(): HealthStore {
 }
 
 const TABLES =
-  'sync_runs, sync_checkpoints, quarantine, outbox, outbox_attempts, webhook_events, webhook_rejections, deliveries, daemon_state, replicas, changes, schema_fields, schema_changes, sync_seen, projects';
+  'sync_runs, sync_checkpoints, quarantine, outbox, outbox_attempts, webhook_events, webhook_rejections, deliveries, daemon_state, replicas, changes, schema_fields, schema_changes, sync_seen, projects, reconciliation_ledger, reconciliation_findings';
 
 /** PostgreSQL's, emptied first (the database is shared by the cases of a file). */
 export async function pgHealthStore(store: PgDatabase): Promise<HealthStore> {
   await store.pool.query(`TRUNCATE ${TABLES} RESTART IDENTITY CASCADE`);
   return {
     reads: pgHealthReads(store.pool),
+    scripts: postgresScriptStore(store.pool),
     backend: pgBackend(store.pool),
     exec: async (sql, params = []) => {
       let n = 0;
@@ -101,7 +108,7 @@ export async function operation(
   ref: string,
   state: string,
   minutes: number,
-  extra: { error?: string; reason?: string; owner?: string } = {},
+  extra: { error?: string; reason?: string; owner?: string; type?: string; body?: string } = {},
 ): Promise<void> {
   const accepted = ['accepted', 'approved', 'rejected'].includes(state) ? ago(minutes) : null;
   const decided = ['approved', 'rejected'].includes(state) ? ago(minutes - 1) : null;
@@ -109,10 +116,12 @@ export async function operation(
   await exec(
     `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state, attempts,
        next_attempt_at, lease_owner, lease_until, last_error, decision_reason, created_at, updated_at, accepted_at, decided_at, finished_at)
-     VALUES (?, 'Transfer', ?, '{}', 'h', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+     VALUES (?, ?, ?, ?, 'h', ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       ref,
+      extra.type ?? 'Transfer',
       `key-${ref}`,
+      extra.body ?? '{}',
       state,
       ago(minutes),
       extra.owner ?? null,

@@ -1,7 +1,9 @@
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+import { runPass } from '../../src/reconcile/pass.js';
 import { DEFAULT_WEBHOOK_SECRET, type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
@@ -23,7 +25,7 @@ export interface SeededApi {
 /**
  * Syncs every resource, then sends operations through the real dispatcher: one fails (a 500 with
  * max_attempts = 1), two are approved and one rejected by signed webhooks to the real listener,
- * one is cancelled and one stays queued.
+ * one is cancelled and one stays queued; then a reconciliation pass records its findings.
  */
 export async function seededApi(): Promise<SeededApi> {
   const sim = await startSimulator({
@@ -91,6 +93,16 @@ export async function seededApi(): Promise<SeededApi> {
   enqueueOperation(ctx, transfer('status-queued-1', { unitId: 70_020 }));
   enqueueOperation(ctx, transfer('status-cancel-1', { unitId: 70_021 }));
   cancelQueued(ctx, 'status-cancel-1');
+  // A reconciliation pass over them: the transfers' units are not in the simulator's custody, so the
+  // status page has findings to list.
+  await runPass(
+    {
+      store: commitQueueFor(ctx.database.sqlite),
+      settings: { reconcile: ctx.config.reconcile, decisionWarnHours: ctx.config.status.decision_warn_hours },
+      now: () => ctx.clock.now(),
+    },
+    null,
+  );
 
   const api = sqliteApiComponent(ctx, { listeners });
   await api.start();

@@ -134,6 +134,22 @@ describe('status page in Chromium', () => {
       expect(failures).toContain('status-fail-1');
       expect(failures).toMatch(/500/);
 
+      // Reconciliation: the pass's findings (the transfers' units are not in custody), worst first.
+      const summary = await page.locator('#reconciliation-summary').innerText();
+      expect(summary).toMatch(
+        /^\d+ open findings: \d+ warning \(not-in-custody \d+\); last recorded \d+s ago\./,
+      );
+      const findings = await page
+        .locator('#reconciliation tr')
+        .evaluateAll((trs) =>
+          trs.slice(1).map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent?.trim() ?? '')),
+        );
+      expect(findings.map((cells) => cells.slice(0, 3))).toContainEqual([
+        'warning',
+        'not-in-custody',
+        'unit 70010',
+      ]);
+
       // Webhooks: the decisions received are listed.
       const webhooks = await page.locator('#webhooks').innerText();
       expect(webhooks).toContain('status-rej-1');
