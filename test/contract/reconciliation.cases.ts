@@ -219,7 +219,9 @@ export function reconciliationCases(
       await books.approved({ ref: 'tok-5', type: 'Tokenization', amount: 3, ...on }, hoursAfter(1));
       await books.pass(hoursAfter(2));
       expect(await openFindings(books)).toEqual([]);
+      await books.approved({ ref: 'detok-5', type: 'Detokenization', amount: 3, ...on }, hoursAfter(2));
 
+      // Ended with nothing outstanding: the operations before the end are fine.
       await books.namedEnded('units', 'U5', hoursAfter(3));
       await books.pass(hoursAfter(3));
       expect(await openFindings(books)).toEqual([]);
@@ -238,6 +240,32 @@ export function reconciliationCases(
       const mark = books.sunk.length;
       await books.pass(hoursAfter(6));
       await expectResolved(books, row, hoursAfter(6), mark);
+    });
+
+    it('not-in-custody: tokens still outstanding when custody ends; resolved when custody is read back, reopened', async () => {
+      await held(books, 'I3b', 100, ['U3b']);
+      const on = { issuanceId: 'I3b', unitId: 'U3b' };
+      await books.approved({ ref: 'tok-3b', type: 'Tokenization', amount: 2, ...on }, hoursAfter(1));
+      await books.pass(hoursAfter(2));
+      expect(await openFindings(books)).toEqual([]);
+      await books.custodyEnded('units', 'U3b', hoursAfter(3));
+      await books.pass(hoursAfter(4));
+      expect(await openFindings(books)).toEqual(['not-in-custody unit U3b']);
+      const row = await rowOf(books, 'not-in-custody', 'U3b');
+      expect(row).toMatchObject({ severity: 'warning', ref: 'tok-3b', expected_kg: 0, found_kg: 2000 });
+      expect(row.detail).toContain(
+        `2 t still outstanding on unit U3b, whose custody ended (${hoursAfter(3)})`,
+      );
+
+      await books.custodyRead('units', 'U3b', 'I3b');
+      let mark = books.sunk.length;
+      await books.pass(hoursAfter(5));
+      await expectResolved(books, row, hoursAfter(5), mark);
+
+      await books.custodyEnded('units', 'U3b', hoursAfter(6));
+      mark = books.sunk.length;
+      await books.pass(hoursAfter(7));
+      await expectReopened(books, row, hoursAfter(7), mark);
     });
 
     it('decision-overdue: none within status.decision_warn_hours, a warning after; resolved by the decision', async () => {
