@@ -4,6 +4,7 @@
  */
 import type { HttpBindings } from '@hono/node-server';
 import type { AuthMode } from './auth.js';
+import type { Books } from './books.js';
 import type { FaultControl } from './faults.js';
 import type { RequestRateLimit } from './rateLimit.js';
 import type { Registry } from './registry.js';
@@ -42,6 +43,8 @@ export interface Settings {
 export interface SimState {
   settings: Settings;
   registry: Registry;
+  /** What approved reports change in the registry, and the faults of those books. */
+  books: Books;
   faults: FaultControl;
   webhooks: WebhookSender;
   stats: Stats;

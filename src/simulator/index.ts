@@ -4,6 +4,16 @@
  * tests, the demo and benchmarks need no real operator. See docs/operator.md, "The operator simulator".
  */
 export type { AuthMode } from './auth.js';
+export {
+  BOOKS_VIEW_LIMIT,
+  type BookingOutcome,
+  type BookingPlan,
+  Books,
+  type BooksPatch,
+  type BooksView,
+  booksPatchSchema,
+  planBooking,
+} from './books.js';
 export { parseSimulatorArgs, runSimulatorCli } from './cli.js';
 export type { ReceivedNotification, Settings, SimState } from './context.js';
 export {

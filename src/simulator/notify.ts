@@ -7,8 +7,28 @@
  */
 import { z } from 'zod';
 import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
+import type { OperationKind } from '../outbox/operationTypes.js';
 
-export const OPERATION_TYPES = ['tokenization', 'transfer', 'retire', 'detokenization'] as const;
+/**
+ * The operationType spellings the operator documents, lowercased (compared in any case): Part A's
+ * names, and the legacy postTransfer and postRetirement of its public documentation. Narrower than
+ * what the daemon accepts as input (`retirement` is the daemon's own alias): an unknown spelling
+ * sent on the wire is refused here with a 422, as a strict operator would.
+ */
+const OPERATION_SPELLINGS: Readonly<Record<string, OperationKind>> = {
+  tokenization: 'tokenization',
+  transfer: 'transfer',
+  posttransfer: 'transfer',
+  retire: 'retire',
+  postretirement: 'retire',
+  detokenization: 'detokenization',
+};
+
+/** The operation kind a documented spelling names (any case), or undefined. */
+export function operationKindOf(operationType: unknown): OperationKind | undefined {
+  return typeof operationType === 'string' ? OPERATION_SPELLINGS[operationType.toLowerCase()] : undefined;
+}
+
 export const TRANSACTION_UNITS = ['tCO2e', 'kgCO2e'] as const;
 
 // The operator's own field list: the simulator plays the operator, so it reads the interface from the same place.
@@ -19,11 +39,10 @@ const optional = <T extends z.ZodType>(t: T) => t.nullish();
 
 const shape: Record<string, z.ZodType> = {
   marketplaceTransactionRef: z.string('must be a string').trim().min(1, 'must not be empty'),
-  operationType: z
-    .string('must be a string')
-    .refine((s) => (OPERATION_TYPES as readonly string[]).includes(s.toLowerCase()), {
-      message: 'must be one of Tokenization, Transfer, Retire, Detokenization',
-    }),
+  operationType: z.string('must be a string').refine((s) => operationKindOf(s) !== undefined, {
+    message:
+      'must be one of Tokenization, Transfer, Retire, Detokenization (or postTransfer, postRetirement)',
+  }),
   transactionAmount: z.number('must be a number').finite().positive('must be positive'),
   transactionUnit: optional(z.enum(TRANSACTION_UNITS, 'must be tCO2e or kgCO2e')),
   transactionTimestamp: optional(z.iso.datetime({ message: 'must be an ISO 8601 date-time', offset: true })),
@@ -33,8 +52,7 @@ for (const f of INTEGER_FIELDS) shape[f] = optional(z.number('must be an integer
 
 /** Unknown fields are accepted (loose): an operator ignores what it does not know. */
 const notificationSchema = z.looseObject(shape).superRefine((n, ctx) => {
-  const op = typeof n.operationType === 'string' ? n.operationType.toLowerCase() : '';
-  if (op !== 'detokenization') return;
+  if (operationKindOf(n.operationType) !== 'detokenization') return;
   const dest = n.unitsAccountDestinationID;
   if (typeof dest !== 'number' || !Number.isInteger(dest)) {
     ctx.addIssue({

@@ -4,6 +4,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
+import { booksPatchSchema } from './books.js';
 import type { SimEnv, SimState } from './context.js';
 import { driftSpecSchema } from './drift.js';
 import { FAULT_KINDS } from './faults.js';
@@ -180,6 +181,13 @@ export function registerAdminRoutes(app: Hono<SimEnv>, state: SimState): void {
       return invalid(c, 'resource must be projects, issuances or units');
     registry.clearDrift(resource);
     return c.body(null, 204);
+  });
+
+  app.get('/_sim/books', (c) => c.json(state.books.view()));
+  app.post('/_sim/books', async (c) => {
+    const parsed = booksPatchSchema.safeParse(await jsonBody(c));
+    if (!parsed.success) return invalid(c, parsed.error);
+    return c.json(state.books.apply(parsed.data));
   });
 
   app.get('/_sim/custody', (c) =>

@@ -2,7 +2,8 @@
  * POST /integration/v1/notify (reportTransaction): validates like a strict operator, answers
  * 200 (Part A) or 202 (Part B) with the body echoed, records every request in arrival order, and
  * triggers the decision webhook. A repeated marketplaceTransactionRef is recorded and accepted
- * again: delivery is at-least-once and the operator must tolerate it.
+ * again: delivery is at-least-once and the operator must tolerate it. An approval changes the
+ * registry's books once per ref (books.ts).
  */
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context, Hono } from 'hono';
@@ -88,6 +89,8 @@ async function notify(c: Context<SimEnv>, state: SimState): Promise<Response> {
     );
     return RESPONSE_ALREADY_SENT;
   }
+  // The books change at decision time, before the webhook tells anyone (delivered or not).
+  state.books.onDecided(check.body, state.webhooks.decide(String(check.body.marketplaceTransactionRef)));
   // beforeResponse: the decision may reach the marketplace before it sees its own 2xx.
   await state.webhooks.onAccepted(check.body);
   const echo = JSON.stringify(check.body);

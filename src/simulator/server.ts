@@ -4,8 +4,9 @@
 import type { AddressInfo } from 'node:net';
 import { type HttpBindings, serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import type { AuthMode } from './auth.js';
+import { Books } from './books.js';
 import type { ReceivedNotification, SimEnv, SimState } from './context.js';
 import { FaultControl, type FaultRates } from './faults.js';
 import { type RateLimitOptions, RequestRateLimit } from './rateLimit.js';
@@ -56,7 +57,7 @@ export interface SimulatorOptions {
   faults?: FaultRates;
   /** Answer 429 with Retry-After to interface requests beyond this rate (default: no limit) */
   rateLimit?: RateLimitOptions;
-  /** Time of the rate limit; tests pass one they move (default: the system clock) */
+  /** Time of the rate limit and of the books' dates; tests pass one they move (default: the system clock) */
   clock?: Clock;
 }
 
@@ -65,6 +66,8 @@ export interface Simulator {
   url: string;
   port: number;
   registry: Registry;
+  /** The books approved reports keep in the registry (custody, the units log) and their faults. */
+  books: Books;
   faults: FaultControl;
   /** Every POST /notify received, in order (credentials stripped from headers). */
   notifications: ReceivedNotification[];
@@ -86,6 +89,13 @@ export interface Simulator {
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const seed = opts.seed ?? 1;
+  const registry = new Registry({
+    seed,
+    ...(opts.projects !== undefined && { projects: opts.projects }),
+    ...(opts.issuances !== undefined && { issuances: opts.issuances }),
+    ...(opts.units !== undefined && { units: opts.units }),
+    ...(opts.custody !== undefined && { custody: opts.custody }),
+  });
   const state: SimState = {
     settings: {
       auth: opts.auth ?? 'either',
@@ -98,13 +108,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       unitsDataPath: opts.unitsDataPath ?? '/integration/v1/units/{id}',
       notifyStatus: opts.notifyStatus ?? 202,
     },
-    registry: new Registry({
-      seed,
-      ...(opts.projects !== undefined && { projects: opts.projects }),
-      ...(opts.issuances !== undefined && { issuances: opts.issuances }),
-      ...(opts.units !== undefined && { units: opts.units }),
-      ...(opts.custody !== undefined && { custody: opts.custody }),
-    }),
+    registry,
+    books: new Books(registry, opts.clock ?? systemClock),
     faults: new FaultControl(opts.faults ?? {}, seed),
     webhooks: new WebhookSender(opts.webhook ?? {}),
     stats: new Stats(),
@@ -154,6 +159,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     url: `http://${urlHost}:${port}`,
     port,
     registry: state.registry,
+    books: state.books,
     faults: state.faults,
     notifications: state.notifications,
     webhooksSent: state.webhooks.sent,

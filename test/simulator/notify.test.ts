@@ -46,6 +46,8 @@ describe('POST /notify validation', () => {
       [{ ...valid('a'), marketplaceTransactionRef: '' }, 'marketplaceTransactionRef'],
       [{ ...valid('a'), marketplaceTransactionRef: undefined }, 'marketplaceTransactionRef'],
       [{ ...valid('a'), operationType: 'Mint' }, 'operationType'],
+      // The daemon's own input alias, not a spelling the operator documents.
+      [{ ...valid('a'), operationType: 'Retirement' }, 'operationType'],
       [{ ...valid('a'), transactionAmount: 0 }, 'transactionAmount'],
       [{ ...valid('a'), transactionAmount: '5' }, 'transactionAmount'],
       [{ ...valid('a'), issuanceId: '100004' }, 'issuanceId'],
