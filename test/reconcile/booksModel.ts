@@ -24,9 +24,21 @@ export const available = (b: IssuanceBook) => b.amountKg - b.tokenizedKg + b.giv
 export type OperationType = 'Tokenization' | 'Transfer' | 'Retire' | 'Detokenization';
 
 /** A command as drawn: which issuance, and how much of what the model allows (0..1). */
-export type Command =
-  | { op: 'tokenize' | 'transfer' | 'retire' | 'detokenize'; at: number; share: number; inKg: boolean }
-  | { op: 'rejected' | 'pending'; at: number; type: OperationType; amountT: number };
+export type Command = Booked | Unbooked;
+interface Booked {
+  op: 'tokenize' | 'transfer' | 'retire' | 'detokenize';
+  at: number;
+  share: number;
+  inKg: boolean;
+}
+/** Rejected, or reported last and never sent: any type and amount, whatever the books say. */
+interface Unbooked {
+  op: 'rejected' | 'pending';
+  at: number;
+  type: OperationType;
+  amountT: number;
+}
+const unbooked = (c: Command): c is Unbooked => c.op === 'rejected' || c.op === 'pending';
 
 export type Fault = 'double-tokenization' | 'lost-retirement' | 'custody-dropped' | 'retire-beyond';
 export const FAULTS: readonly Fault[] = [
@@ -124,7 +136,7 @@ export function stepsOf(amountsT: readonly number[], commands: readonly Command[
   for (const c of commands) {
     const b = books[c.at % books.length] as IssuanceBook;
     const ref = `op-${steps.length + pending.length}`;
-    if (c.op === 'rejected' || c.op === 'pending') {
+    if (unbooked(c)) {
       const step = { ref, type: c.type, issuance: b, ...reported(c.amountT * 1000, false), logged: false };
       if (c.op === 'rejected') steps.push({ ...step, decision: 'rejected' });
       else pending.push({ ...step, decision: 'pending' });
