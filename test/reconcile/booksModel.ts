@@ -94,10 +94,18 @@ export interface Step {
 const reported = (kg: number, inKg: boolean) =>
   inKg ? { amount: kg, unit: 'kgCO2e' as const, kg } : { amount: kg / 1000, unit: 'tCO2e' as const, kg };
 
+/** How the marketplace reports. */
+export interface ModelOptions {
+  /** Detokenizations in whole tonnes only, as vcu-sync's validation insists (default: any kg). */
+  wholeDetokenizations?: boolean;
+}
+
 /** The kg a command takes, or 0 when the model allows nothing now. */
-function kgOf(b: IssuanceBook, op: 'tokenize' | 'transfer' | 'retire' | 'detokenize', s: number): number {
-  const room = op === 'tokenize' ? available(b) : b.outstandingKg;
-  return Math.floor(s * room);
+function kgOf(b: IssuanceBook, op: Booked['op'], s: number, options: ModelOptions): number {
+  if (op === 'tokenize') return Math.floor(s * available(b));
+  if (op === 'detokenize' && options.wholeDetokenizations)
+    return Math.floor((s * b.outstandingKg) / 1000) * 1000;
+  return Math.floor(s * b.outstandingKg);
 }
 
 /** Applies an approved operation of `kg` to the books. */
@@ -120,8 +128,16 @@ const TYPE_OF = {
   detokenize: 'Detokenization',
 } as const;
 
-/** The steps of `commands` on books of `amountsT`, each consistent when it is taken; pending ones last. */
-export function stepsOf(amountsT: readonly number[], commands: readonly Command[]) {
+/**
+ * The steps of `commands` on books of `amountsT`, each consistent when it is taken; pending ones
+ * last, and only on issuances the marketplace tokenized (it holds nothing else). Refs say the
+ * decision: `op-` approved, `reject-` rejected (the simulator's rule), `pending-` never sent.
+ */
+export function stepsOf(
+  amountsT: readonly number[],
+  commands: readonly Command[],
+  options: ModelOptions = {},
+) {
   const books: IssuanceBook[] = amountsT.map((t, i) => ({
     id: `I${i}`,
     unit: `U${i}`,
@@ -135,22 +151,24 @@ export function stepsOf(amountsT: readonly number[], commands: readonly Command[
   const pending: Step[] = [];
   for (const c of commands) {
     const b = books[c.at % books.length] as IssuanceBook;
-    const ref = `op-${steps.length + pending.length}`;
+    const n = steps.length + pending.length;
     if (unbooked(c)) {
-      const step = { ref, type: c.type, issuance: b, ...reported(c.amountT * 1000, false), logged: false };
-      if (c.op === 'rejected') steps.push({ ...step, decision: 'rejected' });
-      else pending.push({ ...step, decision: 'pending' });
+      const step = { type: c.type, issuance: b, ...reported(c.amountT * 1000, false), logged: false };
+      if (c.op === 'rejected') steps.push({ ...step, ref: `reject-${n}`, decision: 'rejected' });
+      else if (b.tokenizedKg > 0) pending.push({ ...step, ref: `pending-${n}`, decision: 'pending' });
       continue;
     }
-    const kg = kgOf(b, c.op, c.share);
+    const ref = `op-${n}`;
+    const kg = kgOf(b, c.op, c.share, options);
     if (kg < 1) continue;
     const type = TYPE_OF[c.op];
+    const inKg = c.inKg && !(type === 'Detokenization' && options.wholeDetokenizations);
     book(b, type, kg);
     steps.push({
       ref,
       type,
       issuance: b,
-      ...reported(kg, c.inKg),
+      ...reported(kg, inKg),
       decision: 'approved',
       logged: type === 'Retire',
     });
