@@ -97,6 +97,7 @@ export function reconciliationCases(
       expect(issuance.detail).toContain('outstanding -2 t');
       const unit = await rowOf(books, 'outstanding-negative', 'U1');
       expect(unit).toMatchObject({ subject: 'unit', issuance_id: 'I1', unit_id: 'U1', found_kg: -2000 });
+      expect([first.open, first.operations, first.sheets]).toEqual([2, 2, 2]);
       expect(first.opened.map((n) => [n.id, n.event])).toEqual([
         [issuance.id, 'reconciliation.finding'],
         [unit.id, 'reconciliation.finding'],
@@ -117,6 +118,7 @@ export function reconciliationCases(
       let mark = books.sunk.length;
       const fixed = await books.pass(hoursAfter(5));
       expect(fixed.resolved.map((n) => n.id).sort()).toEqual([issuance.id, unit.id].sort());
+      expect(fixed.open).toBe(0);
       expect(await openFindings(books)).toEqual([]);
       await expectResolved(books, unit, hoursAfter(5), mark);
       expect((await rowOf(books, 'outstanding-negative', 'I1')).resolved_at).toBe(hoursAfter(5));
