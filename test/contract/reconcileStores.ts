@@ -125,6 +125,8 @@ export class Books {
   private runId: number | null = null;
   private position = 0;
   private readonly ids = new Map<string, number>();
+  /** Every notice the passes handed their sink, in order. */
+  readonly sunk: FindingNotice[] = [];
 
   constructor(
     readonly s: ReconcileStoreUnderTest,
@@ -261,7 +263,6 @@ export class Books {
   }
 
   /** One pass over `scope` at `now` (ISO); the notices it raised go to `sunk` too. */
-  readonly sunk: FindingNotice[] = [];
   async pass(now: string, scope: readonly string[] | null = null): Promise<PassOutcome> {
     const sunk = this.sunk;
     return runPass(
