@@ -1,5 +1,5 @@
 import type { ReconcileSettings } from '../configReconcile.js';
-import { KG_EPSILON, tonnes } from './amounts.js';
+import { grams, KG_EPSILON, tonnes } from './amounts.js';
 import type { LedgerFact } from './balances.js';
 import { type BalanceSheet, FINDING_KINDS, type Finding, type FindingKind } from './findingKinds.js';
 
@@ -61,45 +61,88 @@ function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[]): Findi
       }),
     );
   }
-  if (sheet.issuanceAmountKg !== null && b.tokenizedKg > sheet.issuanceAmountKg + KG_EPSILON) {
+  const given = givenBackKg(facts);
+  const netKg = grams(b.tokenizedKg - given);
+  if (sheet.issuanceAmountKg !== null && netKg > sheet.issuanceAmountKg + KG_EPSILON) {
+    const tokenized =
+      given > 0
+        ? `${tonnes(b.tokenizedKg)} tokenized less ${tonnes(given)} given back by detokenization (${tonnes(netKg)})`
+        : `${tonnes(b.tokenizedKg)} tokenized`;
     out.push(
       finding('over-issuance', {
         ...where,
         ...ids,
         expectedKg: sheet.issuanceAmountKg,
-        foundKg: b.tokenizedKg,
-        detail: `issuance ${sheet.id}: ${tonnes(b.tokenizedKg)} tokenized, beyond its amount of ${tonnes(sheet.issuanceAmountKg)}`,
+        foundKg: netKg,
+        detail: `issuance ${sheet.id}: ${tokenized}, beyond its amount of ${tonnes(sheet.issuanceAmountKg)}`,
       }),
     );
   }
-  const custody = sheet.custody;
-  if (custody.state === 'never' || custody.state === 'ended') {
-    const after = custody.state === 'ended' ? custody.at : null;
-    const concerned = facts.filter(
-      (f) =>
-        f.state !== 'rejected' &&
-        f.state !== 'cancelled' &&
-        f.state !== 'failed' &&
-        (after === null || Date.parse(f.createdAt) > Date.parse(after)),
-    );
-    if (concerned.length > 0) {
-      const last = concerned[concerned.length - 1] as LedgerFact;
-      out.push(
-        finding('not-in-custody', {
-          ...where,
-          ...ids,
-          ref: last.ref,
-          expectedKg: null,
-          foundKg: null,
-          detail:
-            custody.state === 'ended'
-              ? `${concerned.length} operation(s) reported on ${sheet.subject} ${sheet.id} after its custody ended (${custody.at})`
-              : `${concerned.length} operation(s) reported on ${sheet.subject} ${sheet.id}, which the custody data does not show in custody`,
-        }),
-      );
-    }
-  }
+  const custody = custodyFinding(sheet, facts);
+  if (custody) out.push(finding('not-in-custody', { ...where, ...ids, ...custody }));
   return out;
+}
+
+/**
+ * What approved detokenizations gave back to their issuance: whole tonnes only, floor(kg/1000) of
+ * each (the part below a tonne stays with the marketplace), so only those may be tokenized again.
+ */
+function givenBackKg(facts: readonly LedgerFact[]): number {
+  let kg = 0;
+  for (const f of facts) {
+    if (f.kind !== 'detokenization' || f.state !== 'approved' || f.amountKg === null) continue;
+    kg += Math.floor((f.amountKg + KG_EPSILON) / 1000) * 1000;
+  }
+  return kg;
+}
+
+/**
+ * Outside custody: operations (not rejected, cancelled or failed) reported on an id never in
+ * custody or after its custody ended, or tokens still outstanding on an id whose custody ended
+ * (they stand for credits the marketplace no longer holds).
+ */
+function custodyFinding(
+  sheet: BalanceSheet,
+  facts: readonly LedgerFact[],
+): Pick<Finding, 'ref' | 'expectedKg' | 'foundKg' | 'detail'> | null {
+  const custody = sheet.custody;
+  if (custody.state !== 'never' && custody.state !== 'ended') return null;
+  const after = custody.state === 'ended' ? custody.at : null;
+  const concerned = facts.filter(
+    (f) =>
+      f.state !== 'rejected' &&
+      f.state !== 'cancelled' &&
+      f.state !== 'failed' &&
+      (after === null || Date.parse(f.createdAt) > Date.parse(after)),
+  );
+  const last = concerned[concerned.length - 1];
+  const what = `${sheet.subject} ${sheet.id}`;
+  if (custody.state === 'never') {
+    if (!last) return null;
+    return {
+      ref: last.ref,
+      expectedKg: null,
+      foundKg: null,
+      detail: `${concerned.length} operation(s) reported on ${what}, which the custody data does not show in custody`,
+    };
+  }
+  const outstanding = sheet.balance.outstandingKg;
+  const holding = outstanding > KG_EPSILON;
+  if (!last && !holding) return null;
+  const parts = [
+    ...(last
+      ? [`${concerned.length} operation(s) reported on ${what} after its custody ended (${custody.at})`]
+      : []),
+    ...(holding
+      ? [`${tonnes(outstanding)} still outstanding on ${what}, whose custody ended (${custody.at})`]
+      : []),
+  ];
+  return {
+    ref: last ? last.ref : sheet.balance.lastRef,
+    expectedKg: holding ? 0 : null,
+    foundKg: holding ? outstanding : null,
+    detail: parts.join('; '),
+  };
 }
 
 /** The key a retirement is matched on, as `retire_match` says (null: it cannot match). */
