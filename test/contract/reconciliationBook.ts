@@ -28,7 +28,8 @@ export const BROKEN_UNIT = 'U-X\n"1"';
 /** Clean issuances beyond the findings', so that the balance sheets take several pages. */
 export const FILLER = Array.from({ length: 8 }, (_, i) => `ISS-P0${i + 1}`);
 
-interface Op {
+/** One reported operation as the book writes it. */
+export interface Op {
   ref: string;
   type: 'Tokenization' | 'retire' | 'Transfer' | 'Detokenization';
   issuance: string;
@@ -175,6 +176,15 @@ export const logRetirement = (id: string, issuance: string, tonnes: number, now:
   );
 
 /** Writes the book into `store`. */
+/** Reports `ops` into `store`'s outbox, in one transaction. */
+export async function writeOperations(store: ScriptStore, ops: readonly Op[], now: number): Promise<void> {
+  await store.transaction(
+    (function* () {
+      for (const op of ops) yield* run(operationRow(op, now));
+    })(),
+  );
+}
+
 export async function writeBook(store: ScriptStore, now: number): Promise<void> {
   await store.transaction(
     (function* () {

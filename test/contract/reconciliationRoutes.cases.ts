@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BalanceSheetView, FindingView, ReconciliationPage } from '../../src/reconcile/reads.js';
+import {
+  type BalanceSheetView,
+  type FindingView,
+  type ReconciliationPage,
+  TEXT_MAX,
+} from '../../src/reconcile/reads.js';
 import type { ScriptStore } from '../../src/store/script.js';
 import type { ApiAnswer, apiCaller } from '../helpers/http.js';
 import {
@@ -10,6 +15,7 @@ import {
   OPEN_FINDINGS,
   passAt,
   SHEET_ORDER,
+  writeOperations,
 } from './reconciliationBook.js';
 
 /**
@@ -277,6 +283,36 @@ export function reconciliationRoutesCases(store: string, open: () => Promise<Rec
       const all = pageOf(await ask('/v1/reconciliation?state=all'));
       expect(all.findings).toHaveLength(OPEN_FINDINGS.length);
       expect(all.balances.find((s) => s.id === 'ISS-E')?.log).toEqual({ operations: 1, retiredKg: 2000 });
+    });
+    it('ids longer than an answer carries are clipped, and the pages still start where the last one ended', async () => {
+      const long = `L${'o'.repeat(TEXT_MAX + 100)}`;
+      const units = ['1', '2', '3'].map((n) => `${long}-unit-${n}`);
+      const later = api.now + 2 * 3_600_000;
+      for (const store of api.stores) {
+        await writeOperations(
+          store,
+          units.map((unit, i) => ({
+            ref: `op-long-${i}`,
+            type: 'Tokenization',
+            issuance: long,
+            unit,
+            tonnes: 1,
+            state: 'approved',
+            hoursAgo: 10,
+          })),
+          later,
+        );
+        await passAt(store, later);
+      }
+      const whole = pageOf(await ask('/v1/reconciliation?state=all'));
+      const clipped = whole.balances.filter((s) => s.id.endsWith('…'));
+      expect(clipped.map((s) => s.subject)).toEqual(['issuance', 'unit', 'unit', 'unit']);
+      for (const s of clipped) expect(s.id).toHaveLength(TEXT_MAX);
+      for (const limit of [1, 2]) {
+        const pages = await allPages(`/v1/reconciliation?state=all&limit=${limit}`);
+        expect(pages.flatMap((p) => p.balances)).toEqual(whole.balances);
+        expect(pages.flatMap((p) => p.findings)).toEqual(whole.findings);
+      }
     });
   });
 }
