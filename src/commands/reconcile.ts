@@ -4,6 +4,7 @@ import { openCommandStores } from '../app/openStores.js';
 import type { Config } from '../config.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
+import type { Reader } from '../reconcile/facts.js';
 import type { RuleSettings } from '../reconcile/findings.js';
 import type { FindingSink } from '../reconcile/pass.js';
 import { runPass } from '../reconcile/pass.js';
@@ -15,6 +16,7 @@ import {
   readFindings,
   readOpenCounts,
   readSheets,
+  type SheetSettings,
 } from '../reconcile/reads.js';
 import type { ScriptStore } from '../store/script.js';
 import {
@@ -100,44 +102,68 @@ const PRINTERS: Record<ReconcileFormat, Printer> = {
   },
 };
 
-/** Runs a pass, prints the open findings and the balance sheets a page at a time; the exit code. */
-export async function runReconcileCommand(run: ReconcileRun, opts: ReconcileCommandOptions): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
-  // A reader slower than the store (a pipe to gzip, a terminal) holds the next page back.
-  const write = async (text: string) => {
+/** Writes `text`; a reader slower than the store (a pipe to gzip, a terminal) holds the next page back. */
+type Write = (text: string) => Promise<void>;
+
+function writerTo(stdout: NodeJS.WritableStream): Write {
+  return async (text) => {
     if (text !== '' && !stdout.write(text)) await once(stdout, 'drain');
   };
-  const printer = PRINTERS[opts.format];
-  const pageSize = opts.pageSize ?? RECONCILE_LIMIT_MAX;
-  const scope = opts.issuance === null ? null : [opts.issuance];
-  const outcome = await runPass(
-    { store: run.store, settings: run.settings, sink: run.sink, now: run.now },
-    scope,
-  );
-  const read: Parameters<typeof readFindings>[0] = (s) => run.store.read(s);
-  const filter = { issuance: opts.issuance, kind: null, severity: null, state: 'open' as const };
+}
 
-  await write(printer.start(passLine(outcome, opts.issuance)));
-  let findings = 0;
+/** Prints the open findings of `issuance` (null: all), page by page; how many. */
+async function printFindings(
+  read: Reader,
+  issuance: string | null,
+  printer: Printer,
+  pageSize: number,
+  write: Write,
+): Promise<number> {
+  const filter = { issuance, kind: null, severity: null, state: 'open' as const };
+  let printed = 0;
   for (let after = 0; ; ) {
     const page = await readFindings(read, filter, after, pageSize);
-    await write(printer.findings(page.findings, findings));
-    findings += page.findings.length;
+    await write(printer.findings(page.findings, printed));
+    printed += page.findings.length;
     after = page.findings.at(-1)?.id ?? after;
-    if (!page.more) break;
+    if (!page.more) return printed;
   }
-  const settings = {
-    statuses: run.settings.reconcile.retire_match.statuses,
-    byteOrder: (await sortsInByteOrder(run.store)) ? '' : ' COLLATE "C"',
-  };
-  let sheets = 0;
+}
+
+/** Prints the balance sheets of `issuance` (null: every issuance), page by page. */
+async function printSheets(
+  read: Reader,
+  issuance: string | null,
+  settings: SheetSettings,
+  printer: Printer,
+  pageSize: number,
+  write: Write,
+): Promise<void> {
+  let printed = 0;
   for (let after = { i: '', u: '' }; ; ) {
-    const page = await readSheets(read, opts.issuance, after, pageSize, settings);
-    await write(printer.sheets(page.sheets, sheets));
-    sheets += page.sheets.length;
+    const page = await readSheets(read, issuance, after, pageSize, settings);
+    await write(printer.sheets(page.sheets, printed));
+    printed += page.sheets.length;
     after = page.last ?? after;
-    if (!page.more) break;
+    if (!page.more) return;
   }
+}
+
+/** Runs a pass, prints the open findings and the balance sheets a page at a time; the exit code. */
+export async function runReconcileCommand(run: ReconcileRun, opts: ReconcileCommandOptions): Promise<number> {
+  const write = writerTo(opts.stdout ?? process.stdout);
+  const printer = PRINTERS[opts.format];
+  const pageSize = opts.pageSize ?? RECONCILE_LIMIT_MAX;
+  const outcome = await runPass(
+    { store: run.store, settings: run.settings, sink: run.sink, now: run.now },
+    opts.issuance === null ? null : [opts.issuance],
+  );
+  const read: Reader = (s) => run.store.read(s);
+  await write(printer.start(passLine(outcome, opts.issuance)));
+  await printFindings(read, opts.issuance, printer, pageSize, write);
+  const byteOrder = (await sortsInByteOrder(run.store)) ? '' : ' COLLATE "C"';
+  const statuses = run.settings.reconcile.retire_match.statuses;
+  await printSheets(read, opts.issuance, { statuses, byteOrder }, printer, pageSize, write);
   const counts = await readOpenCounts(read, opts.issuance);
   await write(printer.end(counts));
   return reconcileExitCode(counts);
