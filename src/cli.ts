@@ -102,6 +102,27 @@ export function buildProgram(): Command {
   completeArgumentsWith(schema, SCHEMA_RESOURCE_NAMES);
 
   program
+    .command('reconcile')
+    .description(
+      "compare the marketplace's reported operations with the registry's data now; print the open findings and the balance sheets; exit 0 none above info, 1 warnings, 2 critical",
+    )
+    .option('--issuance <id>', 'only this issuance (and its units): a pass over it, its findings and sheets')
+    .addOption(
+      new Option(
+        '--format <format>',
+        'table, json (what GET /v1/reconciliation answers) or csv (for auditors)',
+      )
+        .choices(['table', 'json', 'csv'])
+        .default('table'),
+    )
+    .action(
+      wrap(async (opts: { issuance?: string; format: 'table' | 'json' | 'csv' }, cmd: Command) => {
+        const { runReconcileCli } = await import('./commands/reconcile.js');
+        return runReconcileCli(configOf(cmd), { issuance: opts.issuance, format: opts.format });
+      }),
+    );
+
+  program
     .command('enqueue')
     .description('queue a notification (JSON file, or - for stdin) and print the stored entry')
     .argument('<file>', 'JSON file, or - for standard input')

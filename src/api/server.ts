@@ -21,6 +21,7 @@ import type { MirrorReads } from './mirrorQueries.js';
 import { MIRROR_ROUTE_SPECS, registerMirrorRoutes } from './mirrorRoutes.js';
 import { buildOpenApi } from './openapi.js';
 import { operationsRouteSpecs, registerOperationsRoutes } from './operationsRoutes.js';
+import { RECONCILIATION_ROUTE_SPECS, registerReconciliationRoutes } from './reconciliationRoutes.js';
 import { requestGuard } from './requestGuard.js';
 import type { RouteSpec } from './routeSpec.js';
 import { registerSchemaRoutes, SCHEMA_ROUTE_SPECS } from './schemaRoutes.js';
@@ -41,6 +42,7 @@ export function routeSpecs(config: Config): RouteSpec[] {
     ...SCHEMA_ROUTE_SPECS,
     ...operationsRouteSpecs(config),
     ...DELIVERIES_ROUTE_SPECS,
+    ...RECONCILIATION_ROUTE_SPECS,
   ];
 }
 
@@ -83,6 +85,7 @@ export function routeRegistrars({
   healthReads,
   deliveries,
   feed,
+  reconciliation,
 }: ApiLinks): RouteRegistrar[] {
   return [
     (app, ctx) => registerStatusRoutes(app, ctx, openApiDocument(ctx), healthReads),
@@ -91,6 +94,7 @@ export function routeRegistrars({
     (app) => registerSchemaRoutes(app, mirrorReads),
     (app, ctx) => registerOperationsRoutes(app, ctx, { wake: wakeDispatcher, outbox }),
     (app, ctx) => registerDeliveriesRoutes(app, ctx, deliveries),
+    (app, ctx) => registerReconciliationRoutes(app, ctx, reconciliation),
   ];
 }
 

@@ -212,6 +212,7 @@ describe('README exit codes are what the commands return', () => {
         'demo',
         'enqueue',
         'outbox',
+        'reconcile',
         'run',
         'schema',
         'simulator',

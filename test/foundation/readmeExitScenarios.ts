@@ -110,6 +110,35 @@ function withOperation(ref: string, cancel = false) {
   });
 }
 
+/**
+ * A database holding one approved Tokenization of `tonnes` t on issuance `ISS-R` (never in custody:
+ * a warning), and, with `amount`, that issuance in the public list with that amount (beyond it: critical).
+ */
+function withReportedTokenization(tonnes: number, amount?: number) {
+  return migrated({}, (ctx) => {
+    const t = '2026-01-02T00:00:00.000Z';
+    const body = JSON.stringify({
+      operationType: 'Tokenization',
+      issuanceId: 'ISS-R',
+      transactionAmount: tonnes,
+    });
+    ctx.database.sqlite
+      .prepare(
+        `INSERT INTO outbox (marketplaceTransactionRef, operationType, body, body_hash, state, attempts,
+           next_attempt_at, created_at, updated_at, accepted_at, decided_at)
+         VALUES ('readme-reconcile', 'tokenization', ?, 'h', 'approved', 1, ?, ?, ?, ?, ?)`,
+      )
+      .run(body, t, t, t, t, t);
+    if (amount !== undefined)
+      ctx.database.sqlite
+        .prepare(
+          `INSERT INTO issuances (issuanceId, issuanceAmount, _raw, _hash, _first_seen_at, _last_seen_at)
+           VALUES ('ISS-R', ?, '{}', 'h', ?, ?)`,
+        )
+        .run(amount, t, t);
+  });
+}
+
 /** The environment of a daemon or sync pointed at the simulator, schedules off. */
 async function operatorEnv(extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
   const dir = folder();
@@ -209,6 +238,21 @@ export const EXIT_SCENARIOS: Record<string, Record<number, Scenario>> = {
       vcu(['schema'], { VCU_SYNC_DB: path.join(root, 'none.db') }),
     ),
     2: scenario('schema of an unknown resource', async () => vcu(['schema', 'widgets'], migrated().env)),
+  },
+  reconcile: {
+    0: scenario('reconcile a migrated database (nothing reported)', async () =>
+      vcu(['reconcile'], migrated().env),
+    ),
+    1: scenario('reconcile an operation on an issuance never in custody (warning)', async () =>
+      vcu(['reconcile'], withReportedTokenization(1).env),
+    ),
+    2: scenario('reconcile 30 t tokenized of an issuance of 20 t (critical)', async () =>
+      vcu(['reconcile', '--format', 'csv'], withReportedTokenization(30, 20).env),
+    ),
+    3: scenario('reconcile without a database', () =>
+      vcu(['reconcile'], { VCU_SYNC_DB: path.join(root, 'none.db') }),
+    ),
+    64: scenario('reconcile --format xml', async () => vcu(['reconcile', '--format', 'xml'], migrated().env)),
   },
   simulator: {
     64: scenario('simulator with a bad flag', () => vcu(['simulator', '--units', 'many'], noOperator)),

@@ -73,8 +73,9 @@ describe('the API on PostgreSQL when the database is away', () => {
     closed.on('error', () => {});
     stops.push(() => closed.end().catch(() => {}));
     const base = await apiOver(closed);
-    // A list, and the learned shape (two reads at once: either failing answers for both).
-    for (const path of ['/v1/units', '/v1/schema?resource=units']) {
+    // A list, the learned shape (two reads at once: either failing answers for both), and the
+    // reconciliation (its collation asked first, then three reads at once).
+    for (const path of ['/v1/units', '/v1/schema?resource=units', '/v1/reconciliation']) {
       const res = await get(base, path);
       const text = await res.text();
       expect(res.status, path).toBe(503);
@@ -87,6 +88,7 @@ describe('the API on PostgreSQL when the database is away', () => {
   it('the same routes answer 200 once the server is there, and a schema it lacks is a 500, not a retry', async () => {
     const base = await apiOver(pgTest.db.pool);
     expect((await get(base, '/v1/projects')).status).toBe(200);
+    expect((await get(base, '/v1/reconciliation')).status).toBe(200);
     await pgTest.db.pool.query('ALTER TABLE projects RENAME TO projects_gone');
     try {
       const res = await get(base, '/v1/projects');
