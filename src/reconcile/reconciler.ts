@@ -138,7 +138,7 @@ export function createReconcileComponent(
 
   /** Sleeps until the feed changes (then the debounce), wake(), the next due time, or the stop. */
   async function idle(version: number): Promise<void> {
-    if (agenda.pending || consumePoke()) return;
+    if (stopping || agenda.pending || consumePoke()) return;
     const waiting = new AbortController();
     const nextAt = agenda.nextAt();
     let cancelTimer = () => {};

@@ -94,13 +94,15 @@ export async function mirrorWrite(
   when = T0,
 ): Promise<void> {
   const runId = await startRun(m.backend.db, 'custody', 'full', 'manual', when, null);
-  await m.backend.store(def, () => when).commitBatch({
-    runId,
-    records: records.map((value) => ({ value, position: null })),
-    trackSeen: false,
-    checkpoint: null,
-    counts: emptyCounts(),
-  });
+  await m.backend
+    .store(def, () => when)
+    .commitBatch({
+      runId,
+      records: records.map((value) => ({ value, position: null })),
+      trackSeen: false,
+      checkpoint: null,
+      counts: emptyCounts(),
+    });
 }
 
 /** An issuance of `tonnes` on the public list and in custody, with `units` (of it) in custody. */
@@ -215,8 +217,15 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
         ['reconciliation.finding', 'over-issuance', 't-7'],
       ]);
       const line = r.lines().find((l) => l.event === 'reconcile.finding');
-      expect(line).toMatchObject({ level: 'warn', kind: 'over-issuance', severity: 'critical', subjectId: '7' });
-      expect(r.lines().filter((l) => l.event === 'reconcile.pass' && l.scope === 1).length).toBeGreaterThan(0);
+      expect(line).toMatchObject({
+        level: 'warn',
+        kind: 'over-issuance',
+        severity: 'critical',
+        subjectId: '7',
+      });
+      expect(r.lines().filter((l) => l.event === 'reconcile.pass' && l.scope === 1).length).toBeGreaterThan(
+        0,
+      );
     });
 
     it('a mirror write re-evaluates its issuance: the finding opens, then resolves when the amount is back', async () => {
@@ -329,7 +338,10 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
           at: opened.data.at,
         },
       });
-      expect(resolved).toMatchObject({ type: 'reconciliation.resolved', data: { id, kind: 'over-issuance' } });
+      expect(resolved).toMatchObject({
+        type: 'reconciliation.resolved',
+        data: { id, kind: 'over-issuance' },
+      });
     });
 
     it('stopped while a pass runs: the pass finishes and commits, the loop ends', async () => {
@@ -362,9 +374,9 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
       await stopping;
       expect(running.passes.map((p) => p.scope)).toEqual([null]);
       expect(await findings(m)).toEqual(['over-issuance issuance 11 open']);
-      expect(running.lines().filter((l) => l.event === 'reconcile.failed' || l.event === 'reconcile.crashed')).toEqual(
-        [],
-      );
+      expect(
+        running.lines().filter((l) => l.event === 'reconcile.failed' || l.event === 'reconcile.crashed'),
+      ).toEqual([]);
       running = undefined;
     });
   });
