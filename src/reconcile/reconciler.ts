@@ -52,6 +52,8 @@ export interface ReconcileComponentOptions {
   timers?: ReconcileTimers;
   /** Jitter source of the retry delay in [0, 1) (default: Math.random). */
   random?: () => number;
+  /** Feed rows past which a round runs one full pass instead of mapping them to issuances (default: 50000). */
+  fullPassBacklog?: number;
   /** Told of each pass that went through (default: none). */
   onPass?: (outcome: PassOutcome) => void;
 }
@@ -64,8 +66,6 @@ export interface ReconcileComponent extends Component {
 
 /** Feed rows read per statement. */
 const FEED_PAGE = 1_000;
-/** Feed rows read per round at most: beyond, the rest is the next round's (memory stays bounded). */
-const FEED_ROWS_PER_ROUND = 50_000;
 /** Longest single timer: a clock that jumps is noticed within it. */
 const MAX_TIMER_MS = 3_600_000;
 const HOUR_MS = 3_600_000;
@@ -79,6 +79,9 @@ export function createReconcileComponent(
   const timers = options.timers ?? realTimers;
   const random = options.random ?? Math.random;
   const debounceMs = options.debounceMs ?? 1_000;
+  // Feed rows a round maps at most (memory stays bounded): a longer backlog is a full pass instead.
+  const backlog = options.fullPassBacklog ?? 50_000;
+  const feedPage = Math.min(FEED_PAGE, backlog);
   const retry = { baseMs: options.retryBaseMs ?? 1_000, capMs: options.retryCapMs ?? 60_000 };
   const deps: PassDeps = {
     store,
@@ -101,18 +104,22 @@ export function createReconcileComponent(
     let after = cursor;
     const rows: FeedRow[] = [];
     for (;;) {
-      const page = await store.read<FeedRow>(touchingFeed(after, FEED_PAGE));
+      const page = await store.read<FeedRow>(touchingFeed(after, feedPage));
       rows.push(...page);
       if (page.length > 0) after = Number(page[page.length - 1]?.seq);
-      if (page.length < FEED_PAGE || rows.length >= FEED_ROWS_PER_ROUND) break;
+      if (page.length < feedPage) break;
+      if (rows.length >= backlog) {
+        // A backlog (a first sync of the units log): one full pass is cheaper than mapping it, and
+        // moves the cursor to the feed's head.
+        agenda.owesFull();
+        return;
+      }
     }
     // After the feed read: every operation its rows name is in the outbox, so in the ledger now.
     const ledgered = await catchUpLedger(store);
     const touched = await issuancesTouched((s) => store.read(s), touchedKeys(rows));
     agenda.touch([...ledgered, ...touched]);
     cursor = after;
-    // A backlog left for the next round: go on at once.
-    if (rows.length >= FEED_ROWS_PER_ROUND) wake();
   }
 
   /** One pass as the agenda plans it, recorded there when it went through. */
@@ -198,7 +205,8 @@ export function createReconcileComponent(
       } catch (err) {
         failures++;
         const retryInMs = backoffDelayMs(failures, retry, random);
-        log.warn(
+        // An outage is said at once and then every tenth attempt (the database's own lines say the rest).
+        log[failures === 1 || failures % 10 === 0 ? 'warn' : 'debug'](
           { event: 'reconcile.failed', error: errorMessage(err), failures, retryInMs },
           `reconciliation failed (${errorMessage(err)}); what was touched is kept, retrying in ${retryInMs} ms`,
         );

@@ -150,6 +150,7 @@ export interface StartOptions {
   overrides?: Record<string, unknown>;
   /** (default: 5 ms) */
   debounceMs?: number;
+  fullPassBacklog?: number;
 }
 
 /** Starts a reconciler on `m` (debounce and retries short: the test waits for conditions, not time). */
@@ -167,6 +168,7 @@ export async function startReconciler(m: ReconcileUnderTest, options: StartOptio
       retryBaseMs: 20,
       retryCapMs: 200,
       timers: options.timers,
+      fullPassBacklog: options.fullPassBacklog,
       onPass: (o) => passes.push(o),
     },
   );
@@ -264,6 +266,14 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
       expect(await findings(m)).toEqual(['not-in-custody unit 109 open']);
       // The unit led to its issuance through the ledger: a pass over issuance 9 found it.
       expect(r.passes.find((p) => p.opened.length > 0)?.scope).toEqual(['9']);
+    });
+
+    it('a feed backlog past fullPassBacklog rows is one full pass, not a mapping of every row', async () => {
+      const r = await start({ fullPassBacklog: 3 });
+      await heldIssuance(m, 13, 100, [113, 114, 115, 116]);
+      // The four units of custody come in one commit: 3 rows or more waiting are a full pass.
+      await until('a full pass after the backlog', () => r.scopes().slice(1).includes('all'));
+      expect(await findings(m)).toEqual([]);
     });
 
     it('a Retire with no retirement in the log: no finding until the clock passes the window, then one with no new event', async () => {
