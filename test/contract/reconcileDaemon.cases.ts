@@ -159,7 +159,8 @@ export async function startReconciler(m: ReconcileUnderTest, options: StartOptio
   const { log, lines } = capturingLogger('debug');
   const passes: PassOutcome[] = [];
   const component = createReconcileComponent(
-    { config, log, clock: options.clock ?? { now: () => Date.now() } },
+    // A minute after the operations (by default): nothing is overdue mid-decision.
+    { config, log, clock: options.clock ?? new ManualClock(Date.parse(T0) + 60_000) },
     {
       store: options.store ?? m.store,
       changes: m.changes,
