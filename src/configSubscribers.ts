@@ -3,7 +3,10 @@ import { httpUrl, positiveInt } from './configPrimitives.js';
 
 /** `[[subscribers]]` and `[subscriber_delivery]`: signed webhooks of operation events to internal apps. */
 
-/** The events a subscriber may ask for: the operation's states that interest internal apps, and the operator's records changing shape. */
+/**
+ * The events a subscriber may ask for: the operation's states that interest internal apps, the
+ * operator's records changing shape, and the reconciliation's findings opened and resolved.
+ */
 export const SUBSCRIBER_EVENTS = [
   'operation.accepted',
   'operation.approved',
@@ -11,9 +14,14 @@ export const SUBSCRIBER_EVENTS = [
   'operation.failed',
   'operation.cancelled',
   'schema.changed',
+  'reconciliation.finding',
+  'reconciliation.resolved',
 ] as const;
 
-/** What a subscriber gets unless it names its events: every operation event (not `schema.changed`, asked for by name). */
+/**
+ * What a subscriber gets unless it names its events: every operation event (not `schema.changed`
+ * nor `reconciliation.*`, asked for by name).
+ */
 export const DEFAULT_SUBSCRIBER_EVENTS = SUBSCRIBER_EVENTS.filter((e) => e.startsWith('operation.'));
 
 export const subscriberSchema = z
@@ -29,7 +37,7 @@ export const subscriberSchema = z
     secret: z.string().min(1).optional(),
     /** File holding the signing secret (default: none; this or secret). */
     secret_file: z.string().min(1).optional(),
-    /** Events sent: operation.* and schema.changed (default: every operation.* event). */
+    /** Events sent: operation.*, schema.changed, reconciliation.finding and reconciliation.resolved (default: every operation.* event). */
     events: z
       .array(z.enum(SUBSCRIBER_EVENTS))
       .min(1)

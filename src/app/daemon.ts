@@ -6,8 +6,10 @@ import type { ListenersUp } from '../httpListener.js';
 import { createWebhookComponent } from '../inbox/listener.js';
 import { createMirrorComponent } from '../mirror/scheduler.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
+import { createReconcileComponent } from '../reconcile/reconciler.js';
 import { createSubscriberComponent } from '../subscribers/dispatcher.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
+import { configuredFindingsSink } from '../subscribers/subscribers.js';
 import { SyncRequests } from '../syncRequests.js';
 import type { DaemonStores } from './stores.js';
 
@@ -15,8 +17,9 @@ import type { DaemonStores } from './stores.js';
  * The daemon, one wiring for both stores: the store's own components first (PostgreSQL's presence
  * and feed listener; SQLite has none, its ownership was taken when it opened), then
  *
- *   api, webhook-listener, dispatcher, subscriber-dispatcher, mirror
+ *   api, webhook-listener, dispatcher, subscriber-dispatcher, mirror, reconciler
  *
+ * (the reconciler unless `reconcile.enabled = false`)
  * each given its seam of the store. What differs per store is asked of the port, never named here.
  */
 
@@ -69,11 +72,20 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
     wakeOn: stores.othersCommitted,
     mayClaim,
   });
+  // Re-evaluates what the feed says was touched, from the mirror's and the dispatcher's commits alike.
+  const reconciler = ctx.config.reconcile.enabled
+    ? createReconcileComponent(ctx, {
+        store: stores.reconciliation,
+        changes: stores.api.feed.signal,
+        sink: configuredFindingsSink(ctx.config),
+      })
+    : undefined;
   stores.othersCommitted?.listen(() => dispatcher.wake());
-  // Back after an outage: what waited on a backoff goes now (claims, owed settles, deliveries).
+  // Back after an outage: what waited on a backoff goes now (claims, owed settles, deliveries, passes).
   stores.onReachable(() => {
     onLoop?.dispatcher.retryOwedNow();
     subscribers.dispatcher.wake();
+    reconciler?.wake();
   });
   const own = stores.components({
     wake: () => {
@@ -91,6 +103,7 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
     dispatcher,
     subscribers,
     createMirrorComponent(ctx, { syncRequests: syncs, runner: stores.mirrorRuns() }),
+    ...(reconciler ? [reconciler] : []),
   ];
 }
 

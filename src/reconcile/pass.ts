@@ -46,6 +46,11 @@ export interface PassOutcome {
   resolved: FindingNotice[];
   /** When a time-bound condition may turn, by issuance ('' for what only a full pass looks at). */
   dueAt: Map<string, number>;
+  /**
+   * The issuances named by the outbox rows the ledger read in this pass, in its scope or not: the
+   * caller re-evaluates those outside the scope (rows queued since it last looked).
+   */
+  ledgered: Set<string>;
 }
 
 /** Ledger rows read per statement while catching up. */
@@ -159,7 +164,7 @@ function* record(
 
 /** One pass over `scope` (null: every issuance and unit): the ledger caught up, the findings recorded. */
 export async function runPass(deps: PassDeps, scope: readonly string[] | null): Promise<PassOutcome> {
-  await catchUpLedger(deps.store);
+  const ledgered = await catchUpLedger(deps.store);
   const now = deps.now();
   const inputs = await readInputs(
     (s) => deps.store.read(s),
@@ -185,5 +190,6 @@ export async function runPass(deps: PassDeps, scope: readonly string[] | null): 
     opened: recorded.opened,
     resolved: recorded.resolved,
     dueAt: verdict.dueAt,
+    ledgered,
   };
 }

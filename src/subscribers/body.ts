@@ -1,4 +1,5 @@
 import type { SchemaChangeNotice } from '../mirror/shape/tracker.js';
+import type { FindingNotice } from '../reconcile/pass.js';
 import type { SubscriberEvent } from './events.js';
 
 /**
@@ -36,5 +37,32 @@ export function schemaChangeBody(change: SchemaChangeNotice, timestamp: string):
     type: 'schema.changed',
     timestamp,
     data: { id, resource, field, kind, before, after, mapped, exampleKey, firstSeenAt: at },
+  });
+}
+
+/**
+ * The JSON text of a `reconciliation.finding` or `reconciliation.resolved` event: `{ type, timestamp,
+ * data: { id, kind, severity, subject, subjectId, issuanceId, unitId, ref, expectedKg, foundKg,
+ * detail, at } }`. Ids, amounts and times only: a finding holds nothing personal.
+ */
+export function findingBody(notice: FindingNotice, timestamp: string): string {
+  const f = notice.finding;
+  return JSON.stringify({
+    type: notice.event,
+    timestamp,
+    data: {
+      id: notice.id,
+      kind: f.kind,
+      severity: f.severity,
+      subject: f.subject,
+      subjectId: f.subjectId,
+      issuanceId: f.issuanceId,
+      unitId: f.unitId,
+      ref: f.ref,
+      expectedKg: f.expectedKg,
+      foundKg: f.foundKg,
+      detail: f.detail,
+      at: notice.at,
+    },
   });
 }

@@ -3,9 +3,10 @@ import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChange, StateChangeSink } from '../operations/effects.js';
 import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
+import type { FindingNotice, FindingSink } from '../reconcile/pass.js';
 import { all, run, type Script } from '../store/script.js';
 import { feedOrderLock, join, sql, typed } from '../store/sql.js';
-import { deliveryBody, schemaChangeBody } from './body.js';
+import { deliveryBody, findingBody, schemaChangeBody } from './body.js';
 import { eventFor, type Subscriber } from './events.js';
 
 /**
@@ -166,6 +167,41 @@ export function schemaChangesSink(subscribers: readonly Subscriber[]): SchemaCha
         }));
       }),
     );
+}
+
+/**
+ * The deliveries owed for findings opened and resolved (pure but for the random webhook id): one
+ * per subscriber asking for the notice's event, `ref` = `reconciliation_findings:<id>`.
+ */
+export function findingDeliveryRows(
+  subscribers: readonly Subscriber[],
+  notices: readonly FindingNotice[],
+): DeliveryRow[] {
+  return notices.flatMap((notice) => {
+    const wanting = subscribers.filter((s) => s.events.includes(notice.event));
+    if (wanting.length === 0) return [];
+    const body = findingBody(notice, notice.at);
+    return wanting.map((sub) => ({
+      subscriber: sub.key,
+      type: notice.event,
+      ref: `reconciliation_findings:${notice.id}`,
+      webhookId: `msg_${randomUUID().replaceAll('-', '')}`,
+      body,
+      at: notice.at,
+    }));
+  });
+}
+
+/**
+ * The sink (reconcile/pass.ts) that queues `reconciliation.finding` and `reconciliation.resolved`
+ * deliveries in the pass's transaction, for the subscribers that ask for them; none when nobody does.
+ */
+export function findingsSink(subscribers: readonly Subscriber[]): FindingSink | undefined {
+  const asking = subscribers.filter(
+    (s) => s.events.includes('reconciliation.finding') || s.events.includes('reconciliation.resolved'),
+  );
+  if (asking.length === 0) return undefined;
+  return (notices) => insertDeliveries(findingDeliveryRows(asking, notices));
 }
 
 /** Who looks for work when deliveries are queued, per deliveries store (its dispatcher). */

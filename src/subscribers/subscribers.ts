@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChangeSink } from '../operations/effects.js';
-import { deliveriesSink, schemaChangesSink } from './enqueue.js';
+import type { FindingSink } from '../reconcile/pass.js';
+import { deliveriesSink, findingsSink, schemaChangesSink } from './enqueue.js';
 import type { Subscriber } from './events.js';
 
 /** Who gets operation events pushed (`[[subscribers]]`), as the daemon uses them. */
@@ -42,4 +43,9 @@ export function configuredSchemaChangesSink(
   config: Pick<Config, 'subscribers'>,
 ): SchemaChangeSink | undefined {
   return schemaChangesSink(subscribersFromConfig(config));
+}
+
+/** The sink a root hands the reconciler: findings opened and resolved, for the subscribers that ask for them. */
+export function configuredFindingsSink(config: Pick<Config, 'subscribers'>): FindingSink | undefined {
+  return findingsSink(subscribersFromConfig(config));
 }

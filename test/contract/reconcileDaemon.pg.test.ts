@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type Cluster, createTestDatabase, startCluster } from '../helpers/postgres.js';
+import { until } from '../ops/child.js';
+import {
+  findings,
+  heldIssuance,
+  notification,
+  reconcileDaemonCases,
+  reportApproved,
+  startReconciler,
+} from './reconcileDaemon.cases.js';
+import { postgresReconcile } from './reconcileDaemonStores.js';
+
+reconcileDaemonCases('postgres', async () => {
+  const database = await createTestDatabase(inject('postgres'));
+  const m = await postgresReconcile(database.url);
+  return {
+    ...m,
+    close: async () => {
+      await m.close();
+      await database.drop();
+    },
+  };
+});
+
+describe('the reconciler on postgres only', () => {
+  let cluster: Cluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster();
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('the server restarted while work was pending: it logs, retries, and the finding lands without a restart', async () => {
+    const c = cluster as Cluster;
+    const database = await createTestDatabase(c.info);
+    const m = await postgresReconcile(database.url);
+    // A long debounce: the reconciler does not pass on its own before the server goes away.
+    const r = await startReconciler(m, { debounceMs: 600_000 });
+    try {
+      await heldIssuance(m, 7, 5, [101]);
+      await until('the first (full) pass', () => r.passes.length >= 1);
+      await reportApproved(m, [notification('Tokenization', 't-7', 7, 101, 10)]);
+      await c.halt('fast');
+      r.component.wake();
+      await until('a failed round', () => r.lines().some((l) => l.event === 'reconcile.failed'));
+      const failed = r.lines().find((l) => l.event === 'reconcile.failed');
+      expect(failed).toMatchObject({ level: 'warn', failures: 1 });
+      expect(String(failed?.error)).not.toContain(new URL(database.url).password);
+      await c.resume();
+      await until('the over-issuance', () => r.passes.some((p) => p.opened.length > 0));
+      expect(await findings(m)).toEqual(['over-issuance issuance 7 open']);
+      expect(r.passes.find((p) => p.opened.length > 0)?.scope).toEqual(['7']);
+      expect(r.lines().some((l) => l.event === 'reconcile.recovered')).toBe(true);
+      expect(r.lines().some((l) => l.event === 'reconcile.crashed')).toBe(false);
+    } finally {
+      await r.component.stop();
+      await m.close();
+    }
+  }, 120_000);
+});
