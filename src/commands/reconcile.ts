@@ -19,6 +19,7 @@ import {
   type SheetSettings,
 } from '../reconcile/reads.js';
 import type { ScriptStore } from '../store/script.js';
+import { configuredFindingsSink } from '../subscribers/subscribers.js';
 import {
   countsLine,
   csvFindings,
@@ -194,7 +195,8 @@ export async function runReconcileCli(config: Config, opts: ReconcileCliOptions)
         store: opened.stores.reconciliation,
         settings: { reconcile: config.reconcile, decisionWarnHours: config.status.decision_warn_hours },
         now: () => opened.ctx.clock.now(),
-        sink: opts.sink,
+        // Findings the command opens or resolves are pushed to the subscribers as the daemon's are.
+        sink: opts.sink ?? configuredFindingsSink(config),
       },
       { issuance, format: opts.format },
     );

@@ -112,9 +112,11 @@ function* record(
     for (let i = 0; i < Math.max(subjects.length, 1); i += q.GROUP)
       existing.push(...(yield* all<q.FindingRow>(q.scopeFindings(scope, subjects.slice(i, i + q.GROUP)))));
   }
+  // A finding both in scope and among the subjects is read by several groups: once each.
+  const unique = [...new Map(existing.map((r) => [Number(r.id), r])).values()];
   const inScope = new Set(scope ?? []);
   const settled = settleFindings(
-    existing,
+    unique,
     current,
     (row) => scope === null || (row.issuance_id !== null && inScope.has(row.issuance_id)),
   );
@@ -158,7 +160,7 @@ function* record(
     })),
   );
   if (sink && notices.length > 0) yield* sink(notices);
-  const open = existing.filter((r) => r.resolved_at === null).length + opened.length - resolved.length;
+  const open = unique.filter((r) => r.resolved_at === null).length + opened.length - resolved.length;
   return { opened, resolved, open };
 }
 
