@@ -232,6 +232,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
         plan,
         marketplaceId: MARKETPLACE_ID,
         enqueue,
+        enqueued: () => Promise.all(inFlight).then(() => undefined),
         out,
         stopping: () => stopping,
         retireWindowHours: DEMO_RETIRE_WINDOW_HOURS,
@@ -277,10 +278,13 @@ async function printFindings(
   database: string,
 ): Promise<void> {
   const windowMs = DEMO_RETIRE_WINDOW_HOURS * 3_600_000;
-  const open = await finalReconcile(deps, windowMs).catch((err: unknown) => {
+  let open: Awaited<ReturnType<typeof finalReconcile>>;
+  try {
+    open = await finalReconcile(deps, windowMs);
+  } catch (err) {
     out(`reconciliation failed: ${(err as Error).message}`);
-    return null;
-  });
+    return;
+  }
   if (open === null) {
     out('reconciliation: the units log could not be synced in time; no pass was run');
     return;

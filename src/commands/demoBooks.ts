@@ -25,8 +25,10 @@ import {
 /** Issuances looked at for the plan (the first ones), and unit operations scanned for one naming each. */
 const CANDIDATE_ISSUANCES = 60;
 const SCANNED_UNITS = 3000;
+/** Approved operations read per statement while the books are rebuilt. */
+const REPLAY_PAGE = 1000;
 /** Longest wait for one step of an injection (an operation sent, a sync run). */
-const STEP_MS = 30_000;
+const STEP_MS = 15_000;
 
 /**
  * The first issuances with their amounts and, for each, a unit operation of the public log naming
@@ -54,7 +56,7 @@ export function demoCandidates(registry: Registry): DemoPair[] {
 
 /**
  * A demo run again in its folder meets a new simulator: its books are rebuilt from the operations
- * the earlier runs' simulators approved, in the order they were accepted, losing again the
+ * the earlier runs' simulators approved, in the order they were queued, losing again the
  * retirements still found missing; so the earlier runs' consistent operations stay consistent.
  * Before the daemon starts, so its first syncs read the rebuilt registry. How many were booked.
  */
@@ -67,18 +69,22 @@ export async function replayBooks(store: ScriptStore, books: Books): Promise<num
       )
     ).map((r) => r.ref),
   );
-  const approved = await store.read<{ ref: string; body: string }>(
-    sql`SELECT "marketplaceTransactionRef" AS ref, body FROM outbox WHERE state = 'approved'
-         ORDER BY accepted_at, id`,
-  );
   let booked = 0;
-  for (const row of approved) {
-    const notification = jsonObject(row.body);
-    if (!notification) continue;
-    if (lost.has(row.ref)) books.loseRetirements(1);
-    if (books.onDecided(notification, 'approve')) booked++;
+  // In id order, a page at a time: the order they were sent in, as far as the simulator could tell.
+  for (let after = 0; ; ) {
+    const page = await store.read<{ id: number; ref: string; body: string }>(
+      sql`SELECT id, "marketplaceTransactionRef" AS ref, body FROM outbox
+           WHERE state = 'approved' AND id > ${after} ORDER BY id LIMIT ${REPLAY_PAGE}`,
+    );
+    for (const row of page) {
+      const notification = jsonObject(row.body);
+      if (!notification) continue;
+      if (lost.has(row.ref)) books.loseRetirements(1);
+      if (books.onDecided(notification, 'approve')) booked++;
+    }
+    if (page.length < REPLAY_PAGE) return booked;
+    after = Number(page[page.length - 1]?.id);
   }
-  return booked;
 }
 
 /** A stored body as the simulator received it; null when it is not a JSON object. */
@@ -110,6 +116,8 @@ export interface InjectDeps {
   marketplaceId: string;
   /** The demo's enqueue (it reports a refusal itself). */
   enqueue: (body: Record<string, unknown>) => Promise<void>;
+  /** Resolves when every enqueue in flight has been answered (the stream is held meanwhile). */
+  enqueued: () => Promise<void>;
   out: (line: string) => void;
   /** The demo is stopping: the steps not begun are left out. */
   stopping: () => boolean;
@@ -122,6 +130,7 @@ const refOf = (body: Record<string, unknown>) => String(body.marketplaceTransact
 /** The operator approves a Retire and leaves it out of its public log. */
 async function loseOneRetirement(d: InjectDeps): Promise<void> {
   // Every earlier operation has reached the operator: the next retirement it approves is this one.
+  await d.enqueued();
   await d.api.allSent(STEP_MS);
   const body = lostRetirement(d.plan, d.marketplaceId, new Date());
   d.sim.books.loseRetirements(1);
