@@ -7,9 +7,17 @@ import { loadConfig } from '../config.js';
 import { UserError } from '../errors.js';
 import type { Health } from '../health/health.js';
 import { createLogger } from '../log.js';
-import { UNSENT_STATES } from '../operations/states.js';
 import { onStopSignals } from '../stopSignals.js';
-import { demoOperation } from './demoOperations.js';
+import { type DemoApi, demoApi } from './demoApi.js';
+import { demoCandidates, depositPlan, injectInconsistencies, replayBooks } from './demoBooks.js';
+import { demoOperation, planDemo, setupOperations } from './demoOperations.js';
+import {
+  type DemoReconcileDeps,
+  finalReconcile,
+  findingLine,
+  findingsSummary,
+  reconcileNow,
+} from './demoReconcile.js';
 
 /** Options of `vcu-sync demo`. */
 export interface DemoOptions {
@@ -36,24 +44,24 @@ async function freePort(preferred: number): Promise<number> {
 /** Longest wait at the end of the demo for operations in flight and their decisions. */
 const SETTLE_MS = 15_000;
 
-/** The demo daemon's `GET /status`, read as a user would; null when it does not answer. */
-type ReadStatus = () => Promise<Health | null>;
+/** The marketplace the demo reports as. */
+const MARKETPLACE_ID = 'demo-marketplace';
 
-/** How many operations have not reached the operator yet (queued or sending), as /status counts them. */
-function unsent(health: Health): number {
-  return UNSENT_STATES.reduce((n, state) => n + (health.snapshot.outbox.byState[state] ?? 0), 0);
-}
+/**
+ * The demo's retirement window, hours: 3.6 s, so that the retirement the operator loses shows as a
+ * finding within the demo (the retirements it books reach the mirror at the next units sync, which
+ * the demo requests before each pass).
+ */
+const DEMO_RETIRE_WINDOW_HOURS = 0.001;
 
 /**
  * Lets the demo end on a settled state: every queued operation sent, and every decision the
  * simulator scheduled delivered (and so stored: the listener answers 2xx only after the commit).
  * Bounded, so a stuck operator cannot hold Ctrl-C hostage.
  */
-async function settle(readStatus: ReadStatus, webhooksIdle: () => Promise<void>): Promise<void> {
+async function settle(api: DemoApi, webhooksIdle: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + SETTLE_MS;
-  for (let h = await readStatus(); (!h || unsent(h) > 0) && Date.now() < deadline; h = await readStatus()) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await api.allSent(SETTLE_MS);
   // The simulator tracks each decision from the moment it answers /notify.
   await Promise.race([
     webhooksIdle(),
@@ -70,15 +78,16 @@ function progressLine(health: Health): string {
 }
 
 /**
- * `vcu-sync demo`: the embedded default. The operator simulator and the daemon on loopback, a local
- * database, a stream of sample operations, and a few lines saying where to look.
+ * When the simulator's projects change shape and the books are made to disagree (or halfway
+ * through a demo given `--seconds`), after the start-up syncs made the baseline.
  */
-/**
- * When the simulator's projects change shape (or halfway through a demo given `--seconds`), after
- * the start-up syncs made the baseline.
- */
-const DRIFT_AFTER_MS = 30_000;
+const HALFWAY_MS = 30_000;
 
+/**
+ * `vcu-sync demo`: the embedded default. The operator simulator and the daemon on loopback, a local
+ * database, a stream of sample operations with consistent books, four inconsistencies injected
+ * halfway, and a few lines saying where to look and what reconciliation found.
+ */
 export async function runDemoCommand(options: DemoOptions): Promise<number> {
   if (options.seconds !== undefined && !(options.seconds > 0))
     throw new UserError('--seconds: expected a positive number', 64);
@@ -100,12 +109,13 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
       retryBaseMs: 200,
     },
   });
+  const plan = planDemo(demoCandidates(sim.registry));
   const config = loadConfig({
     env: {},
     overrides: {
       'operator.url': sim.url,
       'operator.api_key': 'sim-api-key',
-      'operator.marketplace_id': 'demo-marketplace',
+      'operator.marketplace_id': MARKETPLACE_ID,
       'operator.rate_per_second': 50,
       'database.path': path.join(dir, 'vcu-sync.db'),
       'database.synchronous': 'normal',
@@ -114,6 +124,7 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
       'webhook.listen': `127.0.0.1:${webhookPort}`,
       'webhook.secrets': [DEFAULT_WEBHOOK_SECRET],
       'sync.jitter_seconds': 0,
+      'reconcile.retire_window_hours': DEMO_RETIRE_WINDOW_HOURS,
       'log.level': process.env.VCU_SYNC_LOG_LEVEL ?? 'warn',
     },
   });
@@ -124,55 +135,83 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
     await sim.close();
     throw err;
   });
+  const replayed = await replayBooks(stores.reconciliation, sim.books).catch(async (err: unknown) => {
+    await Promise.all([sim.close(), stores.close()]);
+    throw err;
+  });
   const daemon = await startDaemon(ctx, stores);
-  const api = `http://127.0.0.1:${apiPort}`;
+  // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
+  // terminal's, then npm's relayed copy; tsx's too when run under tsx), and none may cut the settle short.
+  let stopping = false;
+  const stopRequested = new Promise<void>((resolve) => {
+    const stop = () => {
+      stopping = true;
+      resolve();
+    };
+    onStopSignals({ stop });
+    if (options.seconds !== undefined) setTimeout(stop, options.seconds * 1000).unref();
+  });
+  const base = `http://127.0.0.1:${apiPort}`;
+  const api = demoApi(base, token);
+  const curl = (what: string) => `curl -s -H 'Authorization: Bearer ${token}' ${what}`;
   const out = (line = '') => process.stdout.write(`${line}\n`);
   out('vcu-sync demo: operator simulator and daemon running on loopback');
-  out(`  status page   ${api}/  (send "Authorization: Bearer ${token}")`);
-  out(`  status        curl -s -H 'Authorization: Bearer ${token}' ${api}/status`);
-  out(`  mirror        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/projects?limit=5'`);
-  out(`  operations    curl -s -H 'Authorization: Bearer ${token}' ${api}/v1/operations`);
-  out(`  schema        curl -s -H 'Authorization: Bearer ${token}' '${api}/v1/schema?resource=projects'`);
+  out(`  status page   ${base}/  (send "Authorization: Bearer ${token}")`);
+  out(`  status        ${curl(`${base}/status`)}`);
+  out(`  mirror        ${curl(`'${base}/v1/projects?limit=5'`)}`);
+  out(`  operations    ${curl(`${base}/v1/operations`)}`);
+  out(`  schema        ${curl(`'${base}/v1/schema?resource=projects'`)}`);
+  out(`  findings      ${curl(`${base}/v1/reconciliation`)}`);
   out(`  database      ${config.database.path}`);
   out(`  try           ${stores.inspectHint()}`);
-  out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats)`);
+  out(`  simulator     ${sim.url}  (admin: ${sim.url}/_sim/stats, books: ${sim.url}/_sim/books)`);
+  const reconcileDeps: DemoReconcileDeps = {
+    store: stores.reconciliation,
+    settings: { reconcile: config.reconcile, decisionWarnHours: config.status.decision_warn_hours },
+    api,
+  };
+  if (replayed > 0)
+    out(`The simulator's books were rebuilt from the ${replayed} operations it approved in earlier runs.`);
+  const deposited = await depositPlan(sim, plan);
+  out(`The operator deposited ${deposited} issuances, with a unit of each, into the marketplace's custody.`);
   out('Queuing a sample operation every 2 seconds; Ctrl-C stops.');
   out();
 
-  let n = 0;
   // Enqueues still in flight when the demo stops are awaited before it settles: one answered after
   // the settle began would be sent and never see its decision before the daemon stops.
   const inFlight = new Set<Promise<void>>();
-  const enqueue = () => {
-    const sending = enqueueOne().finally(() => inFlight.delete(sending));
-    inFlight.add(sending);
+  const enqueue = (body: Record<string, unknown>): Promise<void> => {
+    const sending = api.enqueue(body).then((problem) => {
+      if (problem) out(problem);
+    });
+    const tracked = sending.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    return tracked;
   };
-  const enqueueOne = async () => {
-    const body = demoOperation(n++, 'demo-marketplace', new Date());
-    try {
-      const res = await fetch(`${api}/v1/operations`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 201) out(`enqueue answered ${res.status}: ${await res.text()}`);
-    } catch (err) {
-      out(`enqueue failed: ${(err as Error).message}`);
-    }
+  let n = 0;
+  // Held while the inconsistencies are injected: the retirement the operator loses must be the injected one.
+  let held = false;
+  const next = () => {
+    if (!held) void enqueue(demoOperation(n++, MARKETPLACE_ID, new Date(), plan));
   };
-  const readStatus: ReadStatus = () =>
-    fetch(`${api}/status`, { headers: { authorization: `Bearer ${token}` } }).then(
-      // 503 is a critical status, still a full answer.
-      (res) => (res.status === 200 || res.status === 503 ? (res.json() as Promise<Health>) : null),
-      () => null,
-    );
-  const report = async () => {
-    const health = await readStatus();
-    if (health) out(progressLine(health));
+  let reporting: Promise<void> | undefined;
+  const report = () => {
+    reporting ??= (async () => {
+      const reconciled = await reconcileNow(reconcileDeps).catch(() => null);
+      const health = await api.status();
+      if (health)
+        out(
+          `${progressLine(health)}${reconciled ? ` | reconciliation: ${findingsSummary(reconciled.open)}` : ''}`,
+        );
+    })().finally(() => {
+      reporting = undefined;
+    });
   };
-  // Some time in, the operator's projects change shape (issue 28): a field appears and a status
-  // never seen before; the next sync records both, and the status shows upstream-schema-changed.
-  const driftTimer = setTimeout(
+  let injecting: Promise<void> | undefined;
+  // Halfway, the operator's projects change shape (issue 28): a field appears and a status never
+  // seen before; the next sync records both, and the status shows upstream-schema-changed. And the
+  // books are made to disagree in four ways (issue 29), each once.
+  const halfwayTimer = setTimeout(
     () => {
       sim.registry.drift({
         resource: 'projects',
@@ -182,34 +221,75 @@ export async function runDemoCommand(options: DemoOptions): Promise<number> {
         ],
       });
       out("the simulator changed the projects' shape (a new field, a new status): see the schema line above");
-      void fetch(`${api}/v1/sync/projects`, {
+      void fetch(`${base}/v1/sync/projects`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}` },
       }).catch(() => {});
+      held = true;
+      injecting = injectInconsistencies({
+        sim,
+        api,
+        plan,
+        marketplaceId: MARKETPLACE_ID,
+        enqueue,
+        enqueued: () => Promise.all(inFlight).then(() => undefined),
+        out,
+        stopping: () => stopping,
+        retireWindowHours: DEMO_RETIRE_WINDOW_HOURS,
+      })
+        .catch((err: unknown) => {
+          out(`injecting the inconsistencies failed: ${(err as Error).message}`);
+        })
+        .finally(() => {
+          held = false;
+        });
     },
-    Math.min(DRIFT_AFTER_MS, (options.seconds ?? Number.POSITIVE_INFINITY) * 500),
+    Math.min(HALFWAY_MS, (options.seconds ?? Number.POSITIVE_INFINITY) * 500),
   );
-  driftTimer.unref();
-  const enqueueTimer = setInterval(enqueue, 2000);
-  const reportTimer = setInterval(() => void report(), 5000);
-  enqueue();
+  halfwayTimer.unref();
+  const enqueueTimer = setInterval(next, 2000);
+  const reportTimer = setInterval(report, 5000);
+  for (const body of setupOperations(plan, MARKETPLACE_ID, new Date())) void enqueue(body);
+  next();
 
-  // Kept until the demo has stopped: under `npm run demo` one Ctrl-C arrives at least twice (the
-  // terminal's, then npm's relayed copy; tsx's too when run under tsx), and none may cut the settle short.
-  await new Promise<void>((resolve) => {
-    onStopSignals({ stop: () => resolve() });
-    if (options.seconds !== undefined) setTimeout(resolve, options.seconds * 1000).unref();
-  });
+  await stopRequested;
   out(`stopping: waiting (up to ${SETTLE_MS / 1000} s) for the operations in flight to be sent and decided`);
-  clearTimeout(driftTimer);
+  clearTimeout(halfwayTimer);
   clearInterval(enqueueTimer);
   clearInterval(reportTimer);
+  await injecting;
+  await reporting;
   await Promise.all(inFlight);
-  await settle(readStatus, () => sim.webhooksIdle());
-  await report();
+  await settle(api, () => sim.webhooksIdle());
+  const health = await api.status();
+  if (health) out(progressLine(health));
+  await printFindings(reconcileDeps, out, config.database.path);
   await daemon.stop('demo finished');
   await sim.close();
   await stores.close();
   out(`demo stopped; the database stays in ${config.database.path}`);
   return 0;
+}
+
+/** The last pass's open findings, one line each, and where to see them again. */
+async function printFindings(
+  deps: DemoReconcileDeps,
+  out: (line?: string) => void,
+  database: string,
+): Promise<void> {
+  const windowMs = DEMO_RETIRE_WINDOW_HOURS * 3_600_000;
+  let open: Awaited<ReturnType<typeof finalReconcile>>;
+  try {
+    open = await finalReconcile(deps, windowMs);
+  } catch (err) {
+    out(`reconciliation failed: ${(err as Error).message}`);
+    return;
+  }
+  if (open === null) {
+    out('reconciliation: the units log could not be synced in time; no pass was run');
+    return;
+  }
+  out(`reconciliation: ${findingsSummary(open)}`);
+  for (const f of open) out(findingLine(f));
+  out(`  see them again: VCU_SYNC_DB=${database} npx vcu-sync reconcile`);
 }
