@@ -48,11 +48,11 @@ const SETTLE_MS = 15_000;
 const MARKETPLACE_ID = 'demo-marketplace';
 
 /**
- * The demo's retirement window, hours: 3.6 s, so that the retirement the operator loses shows as a
- * finding within the demo (the retirements it books reach the mirror at the next units sync, which
- * the demo requests before each pass).
+ * The demo's retirement window, hours: 7.2 s, so that the retirement the operator loses shows as a
+ * finding within the demo, and longer than the 5 s between the progress line's units syncs, so the
+ * daemon's reconciler never sees a retirement the simulator booked as missing before it is mirrored.
  */
-const DEMO_RETIRE_WINDOW_HOURS = 0.001;
+const DEMO_RETIRE_WINDOW_HOURS = 0.002;
 
 /**
  * Lets the demo end on a settled state: every queued operation sent, and every decision the

@@ -6,7 +6,7 @@ import { sql } from '../store/sql.js';
 import type { DemoApi } from './demoApi.js';
 
 /**
- * The demo's reconciliation (issue 29), until the daemon runs its own: the public units log synced
+ * The demo's reconciliation (issue 29), on demand as `vcu-sync reconcile` runs it: the public units log synced
  * (so the retirements the operator booked are in the mirror), one pass over everything through the
  * core (src/reconcile/pass.ts), and the open findings read back as lines for stdout.
  */
