@@ -18,6 +18,7 @@ import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { pgDrainScenario } from './pgDrain.js';
 import { pgSyncScenario } from './pgSync.js';
+import { reconcileScenario } from './reconcile.js';
 import { scalingScenario } from './scaling.js';
 import { shapeCostScenario } from './shapeCost.js';
 import { startupScenario } from './startup.js';
@@ -41,6 +42,7 @@ const SCENARIOS: Record<string, Scenario> = {
   pgsync: pgSyncScenario,
   pgdrain: pgDrainScenario,
   chaos: chaosScenario,
+  reconcile: reconcileScenario,
 };
 
 /** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */
