@@ -100,6 +100,29 @@ export function reconcileRows(
   ];
 }
 
+/** Writes the books into a new SQLite file (migrated; no journal while seeding: the file is thrown away on failure). */
+export function seedSqlite(file: string, size: ReconcileSize): void {
+  const db = openDatabase(file);
+  try {
+    db.sqlite.pragma('journal_mode = OFF');
+    db.sqlite.pragma('synchronous = OFF');
+    loadSqlite(db.sqlite, seedTables(size));
+    db.sqlite.pragma('journal_mode = WAL');
+  } finally {
+    db.close();
+  }
+}
+
+/** Writes the books into an empty PostgreSQL database (migrated here). */
+export async function seedPostgres(url: string, size: ReconcileSize): Promise<void> {
+  const db = await openPostgres(url, { max: 2 });
+  try {
+    await loadPostgres(db.pool, seedTables(size));
+  } finally {
+    await db.close();
+  }
+}
+
 /** Seeds a store, then runs the three measuring children over it. */
 async function measureStore(
   store: string,
@@ -107,7 +130,7 @@ async function measureStore(
   target: string,
   size: ReconcileSize,
   runs: number,
-  seed: () => Promise<void>,
+  seed: () => Promise<void> | void,
   say: (line: string) => void,
 ): Promise<ScenarioResult[]> {
   say(`reconcile ${store}: seeding ${size.log} unit operations, ${size.outbox} operations`);
@@ -126,12 +149,9 @@ async function measureStore(
  * a full pass, a scoped pass over 10 issuances, and the full pass's peak RSS, against the bare
  * reads of the same rows.
  */
-export async function reconcileScenario(
-  options: BenchOptions,
-  size: ReconcileSize = options.quick ? QUICK_SIZE : FULL_SIZE,
-): Promise<ScenarioResult[]> {
+export async function reconcileScenario(options: BenchOptions): Promise<ScenarioResult[]> {
+  const size = options.quick ? QUICK_SIZE : FULL_SIZE;
   const runs = options.quick ? 2 : 5;
-  const tables = seedTables(size);
   const file = path.join(options.dir, 'reconcile.db');
   const results = await measureStore(
     'SQLite',
@@ -139,14 +159,7 @@ export async function reconcileScenario(
     file,
     size,
     runs,
-    async () => {
-      const db = openDatabase(file, { synchronous: 'normal' });
-      try {
-        loadSqlite(db.sqlite, tables);
-      } finally {
-        db.close();
-      }
-    },
+    () => seedSqlite(file, size),
     options.say,
   );
   try {
@@ -166,14 +179,7 @@ export async function reconcileScenario(
         url,
         size,
         runs,
-        async () => {
-          const db = await openPostgres(url, { max: 2 });
-          try {
-            await loadPostgres(db.pool, tables);
-          } finally {
-            await db.close();
-          }
-        },
+        () => seedPostgres(url, size),
         options.say,
       )),
     );

@@ -45,8 +45,11 @@ const SCENARIOS: Record<string, Scenario> = {
   reconcile: reconcileScenario,
 };
 
-/** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */
-const FULL_ONLY = new Set(['scaling', 'chaos']);
+/**
+ * Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full
+ * (test/benchReconcile.test.ts runs `--quick --only reconcile`).
+ */
+const FULL_ONLY = new Set(['scaling', 'chaos', 'reconcile']);
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
   let quick = false;

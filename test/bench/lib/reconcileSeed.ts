@@ -126,6 +126,9 @@ function* outboxRows(size: ReconcileSize): Iterable<unknown[]> {
 
 const LOG_STATUSES = ['Tokenized', 'Transferred', 'Transferred', 'Issued', 'Pending'] as const;
 
+/** Log statuses that mean a retirement (the default `retire_match.statuses`, in the spellings seeded). */
+export const RETIRED_SPELLINGS = ['Retired', 'RETIRED'] as const;
+
 /** The log: each custody unit's retirement (unless it is to go missing), then the rest at random. */
 function* logRows(size: ReconcileSize): Iterable<unknown[]> {
   const rnd = random(29);
@@ -137,14 +140,14 @@ function* logRows(size: ReconcileSize): Iterable<unknown[]> {
     let quantity: number;
     if (n < units && n % 100 !== FAULT.retirementMissing) {
       issuance = issuanceIdOf(n % size.issuances);
-      status = 'Retired';
+      // Some spelled otherwise: the statuses are compared case-insensitively.
+      status = n % 50 === 0 ? 'RETIRED' : 'Retired';
       quantity = amountOf(n, 2);
     } else {
       issuance = issuanceIdOf(Math.floor(rnd() * size.issuances));
       // Above any reported Retire's quantity, so no random retirement matches a missing one.
       quantity = 20 + Math.floor(rnd() * 980) + 0.5;
-      status =
-        n < retirements ? 'Retired' : LOG_STATUSES[Math.floor(rnd() * LOG_STATUSES.length)]!;
+      status = n < retirements ? 'Retired' : LOG_STATUSES[Math.floor(rnd() * LOG_STATUSES.length)]!;
     }
     const id = `uo-${String(n).padStart(8, '0')}`;
     const date = at(T0 + n * 10_000).slice(0, 10);
