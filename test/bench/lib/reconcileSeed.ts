@@ -129,25 +129,31 @@ const LOG_STATUSES = ['Tokenized', 'Transferred', 'Transferred', 'Issued', 'Pend
 /** Log statuses that mean a retirement (the default `retire_match.statuses`, in the spellings seeded). */
 export const RETIRED_SPELLINGS = ['Retired', 'RETIRED'] as const;
 
-/** The log: each custody unit's retirement (unless it is to go missing), then the rest at random. */
+/**
+ * The log, in time order: every `stride`-th entry a retirement, spread through the log as a
+ * registry's are (the k-th that of custody unit k, unless it is to go missing; the rest at random
+ * issuances), the other entries random statuses.
+ */
 function* logRows(size: ReconcileSize): Iterable<unknown[]> {
   const rnd = random(29);
   const units = unitCount(size);
   const retirements = Math.max(Math.floor(size.log / 10), units);
+  const stride = Math.max(1, Math.floor(size.log / retirements));
   for (let n = 0; n < size.log; n++) {
+    const k = n % stride === 0 ? n / stride : -1;
     let issuance: string;
     let status: string;
     let quantity: number;
-    if (n < units && n % 100 !== FAULT.retirementMissing) {
-      issuance = issuanceIdOf(n % size.issuances);
+    if (k >= 0 && k < units && k % 100 !== FAULT.retirementMissing) {
+      issuance = issuanceIdOf(k % size.issuances);
       // Some spelled otherwise: the statuses are compared case-insensitively.
-      status = n % 50 === 0 ? 'RETIRED' : 'Retired';
-      quantity = amountOf(n, 2);
+      status = k % 50 === 0 ? 'RETIRED' : 'Retired';
+      quantity = amountOf(k, 2);
     } else {
       issuance = issuanceIdOf(Math.floor(rnd() * size.issuances));
       // Above any reported Retire's quantity, so no random retirement matches a missing one.
       quantity = 20 + Math.floor(rnd() * 980) + 0.5;
-      status = n < retirements ? 'Retired' : LOG_STATUSES[Math.floor(rnd() * LOG_STATUSES.length)]!;
+      status = k >= 0 && k < retirements ? 'Retired' : LOG_STATUSES[Math.floor(rnd() * LOG_STATUSES.length)]!;
     }
     const id = `uo-${String(n).padStart(8, '0')}`;
     const date = at(T0 + n * 10_000).slice(0, 10);
