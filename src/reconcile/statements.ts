@@ -16,11 +16,16 @@ const list = (ids: readonly string[]) =>
     ', ',
   );
 
-/** Outbox rows the ledger has not read yet (bodies never change: each is read once). */
+/**
+ * Outbox rows the ledger has not read yet (bodies never change: each is read once). The ledger's
+ * side is bounded too (`l.outbox_id > afterId`, implied by the join): PostgreSQL's merge anti-join
+ * otherwise walks the ledger's key from its start for every page, a catch-up quadratic in its size.
+ */
 export const unledgered = (afterId: number, limit: number) =>
   sql`SELECT o.id, o.body FROM outbox o
        WHERE o.id > ${afterId}
-         AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l WHERE l.outbox_id = o.id)
+         AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l
+                          WHERE l.outbox_id = o.id AND l.outbox_id > ${afterId})
        ORDER BY o.id LIMIT ${limit}`;
 
 export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
