@@ -96,10 +96,11 @@ const LOG_STATUSES = sql`WITH RECURSIVE log_statuses(status) AS (
 
 /**
  * Retirement-like entries of the public units log (`statuses` lowercased, compared with the log's
- * case-insensitively). Over the whole log, `lower("unitsStatus")` on each row would read every row
- * of it (1M rows: ~1 s on SQLite); instead the few distinct statuses that match are found first
- * and their rows read through the status index. A scope reads its issuances' rows by the issuance
- * index and tests each.
+ * case-insensitively). Over the whole log, `lower("unitsStatus")` on each row cannot use the
+ * status index and reads every row of it (1M rows: about a second on SQLite); instead the few
+ * distinct statuses that match are found first and their rows read by equality, through the status
+ * index where the planner finds it cheaper (docs/benchmarks.md, "Reconciliation"). A scope reads
+ * its issuances' rows by the issuance index and tests each.
  */
 export const logRetirements = (statuses: readonly string[], issuances: readonly string[] | null) =>
   issuances === null
