@@ -19,7 +19,7 @@ const SCOPED_PASS_TARGET_S = 0.1;
 const RSS_TARGET_MB = 512;
 
 /** Ten issuances spread over the books (the first ones carry the seeded faults). */
-export const scopeOf = (size: ReconcileSize) =>
+const scopeOf = (size: ReconcileSize) =>
   Array.from({ length: 10 }, (_, k) => issuanceIdOf(Math.floor((k * size.issuances) / 10) + (k % 8)));
 
 const median = (values: readonly number[]) => quantile(values, 0.5);
@@ -32,7 +32,7 @@ export function measure(job: PassJob): Promise<PassReport> {
 }
 
 /** What the rows of one store say, from its measuring child and its two peak-RSS children. */
-export function reconcileRows(
+function reconcileRows(
   store: string,
   size: ReconcileSize,
   timing: PassReport,
