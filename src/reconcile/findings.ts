@@ -37,6 +37,12 @@ export interface Verdict {
 
 const HOUR_MS = 3_600_000;
 
+/**
+ * Code-unit order: for ISO timestamps (both stores give `YYYY-MM-DDTHH:MM:SS.sssZ`) the same as
+ * `localeCompare`, at a third of its cost (a full pass sorts every approved Retire).
+ */
+const textOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 function finding(kind: FindingKind, f: Omit<Finding, 'kind' | 'severity'>): Finding {
   return { kind, severity: FINDING_KINDS[kind], ...f };
 }
@@ -187,7 +193,7 @@ function retirementFindings(
   }
   const retires = facts
     .filter((f) => f.kind === 'retire' && f.state === 'approved')
-    .sort((a, b) => (a.decidedAt ?? '').localeCompare(b.decidedAt ?? '') || a.outboxId - b.outboxId);
+    .sort((a, b) => textOrder(a.decidedAt ?? '', b.decidedAt ?? '') || a.outboxId - b.outboxId);
   const windowMs = settings.reconcile.retire_window_hours * HOUR_MS;
   const out: Finding[] = [];
   for (const f of retires) {
@@ -258,16 +264,17 @@ function depositFindings(
   now: number,
   due: (issuanceId: string | null, at: number) => void,
 ): Finding[] {
-  const tokenized = new Set<string>();
+  // One set per kind: no key string built per Tokenization.
+  const tokenized = { issuances: new Set<string>(), units: new Set<string>() };
   for (const f of facts) {
     if (f.kind !== 'tokenization' || f.state === 'cancelled') continue;
-    if (f.issuanceId !== null) tokenized.add(`issuances\u0000${f.issuanceId}`);
-    if (f.unitId !== null) tokenized.add(`units\u0000${f.unitId}`);
+    if (f.issuanceId !== null) tokenized.issuances.add(f.issuanceId);
+    if (f.unitId !== null) tokenized.units.add(f.unitId);
   }
   const limitMs = settings.reconcile.tokenize_within_days * 24 * HOUR_MS;
   const out: Finding[] = [];
   for (const d of deposits) {
-    if (tokenized.has(`${d.kind}\u0000${d.id}`)) continue;
+    if (tokenized[d.kind].has(d.id)) continue;
     const issuanceId = d.kind === 'issuances' ? d.id : null;
     const turns = Date.parse(d.at) + limitMs;
     if (turns > now) {
@@ -307,8 +314,15 @@ export function decideFindings(
     if (was === undefined || at < was) dueAt.set(key, at);
   };
   const ordered = [...facts].sort((a, b) => a.outboxId - b.outboxId);
-  const onIssuance = groupBy(ordered, (f) => f.issuanceId);
-  const onUnit = groupBy(ordered, (f) => f.unitId);
+  // Only a subject outside custody looks at its operations: group those alone (most are held).
+  const outside = (subject: BalanceSheet['subject']) =>
+    new Set(
+      sheets
+        .filter((s) => s.subject === subject && (s.custody.state === 'never' || s.custody.state === 'ended'))
+        .map((s) => s.id),
+    );
+  const onIssuance = groupBy(ordered, (f) => f.issuanceId, outside('issuance'));
+  const onUnit = groupBy(ordered, (f) => f.unitId, outside('unit'));
   const findings = [
     ...sheets.flatMap((s) =>
       sheetFindings(s, (s.subject === 'issuance' ? onIssuance : onUnit).get(s.id) ?? []),
@@ -320,14 +334,17 @@ export function decideFindings(
   return { findings, dueAt };
 }
 
+/** The facts by `key`, for the keys in `wanted` only. */
 function groupBy(
   facts: readonly LedgerFact[],
   key: (f: LedgerFact) => string | null,
+  wanted: ReadonlySet<string>,
 ): Map<string, LedgerFact[]> {
   const out = new Map<string, LedgerFact[]>();
+  if (wanted.size === 0) return out;
   for (const f of facts) {
     const k = key(f);
-    if (k === null) continue;
+    if (k === null || !wanted.has(k)) continue;
     const list = out.get(k);
     if (list) list.push(f);
     else out.set(k, [f]);

@@ -16,11 +16,16 @@ const list = (ids: readonly string[]) =>
     ', ',
   );
 
-/** Outbox rows the ledger has not read yet (bodies never change: each is read once). */
+/**
+ * Outbox rows the ledger has not read yet (bodies never change: each is read once). The ledger's
+ * side is bounded too (`l.outbox_id > afterId`, implied by the join): PostgreSQL's merge anti-join
+ * otherwise walks the ledger's key from its start for every page, a catch-up quadratic in its size.
+ */
 export const unledgered = (afterId: number, limit: number) =>
   sql`SELECT o.id, o.body FROM outbox o
        WHERE o.id > ${afterId}
-         AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l WHERE l.outbox_id = o.id)
+         AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l
+                          WHERE l.outbox_id = o.id AND l.outbox_id > ${afterId})
        ORDER BY o.id LIMIT ${limit}`;
 
 export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
@@ -79,9 +84,32 @@ export const custodyRows = (table: 'custody_issuances' | 'custody_units', ids: r
 export const custodyIdRows = (kind: 'issuances' | 'units', ids: readonly string[] | null) =>
   sql`SELECT id, source, added_at, ended_at FROM custody_ids WHERE kind = ${kind} ${inScope('id', ids)}`;
 
-/** Retirement-like entries of the public units log (`statuses` lowercased). */
+/**
+ * The log's distinct statuses, each found with one seek of the status index (a loose index scan:
+ * as many steps as there are statuses, not rows).
+ */
+const LOG_STATUSES = sql`WITH RECURSIVE log_statuses(status) AS (
+        SELECT min("unitsStatus") FROM unit_operations
+        UNION ALL
+        SELECT (SELECT min("unitsStatus") FROM unit_operations WHERE "unitsStatus" > log_statuses.status)
+          FROM log_statuses WHERE log_statuses.status IS NOT NULL)`;
+
+/**
+ * Retirement-like entries of the public units log (`statuses` lowercased, compared with the log's
+ * case-insensitively). Over the whole log, `lower("unitsStatus")` on each row cannot use the
+ * status index and reads every row of it (1M rows: about a second on SQLite); instead the few
+ * distinct statuses that match are found first and their rows read by equality, through the status
+ * index where the planner finds it cheaper (docs/benchmarks.md, "Reconciliation"). A scope reads
+ * its issuances' rows by the issuance index and tests each.
+ */
 export const logRetirements = (statuses: readonly string[], issuances: readonly string[] | null) =>
-  sql`SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
+  issuances === null
+    ? sql`${LOG_STATUSES}
+      SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
+      FROM unit_operations
+      WHERE _removed_at IS NULL
+        AND "unitsStatus" IN (SELECT status FROM log_statuses WHERE lower(status) IN (${list(statuses)}))`
+    : sql`SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
       FROM unit_operations
       WHERE _removed_at IS NULL AND lower("unitsStatus") IN (${list(statuses)})
       ${inScope('"unitsIssuanceID"', issuances)}`;

@@ -18,6 +18,7 @@ import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
 import { pgDrainScenario } from './pgDrain.js';
 import { pgSyncScenario } from './pgSync.js';
+import { reconcileScenario } from './reconcile.js';
 import { scalingScenario } from './scaling.js';
 import { shapeCostScenario } from './shapeCost.js';
 import { startupScenario } from './startup.js';
@@ -41,10 +42,14 @@ const SCENARIOS: Record<string, Scenario> = {
   pgsync: pgSyncScenario,
   pgdrain: pgDrainScenario,
   chaos: chaosScenario,
+  reconcile: reconcileScenario,
 };
 
-/** Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full. */
-const FULL_ONLY = new Set(['scaling', 'chaos']);
+/**
+ * Scenarios too long for `--quick` (whose run a test executes): they run only when named or in full
+ * (test/benchReconcile.test.ts runs `--quick --only reconcile`).
+ */
+const FULL_ONLY = new Set(['scaling', 'chaos', 'reconcile']);
 
 function parseArgs(argv: string[]): { quick: boolean; only: string[]; out: string } {
   let quick = false;
