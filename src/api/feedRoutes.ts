@@ -30,7 +30,7 @@ const resourceParam = z
   .min(1)
   .optional()
   .describe(
-    'only changes of this resource (projects, issuances, unit_operations, custody_*, operations, schema_changes)',
+    'only changes of this resource (projects, issuances, unit_operations, custody_*, operations, schema_changes, reconciliation_findings)',
   );
 
 const changesQuery = z.strictObject({

@@ -47,8 +47,12 @@ function finding(kind: FindingKind, f: Omit<Finding, 'kind' | 'severity'>): Find
   return { kind, severity: FINDING_KINDS[kind], ...f };
 }
 
-/** The findings of a balance sheet (given the operations on its subject): below zero, beyond the issuance, outside custody. */
-function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[]): Finding[] {
+/**
+ * The findings of a balance sheet: below zero, beyond the issuance (less `givenBack`, what its
+ * detokenizations gave back), outside custody (given the operations on its subject, which only a
+ * subject outside custody needs).
+ */
+function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[], givenBack: number): Finding[] {
   const out: Finding[] = [];
   const b = sheet.balance;
   const where = { subject: sheet.subject, subjectId: sheet.id, ref: b.lastRef } as const;
@@ -67,7 +71,7 @@ function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[]): Findi
       }),
     );
   }
-  const given = givenBackKg(facts);
+  const given = givenBack;
   const netKg = grams(b.tokenizedKg - given);
   if (sheet.issuanceAmountKg !== null && netKg > sheet.issuanceAmountKg + KG_EPSILON) {
     const tokenized =
@@ -90,16 +94,18 @@ function sheetFindings(sheet: BalanceSheet, facts: readonly LedgerFact[]): Findi
 }
 
 /**
- * What approved detokenizations gave back to their issuance: whole tonnes only, floor(kg/1000) of
+ * What approved detokenizations gave back to each issuance: whole tonnes only, floor(kg/1000) of
  * each (the part below a tonne stays with the marketplace), so only those may be tokenized again.
  */
-function givenBackKg(facts: readonly LedgerFact[]): number {
-  let kg = 0;
+function givenBackByIssuance(facts: readonly LedgerFact[]): Map<string, number> {
+  const out = new Map<string, number>();
   for (const f of facts) {
-    if (f.kind !== 'detokenization' || f.state !== 'approved' || f.amountKg === null) continue;
-    kg += Math.floor((f.amountKg + KG_EPSILON) / 1000) * 1000;
+    if (f.kind !== 'detokenization' || f.state !== 'approved' || f.amountKg === null || f.issuanceId === null)
+      continue;
+    const whole = Math.floor((f.amountKg + KG_EPSILON) / 1000) * 1000;
+    out.set(f.issuanceId, (out.get(f.issuanceId) ?? 0) + whole);
   }
-  return kg;
+  return out;
 }
 
 /**
@@ -323,9 +329,14 @@ export function decideFindings(
     );
   const onIssuance = groupBy(ordered, (f) => f.issuanceId, outside('issuance'));
   const onUnit = groupBy(ordered, (f) => f.unitId, outside('unit'));
+  const givenBack = givenBackByIssuance(ordered);
   const findings = [
     ...sheets.flatMap((s) =>
-      sheetFindings(s, (s.subject === 'issuance' ? onIssuance : onUnit).get(s.id) ?? []),
+      sheetFindings(
+        s,
+        (s.subject === 'issuance' ? onIssuance : onUnit).get(s.id) ?? [],
+        s.subject === 'issuance' ? (givenBack.get(s.id) ?? 0) : 0,
+      ),
     ),
     ...retirementFindings(ordered, log, settings, now, due),
     ...overdueFindings(ordered, settings, now, due),

@@ -73,11 +73,8 @@ describe('database', () => {
     fresh.close();
     const database = openDatabase(file);
     expect(pendingMigrations(database.sqlite)).toBe(0);
-    // Undo the newest migration (0007: the schema-drift tables and quarantine.position) as a
-    // database from the previous build.
-    database.sqlite.exec(
-      'DROP TABLE schema_changes; DROP TABLE schema_fields; ALTER TABLE quarantine DROP COLUMN position',
-    );
+    // Undo the newest migration (0008: the reconciliation's tables) as a database from the previous build.
+    database.sqlite.exec('DROP TABLE reconciliation_findings; DROP TABLE reconciliation_ledger');
     database.sqlite.exec(
       'DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
     );
@@ -86,8 +83,8 @@ describe('database', () => {
     const again = openDatabase(file);
     expect(pendingMigrations(again.sqlite)).toBe(0);
     expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBe(shipped);
-    expect(again.sqlite.prepare('SELECT count(*) FROM schema_changes').pluck().get()).toBe(0);
-    expect(again.sqlite.prepare('SELECT count(position) FROM quarantine').pluck().get()).toBe(0);
+    expect(again.sqlite.prepare('SELECT count(*) FROM reconciliation_findings').pluck().get()).toBe(0);
+    expect(again.sqlite.prepare('SELECT count(*) FROM reconciliation_ledger').pluck().get()).toBe(0);
     again.close();
   });
 
