@@ -1,5 +1,5 @@
 import type { Logger } from '../log.js';
-import type { FindingNotice, PassOutcome } from './pass.js';
+import { type FindingNotice, noticeView, type PassOutcome } from './pass.js';
 
 /**
  * The reconciler's log lines of one pass: a debug line for the pass, a line per finding opened
@@ -18,21 +18,10 @@ export interface LogLine {
   msg: string;
 }
 
+/** The log line's fields: the notice without its sentence and time (the message has the one, the line the other). */
 function noticeFields(event: string, n: FindingNotice): Record<string, unknown> {
-  const f = n.finding;
-  return {
-    event,
-    id: n.id,
-    kind: f.kind,
-    severity: f.severity,
-    subject: f.subject,
-    subjectId: f.subjectId,
-    issuanceId: f.issuanceId,
-    unitId: f.unitId,
-    ref: f.ref,
-    expectedKg: f.expectedKg,
-    foundKg: f.foundKg,
-  };
+  const { detail: _detail, at: _at, ...fields } = noticeView(n);
+  return { event, ...fields };
 }
 
 /** How many of `notices` there are per kind. */

@@ -24,6 +24,28 @@ export interface FindingNotice {
   at: string;
 }
 
+/**
+ * A notice as the log and the subscribers' body show it: ids, amounts, the sentence and the time
+ * (a finding holds nothing personal).
+ */
+export function noticeView(n: FindingNotice) {
+  const f = n.finding;
+  return {
+    id: n.id,
+    kind: f.kind,
+    severity: f.severity,
+    subject: f.subject,
+    subjectId: f.subjectId,
+    issuanceId: f.issuanceId,
+    unitId: f.unitId,
+    ref: f.ref,
+    expectedKg: f.expectedKg,
+    foundKg: f.foundKg,
+    detail: f.detail,
+    at: n.at,
+  };
+}
+
 /** Where notices go besides the feed (the subscribers' deliveries): run in the pass's transaction. */
 export type FindingSink = (notices: readonly FindingNotice[]) => Script<void>;
 

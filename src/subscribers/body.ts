@@ -1,5 +1,5 @@
 import type { SchemaChangeNotice } from '../mirror/shape/tracker.js';
-import type { FindingNotice } from '../reconcile/pass.js';
+import { type FindingNotice, noticeView } from '../reconcile/pass.js';
 import type { SubscriberEvent } from './events.js';
 
 /**
@@ -46,23 +46,5 @@ export function schemaChangeBody(change: SchemaChangeNotice, timestamp: string):
  * detail, at } }`. Ids, amounts and times only: a finding holds nothing personal.
  */
 export function findingBody(notice: FindingNotice, timestamp: string): string {
-  const f = notice.finding;
-  return JSON.stringify({
-    type: notice.event,
-    timestamp,
-    data: {
-      id: notice.id,
-      kind: f.kind,
-      severity: f.severity,
-      subject: f.subject,
-      subjectId: f.subjectId,
-      issuanceId: f.issuanceId,
-      unitId: f.unitId,
-      ref: f.ref,
-      expectedKg: f.expectedKg,
-      foundKg: f.foundKg,
-      detail: f.detail,
-      at: notice.at,
-    },
-  });
+  return JSON.stringify({ type: notice.event, timestamp, data: noticeView(notice) });
 }

@@ -13,6 +13,7 @@ import type { PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { type FindingNotice, type PassOutcome, runPass } from '../../src/reconcile/pass.js';
+import type { FindingRow } from '../../src/reconcile/statements.js';
 import { generateIssuance, generateUnit } from '../../src/simulator/generate.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
@@ -103,22 +104,7 @@ export interface Reported {
 const GEN = { seed: 29, projects: 1, issuances: 1, units: 1 };
 
 /** A finding row as a case reads it (times ISO, kg as numbers). */
-export interface FindingRead {
-  id: number;
-  kind: string;
-  subject: string;
-  subject_id: string;
-  issuance_id: string | null;
-  unit_id: string | null;
-  ref: string | null;
-  severity: string;
-  expected_kg: number | null;
-  found_kg: number | null;
-  detail: string;
-  first_seen_at: string;
-  last_seen_at: string;
-  resolved_at: string | null;
-}
+export type FindingRead = FindingRow;
 
 /** The books on one store: the writers a case uses, a pass, and the reads of what it recorded. */
 export class Books {
