@@ -47,6 +47,22 @@ function finding(kind: FindingKind, f: Omit<Finding, 'kind' | 'severity'>): Find
   return { kind, severity: FINDING_KINDS[kind], ...f };
 }
 
+/** A finding about one operation, named by its ref. */
+function operationFinding(
+  kind: FindingKind,
+  f: LedgerFact,
+  figures: Pick<Finding, 'expectedKg' | 'foundKg' | 'detail'>,
+): Finding {
+  return finding(kind, {
+    subject: 'operation',
+    subjectId: f.ref,
+    issuanceId: f.issuanceId,
+    unitId: f.unitId,
+    ref: f.ref,
+    ...figures,
+  });
+}
+
 /**
  * The findings of a balance sheet: below zero, beyond the issuance (less `givenBack`, what its
  * detokenizations gave back), outside custody (given the operations on its subject, which only a
@@ -215,12 +231,7 @@ function retirementFindings(
       continue;
     }
     out.push(
-      finding('retirement-missing', {
-        subject: 'operation',
-        subjectId: f.ref,
-        issuanceId: f.issuanceId,
-        unitId: f.unitId,
-        ref: f.ref,
+      operationFinding('retirement-missing', f, {
         expectedKg: f.amountKg,
         foundKg: 0,
         detail: `Retire ${f.ref} of ${f.amountKg === null ? 'an unreadable amount' : tonnes(f.amountKg)} on issuance ${f.issuanceId ?? '(none)'}, approved ${f.decidedAt ?? '(unknown)'}: no matching retirement in the public units log after ${settings.reconcile.retire_window_hours} h`,
@@ -247,12 +258,7 @@ function overdueFindings(
       continue;
     }
     out.push(
-      finding('decision-overdue', {
-        subject: 'operation',
-        subjectId: f.ref,
-        issuanceId: f.issuanceId,
-        unitId: f.unitId,
-        ref: f.ref,
+      operationFinding('decision-overdue', f, {
         expectedKg: null,
         foundKg: f.amountKg,
         detail: `${f.kind} ${f.ref} accepted by the operator ${f.acceptedAt}, no decision after ${settings.decisionWarnHours} h`,
