@@ -10,6 +10,13 @@ import type { PassOutcome } from './pass.js';
 /** Touched issuances beyond which one full pass is cheaper than a scoped one (IN lists of GROUP each). */
 export const FULL_PASS_ABOVE = 5_000;
 
+/**
+ * Most issuances one scoped pass looks at; the rest wait for the next, right after. A pass reads
+ * its scope in one go (on SQLite, on the thread that answers the API): small passes keep each
+ * read short.
+ */
+export const SCOPE_MOST = 100;
+
 /** What to run now. */
 export type PassPlan = { kind: 'full' } | { kind: 'scoped'; scope: string[] } | { kind: 'none' };
 
@@ -61,7 +68,8 @@ export class ReconcileAgenda {
   /** The pass to run now. */
   plan(): PassPlan {
     if (this.fullOwed) return { kind: 'full' };
-    if (this.touched.size > 0) return { kind: 'scoped', scope: [...this.touched].sort() };
+    if (this.touched.size > 0)
+      return { kind: 'scoped', scope: [...this.touched].sort().slice(0, SCOPE_MOST) };
     return { kind: 'none' };
   }
 

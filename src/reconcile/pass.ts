@@ -75,6 +75,13 @@ export interface PassOutcome {
   ledgered: Set<string>;
 }
 
+/**
+ * The reconciliation's writes are derived from what is stored: a power loss that takes one back
+ * loses nothing the next pass does not write again, so they need not wait for their fsync (on
+ * SQLite, the enqueues' group commits do not wait behind them).
+ */
+const DERIVED = { durable: false } as const;
+
 /** Ledger rows read per statement while catching up. */
 const CATCH_UP_PAGE = 2_000;
 /** How far below the newest ledgered id to look again: ids a concurrent transaction took but committed later. */
@@ -98,6 +105,7 @@ export async function catchUpLedger(store: ScriptStore): Promise<Set<string>> {
         for (let i = 0; i < entries.length; i += q.GROUP)
           yield* run(q.insertLedger(entries.slice(i, i + q.GROUP)));
       })(),
+      DERIVED,
     );
     after = Number(rows[rows.length - 1]?.id);
     if (rows.length < CATCH_UP_PAGE) return touched;
@@ -127,12 +135,22 @@ function* record(
   // Replicas' passes one at a time (where several share the store): each settles against the
   // rows the one before it committed.
   yield* run(feedOrderLock);
-  const subjects = [...new Set(current.map((f) => f.subjectId))];
-  const existing: q.FindingRow[] = [];
-  if (scope === null) existing.push(...(yield* all<q.FindingRow>(q.scopeFindings(null, []))));
-  else {
-    for (let i = 0; i < Math.max(subjects.length, 1); i += q.GROUP)
-      existing.push(...(yield* all<q.FindingRow>(q.scopeFindings(scope, subjects.slice(i, i + q.GROUP)))));
+  const existing = yield* all<q.FindingRow>(q.scopeFindings(scope));
+  if (scope !== null) {
+    // And the rows of what is found now wherever they are (a unit's finding may carry another
+    // issuance): to know a reopening from a finding already open.
+    const about = new Map<string, { kind: string; subject: string; ids: string[] }>();
+    for (const f of current) {
+      const what = `${f.kind}\u0000${f.subject}`;
+      const entry = about.get(what) ?? { kind: f.kind, subject: f.subject, ids: [] };
+      entry.ids.push(f.subjectId);
+      about.set(what, entry);
+    }
+    for (const { kind, subject, ids } of about.values())
+      for (let i = 0; i < ids.length; i += q.GROUP)
+        existing.push(
+          ...(yield* all<q.FindingRow>(q.findingsAbout(kind, subject, ids.slice(i, i + q.GROUP)))),
+        );
   }
   // A finding both in scope and among the subjects is read by several groups: once each.
   const unique = [...new Map(existing.map((r) => [Number(r.id), r])).values()];
@@ -205,7 +223,7 @@ export async function runPass(deps: PassDeps, scope: readonly string[] | null): 
     now,
   );
   const at = isoAt(now);
-  const recorded = await deps.store.transaction(record(scope, verdict.findings, at, deps.sink));
+  const recorded = await deps.store.transaction(record(scope, verdict.findings, at, deps.sink), DERIVED);
   return {
     scope,
     operations: inputs.facts.length,

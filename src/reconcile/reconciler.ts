@@ -52,7 +52,7 @@ export interface ReconcileComponentOptions {
   timers?: ReconcileTimers;
   /** Jitter source of the retry delay in [0, 1) (default: Math.random). */
   random?: () => number;
-  /** Feed rows past which a round runs one full pass instead of mapping them to issuances (default: 50000). */
+  /** Feed rows past which a round runs one full pass instead of mapping them to issuances (default: 2000000). */
   fullPassBacklog?: number;
   /** Told of each pass that went through (default: none). */
   onPass?: (outcome: PassOutcome) => void;
@@ -79,8 +79,8 @@ export function createReconcileComponent(
   const timers = options.timers ?? realTimers;
   const random = options.random ?? Math.random;
   const debounceMs = options.debounceMs ?? 1_000;
-  // Feed rows a round maps at most (memory stays bounded): a longer backlog is a full pass instead.
-  const backlog = options.fullPassBacklog ?? 50_000;
+  // Feed rows a round maps at most: a longer backlog is a full pass instead.
+  const backlog = options.fullPassBacklog ?? 2_000_000;
   const feedPage = Math.min(FEED_PAGE, backlog);
   const retry = { baseMs: options.retryBaseMs ?? 1_000, capMs: options.retryCapMs ?? 60_000 };
   const deps: PassDeps = {
@@ -98,28 +98,30 @@ export function createReconcileComponent(
   let poke = new AbortController();
   let loop: Promise<void> | undefined;
 
-  /** Reads the feed after the cursor: the issuances its rows touched go on the agenda. */
+  /**
+   * Reads the feed after the cursor a page at a time: the issuances each page's rows touched go on
+   * the agenda, so that a long backlog (a first sync of the units log) costs small reads, not one
+   * large one, and is never held whole.
+   */
   async function collect(): Promise<void> {
     if (cursor === null) return;
-    let after = cursor;
-    const rows: FeedRow[] = [];
+    // Operations queued before the feed is read are in the ledger when their rows are mapped; one
+    // queued after is among the ids the next round's catch-up returns.
+    agenda.touch([...(await catchUpLedger(store))]);
+    let read = 0;
     for (;;) {
-      const page = await store.read<FeedRow>(touchingFeed(after, feedPage));
-      rows.push(...page);
-      if (page.length > 0) after = Number(page[page.length - 1]?.seq);
-      if (page.length < feedPage) break;
-      if (rows.length >= backlog) {
-        // A backlog (a first sync of the units log): one full pass is cheaper than mapping it, and
-        // moves the cursor to the feed's head.
+      const page: FeedRow[] = await store.read<FeedRow>(touchingFeed(cursor, feedPage));
+      if (page.length === 0) return;
+      read += page.length;
+      agenda.touch([...(await issuancesTouched((s) => store.read(s), touchedKeys(page)))]);
+      cursor = Number(page[page.length - 1]?.seq);
+      if (page.length < feedPage) return;
+      if (read >= backlog) {
+        // A backlog past all reason: one full pass, which moves the cursor to the feed's head.
         agenda.owesFull();
         return;
       }
     }
-    // After the feed read: every operation its rows name is in the outbox, so in the ledger now.
-    const ledgered = await catchUpLedger(store);
-    const touched = await issuancesTouched((s) => store.read(s), touchedKeys(rows));
-    agenda.touch([...ledgered, ...touched]);
-    cursor = after;
   }
 
   /** One pass as the agenda plans it, recorded there when it went through. */

@@ -52,10 +52,11 @@ export function ledgerFacts(scope: readonly string[] | null): Sql {
         o."marketplaceTransactionRef" AS ref, o.created_at, o.accepted_at, o.decided_at
       FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id`;
   if (scope === null) return select;
-  return sql`${select}
-      WHERE l.issuance_id IN (${list(scope)})
-         OR l.unit_id IN (SELECT unit_id FROM reconciliation_ledger
-                           WHERE issuance_id IN (${list(scope)}) AND unit_id IS NOT NULL)`;
+  // Two branches, each walking an index: one OR across both would scan the outbox.
+  return sql`${select} WHERE l.issuance_id IN (${list(scope)})
+      UNION
+      ${select} WHERE l.unit_id IN (SELECT unit_id FROM reconciliation_ledger
+                                     WHERE issuance_id IN (${list(scope)}) AND unit_id IS NOT NULL)`;
 }
 
 /** Issuance ids in the ledger after `after` (text order), for paged balance sheets. */
@@ -138,12 +139,16 @@ export interface FindingRow {
   resolved_at: string | null;
 }
 
-/** The findings a pass over `scope` may change: those of its issuances, and those with the subjects found now. */
-export function scopeFindings(scope: readonly string[] | null, subjectIds: readonly string[]): Sql {
+/** The findings a pass over `scope` may resolve: those of its issuances (every one when null). */
+export function scopeFindings(scope: readonly string[] | null): Sql {
   if (scope === null) return sql`SELECT * FROM reconciliation_findings`;
-  const bySubject = subjectIds.length === 0 ? sql`` : sql`OR subject_id IN (${list(subjectIds)})`;
-  return sql`SELECT * FROM reconciliation_findings WHERE issuance_id IN (${list(scope)}) ${bySubject}`;
+  return sql`SELECT * FROM reconciliation_findings WHERE issuance_id IN (${list(scope)})`;
 }
+
+/** The findings of one kind about these subjects, open or not (through the unique index). */
+export const findingsAbout = (kind: string, subject: string, subjectIds: readonly string[]) =>
+  sql`SELECT * FROM reconciliation_findings
+       WHERE kind = ${kind} AND subject = ${subject} AND subject_id IN (${list(subjectIds)})`;
 
 /** Inserts findings, or reopens and refreshes those already recorded; the ids. */
 export const upsertFindings = (findings: readonly Finding[], at: string) =>

@@ -20,6 +20,7 @@ export interface FeedRow {
   seq: number;
   resource: string;
   record_id: string;
+  kind: string;
 }
 
 /** The feed's resources whose rows lead to issuances (the others touch none: projects, schema changes, findings). */
@@ -27,7 +28,7 @@ const TOUCHING = ['issuances', 'custody_issuances', 'unit_operations', 'custody_
 
 /** The touching feed rows after `after`, oldest first (written here: only the roots wire feed/ in). */
 export const touchingFeed = (after: number, limit: number) =>
-  sql`SELECT seq, resource, record_id FROM changes
+  sql`SELECT seq, resource, record_id, kind FROM changes
        WHERE seq > ${after} AND resource IN (${list(TOUCHING)})
        ORDER BY seq LIMIT ${limit}`;
 
@@ -38,8 +39,13 @@ export const feedHead = () => sql`SELECT coalesce(max(seq), 0) AS head FROM chan
 export interface TouchedKeys {
   /** `issuances`, `custody_issuances`: the id is the issuance's. */
   issuances: Set<string>;
-  /** `unit_operations`: a public log entry, whose `unitsIssuanceID` names it. */
+  /** `unit_operations` changed or removed: a public log entry, whose `unitsIssuanceID` names it. */
   logEntries: Set<string>;
+  /**
+   * `unit_operations` inserted: a new log entry can only match a retirement, so it leads to the
+   * issuances with a retirement missing (one read, however long the log: a first sync inserts it all).
+   */
+  logGrew: boolean;
   /** `custody_units`: a unit, led to by its operations in the ledger or its custody read. */
   units: Set<string>;
   /** `operations`: a reported operation, led to by its ledger entry. */
@@ -50,8 +56,14 @@ export interface TouchedKeys {
  * Sorts feed rows by what they name (pure). Rows of other resources (projects, schema changes, and
  * the reconciliation's own findings) touch no issuance.
  */
-export function touchedKeys(rows: readonly Pick<FeedRow, 'resource' | 'record_id'>[]): TouchedKeys {
-  const out: TouchedKeys = { issuances: new Set(), logEntries: new Set(), units: new Set(), refs: new Set() };
+export function touchedKeys(rows: readonly Pick<FeedRow, 'resource' | 'record_id' | 'kind'>[]): TouchedKeys {
+  const out: TouchedKeys = {
+    issuances: new Set(),
+    logEntries: new Set(),
+    logGrew: false,
+    units: new Set(),
+    refs: new Set(),
+  };
   for (const row of rows) {
     const id = String(row.record_id);
     switch (row.resource) {
@@ -60,7 +72,8 @@ export function touchedKeys(rows: readonly Pick<FeedRow, 'resource' | 'record_id
         out.issuances.add(id);
         break;
       case 'unit_operations':
-        out.logEntries.add(id);
+        if (row.kind === 'insert') out.logGrew = true;
+        else out.logEntries.add(id);
         break;
       case 'custody_units':
         out.units.add(id);
@@ -78,6 +91,11 @@ export const issuancesOfLogEntries = (ids: readonly string[]) =>
   sql`SELECT DISTINCT "unitsIssuanceID" AS issuance_id FROM unit_operations
        WHERE "unitsOperationID" IN (${list(ids)}) AND "unitsIssuanceID" IS NOT NULL`;
 
+/** The issuances with a retirement missing from the log (what a new log entry may resolve). */
+export const issuancesMissingRetirements = () =>
+  sql`SELECT DISTINCT issuance_id FROM reconciliation_findings
+       WHERE kind = 'retirement-missing' AND resolved_at IS NULL AND issuance_id IS NOT NULL`;
+
 /** The issuances of units: those of the operations reported on them, and their custody read's. */
 export const issuancesOfUnits = (ids: readonly string[]) =>
   sql`SELECT issuance_id FROM reconciliation_ledger
@@ -90,6 +108,18 @@ export const issuancesOfUnits = (ids: readonly string[]) =>
 export const ledgerOfOperations = (refs: readonly string[]) =>
   sql`SELECT l.issuance_id, l.unit_id FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id
        WHERE o."marketplaceTransactionRef" IN (${list(refs)})`;
+
+/**
+ * Which of `ids` a pass could find anything on: issuances with reported operations, a deposit, or
+ * an open finding. A sync of the whole log touches every issuance; the marketplace's books name few.
+ */
+export const relevantIssuances = (ids: readonly string[]) =>
+  sql`SELECT DISTINCT issuance_id AS id FROM reconciliation_ledger WHERE issuance_id IN (${list(ids)})
+      UNION
+      SELECT id FROM custody_ids WHERE kind = 'issuances' AND source = 'webhook' AND id IN (${list(ids)})
+      UNION
+      SELECT issuance_id AS id FROM reconciliation_findings
+       WHERE resolved_at IS NULL AND issuance_id IN (${list(ids)})`;
 
 /** Runs `statement` over `ids` in groups of GROUP, each row handed to `take`. */
 async function eachGroup<R extends object>(
@@ -104,9 +134,9 @@ async function eachGroup<R extends object>(
 }
 
 /**
- * The issuance ids `keys` lead to (the ledger must have caught up with the outbox first, so an
- * operation queued before its feed row was read is found). An operation on a unit alone leads to
- * the issuances of that unit.
+ * The issuance ids `keys` lead to that a pass could find anything on (the ledger must have caught
+ * up with the outbox first, so an operation queued before its feed row was read is found). An
+ * operation on a unit alone leads to the issuances of that unit.
  */
 export async function issuancesTouched(read: Reader, keys: TouchedKeys): Promise<Set<string>> {
   const out = new Set(keys.issuances);
@@ -122,5 +152,9 @@ export async function issuancesTouched(read: Reader, keys: TouchedKeys): Promise
     add(r.issuance_id),
   );
   await eachGroup<{ issuance_id: unknown }>(read, units, issuancesOfUnits, (r) => add(r.issuance_id));
-  return out;
+  if (keys.logGrew)
+    for (const r of await read<{ issuance_id: unknown }>(issuancesMissingRetirements())) add(r.issuance_id);
+  const relevant = new Set<string>();
+  await eachGroup<{ id: unknown }>(read, out, relevantIssuances, (r) => relevant.add(String(r.id)));
+  return relevant;
 }

@@ -34,6 +34,7 @@ const plus = (iso: string, ms: number) => at(Date.parse(iso) + ms);
 
 const CONFIG = loadConfig({ env: { VCU_SYNC_DB: '/nonexistent/unused.db' } });
 const ISSUANCES = listResources(CONFIG).issuances;
+const UNITS_LOG = listResources(CONFIG).units;
 const custody = (kind: 'issuances' | 'units') =>
   custodyResources(CONFIG).find((r) => r.kind === kind) as TableDef;
 
@@ -301,6 +302,15 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
         "SELECT count(*) AS n FROM changes WHERE resource <> 'reconciliation_findings'",
       );
       expect(Number(feedAfter[0]?.n)).toBe(Number(feedBefore[0]?.n));
+      // The operator's log then shows the retirement (a sync page inserts it): the log grew, and the
+      // issuance with a retirement missing is looked at again, by a pass scoped to it.
+      await mirrorWrite(m, UNITS_LOG, [
+        { unitsOperationID: 'log-10', unitsIssuanceID: '10', unitsQuantity: 10, unitsStatus: 'Retired' },
+      ]);
+      await timers.advance(0);
+      await until('its resolution', () => r.passes.some((p) => p.resolved.length > 0));
+      expect(await findings(m)).toEqual(['retirement-missing operation t-10b resolved']);
+      expect(r.scopes()).toEqual(['all', '10', '10']);
     });
 
     it('a subscriber asking for reconciliation events gets each; one asking for the defaults gets none', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FULL_PASS_ABOVE, ReconcileAgenda } from '../../src/reconcile/agenda.js';
+import { FULL_PASS_ABOVE, ReconcileAgenda, SCOPE_MOST } from '../../src/reconcile/agenda.js';
 
 /**
  * What the reconciler owes next (pure): a full pass first, then scoped passes over what was
@@ -29,6 +29,23 @@ describe('the reconciler agenda', () => {
     agenda.scopedDone(['7', '9'], none);
     expect(agenda.plan()).toEqual({ kind: 'none' });
     expect(agenda.pending).toBe(false);
+  });
+
+  it('cuts what was touched into passes of SCOPE_MOST issuances, one after another, none lost', () => {
+    const agenda = afterFull();
+    const ids = Array.from({ length: 2 * SCOPE_MOST + 5 }, (_, i) => `i${String(i).padStart(4, '0')}`);
+    agenda.touch(ids);
+    const seen: string[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      const plan = agenda.plan();
+      if (plan.kind !== 'scoped') throw new Error(`pass ${pass}: ${plan.kind}`);
+      expect(plan.scope.length).toBe(pass < 2 ? SCOPE_MOST : 5);
+      expect(agenda.pending).toBe(true);
+      seen.push(...plan.scope);
+      agenda.scopedDone(plan.scope, none);
+    }
+    expect(seen).toEqual(ids);
+    expect(agenda.plan()).toEqual({ kind: 'none' });
   });
 
   it('keeps what was touched until a pass goes through (a failed pass loses nothing)', () => {

@@ -85,20 +85,31 @@ describe('the reconciler log lines of a pass', () => {
 describe('the feed rows the reconciler reads', () => {
   it('sorts record ids by how they lead to an issuance, ignoring its own findings and projects', () => {
     const keys = touchedKeys([
-      { resource: 'issuances', record_id: '7' },
-      { resource: 'custody_issuances', record_id: '8' },
-      { resource: 'unit_operations', record_id: 'u-1' },
-      { resource: 'custody_units', record_id: '101' },
-      { resource: 'operations', record_id: 't-1' },
-      { resource: 'reconciliation_findings', record_id: '1' },
-      { resource: 'projects', record_id: 'p-1' },
+      { resource: 'issuances', record_id: '7', kind: 'update' },
+      { resource: 'custody_issuances', record_id: '8', kind: 'insert' },
+      { resource: 'unit_operations', record_id: 'u-1', kind: 'update' },
+      { resource: 'unit_operations', record_id: 'u-2', kind: 'remove' },
+      { resource: 'custody_units', record_id: '101', kind: 'insert' },
+      { resource: 'operations', record_id: 't-1', kind: 'approved' },
+      { resource: 'reconciliation_findings', record_id: '1', kind: 'finding' },
+      { resource: 'projects', record_id: 'p-1', kind: 'insert' },
     ]);
     expect(keys).toEqual({
       issuances: new Set(['7', '8']),
-      logEntries: new Set(['u-1']),
+      logEntries: new Set(['u-1', 'u-2']),
+      logGrew: false,
       units: new Set(['101']),
       refs: new Set(['t-1']),
     });
+  });
+
+  it('a log entry inserted is not looked up one by one: the log grew, which only a missing retirement cares about', () => {
+    const keys = touchedKeys([
+      { resource: 'unit_operations', record_id: 'u-1', kind: 'insert' },
+      { resource: 'unit_operations', record_id: 'u-2', kind: 'insert' },
+    ]);
+    expect(keys.logEntries).toEqual(new Set());
+    expect(keys.logGrew).toBe(true);
   });
 });
 
