@@ -94,6 +94,22 @@ const fact = (r: LedgerRow): LedgerFact => ({
   decidedAt: r.decided_at,
 });
 
+/** The operations on the scope's issuances, and every operation on the units those name. */
+async function scopeFacts(read: Reader, scope: readonly string[]): Promise<LedgerRow[]> {
+  const onIssuances = await inGroups<LedgerRow>(read, scope, (g) =>
+    q.ledgerFacts({ column: 'issuance_id', ids: g ?? [] }),
+  );
+  const units = [...new Set(onIssuances.flatMap((r) => (r.unit_id === null ? [] : [String(r.unit_id)])))];
+  const byId = new Map(onIssuances.map((r) => [Number(r.outbox_id), r]));
+  if (units.length > 0) {
+    for (const r of await inGroups<LedgerRow>(read, units, (g) =>
+      q.ledgerFacts({ column: 'unit_id', ids: g ?? [] }),
+    ))
+      byId.set(Number(r.outbox_id), r);
+  }
+  return [...byId.values()];
+}
+
 /**
  * The inputs of `scope` (null: everything). `statuses` are the log's retirement statuses; `withLog`
  * also counts the log's operations per issuance (balance sheets show them; a pass does not need them).
@@ -105,9 +121,7 @@ export async function readInputs(
   withLog = false,
 ): Promise<PassInputs> {
   const facts = (
-    scope === null
-      ? await read<LedgerRow>(q.ledgerFacts(null))
-      : await inGroups<LedgerRow>(read, scope, (g) => q.ledgerFacts(g))
+    scope === null ? await read<LedgerRow>(q.ledgerFacts(null)) : await scopeFacts(read, scope)
   ).map(fact);
   const issuances =
     scope === null

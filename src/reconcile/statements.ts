@@ -46,17 +46,16 @@ export const insertLedger = (rows: readonly LedgerInsert[]) =>
       )}
       ON CONFLICT (outbox_id) DO NOTHING`;
 
-/** The operations of a scope with their outbox state. */
-export function ledgerFacts(scope: readonly string[] | null): Sql {
+/**
+ * Reported operations with their outbox state: every one (null), or those on these issuances or
+ * units, each read through its own index (one statement for both, joined by `OR`, scanned).
+ */
+export function ledgerFacts(by: { column: 'issuance_id' | 'unit_id'; ids: readonly string[] } | null): Sql {
   const select = sql`SELECT l.outbox_id, l.kind, l.issuance_id, l.unit_id, l.amount_kg, o.state,
         o."marketplaceTransactionRef" AS ref, o.created_at, o.accepted_at, o.decided_at
       FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id`;
-  if (scope === null) return select;
-  // Two branches, each walking an index: one OR across both would scan the outbox.
-  return sql`${select} WHERE l.issuance_id IN (${list(scope)})
-      UNION
-      ${select} WHERE l.unit_id IN (SELECT unit_id FROM reconciliation_ledger
-                                     WHERE issuance_id IN (${list(scope)}) AND unit_id IS NOT NULL)`;
+  if (by === null) return select;
+  return sql`${select} WHERE ${raw(`l.${by.column}`)} IN (${list(by.ids)})`;
 }
 
 /** Issuance ids in the ledger after `after` (text order), for paged balance sheets. */
