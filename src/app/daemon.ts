@@ -14,8 +14,8 @@ import { SyncRequests } from '../syncRequests.js';
 import type { DaemonStores } from './stores.js';
 
 /**
- * The daemon, one wiring for both stores: the store's own components first (PostgreSQL's presence
- * and feed listener; SQLite has none, its ownership was taken when it opened), then
+ * The daemon, one wiring for both stores: the store's liveness first (./liveness.ts), its own
+ * components next (PostgreSQL's feed listener; SQLite has none), then
  *
  *   api, webhook-listener, dispatcher, subscriber-dispatcher, mirror, reconciler
  *
@@ -25,8 +25,6 @@ import type { DaemonStores } from './stores.js';
 
 /** Options of {@link startDaemon}. */
 export interface DaemonOptions {
-  /** The parts to run, in start order (default: {@link daemonComponents} of the stores). */
-  components?: Component[];
   /**
    * Longest the whole graceful stop may take before the process gives up on stragglers, ms; below
    * the unit's TimeoutStopSec (45 s) so systemd never has to SIGKILL (default: 30000).
@@ -51,7 +49,9 @@ export interface Daemon {
 export function daemonComponents(ctx: AppContext, stores: DaemonStores): Component[] {
   const syncs = new SyncRequests();
   const requestSync = syncs.request;
-  const { owner, mayClaim } = stores;
+  const { liveness } = stores;
+  const { owner } = liveness;
+  const mayClaim = () => liveness.alive();
   const thread = stores.dispatcherThread(requestSync);
   const onLoop = thread
     ? undefined
@@ -87,17 +87,17 @@ export function daemonComponents(ctx: AppContext, stores: DaemonStores): Compone
     subscribers.dispatcher.wake();
     reconciler?.wake();
   });
-  const own = stores.components({
-    wake: () => {
-      dispatcher.wake();
-      subscribers.dispatcher.wake();
-    },
+  // Claims of a dead process are back: the dispatcher and the subscriber lanes take them now.
+  liveness.onHandBack(() => {
+    dispatcher.wake();
+    subscribers.dispatcher.wake();
   });
   const routes = routeRegistrars({ ...stores.api, wakeDispatcher: dispatcher.wake, requestSync });
   // What /readyz reads: both listeners' addresses, each set by its own component while it listens.
   const listeners: ListenersUp = new Map();
   return [
-    ...own,
+    liveness,
+    ...stores.components(),
     createApiComponent(ctx, routes, { ...stores.api, listeners }),
     createWebhookComponent(ctx, { requestSync, store: stores.inbox, listeners }),
     dispatcher,
@@ -116,7 +116,7 @@ export async function startDaemon(
   stores: DaemonStores,
   options: DaemonOptions = {},
 ): Promise<Daemon> {
-  const components = options.components ?? daemonComponents(ctx, stores);
+  const components = daemonComponents(ctx, stores);
   const started: Component[] = [];
   const stopAll = async (reason: string) => {
     ctx.log.info({ event: 'daemon.stopping', reason }, `stopping (${reason})`);
@@ -137,7 +137,6 @@ export async function startDaemon(
         ctx.log.error({ event: 'daemon.stop.failed', component: component.name, err }, errorMessage(err));
       }
     }
-    stores.stopped();
     ctx.log.info({ event: 'daemon.stopped' }, 'stopped');
   };
   for (const component of components) {
@@ -149,7 +148,7 @@ export async function startDaemon(
       throw err;
     }
   }
-  stores.ready();
+  stores.liveness.ready();
   ctx.log.info({ event: 'daemon.ready', components: started.map((c) => c.name) }, 'ready');
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;

@@ -26,15 +26,15 @@ import {
   type PgOpenOptions,
 } from '../postgres/open.js';
 import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operationsStore.js';
-import { startReplicaPresence } from '../postgres/presence.js';
+import { type ReplicaPresence, startReplicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredSchemaChangesSink, subscribersFromConfig } from '../subscribers/subscribers.js';
+import type { Liveness } from './liveness.js';
 import {
   type CommandStoreOptions,
-  type DaemonLinks,
   type DaemonStores,
   noShapeTablesMessage,
   type Opened,
@@ -203,7 +203,7 @@ export async function openPostgresDaemon(
   return { ctx, stores: daemonSeams(ctx, database, owner) };
 }
 
-/** The replica's seams and PostgreSQL's extras: presence, the feed's LISTEN, availability. */
+/** The replica's seams and PostgreSQL's extras: its liveness, the feed's LISTEN, availability. */
 function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): DaemonStores {
   const { pool, availability } = database;
   const scripts = postgresScriptStore(pool);
@@ -213,10 +213,9 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
   const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
   const deliveries = new DeliveriesStore(scripts);
-  let presence: ReturnType<typeof presenceComponent> | undefined;
   return {
     ...commandSeams(ctx, database, owner),
-    owner,
+    liveness: postgresLiveness(ctx, database, owner, { operations, deliveries }),
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange, quietAccepted: operations.quietAccepted }),
     inbox: new InboxStore(scripts, { onStateChange }),
@@ -236,23 +235,15 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     // Each claim is a round trip to the server: the dispatcher holds up to 4x its slots, the rest
     // claimed ahead, so an answered slot sends its next row at once (outbox/claimAhead.ts).
     claimAhead: 3 * ctx.config.outbox.concurrency,
-    // Claims only while this replica holds its liveness lock: without it the others presume it
-    // dead and may hand its claims back (the presence starts first).
-    mayClaim: () => presence?.alive() ?? false,
     onReachable: (fn) =>
       availability.onChange((change) => {
         if (change.kind === 'reachable') fn();
       }),
-    components(links) {
-      presence = presenceComponent(ctx, database, owner, { operations, deliveries }, links);
-      return [presence, feedListenerComponent(ctx, pool, signal)];
-    },
+    components: () => [feedListenerComponent(ctx, pool, signal)],
     dispatcherThread: () => undefined,
     // Each run finds dead runs itself as it takes its lock.
     mirrorRuns: () =>
       new SyncCoordinator(ctx, () => pgBackend(pool, configuredSchemaChangesSink(ctx.config))),
-    ready: () => {},
-    stopped: () => {},
   };
 }
 
@@ -310,22 +301,26 @@ function feedListenerComponent(ctx: Pick<AppContext, 'log'>, pool: pg.Pool, sign
 }
 
 /**
- * The replica's presence as a component: started first, so its liveness lock is held before the
- * first claim (and dead replicas' claims are back before this one claims), and stopped last, after
- * the dispatchers handed their own claims back. What a dead replica held comes back through
- * `releaseOwner`: its operations and its subscriber deliveries; then the dispatchers are woken.
+ * The replica's liveness (./liveness.ts): its presence, holding its liveness lock while alive. The
+ * daemon starts it first, so the lock is held (and dead replicas' claims are back) before the first
+ * claim, and stops it last, after the dispatchers handed their own claims back. What a dead replica
+ * held comes back through `releaseOwner` (its operations and its subscriber deliveries), then the
+ * hand-back's listeners are called.
  */
-function presenceComponent(
+function postgresLiveness(
   ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
   database: PgDatabase,
   owner: string,
   stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
-  links: DaemonLinks,
-): Component & { alive(): boolean } {
-  let presence: Awaited<ReturnType<typeof startReplicaPresence>> | undefined;
+): Liveness {
+  let presence: ReplicaPresence | undefined;
+  const handBack: Array<() => void> = [];
   return {
-    name: 'presence',
+    name: 'liveness',
+    owner,
     alive: () => presence?.alive() ?? false,
+    ready: () => {},
+    onHandBack: (fn) => handBack.push(fn),
     async start() {
       presence = await startReplicaPresence({
         pool: database.pool,
@@ -335,7 +330,9 @@ function presenceComponent(
           (await stores.operations.releaseOwner(dead, nowIso)).length +
           (await stores.deliveries.releaseOwner(dead, nowIso)),
         settleOrphans: (nowIso) => interruptOrphanedRuns(database.pool, ctx.log, nowIso),
-        onReleased: () => links.wake(),
+        onReleased: () => {
+          for (const fn of handBack) fn();
+        },
         availability: database.availability,
       });
     },

@@ -23,6 +23,7 @@ import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredDeliveriesSink, configuredSchemaChangesSink } from '../subscribers/subscribers.js';
 import { createDispatcherThreadComponent } from './dispatcherThread.js';
+import type { Liveness } from './liveness.js';
 import { feedHead, sqliteFeedReads } from './sqliteFeedReads.js';
 import { commandSeams, openSqliteContext, type SqliteContext } from './sqliteStores.js';
 import type { DaemonStores, Opened } from './stores.js';
@@ -60,7 +61,7 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
   return { ctx, stores: daemonSeams(ctx, close) };
 }
 
-/** The owner's start on its file: integrity check, then the dead owner's claims handed back. */
+/** The owner's start on its file: the integrity check (the dead owner's claims come back as its liveness starts). */
 async function prepareOwnedFile(ctx: SqliteContext): Promise<void> {
   const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
@@ -73,15 +74,57 @@ async function prepareOwnedFile(ctx: SqliteContext): Promise<void> {
   }).catch((err: unknown) =>
     log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
   );
-  if (databaseFaultsFor(ctx.database.sqlite).facts().corruption) return;
-  try {
-    await releaseDeadClaims(new SqliteOperationsStore(ctx.database.sqlite), ctx.clock, log);
-    releaseDeadDeliveries((script) => driveSqlite(ctx.database.sqlite, script), ctx);
-  } catch (err) {
-    // A file that takes no writes (read-only, full) must not stop the daemon from starting and
-    // saying so in status; the dead claims then go back when their leases run out.
-    log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
-  }
+}
+
+/**
+ * The file's owner's liveness (./liveness.ts): alive from its start for the process's life, since
+ * the locks taken at open are the kernel's and cannot be lost. Its start hands back every claim on
+ * the file (its previous owner died holding them); ready writes the daemon's record, stop clears it.
+ */
+function sqliteLiveness(ctx: SqliteContext): Liveness {
+  const { config, log } = ctx;
+  const { sqlite } = ctx.database;
+  let state: 'starting' | 'alive' | 'stopped' = 'starting';
+  return {
+    name: 'liveness',
+    // One process per file: its claims need no name beyond this process.
+    owner: newLeaseOwner(),
+    alive: () => state === 'alive',
+    onHandBack: () => {},
+    async start() {
+      state = 'alive';
+      if (databaseFaultsFor(sqlite).facts().corruption) return;
+      try {
+        await releaseDeadClaims(new SqliteOperationsStore(sqlite), ctx.clock, log);
+        releaseDeadDeliveries((script) => driveSqlite(sqlite, script), ctx);
+      } catch (err) {
+        // A file that takes no writes (read-only, full) must not stop the daemon from starting and
+        // saying so in status; the dead claims then go back when their leases run out.
+        log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
+      }
+    },
+    ready() {
+      // For `vcu-sync status` in another process (uptime); not worth failing a start over.
+      try {
+        writeDaemonRecord(sqlite, {
+          startedAt: ctx.startedAt,
+          pid: process.pid,
+          instance: instanceName(config),
+          version: VERSION,
+        });
+      } catch (err) {
+        log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
+      }
+    },
+    async stop() {
+      state = 'stopped';
+      try {
+        clearDaemonRecord(sqlite);
+      } catch (err) {
+        log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
+      }
+    },
+  };
 }
 
 /** The API's seams over the context's file (the daemon's; a test of the API alone takes them too). */
@@ -102,15 +145,14 @@ export function sqliteApi(ctx: SqliteContext): ApiSeams & ApiOptions {
   };
 }
 
-/** The daemon's seams over the file it owns, and SQLite's extras (threads, the daemon's record). */
+/** The daemon's seams over the file it owns, and SQLite's extras (its liveness, threads). */
 function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
-  const { config, log } = ctx;
+  const { config } = ctx;
   const { sqlite } = ctx.database;
   return {
     ...commandSeams(ctx, close),
     api: sqliteApi(ctx),
-    // One process per file: its claims need no name beyond this process.
-    owner: newLeaseOwner(),
+    liveness: sqliteLiveness(ctx),
     operations: new SqliteOperationsStore(sqlite),
     outboxHooks: sqliteOutboxHooks(sqlite),
     inbox: sqliteInboxStore(sqlite),
@@ -118,7 +160,6 @@ function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
     pruneDeliveries: deliveriesPrune(commitQueueFor(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
-    mayClaim: () => true,
     onReachable: () => {},
     components: () => [],
     // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold
@@ -139,25 +180,5 @@ function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
         : new SyncCoordinator(ctx, (stop) =>
             sqliteBackend(sqlite, stop, configuredSchemaChangesSink(config)),
           ),
-    ready() {
-      // For `vcu-sync status` in another process (uptime); not worth failing a start over.
-      try {
-        writeDaemonRecord(sqlite, {
-          startedAt: ctx.startedAt,
-          pid: process.pid,
-          instance: instanceName(config),
-          version: VERSION,
-        });
-      } catch (err) {
-        log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
-      }
-    },
-    stopped() {
-      try {
-        clearDaemonRecord(sqlite);
-      } catch (err) {
-        log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
-      }
-    },
   };
 }

@@ -13,6 +13,7 @@ import type { ScriptStore } from '../store/script.js';
 import type { DeliveriesAccess, DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import type { DeliveriesPrune } from '../subscribers/prune.js';
 import type { RequestSync } from '../syncRequests.js';
+import type { Liveness } from './liveness.js';
 
 /**
  * The store port: every seam the daemon and the commands reach the database through, whichever
@@ -37,16 +38,10 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-/** What the daemon's wiring calls back into, handed to the store's own components. */
-export interface DaemonLinks {
-  /** Wakes the dispatcher and the subscriber lanes: claims of a dead process are back. */
-  wake(): void;
-}
-
 /** The seams and the extras a daemon runs on, beside the command's. */
 export interface DaemonStores extends Stores {
-  /** This process's lease owner: its outbox claims, its deliveries' claims, its liveness. */
-  readonly owner: string;
+  /** Who this process is to the store and whether it may claim now (./liveness.ts). */
+  readonly liveness: Liveness;
   readonly operations: OperationsStore;
   /** The inbox side of an accepted row and the scrub of finished rows. */
   readonly outboxHooks: OutboxHooks;
@@ -59,12 +54,10 @@ export interface DaemonStores extends Stores {
   readonly othersCommitted: ChangeSignal | undefined;
   /** Rows the outbox's dispatcher claims beyond its free slots (DispatcherOptions.claimAhead; default: 0). */
   readonly claimAhead?: number;
-  /** Whether claiming is safe now (a replica that lost its liveness lock claims nothing). */
-  mayClaim(): boolean;
   /** Calls `fn` whenever the database is back after an outage (never where it cannot go away). */
   onReachable(fn: () => void): void;
-  /** The store's own components, started before the API and stopped after everything else. */
-  components(links: DaemonLinks): Component[];
+  /** The store's own components, started after its liveness and before the API. */
+  components(): Component[];
   /**
    * The dispatcher run in a thread of its own, where the store allows it and the configuration
    * asks; undefined runs it on this loop.
@@ -72,10 +65,6 @@ export interface DaemonStores extends Stores {
   dispatcherThread(requestSync: RequestSync): (Component & { wake: () => void }) | undefined;
   /** Where the mirror's runs happen on this store: a coordinator here, or in a thread of its own. */
   mirrorRuns(): SyncRunner;
-  /** Called once every component started (SQLite: the daemon's record, for `status`'s uptime). */
-  ready(): void;
-  /** Called once every component stopped. */
-  stopped(): void;
 }
 
 /** Options of {@link openCommandStores}. */
