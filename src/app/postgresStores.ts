@@ -26,13 +26,12 @@ import {
   type PgOpenOptions,
 } from '../postgres/open.js';
 import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operationsStore.js';
-import { type ReplicaPresence, startReplicaPresence } from '../postgres/presence.js';
+import { replicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import { deliveriesSink } from '../subscribers/enqueue.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredSchemaChangesSink, subscribersFromConfig } from '../subscribers/subscribers.js';
-import type { Liveness } from './liveness.js';
 import {
   type CommandStoreOptions,
   type DaemonStores,
@@ -215,7 +214,16 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   const deliveries = new DeliveriesStore(scripts);
   return {
     ...commandSeams(ctx, database, owner),
-    liveness: postgresLiveness(ctx, database, owner, { operations, deliveries }),
+    // Its presence (./liveness.ts); what a dead replica held comes back: its operations and its deliveries.
+    liveness: replicaPresence({
+      pool,
+      replica: { owner, name: instanceName(ctx.config), holds: REPLICA_RUNS, now: isoAt(ctx.clock.now()) },
+      log: ctx.log,
+      releaseOwner: async (dead, nowIso) =>
+        (await operations.releaseOwner(dead, nowIso)).length + (await deliveries.releaseOwner(dead, nowIso)),
+      settleOrphans: (nowIso) => interruptOrphanedRuns(pool, ctx.log, nowIso),
+      availability,
+    }),
     operations,
     outboxHooks: pgOutboxHooks(pool, { onStateChange, quietAccepted: operations.quietAccepted }),
     inbox: new InboxStore(scripts, { onStateChange }),
@@ -296,49 +304,6 @@ function feedListenerComponent(ctx: Pick<AppContext, 'log'>, pool: pg.Pool, sign
     async stop() {
       await listener?.stop();
       listener = undefined;
-    },
-  };
-}
-
-/**
- * The replica's liveness (./liveness.ts): its presence, holding its liveness lock while alive. The
- * daemon starts it first, so the lock is held (and dead replicas' claims are back) before the first
- * claim, and stops it last, after the dispatchers handed their own claims back. What a dead replica
- * held comes back through `releaseOwner` (its operations and its subscriber deliveries), then the
- * hand-back's listeners are called.
- */
-function postgresLiveness(
-  ctx: Pick<AppContext, 'config' | 'clock' | 'log'>,
-  database: PgDatabase,
-  owner: string,
-  stores: { operations: PgOperationsStore; deliveries: DeliveriesStore },
-): Liveness {
-  let presence: ReplicaPresence | undefined;
-  const handBack: Array<() => void> = [];
-  return {
-    name: 'liveness',
-    owner,
-    alive: () => presence?.alive() ?? false,
-    ready: () => {},
-    onHandBack: (fn) => handBack.push(fn),
-    async start() {
-      presence = await startReplicaPresence({
-        pool: database.pool,
-        replica: { owner, name: instanceName(ctx.config), holds: REPLICA_RUNS, now: isoAt(ctx.clock.now()) },
-        log: ctx.log,
-        releaseOwner: async (dead, nowIso) =>
-          (await stores.operations.releaseOwner(dead, nowIso)).length +
-          (await stores.deliveries.releaseOwner(dead, nowIso)),
-        settleOrphans: (nowIso) => interruptOrphanedRuns(database.pool, ctx.log, nowIso),
-        onReleased: () => {
-          for (const fn of handBack) fn();
-        },
-        availability: database.availability,
-      });
-    },
-    async stop() {
-      await presence?.stop();
-      presence = undefined;
     },
   };
 }

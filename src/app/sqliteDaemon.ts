@@ -1,12 +1,12 @@
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
+import { isoAt } from '../clock.js';
 import type { Config } from '../config.js';
 import { errorMessage } from '../errors.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { newLeaseOwner } from '../leaseOwner.js';
 import type { Logger } from '../log.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
-import { releaseDeadClaims } from '../outbox/startup.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
@@ -19,8 +19,8 @@ import { acquireOwnership, clearDaemonRecord, writeDaemonRecord } from '../sqlit
 import { createSyncThread } from '../sqlite/syncThread.js';
 import { sqliteHostedStore } from '../sqlite/threadStore.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
-import { releaseDeadDeliveries } from '../subscribers/dispatcher.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
+import { releaseDeliveries } from '../subscribers/queries.js';
 import { configuredDeliveriesSink, configuredSchemaChangesSink } from '../subscribers/subscribers.js';
 import { createDispatcherThreadComponent } from './dispatcherThread.js';
 import type { Liveness } from './liveness.js';
@@ -35,8 +35,8 @@ import type { DaemonStores, Opened } from './stores.js';
  */
 
 /**
- * Takes ownership of the file before opening it (a refused start touches nothing), opens it, and
- * hands the claims of the dead previous owner back to the queue, so delivery resumes at once.
+ * Takes ownership of the file before opening it (a refused start touches nothing), opens it and
+ * checks its integrity; its liveness hands the dead previous owner's claims back as it starts.
  * Throws a UserError naming the database and the running daemon's pid when another owns it.
  */
 export async function openSqliteDaemon(config: Config, log: Logger): Promise<Opened<DaemonStores>> {
@@ -48,22 +48,6 @@ export async function openSqliteDaemon(config: Config, log: Logger): Promise<Ope
     ownership.release();
     throw err;
   }
-  const close = () => {
-    ctx.database.close();
-    ownership.release();
-  };
-  try {
-    await prepareOwnedFile(ctx);
-  } catch (err) {
-    close();
-    throw err;
-  }
-  return { ctx, stores: daemonSeams(ctx, close) };
-}
-
-/** The owner's start on its file: the integrity check (the dead owner's claims come back as its liveness starts). */
-async function prepareOwnedFile(ctx: SqliteContext): Promise<void> {
-  const { config, log } = ctx;
   observeCommitWaits(ctx.database.sqlite, 'main', ctx.metrics.databaseWait);
   // The integrity check comes first: nothing is written to a damaged file, not even the hand-back.
   // A small file is checked right here; a large one in a worker while the daemon serves.
@@ -71,57 +55,92 @@ async function prepareOwnedFile(ctx: SqliteContext): Promise<void> {
     busyTimeoutMs: config.database.daemon_busy_timeout_ms,
     checkBeforeServingMaxBytes: config.database.startup_check_max_mib * 1024 * 1024,
     log,
-  }).catch((err: unknown) =>
-    log.warn({ event: 'database.check.failed', error: errorMessage(err) }, errorMessage(err)),
-  );
+  }).catch((err: unknown) => warn(log, 'database.check.failed', err));
+  const close = () => {
+    ctx.database.close();
+    ownership.release();
+  };
+  return { ctx, stores: daemonSeams(ctx, close) };
+}
+
+/** Logs what failed where failing is not worth stopping the daemon for. */
+function warn(log: Logger, event: string, err: unknown): void {
+  log.warn({ event, error: errorMessage(err) }, errorMessage(err));
+}
+
+/** Refs named in the hand-back's log line; the count covers the rest. */
+const REFS_LOGGED = 20;
+
+/**
+ * Every claim on the file back to its queue, its attempt not counted: one process per file, so a
+ * claim found at start belongs to one that died. Delivery resumes now instead of when the dead
+ * process's leases run out (with every later row of the same units waiting behind them). The
+ * operator may have received those requests: delivery is at-least-once, the same ref sent again.
+ */
+export async function handBackDeadOwners(
+  ctx: Pick<SqliteContext, 'database' | 'clock' | 'log'>,
+): Promise<void> {
+  const { sqlite } = ctx.database;
+  const nowIso = isoAt(ctx.clock.now());
+  const rows = await new SqliteOperationsStore(sqlite).releaseAll(nowIso);
+  if (rows.length > 0) {
+    const refs = rows.slice(0, REFS_LOGGED).map((r) => r.ref);
+    const message = `handed ${rows.length} operation(s) claimed by a process that died back to the queue`;
+    ctx.log.warn({ event: 'outbox.released_at_start', rows: rows.length, refs }, message);
+  }
+  const deliveries = driveSqlite(sqlite, releaseDeliveries(undefined, nowIso));
+  if (deliveries > 0) {
+    const message = `handed ${deliveries} subscriber deliveries claimed by a process that died back to pending`;
+    ctx.log.warn({ event: 'subscribers.released_at_start', rows: deliveries }, message);
+  }
 }
 
 /**
- * The file's owner's liveness (./liveness.ts): alive from its start for the process's life, since
- * the locks taken at open are the kernel's and cannot be lost. Its start hands back every claim on
- * the file (its previous owner died holding them); ready writes the daemon's record, stop clears it.
+ * The file's owner's liveness (./liveness.ts): alive from its start for the process's life (the
+ * locks taken as the file opened are the kernel's: they cannot be lost). Its start hands back every
+ * claim on the file, its previous owner having died holding them; `ready` writes the daemon's
+ * record (for `vcu-sync status` in another process: uptime), its stop clears it.
  */
 function sqliteLiveness(ctx: SqliteContext): Liveness {
   const { config, log } = ctx;
   const { sqlite } = ctx.database;
-  let state: 'starting' | 'alive' | 'stopped' = 'starting';
+  let alive = false;
   return {
     name: 'liveness',
     // One process per file: its claims need no name beyond this process.
     owner: newLeaseOwner(),
-    alive: () => state === 'alive',
+    alive: () => alive,
     onHandBack: () => {},
     async start() {
-      state = 'alive';
+      alive = true;
       if (databaseFaultsFor(sqlite).facts().corruption) return;
       try {
-        await releaseDeadClaims(new SqliteOperationsStore(sqlite), ctx.clock, log);
-        releaseDeadDeliveries((script) => driveSqlite(sqlite, script), ctx);
+        await handBackDeadOwners(ctx);
       } catch (err) {
         // A file that takes no writes (read-only, full) must not stop the daemon from starting and
         // saying so in status; the dead claims then go back when their leases run out.
-        log.warn({ event: 'outbox.release_at_start_failed', error: errorMessage(err) }, errorMessage(err));
+        warn(log, 'outbox.release_at_start_failed', err);
       }
     },
     ready() {
-      // For `vcu-sync status` in another process (uptime); not worth failing a start over.
+      const record = {
+        startedAt: ctx.startedAt,
+        pid: process.pid,
+        instance: instanceName(config),
+        version: VERSION,
+      };
       try {
-        writeDaemonRecord(sqlite, {
-          startedAt: ctx.startedAt,
-          pid: process.pid,
-          instance: instanceName(config),
-          version: VERSION,
-        });
+        writeDaemonRecord(sqlite, record);
       } catch (err) {
-        log.warn({ event: 'daemon.record_not_written', error: errorMessage(err) }, errorMessage(err));
+        warn(log, 'daemon.record_not_written', err);
       }
     },
     async stop() {
-      state = 'stopped';
+      alive = false;
       try {
         clearDaemonRecord(sqlite);
       } catch (err) {
-        log.warn({ event: 'daemon.record_not_cleared', error: errorMessage(err) }, errorMessage(err));
+        warn(log, 'daemon.record_not_cleared', err);
       }
     },
   };

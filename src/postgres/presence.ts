@@ -8,10 +8,11 @@ import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } f
 
 /**
  * A replica's presence on PostgreSQL, for as long as the daemon runs: it holds its liveness lock
- * (pgLiveness.ts), stamps its heartbeat, and sweeps for dead replicas so their claims come back
+ * (liveness.ts), stamps its heartbeat, and sweeps for dead replicas so their claims come back
  * within a sweep (seconds) instead of after their leases. A liveness connection that breaks is
  * re-taken with backoff; meanwhile the others presume this replica dead and may hand its claims
- * back, so `alive()` says whether claiming is safe.
+ * back, so `alive()` says whether claiming is safe. It is PostgreSQL's side of the daemon's
+ * liveness port (src/app/liveness.ts, which this layer does not import: the shape matches).
  */
 
 /** How presence waits; the default is real timers, tests fire them by hand. */
@@ -36,7 +37,7 @@ export const SWEEP_MS = 2_000;
 /** Spacing of attempts to re-take a lost liveness lock. */
 export const RETAKE_BACKOFF: BackoffPolicy = { baseMs: 1_000, capMs: 30_000 };
 
-/** What {@link startReplicaPresence} needs. */
+/** What {@link replicaPresence} needs. */
 export interface PresenceDeps {
   pool: pg.Pool;
   /** Who this replica is (its `replicas` row); `now` is its start. */
@@ -52,8 +53,6 @@ export interface PresenceDeps {
    * their lock free; returns how many (default: nothing). Called after each sweep's releases.
    */
   settleOrphans?: (nowIso: string) => Promise<number>;
-  /** Called with the count when a sweep handed anything back, e.g. to wake the dispatchers (default: none). */
-  onReleased?: (count: number) => void;
   /** Heartbeat period, ms (default: {@link HEARTBEAT_MS}). */
   heartbeatMs?: number;
   /** Sweep period, ms (default: {@link SWEEP_MS}). */
@@ -70,10 +69,22 @@ export interface PresenceDeps {
   availability?: PgAvailability;
 }
 
-/** A running presence. */
+/** A replica's presence: the daemon's liveness on PostgreSQL. */
 export interface ReplicaPresence {
+  /** Its name as a daemon component. */
+  readonly name: string;
   readonly owner: string;
-  /** Whether this replica holds its liveness lock now (false while it is being re-taken, and after stop). */
+  /**
+   * Takes the liveness lock (fails if it cannot: the database is unreachable, or another live
+   * process holds this lease owner), runs a first sweep so dead replicas' claims are back before
+   * this one claims, then heartbeats and sweeps on their periods until `stop()`.
+   */
+  start(): Promise<void>;
+  /** Nothing to do once the daemon is up: the `replicas` row was written as the lock was taken. */
+  ready(): void;
+  /** Calls `fn` with the count whenever a sweep handed claims back, e.g. to wake the dispatchers. */
+  onHandBack(fn: (count: number) => void): void;
+  /** Whether this replica holds its liveness lock now (false before start, while it is re-taken, and after stop). */
   alive(): boolean;
   /** The backend pid of the liveness session, null while none is held. */
   pid(): number | null;
@@ -83,19 +94,15 @@ export interface ReplicaPresence {
   stop(): Promise<void>;
 }
 
-/**
- * Takes the liveness lock (fails if it cannot: the database is unreachable, or another live
- * process holds this lease owner), runs a first sweep so dead replicas' claims are back before
- * this one claims, then heartbeats and sweeps on their periods until `stop()`.
- */
-export async function startReplicaPresence(deps: PresenceDeps): Promise<ReplicaPresence> {
-  const presence = new Presence(deps);
-  await presence.start();
-  return presence;
+/** A replica's presence, not started yet. */
+export function replicaPresence(deps: PresenceDeps): ReplicaPresence {
+  return new Presence(deps);
 }
 
 class Presence implements ReplicaPresence {
+  readonly name = 'liveness';
   readonly owner: string;
+  private readonly handBack: Array<(count: number) => void> = [];
   private readonly clock: Clock;
   private readonly timers: PresenceTimers;
   private liveness: ReplicaLiveness | null = null;
@@ -126,6 +133,12 @@ class Presence implements ReplicaPresence {
     this.every(this.deps.sweepMs ?? SWEEP_MS, async () => {
       await this.sweep();
     });
+  }
+
+  ready(): void {}
+
+  onHandBack(fn: (count: number) => void): void {
+    this.handBack.push(fn);
   }
 
   alive(): boolean {
@@ -303,7 +316,7 @@ class Presence implements ReplicaPresence {
         { event: 'replica.released', owners: dead, count },
         `handed back ${count} claim(s) of ${dead.length} dead replica(s): ${dead.join(', ')}`,
       );
-    if (count > 0) this.deps.onReleased?.(count);
+    if (count > 0) for (const fn of this.handBack) fn(count);
     return count;
   }
 }

@@ -4,11 +4,10 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { errorMessage } from '../errors.js';
 import { FailureStreak } from '../failureStreak.js';
 import { newLeaseOwner } from '../leaseOwner.js';
-import type { Script } from '../store/script.js';
 import { WakeableSleep } from '../wakeableSleep.js';
 import type { DeliveriesStore, DeliveryRun } from './deliveriesStore.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
-import { type DeliveryRow, type DeliveryStep, releaseDeliveries, type SettledDelivery } from './queries.js';
+import type { DeliveryRow, DeliveryStep, SettledDelivery } from './queries.js';
 import { SubscriberSender } from './send.js';
 import { type Subscriber, subscribersFromConfig } from './subscribers.js';
 
@@ -294,24 +293,6 @@ class Lane {
         `delivery ${row.id} to ${this.sub.key} failed (${step.error}); next attempt at ${step.nextAttemptAt}`,
       );
   }
-}
-
-/**
- * Hands every `sending` delivery back to pending at start-up (attempt not counted): only for the
- * daemon that owns its store alone, which knows every claimant it finds is dead. `drive` runs the
- * script at once, in the caller's start-up (before any claim).
- */
-export function releaseDeadDeliveries(
-  drive: (script: Script<number>) => number,
-  ctx: Pick<AppContext, 'clock' | 'log'>,
-): number {
-  const released = drive(releaseDeliveries(undefined, isoAt(ctx.clock.now())));
-  if (released > 0)
-    ctx.log.warn(
-      { event: 'subscribers.released_at_start', rows: released },
-      `handed ${released} subscriber deliveries claimed by a process that died back to pending`,
-    );
-  return released;
 }
 
 /** The subscriber dispatcher as a daemon component (no lanes, nothing to do, without subscribers). */

@@ -10,13 +10,12 @@ import {
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handBackDeadOwners } from '../../src/app/sqliteDaemon.js';
 import { EXIT_CONFIG, UserError } from '../../src/errors.js';
 import { claimOperations } from '../../src/operations/claim.js';
-import { releaseDeadClaims } from '../../src/outbox/startup.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { posixWriteLockHolders } from '../../src/sqlite/lockHolders.js';
-import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
 import {
   acquireOwnership,
   EXIT_DATABASE_OWNED,
@@ -310,7 +309,7 @@ describe('acquireOwnership', () => {
   });
 });
 
-describe('releaseDeadClaims', () => {
+describe('handBackDeadOwners (the SQLite liveness start)', () => {
   it('queues every claimed row again with its attempt refunded and leaves other rows alone', async () => {
     const { log, lines } = capturingLogger();
     const ctx = testContext();
@@ -333,8 +332,7 @@ describe('releaseDeadClaims', () => {
       ctx.database.sqlite
         .prepare("UPDATE outbox SET state = 'accepted', lease_owner = NULL, lease_until = NULL WHERE id = 4")
         .run();
-      const store = new SqliteOperationsStore(ctx.database.sqlite);
-      expect(await releaseDeadClaims(store, ctx.clock, log)).toBe(3);
+      await handBackDeadOwners(ctx);
       const rows = ctx.database.sqlite
         .prepare(
           'SELECT marketplaceTransactionRef AS ref, state, attempts, lease_owner, lease_until FROM outbox ORDER BY id',
@@ -353,7 +351,7 @@ describe('releaseDeadClaims', () => {
         expect.objectContaining({ rows: 3, refs: ['dead-0', 'dead-1', 'dead-2'] }),
       ]);
       // Nothing left to hand back: no second line.
-      expect(await releaseDeadClaims(store, ctx.clock, log)).toBe(0);
+      await handBackDeadOwners(ctx);
       expect(lines.filter((l) => l.includes('outbox.released_at_start'))).toHaveLength(1);
     } finally {
       ctx.dispose();

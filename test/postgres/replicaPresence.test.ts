@@ -7,8 +7,8 @@ import {
   HEARTBEAT_MS,
   RETAKE_BACKOFF,
   type ReplicaPresence,
+  replicaPresence,
   SWEEP_MS,
-  startReplicaPresence,
 } from '../../src/postgres/presence.js';
 import { ManualTimers } from '../helpers/manualTimers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -32,7 +32,7 @@ interface TestReplica {
   presence: ReplicaPresence;
   timers: ManualTimers;
   store: PgOperationsStore;
-  /** What each onReleased call carried. */
+  /** What each hand-back's call carried. */
   released: number[];
   /** The time each settleOrphans call was given. */
   orphanSweeps: string[];
@@ -62,12 +62,11 @@ async function startReplica(owner: string, availability?: PgAvailability): Promi
   const { log, lines } = capturingLogger();
   const released: number[] = [];
   const orphanSweeps: string[] = [];
-  const presence = await startReplicaPresence({
+  const presence = replicaPresence({
     pool: pg.db.pool,
     replica: { owner, name: 'vcu-sync', holds: 'outbox', now: isoAt(T0) },
     log,
     releaseOwner: (dead, nowIso) => releaseOwner(store, dead, nowIso),
-    onReleased: (count) => released.push(count),
     settleOrphans: async (nowIso) => {
       orphanSweeps.push(nowIso);
       return 0;
@@ -77,6 +76,8 @@ async function startReplica(owner: string, availability?: PgAvailability): Promi
     random: () => 0,
     availability,
   });
+  presence.onHandBack((count) => released.push(count));
+  await presence.start();
   const replica = { owner, presence, timers, store, released, orphanSweeps, lines };
   started.push(replica);
   return replica;
