@@ -19,7 +19,9 @@ import type { Component } from '../context.js';
  *   PostgreSQL drops its lock and its `replicas` row; SQLite clears its daemon record (its file's
  *   locks go when the stores close).
  *
- * The daemon starts it first and stops it last (src/app/daemon.ts); each reader asks `alive()`.
+ * Implemented once per store: SQLite's in ./sqliteDaemon.ts, PostgreSQL's is the replica's presence
+ * (src/postgres/presence.ts). The daemon starts it first and stops it last (./daemon.ts); whatever
+ * claims (both dispatchers, the claim-ahead's hand-back) asks `alive()`.
  */
 export interface Liveness extends Component {
   /** This process's lease owner: its outbox claims, its deliveries' claims, its liveness lock. */
@@ -28,6 +30,6 @@ export interface Liveness extends Component {
   alive(): boolean;
   /** Every component started: the daemon is up (SQLite: its record, for `status`'s uptime). */
   ready(): void;
-  /** Calls `fn` whenever claims of a dead process came back while this one runs (PostgreSQL's sweeps). */
-  onHandBack(fn: () => void): void;
+  /** Calls `fn` with the count whenever claims of a dead process came back while this one runs (PostgreSQL's sweeps). */
+  onHandBack(fn: (count: number) => void): void;
 }

@@ -27,8 +27,8 @@ export interface DispatcherOptions {
    */
   stopGraceMs?: number;
   /**
-   * Whether claiming is safe now (default: always): a PostgreSQL replica that lost its liveness
-   * lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
+   * Whether claiming is safe now, the daemon's liveness (app/liveness.ts; default: always): a
+   * PostgreSQL replica that lost its liveness lock is presumed dead by the others, who may hand its claims back, so it claims nothing until
    * it holds the lock again (rows it has in flight are settled as ever, guarded by their lease).
    */
   mayClaim?: () => boolean;
