@@ -33,7 +33,7 @@ async function livenessBackend(database: string, owner: string): Promise<number 
 }
 
 describe("a daemon's liveness on postgres only", () => {
-  it('its liveness session ended from outside: not alive (claims nothing), then alive again once the lock is re-taken', async () => {
+  it('its liveness session ended from outside: not alive, then alive again once the lock is re-taken on a new session, and free after its stop', async () => {
     const database = await createTestDatabase(cluster);
     const { log, lines } = capturingLogger();
     const { stores } = await openDaemonStores(configFor(database.url), log);
