@@ -89,7 +89,12 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
     const pid = bare.proc.pid!;
     base = await measuredLoad(`http://127.0.0.1:${port}/webhooks/operator`, seconds, 'bare', pid);
     options.say(`webhooks: bare Hono + durable insert, the disk's floor (${seconds} s)`);
-    durable = await measuredLoad(`http://127.0.0.1:${port}/durable/webhooks/operator`, seconds, 'durable', pid);
+    durable = await measuredLoad(
+      `http://127.0.0.1:${port}/durable/webhooks/operator`,
+      seconds,
+      'durable',
+      pid,
+    );
   } finally {
     await bare.stop();
   }
