@@ -17,6 +17,7 @@ import {
 } from '../httpBody.js';
 import type { RequestSync } from '../syncRequests.js';
 import { bodyHash, type RecordResult } from './correlate.js';
+import { requestHeaders } from './headers.js';
 import type { InboxStore } from './inboxStore.js';
 import { interpretPayload } from './interpret.js';
 import { reportDecisionEffects } from './report.js';
@@ -141,18 +142,20 @@ export function createWebhookApp(ctx: AppContext, options: WebhookAppOptions): W
 
   app.post(WEBHOOK_PATH, async (c) => {
     const nowMs = ctx.clock.now();
-    if (declaredTooLarge(c.req.header('content-length'), limit)) {
+    const header = requestHeaders(c);
+    if (declaredTooLarge(header('content-length'), limit)) {
       return refuse(413, `body larger than ${limit} bytes`, nowMs, true);
     }
-    if (!isJsonContentType(c.req.header('content-type'))) {
+    const contentType = header('content-type');
+    if (!isJsonContentType(contentType)) {
       return refuse(415, 'content type must be application/json', nowMs);
     }
-    const charset = foreignCharset(c.req.header('content-type'));
+    const charset = foreignCharset(contentType);
     if (charset !== null) return refuse(415, foreignCharsetMessage(charset), nowMs);
     const body = await readRequestBody(c, limit);
     if (!body.ok) return refuse(body.status, body.reason, nowMs, true);
 
-    const verdict = verify((name) => c.req.header(name), body.bytes, nowMs);
+    const verdict = verify(header, body.bytes, nowMs);
     if (!verdict.ok) return refuse(401, verdict.reason, nowMs);
 
     const parsed = parseJsonObject(body.bytes);

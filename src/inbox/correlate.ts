@@ -16,7 +16,7 @@
  * Locks are taken rows first, the feed's last, so these never deadlock with the operations store;
  * the sweep locks its rows up front, in id order.
  */
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import type { StateChangeSink } from '../operations/effects.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
 import type { OperationSummary } from '../operations/reads.js';
@@ -57,7 +57,8 @@ export type DecisionEffect =
 
 /** sha256 (hex) of a body: raw bytes as received, or (rows stored before body_hash) the stored text. */
 export function bodyHash(body: Uint8Array | string): string {
-  return createHash('sha256').update(body).digest('hex');
+  // One-shot: no Hash object per webhook (half the cost of createHash for a small body).
+  return oneShotHash('sha256', body, 'hex');
 }
 
 /** The operation's event a decision is (see operations/states.ts). */

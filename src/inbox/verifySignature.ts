@@ -65,8 +65,17 @@ export function signStandardWebhook(
   timestampSeconds: number,
   body: Uint8Array,
 ): string {
-  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.`).update(body).digest('base64');
-  return `v1,${mac}`;
+  return `v1,${standardMac(key, id, timestampSeconds, body)}`;
+}
+
+/** The base64 HMAC-SHA256 of "id.timestamp.body": one Hmac, the body hashed where it lies. */
+function standardMac(
+  key: Uint8Array | KeyObject,
+  id: string,
+  timestampSeconds: number,
+  body: Uint8Array,
+): string {
+  return createHmac('sha256', key).update(`${id}.${timestampSeconds}.`).update(body).digest('base64');
 }
 
 /** Parses a timestamp header: whole seconds since the epoch, digits only. */
@@ -142,7 +151,7 @@ function verifyStandard(rawKeys: readonly Buffer[], toleranceSeconds: number): V
     }
     if (offered.length === 0) return fail('no v1 signature in webhook-signature');
     for (const key of keys) {
-      const expected = Buffer.from(signStandardWebhook(key, id, seconds, body).slice(3), 'utf8');
+      const expected = Buffer.from(standardMac(key, id, seconds, body), 'utf8');
       for (const candidate of offered)
         if (sameBytes(candidate, expected)) return { ok: true, webhookId: boundedId(id) };
     }

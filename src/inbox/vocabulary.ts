@@ -25,7 +25,18 @@ export type Classified = 'approved' | 'rejected' | 'deposit' | 'neutral' | 'unkn
 export interface Vocabulary {
   readonly words: ReadonlyMap<string, Exclude<Classified, 'unknown'>>;
   readonly prefixes: ReadonlySet<string>;
+  /**
+   * Values already classified (key: "t" or "s", then the value): an operator sends a handful of
+   * types and statuses, and tokenizing them was ~3 % of a verified webhook's time. At most
+   * MEMO_CAP entries (default: absent, and every value is classified afresh).
+   */
+  readonly memo?: Map<string, Classified>;
 }
+
+/** Most values a vocabulary remembers; past it the memo starts again, so a sender cannot grow it. */
+const MEMO_CAP = 256;
+/** Longest value remembered: a type or status is a word or two, anything longer is not kept. */
+const MEMO_VALUE_MAX = 100;
 
 /** Compiles the configured lists (the config check has refused a word in two lists). */
 export function compileVocabulary(lists: DecisionLists): Vocabulary {
@@ -33,7 +44,7 @@ export function compileVocabulary(lists: DecisionLists): Vocabulary {
   for (const kind of ['approved', 'rejected', 'deposit', 'neutral'] as const) {
     for (const word of lists[kind]) words.set(canonicalWord(word), kind);
   }
-  return { words, prefixes: new Set(lists.type_prefixes.map(canonicalWord)) };
+  return { words, prefixes: new Set(lists.type_prefixes.map(canonicalWord)), memo: new Map() };
 }
 
 /**
@@ -41,6 +52,20 @@ export function compileVocabulary(lists: DecisionLists): Vocabulary {
  * prefixes may precede the word; the rest must still be one whole word.
  */
 export function classifyValue(value: string, vocabulary: Vocabulary, allowPrefixes: boolean): Classified {
+  const { memo } = vocabulary;
+  if (!memo || value.length > MEMO_VALUE_MAX) return classifyAfresh(value, vocabulary, allowPrefixes);
+  const key = (allowPrefixes ? 't' : 's') + value;
+  let known = memo.get(key);
+  if (known === undefined) {
+    known = classifyAfresh(value, vocabulary, allowPrefixes);
+    if (memo.size >= MEMO_CAP) memo.clear();
+    memo.set(key, known);
+  }
+  return known;
+}
+
+/** {@link classifyValue} without the memo. Pure. */
+function classifyAfresh(value: string, vocabulary: Vocabulary, allowPrefixes: boolean): Classified {
   const tokens = wordTokens(value);
   if (tokens.length === 0) return 'unknown';
   const last = allowPrefixes ? tokens.length - 1 : 0;

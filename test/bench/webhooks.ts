@@ -6,10 +6,31 @@ import { Webhook } from 'standardwebhooks';
 import { freePort } from '../helpers/net.js';
 import { BENCH_WEBHOOK_SECRET, daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
+import { cpuSeconds } from './lib/feedClients.js';
 import { spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 
 const CONNECTIONS = 16;
+
+/** What one load gave: requests per second, answers, and the server's CPU per answered request. */
+interface Load {
+  rps: number;
+  ok: number;
+  non2xx: number;
+  /** CPU (user + system, all threads) of the server process per 2xx, microseconds. */
+  cpuUs: number;
+}
+
+/**
+ * {@link load} with the server's CPU counted around it: unlike req/s, CPU per request hardly moves
+ * when other processes load the machine, so it compares runs taken at different times.
+ */
+async function measuredLoad(url: string, seconds: number, prefix: string, serverPid: number): Promise<Load> {
+  const cpu0 = await cpuSeconds(serverPid);
+  const result = await load(url, seconds, prefix);
+  const cpu = (await cpuSeconds(serverPid)) - cpu0;
+  return { ...result, cpuUs: result.ok > 0 ? (cpu * 1e6) / result.ok : Number.NaN };
+}
 
 /** autocannon against `url` with a fresh Standard-Webhooks signature and webhook-id per request. */
 async function load(
@@ -61,13 +82,19 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
 
   options.say(`webhooks: bare Hono baseline (${seconds} s, ${CONNECTIONS} connections)`);
   const bare = spawnNode(tsx('test/bench/children/bareHono.ts', [path.join(options.dir, 'bare-hooks.db')]));
-  let base: { rps: number; ok: number; non2xx: number };
-  let durable: { rps: number; ok: number; non2xx: number };
+  let base: Load;
+  let durable: Load;
   try {
     const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
-    base = await load(`http://127.0.0.1:${port}/webhooks/operator`, seconds, 'bare');
+    const pid = bare.proc.pid!;
+    base = await measuredLoad(`http://127.0.0.1:${port}/webhooks/operator`, seconds, 'bare', pid);
     options.say(`webhooks: bare Hono + durable insert, the disk's floor (${seconds} s)`);
-    durable = await load(`http://127.0.0.1:${port}/durable/webhooks/operator`, seconds, 'durable');
+    durable = await measuredLoad(
+      `http://127.0.0.1:${port}/durable/webhooks/operator`,
+      seconds,
+      'durable',
+      pid,
+    );
   } finally {
     await bare.stop();
   }
@@ -79,11 +106,16 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
     cli.args(['run', '--config', config]),
     daemonEnv({ db, operatorUrl: 'http://127.0.0.1:9', apiPort, webhookPort }),
   );
-  let measured: { rps: number; ok: number; non2xx: number };
+  let measured: Load;
   try {
     await waitForHealthz(daemon, apiPort);
     options.say(`webhooks: vcu-sync listener (${cli.kind})`);
-    measured = await load(`http://127.0.0.1:${webhookPort}/webhooks/operator`, seconds, 'real');
+    measured = await measuredLoad(
+      `http://127.0.0.1:${webhookPort}/webhooks/operator`,
+      seconds,
+      'real',
+      daemon.proc.pid!,
+    );
     options.say(`webhooks: WAL ${(statSync(`${db}-wal`).size / 1048576).toFixed(1)} MiB after the load`);
   } finally {
     await daemon.stop(10_000);
@@ -107,7 +139,24 @@ export async function webhooksScenario(options: BenchOptions): Promise<ScenarioR
       target: '>= 0.8 x baseline',
       met: ratio >= 0.8,
       notes: `autocannon in the harness, ${CONNECTIONS} connections, ${seconds} s; listener in child \`vcu-sync run\` (${cli.kind}), synchronous=full; bare Hono child; ${stored} events stored >= 2xx count`,
-      extra: { stored, durableFloor: durable.rps },
+      extra: {
+        stored,
+        durableFloor: durable.rps,
+        cpuUsPerRequest: measured.cpuUs,
+        bareCpuUsPerRequest: base.cpuUs,
+        durableCpuUsPerRequest: durable.cpuUs,
+      },
+    },
+    {
+      scenario: 'verified webhooks, server CPU per request',
+      measure: 'us/req',
+      value: measured.cpuUs,
+      baseline: base.cpuUs,
+      // Inverted so that, like the rows above, above 1 is better: bare Hono's cost over ours.
+      ratio: ratioOf(base.cpuUs, measured.cpuUs)!,
+      target: '(reported)',
+      met: true,
+      notes: `CPU (user + system, every thread) of each server process over its load / its 2xx count; ratio = bare / vcu-sync, the req/s ratio a CPU-bound host would give; bare + durable insert ${durable.cpuUs.toFixed(0)} us`,
     },
     {
       scenario: 'verified webhooks against a bare durable insert',

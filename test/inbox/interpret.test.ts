@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { interpretPayload } from '../../src/inbox/interpret.js';
@@ -252,5 +253,33 @@ describe('the vocabulary is configuration', () => {
     expect(() => loadConfig({ env: {}, overrides: { 'webhook.decisions': { approved: ['._'] } } })).toThrow(
       'config: webhook.decisions.approved[0]: expected a word, not only separators',
     );
+  });
+});
+
+describe('the vocabulary remembers what it classified', () => {
+  const words = fc.oneof(
+    fc.constantFrom('approved', 'rejected', 'transaction.approved', 'tx.rejected', 'deposit', 'pending'),
+    fc.string({ maxLength: 30 }),
+    fc.string({ minLength: 101, maxLength: 120 }),
+  );
+
+  it('answers as a vocabulary without memory, first call or later, type or status', () => {
+    const remembering = compileVocabulary(webhook.decisions);
+    const { memo: _, ...fresh } = compileVocabulary(webhook.decisions);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(words, fc.boolean()), { maxLength: 20 }), (calls) => {
+        for (const [value, asType] of [...calls, ...calls]) {
+          expect(classifyValue(value, remembering, asType)).toBe(classifyValue(value, fresh, asType));
+        }
+      }),
+    );
+  });
+
+  it('stays bounded whatever a sender varies, and keeps no long value', () => {
+    const remembering = compileVocabulary(webhook.decisions);
+    for (let i = 0; i < 5_000; i++) classifyValue(`transaction.approved.${i}`, remembering, true);
+    classifyValue('x'.repeat(500), remembering, false);
+    expect(remembering.memo!.size).toBeLessThanOrEqual(256);
+    expect([...remembering.memo!.keys()].every((key) => key.length <= 101)).toBe(true);
   });
 });
