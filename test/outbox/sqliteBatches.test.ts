@@ -183,7 +183,10 @@ describe('SQLite dispatcher work batched per group commit', () => {
       {
         many: (names) => {
           runs.many++;
-          return names.map((name) => (insert.run(name), name));
+          return names.map((name) => {
+            insert.run(name);
+            return name;
+          });
         },
         one: (name) => {
           runs.one++;
