@@ -5,7 +5,7 @@ import type { OperationRow } from '../../src/operations/rows.js';
 import { useStateChangeSink } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
-import { type Database, openDatabase } from '../../src/sqlite/open.js';
+import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore, sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { TurnBatch } from '../../src/sqlite/turnBatch.js';
 import { deliveriesSink } from '../../src/subscribers/enqueue.js';
@@ -23,7 +23,7 @@ const LEASE = '2026-03-01T13:00:00.000Z';
 const answered = { startedAt: T1, durationMs: 3, statusCode: 202, error: null };
 
 describe('SQLite dispatcher work batched per group commit', () => {
-  let database: Database;
+  let database: OpenDatabase;
   let cleanup: () => void;
   /** What each call of the state-change sink was given, as `ref state`. */
   let sinkCalls: string[][];
