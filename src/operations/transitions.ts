@@ -156,6 +156,13 @@ const SETTLE_ROW = Object.fromEntries(
   ]),
 ) as Record<SettleStep['to'], (values: Readonly<Record<SettleSlot, unknown>>) => Sql>;
 
+/** One settle: the claim that sent the row, the attempt to log, the step to move the row to. */
+export interface SettleCall {
+  claim: Claim;
+  attempt: AttemptRecord;
+  step: SettleStep;
+}
+
 /**
  * Logs the attempt and moves its row to `step`, if `claim.owner` still holds the lease; false
  * when it does not (another claimant took the row over and settles it).
@@ -166,17 +173,39 @@ export function* settleAttempt(
   step: SettleStep,
   sink: StateChangeSink | undefined,
 ): Script<boolean> {
-  yield* run(INSERT_ATTEMPT({ id: claim.id, ...attempt }));
-  const statement = SETTLE_ROW[step.to]({
-    id: claim.id,
-    owner: claim.owner,
-    now: claim.now,
-    text: step.to === 'accepted' ? step.response : step.error,
-    status: step.status,
-    next: step.to === 'queued' ? step.nextAttemptAt : null,
-    refund: step.to === 'queued' && step.refund ? 1 : 0,
-  });
-  return yield* moved(statement, { ref: claim.ref, from: 'sending', to: step.to, at: claim.now }, sink);
+  const [moved] = yield* settleAttempts([{ claim, attempt, step }], sink);
+  return moved === true;
+}
+
+/**
+ * Several settles in one script, each as {@link settleAttempt} does it, their state changes passed
+ * on together: one feed append and one call of the sink for the lot (SQLite's dispatcher settles
+ * the sends answered in one turn so, sqlite/operationsStore.ts). Per call, whether it moved its row.
+ */
+export function* settleAttempts(
+  calls: readonly SettleCall[],
+  sink: StateChangeSink | undefined,
+): Script<boolean[]> {
+  const moved: boolean[] = [];
+  const changes: StateChange[] = [];
+  for (const { claim, attempt, step } of calls) {
+    yield* run(INSERT_ATTEMPT({ id: claim.id, ...attempt }));
+    const { rowCount } = yield* run(
+      SETTLE_ROW[step.to]({
+        id: claim.id,
+        owner: claim.owner,
+        now: claim.now,
+        text: step.to === 'accepted' ? step.response : step.error,
+        status: step.status,
+        next: step.to === 'queued' ? step.nextAttemptAt : null,
+        refund: step.to === 'queued' && step.refund ? 1 : 0,
+      }),
+    );
+    moved.push(rowCount > 0);
+    if (rowCount > 0) changes.push({ ref: claim.ref, from: 'sending', to: step.to, at: claim.now });
+  }
+  yield* stateChanged(changes, sink);
+  return moved;
 }
 
 /** Back to the queue as it was before the claim: the attempt that never got an answer does not count. */

@@ -1,34 +1,41 @@
 import type { AppContext } from '../context.js';
+import type { OperationRow } from '../operations/rows.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
+import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
 import { type OutboxAccess, outboxAccess } from '../outbox/access.js';
 import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
-import { REQUEST_BUSY_GRACE_MS, type TransactionOptions } from '../store/script.js';
+import { REQUEST_BUSY_GRACE_MS } from '../store/script.js';
 import { stateChangeSinkOf } from './changes.js';
 import { commitQueueFor } from './commitQueue.js';
-import { sqliteInboxStore } from './inboxStore.js';
+import { type AcceptedCall, DISPATCHER_WORK, dispatcherBatchesFor } from './dispatcherBatches.js';
 import type { Sqlite } from './open.js';
 import { purgeWalAfterScrub, purgeWalIfOwed } from './walPurge.js';
 
-/**
- * The dispatcher's claims, settles and releases go on once committed, without waiting for the
- * commit's fsync: a power loss that takes one back only sends its row again (at-least-once, as
- * after any crash). A send slot waiting for an fsync after each answer halved the drain rate
- * against a bare POST loop (an fsync here costs as much as the operator's answer). What others
- * learn of them still waits for it: feed readers are woken once it is durable (./changes.ts).
- */
-export const DISPATCHER_WORK: TransactionOptions = { durable: false };
+export { DISPATCHER_WORK } from './dispatcherBatches.js';
 
 /**
  * The operations store on a SQLite handle: each call one job of the connection's group commit (so
  * it commits with its neighbours, in one transaction of its own as far as atomicity goes), its
- * state changes through the handle's sink.
+ * state changes through the handle's sink. The dispatcher's claims and settles made while a group
+ * is pending join one job per kind for the group (./dispatcherBatches.ts).
  */
 export class SqliteOperationsStore extends ScriptedOperationsStore {
+  private readonly batches: ReturnType<typeof dispatcherBatchesFor>;
+
   constructor(sqlite: Sqlite) {
     super(commitQueueFor(sqlite), {
       sink: () => stateChangeSinkOf(sqlite),
       dispatcherWork: DISPATCHER_WORK,
     });
+    this.batches = dispatcherBatchesFor(sqlite);
+  }
+
+  override claim(params: ClaimParams | (() => ClaimParams)): Promise<OperationRow[]> {
+    return this.batches.claims.add(typeof params === 'function' ? params : () => params);
+  }
+
+  override settle(claim: Claim, attempt: AttemptRecord, step: SettleStep): Promise<boolean> {
+    return this.batches.settles.add({ claim, attempt, step });
   }
 }
 
@@ -38,7 +45,10 @@ export class SqliteOperationsStore extends ScriptedOperationsStore {
  * sqlite/open.ts), so the WAL is emptied after it (sqlite/walPurge.ts).
  */
 export function sqliteOutboxHooks(sqlite: Sqlite): OutboxHooks {
-  return outboxHooks(commitQueueFor(sqlite), sqliteInboxStore(sqlite), (rows) =>
+  // An accepted row's inbox side joins its neighbours' (./dispatcherBatches.ts).
+  const { accepted } = dispatcherBatchesFor(sqlite);
+  const inbox = { afterAccepted: (op: AcceptedCall['op'], nowIso: string) => accepted.add({ op, nowIso }) };
+  return outboxHooks(commitQueueFor(sqlite), inbox, (rows) =>
     rows > 0 ? purgeWalAfterScrub(sqlite) : purgeWalIfOwed(sqlite),
   );
 }
