@@ -4,24 +4,6 @@ import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 
 /**
- * The group commit's fsync, off the event loop. With `synchronous = FULL` SQLite fsyncs the WAL
- * inside COMMIT, on the thread that commits: profiles of the daemon showed the loop blocked there
- * 38 % of the time under webhooks and 41 % while draining the outbox (the same runs with
- * `synchronous = NORMAL`, no fsync, took webhooks from 0.55x to 0.96x of a bare handler).
- *
- * So a group commit runs with `synchronous = NORMAL` (SQLite writes the WAL frames, does not sync
- * them), and its callers are answered only after `fsync` of the WAL file has run in libuv's thread
- * pool. Meanwhile the loop goes on parsing, verifying and committing the next group, whose own
- * fsync follows. A 201 or a webhook 2xx still means the row is on disk. What others may see sooner:
- * a committed row is visible to readers a moment before it is durable (only a power loss in that
- * moment takes it back, together with everything after it: the WAL loses a suffix, never a hole).
- *
- * Checkpoints are unchanged: under NORMAL SQLite still syncs the WAL before copying it into the
- * database file and syncs the file after. Linux syncs the inode whatever descriptor asks, so a
- * read-only descriptor of the WAL file is enough. The WAL file stays the same file while a
- * connection is open (it is truncated, never replaced).
- */
-/**
  * Most fsyncs of one WAL in flight at once. A group that committed while one was running used to
  * wait for it to end and then for its own: up to two fsyncs. One started at once ends about when a
  * lone fsync would (the kernel batches them into one journal commit where it can): measured on the
@@ -38,6 +20,25 @@ interface SyncWaiter {
   reject: (err: unknown) => void;
 }
 
+/**
+ * The group commit's fsync, off the event loop. With `synchronous = FULL` SQLite fsyncs the WAL
+ * inside COMMIT, on the thread that commits: profiles of the daemon showed the loop blocked there
+ * 38 % of the time under webhooks and 41 % while draining the outbox (the same runs with
+ * `synchronous = NORMAL`, no fsync, took webhooks from 0.55x to 0.96x of a bare handler).
+ *
+ * So a group commit runs with `synchronous = NORMAL` (SQLite writes the WAL frames, does not sync
+ * them), and its callers are answered only after `fsync` of the WAL file has run in libuv's thread
+ * pool. Meanwhile the loop goes on parsing, verifying and committing the next group, whose own
+ * fsync starts at once (up to {@link MAX_FSYNCS_IN_FLIGHT}). A 201 or a webhook 2xx still means the
+ * row is on disk. What others may see sooner: a committed row is visible to readers a moment
+ * before it is durable (only a power loss in that moment takes it back, together with everything
+ * after it: the WAL loses a suffix, never a hole).
+ *
+ * Checkpoints are unchanged: under NORMAL SQLite still syncs the WAL before copying it into the
+ * database file and syncs the file after. Linux syncs the inode whatever descriptor asks, so a
+ * read-only descriptor of the WAL file is enough. The WAL file stays the same file while a
+ * connection is open (it is truncated, never replaced).
+ */
 export class WalSync {
   private fd: number | null = null;
   /** Tickets handed out: one per sync() call. */
@@ -83,19 +84,19 @@ export class WalSync {
       this.inFlight++;
       this.fsyncOnce().then(
         () => this.answer(upTo, null),
-        (err: unknown) => this.answer(upTo, err),
+        (err: unknown) => this.answer(upTo, { err }),
       );
     }
   }
 
   /** An fsync covering tickets up to `upTo` ended: its callers not yet answered hear how. */
-  private answer(upTo: number, err: unknown): void {
+  private answer(upTo: number, failed: { err: unknown } | null): void {
     this.inFlight--;
     let covered = 0;
     while (covered < this.waiters.length && this.waiters[covered]!.ticket <= upTo) covered++;
     for (const waiter of this.waiters.splice(0, covered)) {
-      if (err === null) waiter.resolve();
-      else waiter.reject(err);
+      if (failed) waiter.reject(failed.err);
+      else waiter.resolve();
     }
     this.startFsyncs();
   }
