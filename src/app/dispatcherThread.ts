@@ -31,7 +31,7 @@ export interface DispatcherThreadOptions {
 export function createDispatcherThreadComponent(
   ctx: AppContext,
   options: DispatcherThreadOptions,
-): Component & { wake: () => void } {
+): Component & { wake: () => void; sendingPaused: () => boolean } {
   const host = hostThread<DispatcherIn, DispatcherOut>(ctx, {
     module: 'dispatcherWorker',
     from: import.meta.url,
@@ -43,19 +43,33 @@ export function createDispatcherThreadComponent(
     ...(options.restartDelayMs !== undefined ? { restartDelayMs: options.restartDelayMs } : {}),
     onMessage(message) {
       if (message.type === 'committed') options.onCommitted?.();
+      else if (message.type === 'paused') paused = message.paused;
       else void options.requestSync?.(message.targets, message.trigger).catch(() => false);
     },
   });
+  /**
+   * Sending is paused (an auth failure): the worker claims nothing but its probe, on its own timer,
+   * so a wake-up would only cost a postMessage here and a loop turn there, once per turn of the
+   * API's loop (profiled: the paused daemon's API thread spent 4x the draining one's time posting).
+   */
+  let paused = false;
   // One wake-up per turn of the loop however many enqueues asked: a postMessage per request was
   // ~4 % of the API thread's time at 500 enqueues/s.
   let wakePosted = false;
   const wake = () => {
-    if (wakePosted) return;
+    if (wakePosted || paused) return;
     wakePosted = true;
     setImmediate(() => {
       wakePosted = false;
       host.post({ type: 'wake' });
     });
   };
-  return { name: 'dispatcher', wake, start: host.start, stop: host.stop };
+  return {
+    name: 'dispatcher',
+    wake,
+    // What the worker last said: wake-ups are skipped while it is true.
+    sendingPaused: () => paused,
+    start: host.start,
+    stop: host.stop,
+  };
 }

@@ -45,6 +45,17 @@ const component = createDispatcherComponent(side.ctx, {
     deliveriesPrune(commitQueueFor(sqlite)),
   ),
 });
+// The main thread stops posting wake-ups while sending is paused (./dispatcherThread.ts): told of
+// each change within PAUSE_WATCH_MS. A pause ends only by this thread's own probe, which needs no wake.
+const PAUSE_WATCH_MS = 100;
+// null: nothing told yet, so a restarted worker corrects what the main thread heard from the last one.
+let toldPaused: boolean | null = null;
+setInterval(() => {
+  const paused = component.dispatcher.paused !== null;
+  if (paused === toldPaused) return;
+  toldPaused = paused;
+  side.post({ type: 'paused', paused });
+}, PAUSE_WATCH_MS).unref();
 await side.run<DispatcherIn>(component, (message) => {
   if (message.type === 'wake') component.wake();
 });

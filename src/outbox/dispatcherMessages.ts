@@ -8,4 +8,6 @@ export type DispatcherIn = { type: 'wake' };
 export type DispatcherOut =
   | { type: 'requestSync'; targets: SyncTarget[]; trigger: SyncTrigger }
   /** A claim or settle committed: readers waiting for new outbox changes may look again. */
-  | { type: 'committed' };
+  | { type: 'committed' }
+  /** Sending was paused by an auth failure, or resumed: a paused dispatcher needs no wake-ups. */
+  | { type: 'paused'; paused: boolean };

@@ -84,7 +84,12 @@ const DERIVED = { durable: false } as const;
 
 /** Ledger rows read per statement while catching up. */
 const CATCH_UP_PAGE = 2_000;
-/** How far below the newest ledgered id to look again: ids a concurrent transaction took but committed later. */
+/**
+ * How far below the newest ledgered id to look again: ids a concurrent transaction took but
+ * committed later. Only where processes write concurrently (PostgreSQL): on SQLite one writer at a
+ * time commits its ids in order, and rescanning 10,000 outbox rows each round held the API's loop
+ * ~10-20 ms a second under 500 enqueues/s (the enqueue p99 with the dispatcher paused).
+ */
 const LATE_COMMIT_SPAN = 10_000;
 
 /**
@@ -94,7 +99,8 @@ const LATE_COMMIT_SPAN = 10_000;
 export async function catchUpLedger(store: ScriptStore): Promise<Set<string>> {
   const touched = new Set<string>();
   const newest = (await store.read<{ id: number | null }>(q.newestLedgered()))[0]?.id;
-  let after = Math.max(0, Number(newest ?? 0) - LATE_COMMIT_SPAN);
+  const span = store.dialect.capabilities.sharedByProcesses ? LATE_COMMIT_SPAN : 0;
+  let after = Math.max(0, Number(newest ?? 0) - span);
   for (;;) {
     const rows = await store.read<{ id: number; body: string }>(q.unledgered(after, CATCH_UP_PAGE));
     if (rows.length === 0) return touched;

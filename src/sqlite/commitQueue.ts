@@ -151,9 +151,17 @@ export class CommitQueue implements ScriptStore {
     return this.submit(() => driveSqlite(this.sqlite, script), options);
   }
 
-  /** Runs one read now (outside the group: a read takes no write lock). */
+  /**
+   * Runs one read now (outside the group: a read takes no write lock), answered on the loop's next
+   * turn rather than as a microtask: a caller that reads again and again (the reconciler's round:
+   * the ledger, the feed's pages, the scope's facts) would otherwise hold the loop through all its
+   * reads, and the requests that arrived meanwhile would wait behind the whole round.
+   */
   read<R extends object = Row>(statement: Sql): Promise<R[]> {
-    return new Promise<R[]>((resolve) => resolve(runSqlite(this.sqlite, statement).rows as R[]));
+    return new Promise<R[]>((resolve) => {
+      const rows = runSqlite(this.sqlite, statement).rows as R[];
+      setImmediate(resolve, rows);
+    });
   }
 
   /** Runs `run` (synchronous, no awaits) in the next group transaction; resolves after its commit. */

@@ -13,6 +13,10 @@ import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.
 import { quantile } from './lib/timing.js';
 
 const RATE = 500;
+/** BENCH_RECONCILE=0 runs the daemons with `reconcile.enabled = false` (to measure its share). */
+const RECONCILE_OFF = process.env.BENCH_RECONCILE === '0';
+/** BENCH_ENQUEUE_ROWS=paused,draining runs those daemon rows only (durable, paused, draining, sync). */
+const ROWS = new Set((process.env.BENCH_ENQUEUE_ROWS ?? 'durable,paused,draining,sync').split(','));
 
 interface Latencies {
   p50: number;
@@ -117,7 +121,7 @@ async function daemonLoad(
   const config = writeConfig(
     options.dir,
     tag,
-    `${syncOnStart ? QUIET_DAEMON_TOML.replace('on_startup = false', 'on_startup = true') : QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n`,
+    `${syncOnStart ? QUIET_DAEMON_TOML.replace('on_startup = false', 'on_startup = true') : QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n${RECONCILE_OFF ? '[reconcile]\nenabled = false\n' : ''}`,
   );
   const daemon = spawnNode(
     cli.args(['run', '--config', config], [LOOP_DELAY_PRELOAD]),
@@ -178,46 +182,55 @@ export async function enqueueLatencyScenario(options: BenchOptions): Promise<Sce
   options.say(`enqueue latency: bare Hono baseline, ${RATE}/s for ${seconds} s`);
   const bare = spawnNode(tsx('test/bench/children/bareHono.ts', [path.join(options.dir, 'bare-durable.db')]));
   let baseline: Latencies;
-  let durable: Latencies;
+  let durable: Latencies | undefined;
   try {
     const [, port] = await bare.waitFor(/listening (\d+)/, 60_000);
     baseline = await pacedLoad(Number(port), seconds, 'bench-bare');
-    options.say(
-      `enqueue latency: bare Hono + durable SQLite insert (the disk's floor), ${RATE}/s for ${seconds} s`,
-    );
-    durable = await pacedLoad(Number(port), seconds, 'bench-durable', '/durable/v1/operations');
+    if (ROWS.has('durable')) {
+      options.say(
+        `enqueue latency: bare Hono + durable SQLite insert (the disk's floor), ${RATE}/s for ${seconds} s`,
+      );
+      durable = await pacedLoad(Number(port), seconds, 'bench-durable', '/durable/v1/operations');
+    }
   } finally {
     await bare.stop();
   }
 
-  const sim = await startSimChild(['--policy', 'none']);
-  try {
-    options.say(`enqueue latency: vcu-sync run, dispatcher paused, ${RATE}/s for ${seconds} s`);
-    await sim.admin('POST', '/_sim/faults', {
-      kind: '401',
-      count: 1_000_000,
-      pathPrefix: '/integration/v1/notify',
-    });
-    const paused = await daemonLoad(options, sim, 'enqueue-paused', seconds, synchronous, dispatcherThread);
-    await sim.admin('DELETE', '/_sim/faults');
-    options.say(`enqueue latency: vcu-sync run, dispatcher draining, ${RATE}/s for ${seconds} s`);
-    const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous, dispatcherThread);
-    const how = `child \`vcu-sync run\`, synchronous=${synchronous}, dispatcher_thread=${dispatcherThread}; baseline: bare Hono handler, same client`;
-    const rows = [
+  const how = `child \`vcu-sync run\`, synchronous=${synchronous}, dispatcher_thread=${dispatcherThread}${RECONCILE_OFF ? ', reconcile off' : ''}; baseline: bare Hono handler, same client`;
+  const rows: ScenarioResult[] = [];
+  if (durable)
+    rows.push(
       row(
         `enqueue at ${RATE} req/s, bare handler + durable insert`,
         durable,
         baseline,
         'the floor of a 201 that means on disk: bare Hono, one INSERT with synchronous=FULL per request; baseline: bare Hono handler',
       ),
-      row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how),
-      row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'),
-    ];
-    rows.push(await whileSyncing(options, seconds, synchronous, dispatcherThread, baseline, how));
-    return rows;
+    );
+  const sim = await startSimChild(['--policy', 'none']);
+  try {
+    if (ROWS.has('paused')) {
+      options.say(`enqueue latency: vcu-sync run, dispatcher paused, ${RATE}/s for ${seconds} s`);
+      await sim.admin('POST', '/_sim/faults', {
+        kind: '401',
+        count: 1_000_000,
+        pathPrefix: '/integration/v1/notify',
+      });
+      const paused = await daemonLoad(options, sim, 'enqueue-paused', seconds, synchronous, dispatcherThread);
+      await sim.admin('DELETE', '/_sim/faults');
+      rows.push(row(`enqueue at ${RATE} req/s, dispatcher paused`, paused, baseline, how));
+    }
+    if (ROWS.has('draining')) {
+      options.say(`enqueue latency: vcu-sync run, dispatcher draining, ${RATE}/s for ${seconds} s`);
+      const draining = await daemonLoad(options, sim, 'enqueue', seconds, synchronous, dispatcherThread);
+      rows.push(row(`enqueue at ${RATE} req/s, dispatcher draining`, draining, baseline, how, '< 5 ms'));
+    }
   } finally {
     await sim.close();
   }
+  if (ROWS.has('sync'))
+    rows.push(await whileSyncing(options, seconds, synchronous, dispatcherThread, baseline, how));
+  return rows;
 }
 
 /**

@@ -5,6 +5,7 @@ import { CommitQueue } from '../../src/sqlite/commitQueue.js';
 import { DatabaseUnavailable, databaseFaultsFor } from '../../src/sqlite/faults.js';
 import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
 import { whenUnlocked } from '../../src/sqlite/whenUnlocked.js';
+import { sql } from '../../src/store/sql.js';
 import { tempDir } from '../helpers/context.js';
 import { until } from '../ops/child.js';
 
@@ -166,6 +167,34 @@ describe('group commit: what waits for the fsync', () => {
         plain.submit(insert(daemon, 'b'), { durable: false }).then(() => again.push('b')),
       ]);
       expect(again).toEqual(['a', 'b']);
+    } finally {
+      dispose();
+    }
+  });
+});
+
+describe('group commit: reads', () => {
+  it('a read sees what was committed when it was called, and its caller goes on only after the loop has turned', async () => {
+    const { daemon, dispose } = twoConnections();
+    try {
+      const queue = new CommitQueue(daemon.sqlite);
+      await queue.submit(insert(daemon, 'before'));
+      const events: string[] = [];
+      // A caller reading again and again (the reconciler's round): what the loop queued meanwhile
+      // (an HTTP request's callback, here a timer-less immediate) runs between its reads.
+      const reader = (async () => {
+        for (let i = 0; i < 3; i++) {
+          const rows = await queue.read<{ name: string }>(sql`SELECT name FROM t ORDER BY id`);
+          events.push(`read ${rows.map((r) => r.name).join(',')}`);
+        }
+      })();
+      setImmediate(() => {
+        events.push('other work');
+        // Committed after the second read was taken (it ran as the first was answered): the third sees it.
+        daemon.sqlite.prepare("INSERT INTO t (name) VALUES ('after')").run();
+      });
+      await reader;
+      expect(events).toEqual(['read before', 'other work', 'read before', 'read before,after']);
     } finally {
       dispose();
     }

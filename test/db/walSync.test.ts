@@ -70,6 +70,43 @@ describe('WalSync and the group commit', () => {
     await expect(queue.submit(() => insert.run(3))).resolves.toBeDefined();
   });
 
+  it("starts a group's fsync at once while another runs (two at most), and answers each caller by the first fsync begun after it", async () => {
+    const sync = new WalSync('/nonexistent-wal');
+    // The fsyncs in flight, each ended by the test (the real one is the kernel's).
+    const running: Array<{ end: (err?: Error) => void }> = [];
+    (sync as unknown as { fsyncOnce: () => Promise<void> }).fsyncOnce = () =>
+      new Promise<void>((resolve, reject) => running.push({ end: (err) => (err ? reject(err) : resolve()) }));
+    const heard: string[] = [];
+    const call = (name: string) =>
+      sync.sync().then(
+        () => heard.push(`${name} ok`),
+        (err: Error) => heard.push(`${name} ${err.message}`),
+      );
+    const flush = () => new Promise((r) => setImmediate(r));
+
+    const first = call('g1');
+    const second = call('g2');
+    // g2 committed while g1's fsync runs: its own starts now, not after g1's ends.
+    expect(running).toHaveLength(2);
+    const third = call('g3');
+    expect(running).toHaveLength(2);
+    // g2's fsync ends first: it began after g1 and g2 committed, so both are durable, in their order.
+    running[1]!.end();
+    await Promise.all([first, second]);
+    expect(heard).toEqual(['g1 ok', 'g2 ok']);
+    // Room again: g3's fsync starts; it fails, and g3 alone hears of it.
+    await flush();
+    expect(running).toHaveLength(3);
+    running[2]!.end(new Error('EIO'));
+    await third;
+    expect(heard).toEqual(['g1 ok', 'g2 ok', 'g3 EIO']);
+    // g1's own fsync ending later answers nobody twice.
+    running[0]!.end();
+    await flush();
+    expect(heard).toHaveLength(3);
+    expect(running).toHaveLength(3);
+  });
+
   it('wakes feed readers only once the group is durable, after its writer is answered', async () => {
     dir = tempDir();
     db = openDatabase(path.join(dir.dir, 'f.db'), { synchronous: 'full' });

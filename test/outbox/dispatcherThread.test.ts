@@ -101,4 +101,57 @@ describe('dispatcher thread', () => {
       ctx.dispose();
     }
   });
+
+  it('skips wake-ups while sending is paused, and sends what queued meanwhile once a probe succeeds', async () => {
+    const ctx = testContext({
+      overrides: {
+        'operator.url': sim.url,
+        'operator.api_key': 'sim-api-key',
+        'operator.rate_per_second': 100_000,
+        'outbox.poll_ms': 50,
+        // Probes soon after the refusal, so the pause ends within the test once the key works.
+        'outbox.backoff_base_ms': 50,
+      },
+    });
+    const component = createDispatcherThreadComponent(ctx, { store: sqliteHostedStore(ctx.database.sqlite) });
+    const refused = { pathPrefix: '/integration/v1/notify' };
+    sim.faults.next(1_000_000, '401', refused);
+    const state = (ref: string) =>
+      (
+        ctx.database.sqlite
+          .prepare('SELECT state FROM outbox WHERE "marketplaceTransactionRef" = ?')
+          .get(ref) as {
+          state: string;
+        }
+      ).state;
+    try {
+      await component.start();
+      expect(component.sendingPaused()).toBe(false);
+      const first = await enqueueOperationGrouped(
+        ctx,
+        tokenization('paused-0', { unitId: 900 }),
+        component.wake,
+      );
+      expect(first.status).toBe(201);
+      await until('the main thread is told sending is paused', () => component.sendingPaused());
+      // Queued while paused: no wake-up goes to the worker, and none is needed.
+      const later = await Promise.all(
+        [1, 2, 3].map((i) =>
+          enqueueOperationGrouped(ctx, tokenization(`paused-${i}`, { unitId: 900 + i }), component.wake),
+        ),
+      );
+      expect(later.map((r) => r.status)).toEqual([201, 201, 201]);
+      expect(['paused-1', 'paused-2', 'paused-3'].map(state)).toEqual(['queued', 'queued', 'queued']);
+      sim.faults.clear();
+      // The worker's own probe finds the key works: everything goes, with no restart and no wake.
+      await until('all four accepted after the pause', () =>
+        ['paused-0', 'paused-1', 'paused-2', 'paused-3'].every((ref) => state(ref) === 'accepted'),
+      );
+      await until('the main thread is told sending runs again', () => !component.sendingPaused());
+    } finally {
+      sim.faults.clear();
+      await component.stop();
+      ctx.dispose();
+    }
+  });
 });
