@@ -76,7 +76,8 @@ export class ClaimAhead {
   /**
    * Up to `n` rows to send now, from the buffer; when it is empty, waits for a claim (the one
    * waiting or running, else one of its own: its failure is the caller's). Also returns the
-   * buffered rows whose lease ran too short to send, to hand back; then keeps a claim waiting.
+   * buffered rows whose lease ran too short to send, to hand back. The caller calls
+   * {@link topUp} once the rows it took are counted in `heldElsewhere`.
    */
   async take(n: number): Promise<{ rows: OperationRow[]; stale: OperationRow[] }> {
     if (this.buffer.length === 0) {
@@ -87,8 +88,9 @@ export class ClaimAhead {
     const [fresh, stale] = splitStale(this.buffer, this.deps.now(), this.deps.maxWaitMs);
     const rows = fresh.slice(0, Math.max(0, n));
     this.buffer = fresh.slice(rows.length);
-    // Only while rows move: an idle loop's claim finding nothing is not followed by another.
-    if (rows.length > 0) this.topUp();
+    // No top-up here: the rows taken are counted nowhere until the caller tracks their sends
+    // (heldElsewhere), and a claim whose group starts before that would take room they still use.
+    // The caller tops up once they are tracked, and only while rows move.
     return { rows: rows.map((h) => h.row), stale: stale.map((h) => h.row) };
   }
 

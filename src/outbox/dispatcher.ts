@@ -167,6 +167,8 @@ export class Dispatcher {
           continue;
         }
         for (const row of claimed) this.track(this.send(row));
+        // Claiming ahead: the next claim waits for a group now that these count as in flight.
+        if (claimed.length > 0) this.ahead?.topUp();
         if (
           claimed.length > 0 &&
           this.inflight.size < this.ctx.config.outbox.concurrency &&

@@ -191,7 +191,8 @@ export async function inPgTransaction<T>(
   pool: pg.Pool,
   /** `begun`: what the BEGIN's message answered (one result per statement in a custom `begin`). */
   work: (client: pg.PoolClient, begun: BeginAnswer) => Promise<T>,
-  options: { begin?: string } = {},
+  /** `begin`: the BEGIN's message, text or a query config (its row types, for statements sent with it). */
+  options: { begin?: string | pg.QueryConfig } = {},
 ): Promise<T> {
   return (await runPgTransaction(pool, work, options.begin)).result;
 }
@@ -205,7 +206,7 @@ export async function appendChangesPg(pool: pg.Pool, rows: ReadonlyArray<ChangeR
 async function runPgTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient, begun: BeginAnswer) => Promise<T>,
-  begin = 'BEGIN',
+  begin: string | pg.QueryConfig = 'BEGIN',
 ): Promise<{ result: T; lastSeq: number }> {
   const client = await pool.connect();
   // A connection whose ROLLBACK failed is in no known state (most often it broke): destroyed, not pooled.

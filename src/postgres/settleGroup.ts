@@ -1,14 +1,17 @@
 import type pg from 'pg';
 import { type ClaimedRow, claimChanges, claimShared } from '../operations/claim.js';
 import type { StateChange, StateChangeSink } from '../operations/effects.js';
-import { eventAppliesSql, type OperationRow } from '../operations/rows.js';
+import type { OperationRow } from '../operations/rows.js';
 import { stateChanged } from '../operations/stateChanged.js';
 import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
-import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
-import { join, raw, type Sql, sql } from '../store/sql.js';
+import type { Sql } from '../store/sql.js';
 import { inlined } from './inline.js';
 import { type BeginAnswer, inPgTransaction } from './open.js';
 import { drivePostgres, ROW_TYPES } from './scripts.js';
+import { CLAIM_PLAN_SQL, lockAndNameSql, lockHeldRows, parseLocked, settleMany } from './settleSql.js';
+
+/** The claim's pinned plan, where the tests and tools have found it. */
+export { CLAIM_PLAN_SQL } from './settleSql.js';
 
 /**
  * The dispatcher's settles and claims on PostgreSQL, grouped: what is submitted while a group's
@@ -131,110 +134,6 @@ export class RowLockedError extends Error {
   }
 }
 
-/** Locks rows by id, those nobody else holds (`ids`: a comma-separated list of integers). */
-const lockRowsSql = (ids: string) =>
-  `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED`;
-
-/**
- * After {@link lockRowsSql} took `locked` (in the BEGIN's message): returns every row of `ids` this
- * transaction holds. Rows nobody holds, the usual case, are all in `locked` already. Those held
- * elsewhere are waited for together, up to {@link ROW_LOCK_TIMEOUT_MS} in all, in a savepoint: a
- * timed-out wait (55P03) aborts what it is in, and held rows must not fail the whole group; then
- * those that came free meanwhile are taken and the rest left out. One wait for all, not one per
- * row: a group holds its other rows' locks while it waits, and a transaction that locks many rows
- * in another order (a person's `UPDATE outbox` in psql) waiting on one of them for a second
- * (deadlock_timeout) would find a cycle and be aborted.
- */
-async function lockHeldRows(
-  client: pg.ClientBase,
-  ids: readonly number[],
-  locked: Set<number>,
-): Promise<Set<number>> {
-  const held = [...new Set(ids)].filter((id) => !locked.has(id)).sort((a, b) => a - b);
-  if (held.length === 0) return locked;
-  const list = held.map((id) => Math.trunc(id)).join(',');
-  await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
-  await client.query('SAVEPOINT settle_lock');
-  try {
-    await client.query(`SELECT 1 FROM outbox WHERE id = ANY('{${list}}'::int8[]) ORDER BY id FOR UPDATE`);
-    await client.query('RELEASE SAVEPOINT settle_lock');
-    for (const id of held) locked.add(id);
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== '55P03') throw err;
-    await client.query('ROLLBACK TO SAVEPOINT settle_lock');
-    const { rows } = await client.query<{ id: number }>(lockRowsSql(list));
-    for (const r of rows) locked.add(r.id);
-  }
-  // The rest of the group (claims, the feed's lock) waits as before: their holders commit at once.
-  await client.query('SET LOCAL lock_timeout TO DEFAULT');
-  return locked;
-}
-
-/**
- * The claim's plan, pinned for its transaction (set_config(..., true) is SET LOCAL): the ordered
- * walk of `(state, id)` that stops after `limit` claimable rows. The planner picks it only when its
- * statistics say many rows are queued, and they rarely do when it matters: a fresh table before
- * autoanalyze, or one whose last ANALYZE saw every row settled, before a burst. Estimating a few
- * queued rows, it read them all (bitmap or `(state, next_attempt_at)` scan), tested every one's
- * NOT EXISTS (itself a bitmap AND over every queued row) and sorted: a claim cost O(queued²), 100-200
- * ms behind 1,000 queued rows of 50 keys, and 2,000 operations over 50 units drained at 24 a second
- * through the daemon. With sorts, bitmaps and sequential scans priced out, the walk is the only
- * plan left (the union's small sort stays, priced out but with nothing cheaper), and JIT, which
- * those prices would otherwise trigger, is off. Set in the BEGIN's message of a group with claims
- * and held to its end: its other statements (the settled rows' lock and settle, the feed's append,
- * subscribers' rows) read by primary or unique keys alone, so their plans are the same under it.
- */
-export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
-  set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
-
-/** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
-const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
-  ['id', 'int8', (j) => j.claim.id],
-  ['now', 'timestamptz', (j) => j.claim.now],
-  ['owner', 'text', (j) => j.claim.owner],
-  ['started_at', 'timestamptz', (j) => j.attempt.startedAt],
-  ['duration_ms', 'int4', (j) => j.attempt.durationMs],
-  ['status_code', 'int4', (j) => j.attempt.statusCode],
-  ['error', 'text', (j) => j.attempt.error],
-  ['text', 'text', (j) => (j.step.to === 'accepted' ? j.step.response : j.step.error)],
-  ['status', 'int4', (j) => j.step.status],
-  ['next_attempt_at', 'timestamptz', (j) => (j.step.to === 'queued' ? j.step.nextAttemptAt : null)],
-  ['refund', 'int4', (j) => (j.step.to === 'queued' && j.step.refund ? 1 : 0)],
-];
-
-const column = (name: string) => raw(`s.${name}`);
-
-/**
- * Settles rows of one step at once, in one statement over `unnest` arrays (PostgreSQL's; SQLite
- * settles row by row, transitions.ts): logs every attempt (whether or not its lease still holds)
- * and moves the rows whose claimant still holds the lease, by the same SET list and guards as one
- * row's settle, each row's guard reading its own claim's time and owner; returns the ids moved.
- */
-function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[]): Sql {
-  const arrays = SETTLE_COLUMNS.map(([, type, value]) => sql`${jobs.map(value)}${raw(`::${type}[]`)}`);
-  const names = raw(SETTLE_COLUMNS.map(([name]) => name).join(', '));
-  const values = { now: column('now'), text: column('text'), status: column('status') };
-  const set = settleSet(to, { ...values, next: column('next_attempt_at'), refund: column('refund') });
-  const guard = eventAppliesSql(SETTLE_EVENT[to], { now: column('now'), owner: column('owner') }, 'outbox.');
-  return sql`WITH s AS (SELECT * FROM unnest(${join(arrays, ', ')}) AS s(${names})),
-     attempt AS (
-       INSERT INTO outbox_attempts (outbox_id, started_at, duration_ms, status_code, error)
-       SELECT id, started_at, duration_ms, status_code, error FROM s)
-     UPDATE outbox SET ${set} FROM s WHERE outbox.id = s.id AND ${guard}
-     RETURNING outbox.id AS id, ${to === 'accepted' ? EARLY_EVENTS : raw('false')} AS early`;
-}
-
-/**
- * Whether a settled row's ref has webhook events stored (decisions that came before it was
- * accepted, for inbox.afterAccepted to mask and apply). Read in the settle's statement, after
- * the BEGIN's message locked the rows ({@link lockRowsSql}: an earlier statement, so this one's
- * snapshot is taken once they are held): every webhook that decides locks its row first
- * (inbox/correlate.ts), so one stored before this transaction's lock is in the statement's snapshot,
- * and one after it waits for the commit and finds the row accepted, applying its decision itself.
- */
-const EARLY_EVENTS = raw(`EXISTS (SELECT 1 FROM webhook_events e
-       WHERE e."marketplaceTransactionRef" = outbox."marketplaceTransactionRef")`);
-
 /** What a group's transaction did: the settled rows moved, each claim's rows. */
 interface GroupOutcome {
   moved: Set<number>;
@@ -243,60 +142,119 @@ interface GroupOutcome {
   shares: Map<ClaimJob, OperationRow[]>;
 }
 
-/** Runs `statements` as one simple-protocol message (./inline.ts); one result per statement. */
-async function runTogether(client: pg.ClientBase, statements: readonly Sql[]): Promise<pg.QueryResult[]> {
-  if (statements.length === 0) return [];
-  const answer = (await client.query({ text: statements.map(inlined).join(';\n'), types: ROW_TYPES })) as
-    | pg.QueryResult
-    | pg.QueryResult[];
-  return Array.isArray(answer) ? answer : [answer];
+/** A group's claims, one per owner, with their parameters taken (the claim's time and lease). */
+interface OwnerClaim extends ClaimParams {
+  group: Array<{ job: ClaimJob; params: ClaimParams }>;
 }
 
-/**
- * One group's writes: the settles (one statement per step), then the claims (one statement per
- * owner, so a refill sees the row its settle freed), all in one message; then every state change
- * at once (its feed rows travel with the COMMIT).
- */
-async function groupWrites(
-  client: pg.ClientBase,
-  settles: readonly SettleJob[],
-  claims: readonly ClaimJob[],
-  sink: StateChangeSink | undefined,
-): Promise<GroupOutcome> {
-  const steps = (['accepted', 'failed', 'queued'] as const)
-    .map((to) => ({ to, jobs: settles.filter((j) => j.step.to === to) }))
-    .filter((step) => step.jobs.length > 0);
+/** A group's work: its settles by step, its claims by owner (taking each claim's parameters now). */
+function planGroup(settles: readonly SettleJob[], claims: readonly ClaimJob[]) {
+  const steps = settleSteps(settles);
   const taken = claims.map((job) => ({
     job,
     params: typeof job.given === 'function' ? job.given() : job.given,
   }));
   // One statement for each owner's claims, at the first one's time and lease; a claim with no room
   // left (claimAhead.ts) asks for nothing and gets no statement.
-  const owners = claimsByOwner(taken).map((group) => ({
+  const owners: OwnerClaim[] = claimsByOwner(taken).map((group) => ({
     group,
     ...group[0]!.params,
     limit: group.reduce((sum, c) => sum + c.params.limit, 0),
   }));
-  const asking = owners.filter((o) => o.limit > 0);
-  const results = await runTogether(client, [
-    ...steps.map((step) => settleMany(step.to, step.jobs)),
-    ...asking.map(({ now, owner, leaseUntil, limit }) => claimShared({ now, owner, leaseUntil, limit })),
-  ]);
-  const moved = new Set<number>();
-  const quiet = new Set<number>();
+  return { steps, owners, asking: owners.filter((o) => o.limit > 0) };
+}
+
+/** Settles grouped by the step they take, in a fixed order; steps with none left out. */
+function settleSteps(settles: readonly SettleJob[]) {
+  return (['accepted', 'failed', 'queued'] as const)
+    .map((to) => ({ to, jobs: settles.filter((j) => j.step.to === to) }))
+    .filter((step) => step.jobs.length > 0);
+}
+
+type GroupPlan = ReturnType<typeof planGroup>;
+
+/**
+ * A group's first message, one round trip: BEGIN; with claims, their plan pinned (see
+ * {@link CLAIM_PLAN_SQL}); with settles, their rows locked and named ({@link lockAndNameSql}: ids
+ * written in, integers), then the settles of the rows it took (one statement per step, each its
+ * own snapshot, taken once the lock's statement is done: see {@link EARLY_EVENTS}), then the claims
+ * (one statement per owner, after the settles, so a refill sees the rows they free: a settled
+ * row's next one on its key is claimed in the settle's own transaction). Values written in as
+ * literals (./inline.ts). The feed's append travels with the COMMIT, the second and last.
+ */
+function groupMessage(ids: readonly number[], plan: GroupPlan): pg.QueryConfig {
+  const parts = ['BEGIN'];
+  if (plan.asking.length > 0) parts.push(CLAIM_PLAN_SQL);
+  if (ids.length > 0) {
+    parts.push(lockAndNameSql(ids.map((id) => String(Math.trunc(id))).join(',')));
+    for (const step of plan.steps) parts.push(inlined(settleMany(step.to, step.jobs, true)));
+  }
+  for (const { now, owner, leaseUntil, limit } of plan.asking)
+    parts.push(inlined(claimShared({ now, owner, leaseUntil, limit })));
+  return { text: parts.join(';\n'), types: ROW_TYPES };
+}
+
+/** Runs `statements` as one simple-protocol message (./inline.ts); one result per statement. */
+async function runTogether(client: pg.ClientBase, statements: readonly Sql[]): Promise<pg.QueryResult[]> {
+  if (statements.length === 0) return [];
+  return asResults(
+    (await client.query({ text: statements.map(inlined).join(';\n'), types: ROW_TYPES })) as BeginAnswer,
+  );
+}
+
+const asResults = (answer: BeginAnswer): pg.QueryResult[] => (Array.isArray(answer) ? answer : [answer]);
+
+/** The rows each settle statement moved, and which of them were accepted quiet (no webhook event). */
+function readSettled(
+  steps: ReturnType<typeof settleSteps>,
+  results: readonly pg.QueryResult[],
+  into: Pick<GroupOutcome, 'moved' | 'quiet'>,
+): void {
   steps.forEach((step, i) => {
     for (const { id, early } of results[i]!.rows as Array<{ id: number; early: boolean }>) {
-      moved.add(id);
-      if (step.to === 'accepted' && !early) quiet.add(id);
+      into.moved.add(id);
+      if (step.to === 'accepted' && !early) into.quiet.add(id);
     }
   });
+}
+
+/**
+ * After the first message ({@link groupMessage}, answered in `begun`): the settles whose rows were
+ * held elsewhere and came free within the wait ({@link lockHeldRows}) settled now, then every state
+ * change at once (its feed rows travel with the COMMIT). Returns the rows this transaction holds.
+ */
+async function groupWrites(
+  client: pg.ClientBase,
+  begun: BeginAnswer,
+  settles: readonly SettleJob[],
+  plan: GroupPlan,
+  sink: StateChangeSink | undefined,
+): Promise<GroupOutcome & { locked: Set<number> }> {
+  const results = asResults(begun);
+  let at = plan.asking.length > 0 ? 2 : 1;
+  const lockedFirst = new Set<number>();
+  const moved = new Set<number>();
+  const quiet = new Set<number>();
+  if (settles.length > 0) {
+    for (const id of parseLocked((results[at++]!.rows[0] as { locked?: string }).locked)) lockedFirst.add(id);
+    readSettled(plan.steps, results.slice(at), { moved, quiet });
+    at += plan.steps.length;
+  }
+  const ids = settles.map((j) => j.claim.id);
+  const locked = await lockHeldRows(client, ids, new Set(lockedFirst));
+  const late = settleSteps(settles.filter((j) => locked.has(j.claim.id) && !lockedFirst.has(j.claim.id)));
+  const lateResults = await runTogether(
+    client,
+    late.map((step) => settleMany(step.to, step.jobs, false)),
+  );
+  readSettled(late, lateResults, { moved, quiet });
   const changes: StateChange[] = settles
     .filter((j) => moved.has(j.claim.id))
     .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
   const shares = new Map<ClaimJob, OperationRow[]>();
-  for (const o of owners) {
-    const at = asking.indexOf(o);
-    const rows = at < 0 ? [] : (results[steps.length + at]!.rows as ClaimedRow[]);
+  for (const o of plan.owners) {
+    const asked = plan.asking.indexOf(o);
+    const rows = asked < 0 ? [] : (results[at + asked]!.rows as ClaimedRow[]);
     const split = shareClaimed(
       rows,
       o.group.map((c) => c.params.limit),
@@ -311,23 +269,13 @@ async function groupWrites(
     });
   }
   await drivePostgres(client, stateChanged(changes, sink));
-  return { moved, quiet, shares };
+  return { locked, moved, quiet, shares };
 }
 
 /**
- * The BEGIN's message of a group: with claims, their plan pinned (see {@link CLAIM_PLAN_SQL}); with
- * settles, their rows locked (ids written in: integers). One round trip for all three.
- */
-function groupBegin(settleIds: readonly number[], claims: boolean): string {
-  const parts = ['BEGIN'];
-  if (claims) parts.push(CLAIM_PLAN_SQL);
-  if (settleIds.length > 0) parts.push(lockRowsSql(settleIds.map((id) => String(Math.trunc(id))).join(',')));
-  return parts.join('; ');
-}
-
-/**
- * Runs one group in one transaction and answers its jobs. A row another transaction holds for long
- * (one left idle after updating it) is stepped over after a short wait: its settle alone fails
+ * Runs one group in one transaction of two round trips ({@link groupMessage}, then the feed's
+ * append with the COMMIT) and answers its jobs. A row another transaction holds for long (one left
+ * idle after updating it) is stepped over after a short wait: its settle alone fails
  * (RowLockedError) and is tried again, the rest of the group commits.
  */
 export async function flushGroup(
@@ -339,15 +287,11 @@ export async function flushGroup(
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
   const ids = settles.map((j) => j.claim.id);
+  const plan = planGroup(settles, claims);
   const { locked, moved, quiet, shares } = await inPgTransaction(
     pool,
-    async (client, begun) => {
-      const lockedNow = ids.length > 0 ? lastRows<{ id: number }>(begun) : [];
-      const locked = await lockHeldRows(client, ids, new Set(lockedNow.map((r) => Number(r.id))));
-      const lockedSettles = settles.filter((j) => locked.has(j.claim.id));
-      return { locked, ...(await groupWrites(client, lockedSettles, claims, sink)) };
-    },
-    { begin: groupBegin(ids, claims.length > 0) },
+    (client, begun) => groupWrites(client, begun, settles, plan, sink),
+    { begin: groupMessage(ids, plan) },
   );
   for (const id of quiet) quietAccepted?.add(id);
   for (const j of settles) {
@@ -355,10 +299,4 @@ export async function flushGroup(
     else j.reject(new RowLockedError(j.claim.id));
   }
   for (const j of claims) j.resolve(shares.get(j) ?? []);
-}
-
-/** The rows of a message's last statement. */
-function lastRows<R>(answer: BeginAnswer): R[] {
-  const last = Array.isArray(answer) ? answer[answer.length - 1] : answer;
-  return (last?.rows ?? []) as R[];
 }
