@@ -1,12 +1,21 @@
 import http from 'node:http';
 import https from 'node:https';
+import type { Readable } from 'node:stream';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
 import { linkedSignal } from '../linkedSignal.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';
+import { type PostAnswer, post } from './post.js';
 import { type RateEvent, RateLimiter } from './rateLimit.js';
+
+/** Sent with every request; accept-encoding is got's own default, named so /notify (node:http) sends it too. */
+const REQUEST_HEADERS = {
+  'user-agent': 'vcu-sync',
+  accept: 'application/json',
+  'accept-encoding': 'gzip, deflate, br',
+} as const;
 
 /** Everything the client needs to reach the operator. */
 export interface OperatorClientOptions {
@@ -121,7 +130,7 @@ export class OperatorClient {
         send: timeoutMs,
         response: timeoutMs,
       },
-      headers: { 'user-agent': 'vcu-sync', accept: 'application/json' },
+      headers: REQUEST_HEADERS,
     });
   }
 
@@ -167,7 +176,7 @@ export class OperatorClient {
 
   /** Reads the text of a non-2xx answer (bounded) and throws it as a classified error. */
   private async failFromStream(
-    stream: Request,
+    stream: Readable,
     status: number,
     retryAfter: string | undefined,
     keyNotSent: string | undefined,
@@ -299,39 +308,55 @@ export class OperatorClient {
    * At most `maxResponseBytes` of the answer are read: the rest is dropped and the text says so.
    */
   async notify(path: string, body: string, request: RequestOptions = {}): Promise<NotifyResult> {
-    const { stream, response, started } = await this.open(
-      'notify',
-      this.url(path),
-      {
-        method: 'POST',
+    await this.limiter.acquire(request.signal);
+    const started = this.clock.now();
+    let answer: PostAnswer;
+    try {
+      answer = await post({
+        url: this.url(path),
         body,
-        headers: { ...this.headers(this.options.authOnNotify ?? true), 'content-type': 'application/json' },
-        whole: true,
-      },
-      request,
-    );
+        headers: {
+          ...REQUEST_HEADERS,
+          ...this.headers(this.options.authOnNotify ?? true),
+          'content-type': 'application/json',
+        },
+        agents: this.agents,
+        connectTimeoutMs: this.options.connectTimeoutMs ?? 5_000,
+        timeoutMs: this.options.timeoutMs ?? 30_000,
+        signal: request.signal,
+      });
+    } catch (err) {
+      this.report('notify', 'error', started);
+      throw errorForNetwork(err);
+    }
+    const { response } = answer;
     const status = response.statusCode ?? 0;
-    if (status < 200 || status >= 300)
-      await this.failFromStream(
-        stream,
+    this.report('notify', status, started);
+    this.rateFeedback(status, started, header(response, 'retry-after'));
+    try {
+      if (status < 200 || status >= 300)
+        await this.failFromStream(
+          answer.body,
+          status,
+          header(response, 'retry-after'),
+          this.keyNotSent(this.options.authOnNotify ?? true),
+          request.maskBody,
+        );
+      const limit = this.options.maxResponseBytes ?? 1024 * 1024;
+      const read = await this.readOrFail(answer.body, limit);
+      const text = read.bytes.toString('utf8');
+      return {
         status,
-        header(response, 'retry-after'),
-        this.keyNotSent(this.options.authOnNotify ?? true),
-        request.maskBody,
-      );
-    const limit = this.options.maxResponseBytes ?? 1024 * 1024;
-    const answer = await this.readOrFail(stream, limit);
-    const text = answer.bytes.toString('utf8');
-    const durationMs = this.clock.now() - started;
-    return {
-      status,
-      body: answer.truncated ? `${text}${truncatedMarker(limit)}` : text,
-      durationMs,
-    };
+        body: read.truncated ? `${text}${truncatedMarker(limit)}` : text,
+        durationMs: this.clock.now() - started,
+      };
+    } finally {
+      answer.done();
+    }
   }
 
   /** {@link readBounded}, a broken or timed-out body classified as a network failure. */
-  private async readOrFail(stream: Request, limit: number) {
+  private async readOrFail(stream: Readable, limit: number) {
     try {
       return await readBounded(stream, limit);
     } catch (err) {
