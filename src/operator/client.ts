@@ -3,11 +3,11 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
+import { type PostAnswer, post } from '../httpPost.js';
 import { linkedSignal } from '../linkedSignal.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';
-import { type PostAnswer, post } from './post.js';
 import { type RateEvent, RateLimiter } from './rateLimit.js';
 
 /** Sent with every request; accept-encoding is got's own default, named so /notify (node:http) sends it too. */

@@ -2,8 +2,7 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { type Got, got, type Response } from 'got';
-import { linkedSignal } from '../linkedSignal.js';
+import { type PostAnswer, post } from '../httpPost.js';
 import { parseRetryAfter } from '../operator/errors.js';
 import { scrubText } from '../redact.js';
 import type { DeliveryOutcome } from './nextStep.js';
@@ -21,38 +20,28 @@ export interface SendTimeouts {
  */
 export const ANSWER_READ_LIMIT = 64 * 1024;
 
+/** Sent with every delivery beside the signature's; accept-encoding as got sent it. */
+const SEND_HEADERS = {
+  'user-agent': 'vcu-sync',
+  'content-type': 'application/json',
+  'accept-encoding': 'gzip, deflate, br',
+} as const;
+
 /**
- * POSTs signed events to subscribers. Every got timeout is set and got never retries (the
- * dispatcher owns retries). The answer's body is streamed, never kept: read up to
- * {@link ANSWER_READ_LIMIT}, then the request is destroyed, so a subscriber answering 1 GiB costs
- * a chunk of memory and its socket, not a 1 GiB buffer.
+ * POSTs signed events to subscribers, through node:http (src/httpPost.ts): a connect bound, one
+ * bound on the whole exchange, no redirect followed, never a retry (the dispatcher owns retries).
+ * The answer's body is streamed, never kept: read up to {@link ANSWER_READ_LIMIT}, then dropped
+ * with its socket, so a subscriber answering 1 GiB costs a chunk of memory and its socket, not a
+ * 1 GiB buffer.
  */
 export class SubscriberSender {
-  private readonly got: Got;
   private readonly agents = {
     http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
     https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
   };
   private readonly keys = new Map<string, KeyObject>();
 
-  constructor(t: SendTimeouts) {
-    this.got = got.extend({
-      agent: this.agents,
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      followRedirect: false,
-      timeout: {
-        lookup: t.connectTimeoutMs,
-        connect: t.connectTimeoutMs,
-        secureConnect: t.connectTimeoutMs,
-        socket: t.timeoutMs,
-        send: t.timeoutMs,
-        response: t.timeoutMs,
-        request: t.timeoutMs,
-      },
-      headers: { 'user-agent': 'vcu-sync', 'content-type': 'application/json' },
-    });
-  }
+  constructor(private readonly timeouts: SendTimeouts) {}
 
   /**
    * The Standard Webhooks headers for one body at `nowMs`: `v1,` and the base64 HMAC-SHA256 of
@@ -83,25 +72,26 @@ export class SubscriberSender {
     nowMs: number,
     signal: AbortSignal,
   ): Promise<DeliveryOutcome> {
-    const linked = linkedSignal(signal);
-    const request = this.got.stream.post(sub.url, {
-      body: delivery.body,
-      headers: this.headers(sub, delivery.webhookId, delivery.body, nowMs),
-      ...(linked.signal ? { signal: linked.signal } : {}),
-    });
-    // An error after the answer was judged (a timeout while its body is dropped) has nobody to
-    // hear it: without a listener it would be thrown as an uncaught 'error' event.
-    request.on('error', () => {});
+    let answer: PostAnswer | undefined;
     try {
-      const response = await answerOf(request);
-      const retryAfter = response.headers['retry-after'];
+      answer = await post({
+        url: sub.url,
+        body: delivery.body,
+        headers: { ...SEND_HEADERS, ...this.headers(sub, delivery.webhookId, delivery.body, nowMs) },
+        agents: this.agents,
+        connectTimeoutMs: this.timeouts.connectTimeoutMs,
+        timeoutMs: this.timeouts.timeoutMs,
+        signal,
+      });
+      const retryAfter = answer.response.headers['retry-after'];
       const outcome: DeliveryOutcome = {
         kind: 'answered',
-        status: response.statusCode,
+        status: answer.response.statusCode ?? 0,
         retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, nowMs),
       };
-      // The status is the answer: a body cut off or timed out after it does not change it.
-      await readAtMost(request, ANSWER_READ_LIMIT);
+      // The status is the answer: a body cut off or timed out after it does not change it. One
+      // longer than the limit is dropped with its socket.
+      if (!(await readAtMost(answer.body, ANSWER_READ_LIMIT))) answer.body.destroy();
       return outcome;
     } catch (err) {
       const e = err as { code?: string; name?: string; message?: string };
@@ -110,8 +100,7 @@ export class SubscriberSender {
       // Only the error's kind: a message may quote the URL, which may carry a token.
       return { kind: 'error', error: scrubText(`request ${what}`) };
     } finally {
-      linked.unlink();
-      request.destroy();
+      answer?.done();
     }
   }
 
@@ -119,14 +108,6 @@ export class SubscriberSender {
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
-}
-
-/** The answer's status line and headers, or the request's error (refused, timed out, aborted). */
-function answerOf(request: Readable & { once(event: 'response', fn: (r: Response) => void): unknown }) {
-  return new Promise<Response>((resolve, reject) => {
-    request.once('response', resolve);
-    request.once('error', reject);
-  });
 }
 
 /**

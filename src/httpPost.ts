@@ -1,8 +1,9 @@
 /**
- * One POST through node:http, for `/notify`: the hot path of the outbox's drain. got costs about
- * 300 µs of CPU per request more than node:http on this path (its stream, hooks and option
- * merging), as much as the rest of a send; lists and single reads keep got (streamed bodies,
- * idle timeouts), where a request's overhead is spread over a page.
+ * One POST through node:http, for `/notify` and the subscribers' deliveries: the hot paths of the
+ * outbox's drain and of the deliveries. got costs about 300 µs of CPU per request more than
+ * node:http on these paths (its stream, hooks and option merging), as much as the rest of a send;
+ * the operator's lists and single reads keep got (streamed bodies, idle timeouts), where a
+ * request's overhead is spread over a page.
  *
  * What got gave this request and this keeps: a connect timeout (lookup and connect), one bound on
  * the whole exchange, no redirect followed, no retry, the caller's abort, and a compressed answer
