@@ -200,7 +200,11 @@ export async function bareStreamSync(
     held = [];
   };
   try {
-    for await (const chunk of client.stream(`${url}${list.path}?limit=${options.pageSize}&offset=0`)) {
+    // The whole log is one request: a loaded host may take minutes to send it.
+    const body = client.stream(`${url}${list.path}?limit=${options.pageSize}&offset=0`, {
+      timeout: { request: 600_000 },
+    });
+    for await (const chunk of body) {
       for (const text of splitter.push(chunk as Buffer)) {
         held.push(JSON.parse(text as string) as Record<string, unknown>);
         if (held.length >= options.perCommit) commit();
