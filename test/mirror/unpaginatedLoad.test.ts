@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { deferIndexes, deferredKey } from '../../src/mirror/deferredIndexes.js';
 import { listResources } from '../../src/mirror/resources.js';
-import { HELD_RECORDS } from '../../src/mirror/scan/heldWrites.js';
+import { commitDue, HELD_BYTES, HELD_RECORDS, HELD_STREAM_BYTES } from '../../src/mirror/scan/heldWrites.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { count, expectMirrorEqualsRegistry, type Harness, harness, noSleep } from './harness.js';
@@ -27,6 +27,17 @@ const pendingDeferral = (harness: Harness) =>
   count(harness.ctx, `SELECT count(*) n FROM daemon_state WHERE key = '${deferredKey('unit_operations')}'`);
 
 describe('the units log served in one unpaginated body', () => {
+  it('holds less of a streamed body than of pages read whole, and never more than the record bound', () => {
+    const held = (bytes: number, streamed: boolean) => ({ records: 100, bytes, streamed });
+    expect(HELD_STREAM_BYTES).toBeLessThan(HELD_BYTES);
+    expect(commitDue(held(HELD_STREAM_BYTES, true), 0)).toBe(true);
+    expect(commitDue(held(HELD_STREAM_BYTES, false), 0)).toBe(false);
+    expect(commitDue(held(HELD_BYTES, false), 0)).toBe(true);
+    expect(commitDue({ records: HELD_RECORDS, bytes: 0, streamed: true }, 0)).toBe(true);
+    expect(commitDue(held(0, true), 999)).toBe(false);
+    expect(commitDue(held(0, true), 1000)).toBe(true);
+  });
+
   it('commits a streamed body in held batches of bounded size, not one commit per page', async () => {
     // A small body limit makes the client stream the body, as it would for a huge one.
     h = await harness(

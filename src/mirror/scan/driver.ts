@@ -201,11 +201,12 @@ async function fetchAndWrite(
     }
     // Every batch is held for the next commit, a page read whole as well as one of a body streamed
     // record by record (a list that ignores paging): commits of up to HELD_RECORDS records, HELD_BYTES
-    // of body or HELD_MS, whichever comes first, so memory stays bounded by what one commit holds.
+    // of body (HELD_STREAM_BYTES streamed) or HELD_MS, whichever comes first, so memory stays
+    // bounded by what one commit holds.
     let count = 0;
     try {
       for await (const batch of page.batches) {
-        await writes.add(batch.records, batch.nextOffset, batch.bytes);
+        await writes.add(batch.records, batch.nextOffset, batch.bytes, batch.streamed);
         count += batch.records.length;
       }
       return pageShape(page.shape, count);

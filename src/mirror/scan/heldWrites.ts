@@ -28,6 +28,14 @@ export const HELD_RECORDS = 10_000;
 export const HELD_BYTES = 8 * 1024 * 1024;
 
 /**
+ * Bytes of a streamed body held (a list that ignores paging, ~3,500 unit operations): `vcu-sync
+ * sync` of a 1,000,000-record log in one body has a memory budget (peak RSS < 120 MB, `npm run
+ * bench -- --only rss`) that 10,000 held records exceeded by ~10 MB, while commits of a few
+ * thousand already amortize the commit and its fsync (docs/benchmarks.md).
+ */
+export const HELD_STREAM_BYTES = 2 * 1024 * 1024;
+
+/**
  * Held records commit once this long has passed since the last commit, so a slow operator
  * (small pages, long answers) still commits page by page: progress shows, the run's idle bound
  * (`sync.idle_timeout_seconds`, reset by each commit) never sees held work as idleness, and a
@@ -37,12 +45,15 @@ export const HELD_MS = 1_000;
 
 /** Whether held writes are to commit now (pure): enough records, enough bytes, or long enough. */
 export function commitDue(
-  records: number,
-  bytes: number,
+  held: { records: number; bytes: number; streamed: boolean },
   sinceCommitMs: number,
   heldRecords?: number,
 ): boolean {
-  return records >= (heldRecords ?? HELD_RECORDS) || bytes >= HELD_BYTES || sinceCommitMs >= HELD_MS;
+  return (
+    held.records >= (heldRecords ?? HELD_RECORDS) ||
+    held.bytes >= (held.streamed ? HELD_STREAM_BYTES : HELD_BYTES) ||
+    sinceCommitMs >= HELD_MS
+  );
 }
 
 /** The run a scan's writes belong to, and who hears of them. */
@@ -64,6 +75,8 @@ export class HeldWrites {
   private pending = false;
   /** Bytes of the page bodies held. */
   private bytes = 0;
+  /** Some of what is held was streamed (its smaller byte bound applies). */
+  private streamed = false;
   /** When the scan last committed (clock ms). */
   private lastCommit: number;
 
@@ -80,10 +93,15 @@ export class HeldWrites {
   }
 
   /**
-   * Admits a batch that ends at `nextOffset`, read from `bytes` of body; it waits for
-   * {@link HELD_RECORDS} records, {@link HELD_BYTES} or {@link HELD_MS} since the last commit.
+   * Admits a batch that ends at `nextOffset`, read from `bytes` of body (`streamed`: a body read
+   * record by record); it waits for {@link commitDue}.
    */
-  async add(records: readonly FetchedRecord[], nextOffset: number, bytes: number): Promise<void> {
+  async add(
+    records: readonly FetchedRecord[],
+    nextOffset: number,
+    bytes: number,
+    streamed = false,
+  ): Promise<void> {
     this.run.counts.fetched += records.length;
     const fresh = admitBatch(this.cursor, records);
     if (fresh !== null) {
@@ -92,15 +110,9 @@ export class HeldWrites {
       this.pending = true;
     }
     this.bytes += bytes;
-    if (
-      commitDue(
-        this.records.length,
-        this.bytes,
-        this.ctx.clock.now() - this.lastCommit,
-        this.store.heldRecords,
-      )
-    )
-      await this.flush();
+    this.streamed ||= streamed;
+    const held = { records: this.records.length, bytes: this.bytes, streamed: this.streamed };
+    if (commitDue(held, this.ctx.clock.now() - this.lastCommit, this.store.heldRecords)) await this.flush();
   }
 
   /** Commits what is held, if anything, with its checkpoint. */
@@ -112,6 +124,7 @@ export class HeldWrites {
     this.checkpoint = null;
     this.pending = false;
     this.bytes = 0;
+    this.streamed = false;
     const { counts, runId } = this.run;
     const result = await this.store.commitBatch({
       runId,

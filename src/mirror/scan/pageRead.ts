@@ -16,6 +16,8 @@ export interface Batch {
    * its first batch (0 with the others); a streamed one, what was split since the batch before.
    */
   bytes: number;
+  /** Read from a body streamed record by record (a list that ignores paging), not parsed at once. */
+  streamed: boolean;
 }
 
 /** One body as read: what it is, and its records in batches. */
@@ -71,11 +73,15 @@ export async function readPage(body: ListBody, request: PageRequest, resource: L
   const batchSize = Math.max(request.limit, 100);
   // What the batches read so far hold: the whole body at once, or what the stream split so far.
   const bytesRead = body.kind === 'array' ? () => body.bytes : body.bytesRead;
+  const streamed = body.kind === 'stream';
   return {
     kind: 'page',
     drifted: body_.anchor === 'drifted',
     shape,
-    batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize, bytesRead),
+    batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize, {
+      bytesRead,
+      streamed,
+    }),
   };
 }
 
@@ -90,8 +96,9 @@ async function* batches(
   base: number,
   positioned: boolean,
   size: number,
-  bytesRead: () => number,
+  body: { bytesRead: () => number; streamed: boolean },
 ): AsyncGenerator<Batch> {
+  const { bytesRead, streamed } = body;
   let done = 0;
   let counted = 0;
   let records: FetchedRecord[] = [];
@@ -105,7 +112,7 @@ async function* batches(
     records.push({ value, position: positioned ? base + done + records.length : null });
     if (records.length < size) return null;
     done += records.length;
-    const batch = { records, nextOffset: base + done, bytes: bytesSince() };
+    const batch = { records, nextOffset: base + done, bytes: bytesSince(), streamed };
     records = [];
     return batch;
   };
@@ -120,7 +127,7 @@ async function* batches(
     }
   }
   done += records.length;
-  yield { records, nextOffset: base + done, bytes: bytesSince() };
+  yield { records, nextOffset: base + done, bytes: bytesSince(), streamed };
 }
 
 /** How a read waits between attempts and what stops it (the run's options). */
