@@ -28,12 +28,12 @@ export const HELD_RECORDS = 10_000;
 export const HELD_BYTES = 8 * 1024 * 1024;
 
 /**
- * Bytes of a streamed body held (a list that ignores paging, ~3,500 unit operations): `vcu-sync
- * sync` of a 1,000,000-record log in one body has a memory budget (peak RSS < 120 MB, `npm run
- * bench -- --only rss`) that 10,000 held records exceeded by ~10 MB, while commits of a few
- * thousand already amortize the commit and its fsync (docs/benchmarks.md).
+ * Bytes of a streamed body held (a list that ignores paging; ~900 unit operations, whatever
+ * `sync.page_size`): `vcu-sync sync` of a 1,000,000-record log in one body has a memory budget
+ * (peak RSS < 120 MB, `npm run bench -- --only rss`) that 10,000 held records exceeded by ~10 MB
+ * and 2 MiB by ~8 MB, for 6 % less CPU at most (docs/benchmarks.md, "The unpaginated units log").
  */
-export const HELD_STREAM_BYTES = 2 * 1024 * 1024;
+export const HELD_STREAM_BYTES = 512 * 1024;
 
 /**
  * Held records commit once this long has passed since the last commit, so a slow operator
