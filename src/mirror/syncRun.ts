@@ -7,9 +7,8 @@ import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { liveRows, type MirrorBackend, type RunLease, readCheckpoint, startRun } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
-import { deferIndexes, restoreIndexes } from './deferredIndexes.js';
 import { RunAborted } from './errors.js';
-import { listResources, type TableDef } from './resources.js';
+import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
@@ -143,9 +142,6 @@ async function runHeld(
   };
   try {
     if (list && plan) {
-      // A crashed first load's indexes first; then this one's deferred if the table is empty.
-      await restoreIndexes(backend.db, list, ctx.log);
-      await deferIndexes(backend.db, list, isoAt(started), ctx.log);
       const result = await syncList(ctx, list, {
         runId,
         plan,
@@ -195,7 +191,6 @@ async function runHeld(
     locked = backend.lock.lockFailure(err);
   } finally {
     guard.close();
-    if (list) await buildDeferred(ctx, backend, list);
   }
 
   const finished = ctx.clock.now();
@@ -206,21 +201,6 @@ async function runHeld(
   if (status === 'succeeded') ctx.log.info(fields, `sync of ${target} ${status}`);
   else ctx.log.error(fields, `sync of ${target} ${status}: ${error}`);
   return { outcome: { target, runId, status, mode, counts, error, durationMs: finished - started }, locked };
-}
-
-/**
- * Builds the indexes a first load deferred, whatever the run's outcome (a failed load resumes with
- * them); a failure to is left to the next run of the resource, which builds them before it reads.
- */
-async function buildDeferred(ctx: AppContext, backend: MirrorBackend, list: TableDef): Promise<void> {
-  try {
-    await restoreIndexes(backend.db, list, ctx.log);
-  } catch (err) {
-    ctx.log.error(
-      { event: 'sync.indexes.pending', table: list.table, error: errorMessage(err) },
-      'indexes deferred by a first load are not built yet; the next run of this resource builds them',
-    );
-  }
 }
 
 /** One line naming what went wrong; operator errors say what kind, with the operator's words. */

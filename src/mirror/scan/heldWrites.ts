@@ -14,10 +14,8 @@ import { admitBatch, checkpointAt, type ScanCursor } from './cursor.js';
  * them; whether its page was read whole (a page of a paged list) or streamed (a list that ignores
  * paging and sends its whole log in one body). On a 1,000,000-record units sync a commit of each
  * 1000-record page cost more than the rows themselves (its fsync, and the WAL checkpoint rewriting
- * the same index pages page after page); ten pages a commit halved the write time, and the
- * streamed log, once committed 1000 records at a time, went from 0.86x to over 1x of a bare loop
- * committing 10,000 (docs/benchmarks.md). Memory stays bounded: at most this many parsed records
- * are held.
+ * the same index pages page after page); ten pages a commit halved the write time. Memory stays
+ * bounded: at most this many parsed records are held.
  */
 export const HELD_RECORDS = 10_000;
 
@@ -29,9 +27,10 @@ export const HELD_BYTES = 8 * 1024 * 1024;
 
 /**
  * Bytes of a streamed body held (a list that ignores paging; ~900 unit operations, whatever
- * `sync.page_size`): `vcu-sync sync` of a 1,000,000-record log in one body has a memory budget
- * (peak RSS < 120 MB, `npm run bench -- --only rss`) that 10,000 held records exceeded by ~10 MB
- * and 2 MiB by ~8 MB, for 6 % less CPU at most (docs/benchmarks.md, "The unpaginated units log").
+ * `sync.page_size`, which used to set its commits): `vcu-sync sync` of a 1,000,000-record log in
+ * one body has a memory budget (peak RSS < 120 MB, `npm run bench -- --only rss`), and on a quiet
+ * host 2 MiB held cost ~6 MB more of it and more CPU, not less (docs/benchmarks.md, "The
+ * unpaginated units log").
  */
 export const HELD_STREAM_BYTES = 512 * 1024;
 
