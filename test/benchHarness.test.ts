@@ -13,6 +13,7 @@ const ROWS = [
   're-sync, nothing changed',
   'incremental units after +1%',
   'unit operations served unpaginated',
+  'unit operations in one unpaginated body',
   'outbox drain,',
   'enqueue at 500 req/s, dispatcher paused',
   'enqueue at 500 req/s, dispatcher draining',

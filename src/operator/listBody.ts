@@ -11,7 +11,12 @@ import { JsonArraySplitter } from './splitJsonArray.js';
  */
 export type ListBody =
   | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
-  | { readonly kind: 'stream'; readonly records: AsyncIterable<unknown> };
+  | {
+      readonly kind: 'stream';
+      readonly records: AsyncIterable<unknown>;
+      /** Bytes of the body split into records so far (what the records read hold, roughly). */
+      readonly bytesRead: () => number;
+    };
 
 function notAnArray(what: string): OperatorError {
   return new OperatorError('invalid-response', `operator answered ${what} where a JSON array was expected`);
@@ -44,9 +49,11 @@ async function* streamRecords(
   buffered: Buffer[],
   rest: AsyncIterator<Buffer>,
   limits: RecordLimits,
+  counter: { bytes: number },
 ): AsyncGenerator<unknown> {
   const splitter = new JsonArraySplitter(limits);
   const split = (chunk: Buffer) => {
+    counter.bytes += chunk.length;
     try {
       return splitter.push(chunk);
     } catch (err) {
@@ -90,18 +97,25 @@ export async function readListBody(
   const chunks: Buffer[] = [];
   let bytes = 0;
   const iterator = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const streamed = (buffered: Buffer[]): ListBody => {
+    const counter = { bytes: 0 };
+    return {
+      kind: 'stream',
+      records: streamRecords(buffered, iterator, limits, counter),
+      bytesRead: () => counter.bytes,
+    };
+  };
   try {
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
       chunks.push(next.value);
       bytes += next.value.length;
-      if (bytes > bufferLimit) return { kind: 'stream', records: streamRecords(chunks, iterator, limits) };
+      if (bytes > bufferLimit) return streamed(chunks);
     }
   } catch (err) {
     throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);
   }
   const body = Buffer.concat(chunks, bytes);
-  if (overLimits(body, 1, limits) !== null)
-    return { kind: 'stream', records: streamRecords([body], iterator, limits) };
+  if (overLimits(body, 1, limits) !== null) return streamed([body]);
   return { kind: 'array', records: parseArray(body.toString('utf8')), bytes };
 }
 

@@ -23,6 +23,7 @@ import { scalingScenario } from './scaling.js';
 import { shapeCostScenario } from './shapeCost.js';
 import { startupScenario } from './startup.js';
 import { subscribersScenario } from './subscribers.js';
+import { unpaginatedScenario } from './unpaginated.js';
 import { unpaginatedRssScenario } from './unpaginatedRss.js';
 import { webhooksScenario } from './webhooks.js';
 
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, Scenario> = {
   sync: fullSyncScenarios,
   shape: shapeCostScenario,
   rss: unpaginatedRssScenario,
+  unpaginated: unpaginatedScenario,
   outbox: outboxDrainScenario,
   enqueue: enqueueLatencyScenario,
   webhooks: webhooksScenario,

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeConfig } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
+import { describeMachine } from './lib/machine.js';
 import { spawnNode } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
@@ -40,6 +41,8 @@ export async function unpaginatedRssScenario(options: BenchOptions): Promise<Sce
       VCU_SYNC_LOG_LEVEL: 'warn',
     });
     const baseline = await peakRssMb(['--import', PRELOAD, '-e', '']);
+    // What V8 and libuv size themselves from: the figure is read beside the host's cores and memory.
+    const machine = describeMachine();
     return [
       {
         scenario: `${units} unit operations served unpaginated`,
@@ -49,7 +52,9 @@ export async function unpaginatedRssScenario(options: BenchOptions): Promise<Sce
         ratio: value / baseline,
         target: '< 120 MB',
         met: value < 120,
-        notes: `child process \`vcu-sync sync units\` (${cli.kind}); maxRSS at exit; baseline \`node -e ''\``,
+        notes:
+          `child process \`vcu-sync sync units\` (${cli.kind}); maxRSS at exit; baseline \`node -e ''\`; ` +
+          `host ${machine.cores} cores, ${machine.memoryGiB} GiB`,
       },
     ];
   } finally {

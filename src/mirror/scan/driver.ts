@@ -199,17 +199,14 @@ async function fetchAndWrite(
       pipe.ahead = new PageRead(ctx, resource, next, options);
       await pipe.ahead.sent();
     }
-    // A page read whole and parsed at once is in memory already: it may wait for the next ones to
-    // commit with them. A streamed body commits batch by batch (it holds what one batch holds).
-    const held = page.shape.whole ? null : page.bytes;
-    if (held === null) await writes.flush();
+    // Every batch is held for the next commit, a page read whole as well as one of a body streamed
+    // record by record (a list that ignores paging): commits of up to HELD_RECORDS records, HELD_BYTES
+    // of body (HELD_STREAM_BYTES streamed) or HELD_MS, whichever comes first, so memory stays
+    // bounded by what one commit holds.
     let count = 0;
-    // The body's bytes count once, with its first batch.
-    let bytes = held;
     try {
       for await (const batch of page.batches) {
-        await writes.add(batch.records, batch.nextOffset, bytes);
-        if (bytes !== null) bytes = 0;
+        await writes.add(batch.records, batch.nextOffset, batch.bytes, batch.streamed);
         count += batch.records.length;
       }
       return pageShape(page.shape, count);

@@ -9,20 +9,30 @@ import type { Checkpoint } from './checkpoint.js';
 import { admitBatch, checkpointAt, type ScanCursor } from './cursor.js';
 
 /**
- * Records held before they commit: a page read whole into memory is admitted at once but committed
- * together with the pages after it, up to this many records, in one transaction with the checkpoint
- * of the last of them. On a 1,000,000-record units sync a commit of each 1000-record page cost more
- * than the rows themselves (its fsync, and the WAL checkpoint rewriting the same index pages page
- * after page); ten pages a commit halved the write time. Memory stays bounded: at most this many
- * parsed records are held.
+ * Records held before they commit: a batch is admitted at once but committed together with the
+ * batches after it, up to this many records, in one transaction with the checkpoint of the last of
+ * them; whether its page was read whole (a page of a paged list) or streamed (a list that ignores
+ * paging and sends its whole log in one body). On a 1,000,000-record units sync a commit of each
+ * 1000-record page cost more than the rows themselves (its fsync, and the WAL checkpoint rewriting
+ * the same index pages page after page); ten pages a commit halved the write time. Memory stays
+ * bounded: at most this many parsed records are held.
  */
 export const HELD_RECORDS = 10_000;
 
 /**
- * And at most this many bytes of page bodies are held (records of a few KiB each would otherwise
- * hold far more memory than 10,000 ordinary ones); a streamed body is never held.
+ * And at most this many bytes of the bodies they were read from are held (records of a few KiB
+ * each would otherwise hold far more memory than 10,000 ordinary ones).
  */
 export const HELD_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Bytes of a streamed body held (a list that ignores paging; ~900 unit operations, whatever
+ * `sync.page_size`, which used to set its commits): `vcu-sync sync` of a 1,000,000-record log in
+ * one body has a memory budget (peak RSS < 120 MB, `npm run bench -- --only rss`), and on a quiet
+ * host 2 MiB held cost ~6 MB more of it and more CPU, not less (docs/benchmarks.md, "The
+ * unpaginated units log").
+ */
+export const HELD_STREAM_BYTES = 512 * 1024;
 
 /**
  * Held records commit once this long has passed since the last commit, so a slow operator
@@ -31,6 +41,19 @@ export const HELD_BYTES = 8 * 1024 * 1024;
  * crash loses little.
  */
 export const HELD_MS = 1_000;
+
+/** Whether held writes are to commit now (pure): enough records, enough bytes, or long enough. */
+export function commitDue(
+  held: { records: number; bytes: number; streamed: boolean },
+  sinceCommitMs: number,
+  heldRecords?: number,
+): boolean {
+  return (
+    held.records >= (heldRecords ?? HELD_RECORDS) ||
+    held.bytes >= (held.streamed ? HELD_STREAM_BYTES : HELD_BYTES) ||
+    sinceCommitMs >= HELD_MS
+  );
+}
 
 /** The run a scan's writes belong to, and who hears of them. */
 export interface WriteRun {
@@ -41,8 +64,8 @@ export interface WriteRun {
 
 /**
  * The scan's writes, in order: each batch is admitted by the cursor when it is read, and committed
- * with the checkpoint it leads to. Held batches commit when enough are held, before a batch that is
- * not held (a streamed body), and when the scan ends or stops ({@link flush}); a checkpoint never
+ * with the checkpoint it leads to. Held batches commit when enough are held ({@link commitDue}),
+ * and when the scan ends or stops ({@link flush}); a checkpoint never
  * commits without the data before it, and what a failure drops was never checkpointed.
  */
 export class HeldWrites {
@@ -51,6 +74,8 @@ export class HeldWrites {
   private pending = false;
   /** Bytes of the page bodies held. */
   private bytes = 0;
+  /** Some of what is held was streamed (its smaller byte bound applies). */
+  private streamed = false;
   /** When the scan last committed (clock ms). */
   private lastCommit: number;
 
@@ -67,12 +92,15 @@ export class HeldWrites {
   }
 
   /**
-   * Admits a batch that ends at `nextOffset`; commits it now unless its page is in memory already
-   * (`heldBytes`: the size of its body, counted with its first batch; null: commit now), in which
-   * case it waits for {@link HELD_RECORDS} records, {@link HELD_BYTES} or {@link HELD_MS} since the
-   * last commit.
+   * Admits a batch that ends at `nextOffset`, read from `bytes` of body (`streamed`: a body read
+   * record by record); it waits for {@link commitDue}.
    */
-  async add(records: readonly FetchedRecord[], nextOffset: number, heldBytes: number | null): Promise<void> {
+  async add(
+    records: readonly FetchedRecord[],
+    nextOffset: number,
+    bytes: number,
+    streamed = false,
+  ): Promise<void> {
     this.run.counts.fetched += records.length;
     const fresh = admitBatch(this.cursor, records);
     if (fresh !== null) {
@@ -80,12 +108,10 @@ export class HeldWrites {
       this.checkpoint = checkpointAt(this.cursor, this.run.runId, nextOffset);
       this.pending = true;
     }
-    this.bytes += heldBytes ?? 0;
-    const due =
-      this.records.length >= (this.store.heldRecords ?? HELD_RECORDS) ||
-      this.bytes >= HELD_BYTES ||
-      this.ctx.clock.now() - this.lastCommit >= HELD_MS;
-    if (heldBytes === null || due) await this.flush();
+    this.bytes += bytes;
+    this.streamed ||= streamed;
+    const held = { records: this.records.length, bytes: this.bytes, streamed: this.streamed };
+    if (commitDue(held, this.ctx.clock.now() - this.lastCommit, this.store.heldRecords)) await this.flush();
   }
 
   /** Commits what is held, if anything, with its checkpoint. */
@@ -97,6 +123,7 @@ export class HeldWrites {
     this.checkpoint = null;
     this.pending = false;
     this.bytes = 0;
+    this.streamed = false;
     const { counts, runId } = this.run;
     const result = await this.store.commitBatch({
       runId,

@@ -11,6 +11,13 @@ import { classifyBody, type PageRequest, type PageShape } from './pager.js';
 export interface Batch {
   records: FetchedRecord[];
   nextOffset: number;
+  /**
+   * Bytes of the body this batch was read from: a page parsed at once counts all of its body with
+   * its first batch (0 with the others); a streamed one, what was split since the batch before.
+   */
+  bytes: number;
+  /** Read from a body streamed record by record (a list that ignores paging), not parsed at once. */
+  streamed: boolean;
 }
 
 /** One body as read: what it is, and its records in batches. */
@@ -25,8 +32,6 @@ export type Page =
       shape: PageShape;
       /** The records, positioned, in batches; read once. The last batch may be empty. */
       batches: AsyncIterable<Batch>;
-      /** The body's size when it was read whole into memory and parsed at once (null: streamed). */
-      bytes: number | null;
     };
 
 /**
@@ -66,12 +71,17 @@ export async function readPage(body: ListBody, request: PageRequest, resource: L
   };
   const base = (body_.whole ? 0 : request.offset) + skipped;
   const batchSize = Math.max(request.limit, 100);
+  // What the batches read so far hold: the whole body at once, or what the stream split so far.
+  const bytesRead = body.kind === 'array' ? () => body.bytes : body.bytesRead;
+  const streamed = body.kind === 'stream';
   return {
     kind: 'page',
     drifted: body_.anchor === 'drifted',
     shape,
-    batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize),
-    bytes: body.kind === 'array' ? body.bytes : null,
+    batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize, {
+      bytesRead,
+      streamed,
+    }),
   };
 }
 
@@ -86,14 +96,23 @@ async function* batches(
   base: number,
   positioned: boolean,
   size: number,
+  body: { bytesRead: () => number; streamed: boolean },
 ): AsyncGenerator<Batch> {
+  const { bytesRead, streamed } = body;
   let done = 0;
+  let counted = 0;
   let records: FetchedRecord[] = [];
+  const bytesSince = () => {
+    const read = bytesRead();
+    const bytes = read - counted;
+    counted = read;
+    return bytes;
+  };
   const take = (value: unknown): Batch | null => {
     records.push({ value, position: positioned ? base + done + records.length : null });
     if (records.length < size) return null;
     done += records.length;
-    const batch = { records, nextOffset: base + done };
+    const batch = { records, nextOffset: base + done, bytes: bytesSince(), streamed };
     records = [];
     return batch;
   };
@@ -108,7 +127,7 @@ async function* batches(
     }
   }
   done += records.length;
-  yield { records, nextOffset: base + done };
+  yield { records, nextOffset: base + done, bytes: bytesSince(), streamed };
 }
 
 /** How a read waits between attempts and what stops it (the run's options). */
