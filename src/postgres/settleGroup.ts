@@ -3,12 +3,19 @@ import { type ClaimedRow, claimChanges, claimShared } from '../operations/claim.
 import type { StateChange, StateChangeSink } from '../operations/effects.js';
 import type { OperationRow } from '../operations/rows.js';
 import { stateChanged } from '../operations/stateChanged.js';
-import type { AttemptRecord, Claim, ClaimParams, SettleStep } from '../operations/storeSeam.js';
+import type { ClaimParams } from '../operations/storeSeam.js';
 import type { Sql } from '../store/sql.js';
 import { inlined } from './inline.js';
 import { type BeginAnswer, inPgTransaction } from './open.js';
 import { drivePostgres, ROW_TYPES } from './scripts.js';
-import { CLAIM_PLAN_SQL, lockAndNameSql, lockHeldRows, parseLocked, settleMany } from './settleSql.js';
+import {
+  CLAIM_PLAN_SQL,
+  lockAndNameSql,
+  lockHeldRows,
+  parseLocked,
+  type SettleValues,
+  settleMany,
+} from './settleSql.js';
 
 /** The claim's pinned plan, where the tests and tools have found it. */
 export { CLAIM_PLAN_SQL } from './settleSql.js';
@@ -24,11 +31,8 @@ export { CLAIM_PLAN_SQL } from './settleSql.js';
  */
 
 /** A settle waiting for the next group. */
-export interface SettleJob {
+export interface SettleJob extends SettleValues {
   kind: 'settle';
-  claim: Claim;
-  attempt: AttemptRecord;
-  step: SettleStep;
   resolve(moved: boolean): void;
   reject(err: unknown): void;
 }

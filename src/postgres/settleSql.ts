@@ -1,9 +1,8 @@
 import type pg from 'pg';
 import { eventAppliesSql } from '../operations/rows.js';
-import type { SettleStep } from '../operations/storeSeam.js';
+import type { AttemptRecord, Claim, SettleStep } from '../operations/storeSeam.js';
 import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
-import type { SettleJob } from './settleGroup.js';
 
 /**
  * The statements of the dispatcher's groups on PostgreSQL (settleGroup.ts runs them): the settled
@@ -81,8 +80,15 @@ export async function lockHeldRows(
 export const CLAIM_PLAN_SQL = `SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true),
   set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`;
 
+/** What a settle's statement reads of a settle waiting in a group (settleGroup.ts's SettleJob). */
+export interface SettleValues {
+  claim: Claim;
+  attempt: AttemptRecord;
+  step: SettleStep;
+}
+
 /** A settle's values per row, as `unnest` columns: every step's, null where a step has none. */
-const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleJob) => unknown]> = [
+const SETTLE_COLUMNS: ReadonlyArray<readonly [string, string, (job: SettleValues) => unknown]> = [
   ['id', 'int8', (j) => j.claim.id],
   ['now', 'timestamptz', (j) => j.claim.now],
   ['owner', 'text', (j) => j.claim.owner],
@@ -105,7 +111,7 @@ const column = (name: string) => raw(`s.${name}`);
  * and moves the rows whose claimant still holds the lease, by the same SET list and guards as one
  * row's settle, each row's guard reading its own claim's time and owner; returns the ids moved.
  */
-export function settleMany(to: SettleStep['to'], jobs: readonly SettleJob[], lockedOnly: boolean): Sql {
+export function settleMany(to: SettleStep['to'], jobs: readonly SettleValues[], lockedOnly: boolean): Sql {
   const arrays = SETTLE_COLUMNS.map(([, type, value]) => sql`${jobs.map(value)}${raw(`::${type}[]`)}`);
   // Sent with the lock (lockAndNameSql): a row someone else holds is neither logged nor moved here.
   const locked = lockedOnly
