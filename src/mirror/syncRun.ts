@@ -139,6 +139,9 @@ async function runHeld(
       guard.progress(progress);
       options.onProgress?.(progress);
     },
+    // The cap is also checked as each batch is read: held batches commit in groups (up to 10,000
+    // records), and what passes the cap is never to be committed.
+    onFetched: (fetched: RunCounts) => guard.progress(fetched),
   };
   try {
     if (list && plan) {

@@ -35,6 +35,11 @@ export interface ListSyncOptions {
   signal?: AbortSignal;
   /** Called after each committed batch (default: none). */
   onProgress?: (counts: RunCounts) => void;
+  /**
+   * Called as each batch is read, before it is held; a throw fails the run with nothing of the
+   * batch committed: the record cap trips here, not a held commit later (default: none).
+   */
+  onFetched?: (counts: RunCounts) => void;
   /** Called when an incremental run falls back to a full scan (default: none). */
   onModeChange?: (mode: 'full') => void | Promise<void>;
   /** Where the batches go. */

@@ -60,6 +60,8 @@ export interface WriteRun {
   runId: number;
   counts: RunCounts;
   onProgress?: ((counts: RunCounts) => void) | undefined;
+  /** Told of each batch as it is read, before it is held (driver.ts, ListSyncOptions.onFetched). */
+  onFetched?: ((counts: RunCounts) => void) | undefined;
 }
 
 /**
@@ -102,6 +104,7 @@ export class HeldWrites {
     streamed = false,
   ): Promise<void> {
     this.run.counts.fetched += records.length;
+    this.run.onFetched?.(this.run.counts);
     const fresh = admitBatch(this.cursor, records);
     if (fresh !== null) {
       for (const record of fresh) this.records.push(record);
