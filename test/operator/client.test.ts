@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorClient } from '../../src/operator/client.js';
 import { OperatorError, parseRetryAfter } from '../../src/operator/errors.js';
+import { operatorFailure } from './operatorFailure.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -42,15 +43,7 @@ function client(extra: Partial<ConstructorParameters<typeof OperatorClient>[0]> 
   });
 }
 
-async function failure(p: Promise<unknown>): Promise<OperatorError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OperatorError);
-    return err as OperatorError;
-  }
-  throw new Error('expected an OperatorError');
-}
+const failure = operatorFailure;
 
 describe('OperatorClient', () => {
   it('sends the apikey header by default and Authorization: Bearer when configured', async () => {

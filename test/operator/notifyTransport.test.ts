@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorClient } from '../../src/operator/client.js';
-import { OperatorError } from '../../src/operator/errors.js';
+import { operatorFailure } from './operatorFailure.js';
 
 /**
  * /notify goes through node:http (src/operator/post.ts), not got: what got gave that path is
@@ -50,15 +50,7 @@ function client(extra: Partial<ConstructorParameters<typeof OperatorClient>[0]> 
   });
 }
 
-async function failure(p: Promise<unknown>): Promise<OperatorError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OperatorError);
-    return err as OperatorError;
-  }
-  throw new Error('expected an OperatorError');
-}
+const failure = operatorFailure;
 
 describe('/notify over node:http', () => {
   it('sends the body, its length, the key and the headers got sent; reports the status', async () => {

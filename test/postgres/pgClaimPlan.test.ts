@@ -60,6 +60,16 @@ async function inClaimTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) 
   }
 }
 
+/** One claim of 8 rows in `client`'s transaction, and how many rows it read to find them. */
+async function claimEight(client: pg.PoolClient) {
+  const before = await rowsReadSoFar(client);
+  const { rows } = await runPostgres(
+    client,
+    claimShared({ now: at(2), owner: 'plan', leaseUntil: at(60_000), limit: 8 }),
+  );
+  return { rows, rowsRead: (await rowsReadSoFar(client)) - before };
+}
+
 describe('the PostgreSQL claim without statistics', () => {
   const pg = useTestPgDatabase();
   // Each test starts from an empty outbox (the database is the file's).
@@ -71,12 +81,7 @@ describe('the PostgreSQL claim without statistics', () => {
     const { pool } = pg.db;
     await halfDrained(pool);
     await inClaimTransaction(pool, async (client) => {
-      const before = await rowsReadSoFar(client);
-      const { rows } = await runPostgres(
-        client,
-        claimShared({ now: at(2), owner: 'plan', leaseUntil: at(60_000), limit: 8 }),
-      );
-      const rowsRead = (await rowsReadSoFar(client)) - before;
+      const { rows, rowsRead } = await claimEight(client);
       expect(new Set(rows.map((r) => r.order_key)).size).toBe(8);
       // 8 claimed, each key's 20 older rows checked, a few rows locked past the cut: about 200.
       expect(rowsRead).toBeLessThan(500);
@@ -100,12 +105,7 @@ describe('the PostgreSQL claim without statistics', () => {
     );
     expect(free.rows).toHaveLength(4);
     await inClaimTransaction(pool, async (client) => {
-      const before = await rowsReadSoFar(client);
-      const { rows } = await runPostgres(
-        client,
-        claimShared({ now: at(2), owner: 'plan', leaseUntil: at(60_000), limit: 8 }),
-      );
-      const rowsRead = (await rowsReadSoFar(client)) - before;
+      const { rows, rowsRead } = await claimEight(client);
       // Exactly the free keys' next rows: no key with a row out gets a second one.
       expect(rows.map((r) => Number(r.id)).sort((a, b) => a - b)).toEqual(
         free.rows.map((r) => Number(r.id)).sort((a, b) => a - b),
