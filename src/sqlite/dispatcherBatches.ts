@@ -69,8 +69,8 @@ function* refsWithEvents(refs: readonly string[]): Script<Set<string>> {
 function* acceptedOf(calls: readonly AcceptedCall[], sqlite: Sqlite): Script<DecisionEffect[][]> {
   const named = yield* refsWithEvents(calls.map((c) => c.op.ref));
   const effects: DecisionEffect[][] = [];
+  const sink = stateChangeSinkOf(sqlite);
   for (const { op, nowIso } of calls) {
-    const sink = stateChangeSinkOf(sqlite);
     effects.push(named.has(op.ref) ? yield* acceptedDecisions(op, { now: nowIso, sink }) : []);
   }
   return effects;

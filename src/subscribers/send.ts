@@ -90,8 +90,8 @@ export class SubscriberSender {
         retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, nowMs),
       };
       // The status is the answer: a body cut off or timed out after it does not change it. One
-      // longer than the limit is dropped with its socket.
-      if (!(await readAtMost(answer.body, ANSWER_READ_LIMIT))) answer.body.destroy();
+      // longer than the limit is dropped with its socket (readAtMost destroys what it leaves).
+      await readAtMost(answer.body, ANSWER_READ_LIMIT);
       return outcome;
     } catch (err) {
       const e = err as { code?: string; name?: string; message?: string };
