@@ -20,10 +20,11 @@ import { hash as oneShotHash } from 'node:crypto';
 import type { StateChangeSink } from '../operations/effects.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
 import type { OperationSummary } from '../operations/reads.js';
+import { OUTBOX_ROW_LOCK } from '../operations/rows.js';
 import { nextState, type OperationState } from '../operations/states.js';
 import { decide } from '../operations/transitions.js';
 import { all, first, run, type Script } from '../store/script.js';
-import { type Sql, sql, whenShared } from '../store/sql.js';
+import { raw, type Sql, sql, whenShared } from '../store/sql.js';
 import {
   addCustodyIds,
   type EventInsert,
@@ -145,7 +146,7 @@ export type DecidingRow = OperationSummary & { body: string };
 
 /** The operation `ref` names, locked until the transaction ends where replicas decide at once. */
 export const decidingRow = (ref: string): Sql => sql`
-  SELECT id, state, body FROM outbox WHERE "marketplaceTransactionRef" = ${ref} ${whenShared(sql`FOR UPDATE`)}`;
+  SELECT id, state, body FROM outbox WHERE "marketplaceTransactionRef" = ${ref} ${whenShared(raw(OUTBOX_ROW_LOCK))}`;
 
 /** Puts a deposit's ids in custody; returns how many rows changed. */
 export function* addCustody(deposit: DepositIds, now: string): Script<number> {
@@ -294,7 +295,7 @@ export function* sweepPendingDecisions(at: DecidingAt): Script<DecisionEffect[]>
      WHERE o.state = 'accepted'
        AND EXISTS (SELECT 1 FROM webhook_events e
                     WHERE e."marketplaceTransactionRef" = o."marketplaceTransactionRef" AND e.outcome = 'pending')
-     ORDER BY o.id ${whenShared(sql`FOR UPDATE OF o SKIP LOCKED`)}`);
+     ORDER BY o.id ${whenShared(raw(`${OUTBOX_ROW_LOCK} OF o SKIP LOCKED`))}`);
   const effects: DecisionEffect[] = [];
   for (const row of rows) effects.push(...(yield* applyPendingDecisions(row, row.ref, at)));
   return effects;

@@ -1,7 +1,7 @@
 import { all, first, type Script } from '../store/script.js';
 import { join, raw, sql, typed } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
-import { eventAppliesSql, guardSql, type OperationRow } from './rows.js';
+import { eventAppliesSql, guardSql, type OperationRow, OUTBOX_ROW_LOCK } from './rows.js';
 import { shaped } from './shaped.js';
 import { stateChanged } from './stateChanged.js';
 import { fromStates, type OperationState } from './states.js';
@@ -107,7 +107,7 @@ export const claimShared = shaped<keyof ClaimParams>((p) => {
       SELECT o.id, o.state AS from_state FROM outbox o
       WHERE o.state BETWEEN ${raw(`'${from}' AND '${from}'`)}${due} AND ${READY_SHARED}
       ORDER BY o.state, o.id LIMIT ${p.limit}
-      FOR UPDATE SKIP LOCKED)`;
+      ${raw(OUTBOX_ROW_LOCK)} SKIP LOCKED)`;
   });
   const union = raw(branches.map((_, i) => `SELECT * FROM from_${i}`).join(' UNION ALL '));
   return sql`

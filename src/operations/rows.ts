@@ -2,6 +2,15 @@ import type { OutboxAttemptRecord, OutboxRecord } from '../db/schema/rowTypes.js
 import { join, raw, type Sql, sql } from '../store/sql.js';
 import { fromStates, type Guard, type OperationEvent } from './states.js';
 
+/**
+ * How a statement locks outbox rows where replicas share the store. Not `FOR UPDATE`: three tables
+ * reference the outbox (attempts, webhook events, the reconciliation's ledger), and inserting a
+ * row that names one takes `FOR KEY SHARE` on it, which `FOR UPDATE` conflicts with. A claim's
+ * SKIP LOCKED then passed over a row while the reconciler ledgered it, and a settle found its own
+ * row "held". No statement changes an outbox id, so the weaker lock excludes every other writer.
+ */
+export const OUTBOX_ROW_LOCK = 'FOR NO KEY UPDATE';
+
 /** An operation (outbox row) exactly as stored; the type is drizzle's, from the schema. */
 export type OperationRow = OutboxRecord;
 

@@ -7,6 +7,7 @@ import {
   personalMasker,
   personalValuesOf,
 } from '../operations/personal.js';
+import { OUTBOX_ROW_LOCK } from '../operations/rows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
@@ -89,7 +90,7 @@ function* scrubBatch(cutoffIso: string, nowIso: string): Script<number> {
     SELECT id, "marketplaceTransactionRef" AS ref, body, response, last_error, decision_reason FROM outbox
      WHERE scrubbed_at IS NULL AND state IN (${FINISHED})
        AND COALESCE(finished_at, decided_at, updated_at) <= ${typed(cutoffIso, 'timestamptz')}
-     ORDER BY id LIMIT ${SCRUB_BATCH}${whenShared(raw(' FOR UPDATE SKIP LOCKED'))}`);
+     ORDER BY id LIMIT ${SCRUB_BATCH}${whenShared(raw(` ${OUTBOX_ROW_LOCK} SKIP LOCKED`))}`);
   if (rows.length === 0) return 0;
   const attempts = yield* all<{ id: number; outbox_id: number; error: string | null }>(sql`
     SELECT id, outbox_id, error FROM outbox_attempts

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { eventAppliesSql } from '../operations/rows.js';
+import { eventAppliesSql, OUTBOX_ROW_LOCK } from '../operations/rows.js';
 import type { AttemptRecord, Claim, SettleStep } from '../operations/storeSeam.js';
 import { ROW_LOCK_TIMEOUT_MS, SETTLE_EVENT, settleSet } from '../operations/transitions.js';
 import { join, raw, type Sql, sql } from '../store/sql.js';
@@ -11,7 +11,7 @@ import { join, raw, type Sql, sql } from '../store/sql.js';
 
 /** Locks rows by id, those nobody else holds (`ids`: a comma-separated list of integers). */
 const lockRowsSql = (ids: string) =>
-  `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id FOR UPDATE SKIP LOCKED`;
+  `SELECT id::float8 AS id FROM outbox WHERE id = ANY('{${ids}}'::int8[]) ORDER BY id ${OUTBOX_ROW_LOCK} SKIP LOCKED`;
 
 /** The transaction-local setting naming the settled rows the group's first message locked. */
 const LOCKED_SETTING = 'vcu_sync.settle_locked';
@@ -49,7 +49,9 @@ export async function lockHeldRows(
   await client.query(`SET LOCAL lock_timeout = ${ROW_LOCK_TIMEOUT_MS}`);
   await client.query('SAVEPOINT settle_lock');
   try {
-    await client.query(`SELECT 1 FROM outbox WHERE id = ANY('{${list}}'::int8[]) ORDER BY id FOR UPDATE`);
+    await client.query(
+      `SELECT 1 FROM outbox WHERE id = ANY('{${list}}'::int8[]) ORDER BY id ${OUTBOX_ROW_LOCK}`,
+    );
     await client.query('RELEASE SAVEPOINT settle_lock');
     for (const id of held) locked.add(id);
   } catch (err) {

@@ -75,6 +75,9 @@ export async function reportApproved(
     when,
   );
   const claimed = await m.ops.claim({ owner: ME, now: when, leaseUntil: plus(when, HOUR), limit: 100 });
+  // Every row, or the case would wait for a finding its operations never made.
+  if (claimed.length !== bodies.length)
+    throw new Error(`claimed ${claimed.length} of ${bodies.length} operations`);
   for (const row of claimed) {
     const ref = row.marketplaceTransactionRef;
     const attempt = { startedAt: when, durationMs: 1, statusCode: 200, error: null };
