@@ -92,14 +92,13 @@ function open(
   });
 }
 
-/** The seams a command uses; `leaseOwner` names claims (a command never claims: it queues and steers). */
-function commandSeams(ctx: AppContext, database: PgDatabase, leaseOwner: string): Stores {
+/** The seams a command uses (a command never claims: it queues and steers). */
+function commandSeams(ctx: AppContext, database: PgDatabase): Stores {
   const { pool } = database;
   return {
     sharedByProcesses: true,
     // A cancel or retry is pushed to the subscribers, whichever process makes it.
     outbox: pgOutbox(ctx, pool, {
-      leaseOwner,
       onStateChange: deliveriesSink(subscribersFromConfig(ctx.config)),
     }),
     deliveriesAccess: new DeliveriesStore(postgresScriptStore(pool)),
@@ -135,7 +134,7 @@ export async function openPostgresCommand(
     throw err;
   }
   const ctx = createAppContext(config, log, { metrics: options.metrics ?? noopMetrics() });
-  return { ctx, stores: commandSeams(ctx, database, `cli:${process.pid}`) };
+  return { ctx, stores: commandSeams(ctx, database) };
 }
 
 async function hasTables(pool: pg.Pool, table = 'outbox'): Promise<boolean> {
@@ -210,10 +209,10 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
   const signal = new ChangeSignal();
   // Every state change, whichever store makes it, writes the subscribers' deliveries in its transaction.
   const onStateChange = deliveriesSink(subscribersFromConfig(ctx.config));
-  const operations = new PgOperationsStore(pool, { leaseOwner: owner, onStateChange });
+  const operations = new PgOperationsStore(pool, { onStateChange });
   const deliveries = new DeliveriesStore(scripts);
   return {
-    ...commandSeams(ctx, database, owner),
+    ...commandSeams(ctx, database),
     // Its presence (./liveness.ts); what a dead replica held comes back: its operations and its deliveries.
     liveness: replicaPresence({
       pool,
@@ -230,7 +229,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
     deliveries,
     pruneDeliveries: deliveriesPrune(scripts),
     api: {
-      outbox: pgOutbox(ctx, pool, { leaseOwner: owner, onStateChange }),
+      outbox: pgOutbox(ctx, pool, { onStateChange }),
       mirrorReads: mirrorReads(scripts),
       healthReads: pgHealthReads(pool, availability),
       deliveries: new DeliveriesStore(scripts),

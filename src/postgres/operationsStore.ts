@@ -11,7 +11,6 @@ import { type OutboxHooks, outboxHooks } from '../outbox/hooks.js';
 import { run, type Script } from '../store/script.js';
 import { join, raw, sql, typed } from '../store/sql.js';
 import { orderKeyLock } from './advisoryLocks.js';
-import { releaseDeadPg } from './liveness.js';
 import { postgresScriptStore } from './scripts.js';
 import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 
@@ -39,8 +38,6 @@ import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 export interface PgOperationsStoreOptions {
   /** What each state change writes in its transaction besides the feed (effects.ts; default: nothing). */
   onStateChange?: StateChangeSink;
-  /** This replica's lease owner: `releaseDead` never hands back its own claims. */
-  leaseOwner: string;
 }
 
 export class PgOperationsStore extends ScriptedOperationsStore {
@@ -49,10 +46,7 @@ export class PgOperationsStore extends ScriptedOperationsStore {
   /** Rows settled accepted with no webhook event for them (pgOutboxHooks' `quietAccepted`). */
   readonly quietAccepted = new QuietAccepted();
 
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly pgOptions: PgOperationsStoreOptions,
-  ) {
+  constructor(pool: pg.Pool, pgOptions: PgOperationsStoreOptions = {}) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
     this.group = new GroupRunner((jobs) =>
       flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted),
@@ -72,14 +66,6 @@ export class PgOperationsStore extends ScriptedOperationsStore {
     return new Promise((resolve, reject) =>
       this.group.submit({ kind: 'settle', claim, attempt, step, resolve, reject }),
     );
-  }
-
-  /** Hands back the rows of claimants whose liveness lock is free (another replica's start-up path). */
-  async releaseDead(nowIso: string): Promise<Array<{ id: number; ref: string }>> {
-    const perOwner = await releaseDeadPg(this.pool, this.pgOptions.leaseOwner, (owner) =>
-      this.releaseOwner(owner, nowIso),
-    );
-    return perOwner.flat().sort((a, b) => a.id - b.id);
   }
 
   /**
@@ -131,7 +117,7 @@ export function pgOutboxHooks(
   };
 }
 
-/** The outbox on PostgreSQL; `leaseOwner` names the store's claims (it never claims here). */
+/** The outbox on PostgreSQL, as the commands (which never claim) and the API use it. */
 export function pgOutbox(
   ctx: Pick<AppContext, 'clock' | 'config'>,
   pool: pg.Pool,

@@ -75,7 +75,7 @@ export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioRe
     clusters.push(cluster);
     const db = await openPostgres((await createTestDatabase(cluster.info)).url);
     opened.push(db);
-    const store = new CountingStore(db.pool, { leaseOwner: OWNER });
+    const store = new CountingStore(db.pool);
     const now = new Date().toISOString();
     for (let start = 0; start < n; start += QUEUE_BATCH) {
       const batch = [];

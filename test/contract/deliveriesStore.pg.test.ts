@@ -89,7 +89,7 @@ describe('deliveries writers on PostgreSQL', () => {
     const subscribers: Subscriber[] = [
       { key: 'a', url: 'http://127.0.0.1:1/hook', secret: 'whsec_x', events: ['operation.accepted'] },
     ];
-    await new PgOperationsStore(pg.db.pool, { leaseOwner: 'writer' }).insert(
+    await new PgOperationsStore(pg.db.pool).insert(
       ['old', 'new'].map((ref) => ({
         ref,
         operationType: 'Transfer',

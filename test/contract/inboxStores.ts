@@ -100,11 +100,11 @@ export function sqliteInboxHarness(): InboxHarness {
 }
 
 /** One replica on PostgreSQL: its own pool (a second harness over another pool is another replica). */
-export function postgresInboxHarness(db: PgDatabase, leaseOwner = ME): InboxHarness {
+export function postgresInboxHarness(db: PgDatabase): InboxHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
     inbox: new InboxStore(postgresScriptStore(db.pool), { onStateChange: deliveriesSink(SUBSCRIBERS) }),
-    ops: new PgOperationsStore(db.pool, { leaseOwner, onStateChange: deliveriesSink(SUBSCRIBERS) }),
+    ops: new PgOperationsStore(db.pool, { onStateChange: deliveriesSink(SUBSCRIBERS) }),
     events: () => values(EVENTS),
     texts: async () => (await db.pool.query<{ reason: string | null; body: string }>(TEXTS)).rows,
     rows: () => values(ROWS),

@@ -22,7 +22,7 @@ operationsApiCases('PostgreSQL', async () => {
   const store = await openPostgres(database.url);
   const { pool } = store;
   const onSqlite = await serveApi(ctx, {}, TOKEN);
-  const outbox = pgOutbox(ctx, pool, { leaseOwner: 'api-test' });
+  const outbox = pgOutbox(ctx, pool, {});
   const onPostgres = await serveApi(ctx, { outbox }, TOKEN);
   return {
     clock,

@@ -80,7 +80,7 @@ export function sqliteOperationsHarness(): OperationsHarness {
 export function postgresOperationsHarness(db: PgDatabase): OperationsHarness {
   const values = async (sql: string) => (await db.pool.query<{ v: string }>(sql)).rows.map((r) => r.v);
   return {
-    store: new PgOperationsStore(db.pool, { leaseOwner: ME, onStateChange: deliveriesSink(SUBSCRIBERS) }),
+    store: new PgOperationsStore(db.pool, { onStateChange: deliveriesSink(SUBSCRIBERS) }),
     rows: async () =>
       (
         await db.pool.query(

@@ -29,7 +29,7 @@ function postgresHarness(): ScrubHarness {
   const all = async <T>(sql: string) => (await pool.query(sql)).rows as T[];
   return {
     hooks: pgOutboxHooks(pool),
-    ops: new PgOperationsStore(pool, { leaseOwner: 'scrubber' }),
+    ops: new PgOperationsStore(pool),
     run: async (sql, params) => {
       await pool.query(sql, params);
     },

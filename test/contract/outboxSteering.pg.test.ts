@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 outboxSteeringCases('postgres', () => ({
-  outbox: pgOutbox(ctx, pgDb.pool, { leaseOwner: 'steer-test' }),
+  outbox: pgOutbox(ctx, pgDb.pool, {}),
   exec: async (sql) => void (await pgDb.pool.query(sql)),
   state: async (ref) =>
     (await pgDb.pool.query('SELECT state FROM outbox WHERE "marketplaceTransactionRef" = $1', [ref])).rows[0]

@@ -74,7 +74,7 @@ export async function postgresReconcile(
     db,
     store: postgresScriptStore(db.pool),
     changes,
-    ops: new PgOperationsStore(db.pool, { leaseOwner: 'replica-me' }),
+    ops: new PgOperationsStore(db.pool),
     backend: pgBackend(db.pool),
     query: async <R extends object>(sql: string, params: unknown[] = []) =>
       (await db.pool.query(sql, params)).rows as R[],

@@ -73,7 +73,7 @@ export async function postgresReconcileStore(db: PgDatabase): Promise<ReconcileS
   return {
     kind: 'postgres',
     scripts: postgresScriptStore(db.pool),
-    operations: new PgOperationsStore(db.pool, { leaseOwner: OWNER }),
+    operations: new PgOperationsStore(db.pool),
     backend: pgBackend(db.pool),
     config: loadConfig({ env: {}, overrides: {} }),
     close: async () => {},

@@ -46,7 +46,7 @@ async function apiOver(pool: pg.Pool): Promise<string> {
     ctx,
     routeRegistrars({
       mirrorReads: mirrorReads(postgresScriptStore(pool)),
-      outbox: pgOutbox(ctx, pool, { leaseOwner: 'api-unavailable' }),
+      outbox: pgOutbox(ctx, pool, {}),
       healthReads: pgHealthReads(pool),
       deliveries: new DeliveriesStore(postgresScriptStore(pool)),
       feed: feedReads(postgresScriptStore(pool), new ChangeSignal()),

@@ -111,7 +111,7 @@ async function accept(
 ) {
   const deliveries = deliveriesSink(subscribersFromConfig(config));
   const at = new Date().toISOString();
-  await new PgOperationsStore(db.pool, { leaseOwner: 'writer' }).insert(
+  await new PgOperationsStore(db.pool).insert(
     refs.map((ref) => ({ ref, operationType: 'Transfer', orderKey: null, body: '{}', hash: `h-${ref}` })),
     at,
   );

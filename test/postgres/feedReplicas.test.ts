@@ -43,7 +43,7 @@ async function startReplica(name: string, url: string): Promise<Replica> {
   const listener = listenForChanges({ pool: db.pool, signal });
   await listener.ready();
   const api = sqliteApiComponent(ctx, {
-    outbox: pgOutbox(ctx, db.pool, { leaseOwner: `replica-${name}` }),
+    outbox: pgOutbox(ctx, db.pool, {}),
     feed: feedReads(postgresScriptStore(db.pool), signal),
   });
   await api.start();

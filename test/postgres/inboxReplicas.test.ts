@@ -28,8 +28,8 @@ beforeAll(async () => {
   database = await createTestDatabase(cluster);
   dbA = await openPostgres(database.url);
   dbB = await openPostgres(database.url);
-  a = postgresInboxHarness(dbA, 'replica-a');
-  b = postgresInboxHarness(dbB, 'replica-b');
+  a = postgresInboxHarness(dbA);
+  b = postgresInboxHarness(dbB);
 });
 afterAll(async () => {
   await dbA?.close();

@@ -45,7 +45,7 @@ describe('outbox rows locked while another session inserts a row naming them', (
   }
 
   it('a claim takes them, a settle moves them, a decision applies, all while the insert is open', async () => {
-    const store = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-a' });
+    const store = new PgOperationsStore(pg.db.pool);
     await store.insert(
       [1, 2, 3].map((n) => ({
         ref: `lock-${n}`,

@@ -43,7 +43,7 @@ function aheadDispatcher(
       ...overrides,
     },
   });
-  const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: owner });
+  const store = new PgOperationsStore(env.pgDb.pool);
   const component = createDispatcherComponent(ctx, {
     store,
     hooks: pgOutboxHooks(env.pgDb.pool),
@@ -63,7 +63,7 @@ function aheadDispatcher(
 async function enqueue(ops: ReadonlyArray<{ ref: string; unit: number }>): Promise<void> {
   const ctx = testContext();
   try {
-    const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: 'enqueue' });
+    const store = new PgOperationsStore(env.pgDb.pool);
     await store.insert(
       ops.map(({ ref, unit }) => {
         const prepared = prepareInsert(ctx, tokenization(ref, { unitId: 9000 + unit }));
@@ -245,7 +245,7 @@ describe('claiming ahead on PostgreSQL', () => {
         return super.release(...args);
       }
     }
-    const store = new Releasing(env.pgDb.pool, { leaseOwner: 'replica-stale' });
+    const store = new Releasing(env.pgDb.pool);
     const d = aheadDispatcher('replica-stale', 1, 3, { store });
     env.sim.faults.next(1, 'latency', { latencyMs: 1_500, pathPrefix: NOTIFY });
     try {

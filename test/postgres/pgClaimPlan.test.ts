@@ -38,7 +38,7 @@ async function rowsReadSoFar(client: pg.PoolClient): Promise<number> {
 
 /** 2,000 rows on 50 keys, the first 1,000 settled: each key has 20 settled rows before its 20 queued ones. */
 async function halfDrained(pool: pg.Pool): Promise<void> {
-  const store = new PgOperationsStore(pool, { leaseOwner: 'seed' });
+  const store = new PgOperationsStore(pool);
   const all = ops(2000, 50);
   for (let i = 0; i < all.length; i += 500) await store.insert(all.slice(i, i + 500), at(0));
   await pool.query(
@@ -117,7 +117,7 @@ describe('the PostgreSQL claim without statistics', () => {
 
   it('still holds a key back behind an older row retried after newer ones settled', async () => {
     const { pool } = pg.db;
-    const store = new PgOperationsStore(pool, { leaseOwner: 'seed' });
+    const store = new PgOperationsStore(pool);
     await store.insert(ops(3, 1), at(0));
     const ids = (
       await pool.query<{ id: number }>('SELECT id::float8 AS id FROM outbox ORDER BY id')

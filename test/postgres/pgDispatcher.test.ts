@@ -46,7 +46,7 @@ function pgDispatcher(
       'outbox.concurrency': concurrency,
     },
   });
-  const store = new PgOperationsStore(env.pgDb.pool, { leaseOwner: OWNER });
+  const store = new PgOperationsStore(env.pgDb.pool);
   // As createAppContext's: no SQLite database (the test keeps its own ctx to look into the file).
   const pgCtx: typeof ctx = Object.create(ctx, {
     database: {
@@ -164,7 +164,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
         return super.settle(...args);
       }
     }
-    const store = new LockingA(env.pgDb.pool, { leaseOwner: OWNER });
+    const store = new LockingA(env.pgDb.pool);
     // One slot: a settle that held it would stop every other unit.
     const { ctx, component, enqueue } = pgDispatcher({ store }, undefined, 1);
     const others = Array.from({ length: 6 }, (_, i) => ({ ref: `pg-idle-${i}`, unit: 10 + i }));
@@ -225,7 +225,7 @@ describe('Dispatcher on the PostgreSQL store', () => {
         return super.settle(...args);
       }
     }
-    const store = new Watching(env.pgDb.pool, { leaseOwner: OWNER });
+    const store = new Watching(env.pgDb.pool);
     const { ctx, component, enqueue } = pgDispatcher({ store });
     await enqueue(Array.from({ length: concurrency + 2 }, (_, i) => ({ ref: `pg-busy-${i}`, unit: i })));
     // Slow answers keep all eight slots busy (and more rows due) for a while.

@@ -8,11 +8,12 @@ import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { ROOT, tsNodeArgs } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase, terminateBackend } from '../helpers/postgres.js';
+import { releaseDeadOutbox } from '../helpers/releaseDead.js';
 
 /**
  * Several replicas on one PostgreSQL outbox: concurrent claimers never take one row twice nor two
  * rows of one order key out of order, and a dead replica's claims come back through the others'
- * `releaseDead` long before their lease runs out (times are injected: the lease never expires here).
+ * `releaseDeadOutbox` (test/helpers/releaseDead.ts) long before their lease runs out (times are injected: the lease never expires here).
  */
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -50,7 +51,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     await db.pool.query(
       'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
     );
-    const seed = new PgOperationsStore(db.pool, { leaseOwner: 'seed' });
+    const seed = new PgOperationsStore(db.pool);
     const all = ops(2000, 50);
     for (let i = 0; i < all.length; i += 250) await seed.insert(all.slice(i, i + 250), at(0));
 
@@ -61,7 +62,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     const overlaps: string[] = [];
     const claimers = Array.from({ length: 8 }, (_, w) => {
       const owner = `replica-${w}`;
-      const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
+      const store = new PgOperationsStore(db.pool);
       return (async () => {
         let idle = 0;
         let settled = 0;
@@ -133,7 +134,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     let enqueuing = enqueuers;
     const sent = new Map<string, number[]>();
     const enqueue = Array.from({ length: enqueuers }, async (_, e) => {
-      const store = new PgOperationsStore(db.pool, { leaseOwner: `enqueuer-${e}` });
+      const store = new PgOperationsStore(db.pool);
       for (let b = 0; b < batches; b++) {
         await store.insert(
           Array.from({ length: 5 }, (_, i) => ({
@@ -150,7 +151,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     });
     const claim = Array.from({ length: 4 }, async (_, w) => {
       const owner = `claimer-${w}`;
-      const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
+      const store = new PgOperationsStore(db.pool);
       let idle = 0;
       for (let round = 0; round < 20_000 && (enqueuing > 0 || idle < 3); round++) {
         const now = at(1000 + round);
@@ -177,7 +178,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     await db.pool.query(
       'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
     );
-    const store = new PgOperationsStore(db.pool, { leaseOwner: 'replica-x' });
+    const store = new PgOperationsStore(db.pool);
     // Another replica's enqueue of key K, holding the key's lock with its row not committed yet.
     const other = await db.pool.connect();
     try {
@@ -224,8 +225,8 @@ describe('PostgreSQL outbox shared by replicas', () => {
     await db.pool.query(
       'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
     );
-    const a = new PgOperationsStore(db.pool, { leaseOwner: 'replica-a' });
-    const b = new PgOperationsStore(db.pool, { leaseOwner: 'replica-b' });
+    const a = new PgOperationsStore(db.pool);
+    const b = new PgOperationsStore(db.pool);
     const liveA = await holdLiveness(db.pool, replica('replica-a'));
     const liveB = await holdLiveness(db.pool, replica('replica-b'));
     try {
@@ -246,14 +247,14 @@ describe('PostgreSQL outbox shared by replicas', () => {
       expect(claimed.map((r) => r.id)).toEqual([1, 2, 3]);
 
       // A alive: B leaves its claims alone, and cannot claim the next rows of A's keys.
-      expect(await b.releaseDead(at(20))).toEqual([]);
+      expect(await releaseDeadOutbox(db.pool, b, 'replica-b', at(20))).toEqual([]);
       expect(await b.claim({ owner: 'replica-b', now: at(20), leaseUntil: LEASE_UNTIL, limit: 10 })).toEqual(
         [],
       );
 
       // A's connection dies (as when its process is SIGKILLed): its lock goes with it.
       await terminateBackend(cluster, liveA.pid);
-      const released = await b.releaseDead(at(30));
+      const released = await releaseDeadOutbox(db.pool, b, 'replica-b', at(30));
       expect(released.map((r) => r.id)).toEqual([1, 2, 3]);
       // The dead replica's row goes with it; the live one stays.
       expect((await replicas()).map((r) => r.lease_owner)).toEqual(['replica-b']);
@@ -267,7 +268,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
       const retaken = await b.claim({ owner: 'replica-b', now: at(40), leaseUntil: LEASE_UNTIL, limit: 10 });
       expect(retaken.map((r) => r.id)).toEqual([1, 2, 3]);
       // B's own claims are never its own dead owner.
-      expect(await b.releaseDead(at(50))).toEqual([]);
+      expect(await releaseDeadOutbox(db.pool, b, 'replica-b', at(50))).toEqual([]);
       // A stale settle from the dead A is refused: B holds the rows now.
       const stale = await a.settle(
         { id: 1, ref: 'live-0', owner: 'replica-a', now: at(60) },
@@ -285,7 +286,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
     await db.pool.query(
       'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
     );
-    const b = new PgOperationsStore(db.pool, { leaseOwner: 'replica-b' });
+    const b = new PgOperationsStore(db.pool);
     const liveB = await holdLiveness(db.pool, replica('replica-b'));
     try {
       await b.insert(ops(4, 2, 'kill'), at(0));
@@ -298,7 +299,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
       const [line] = (await once(createInterface({ input: child.stdout }), 'line')) as [string];
       const said = JSON.parse(line) as { claimed: number[]; pid: number };
       expect(said.claimed).toEqual([1, 2]);
-      expect(await b.releaseDead(at(20))).toEqual([]);
+      expect(await releaseDeadOutbox(db.pool, b, 'replica-b', at(20))).toEqual([]);
 
       child.kill('SIGKILL');
       await exited;
@@ -307,7 +308,7 @@ describe('PostgreSQL outbox shared by replicas', () => {
         const { rowCount } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [said.pid]);
         if (!rowCount) break;
       }
-      const released = await b.releaseDead(at(30));
+      const released = await releaseDeadOutbox(db.pool, b, 'replica-b', at(30));
       expect(released.map((r) => r.id)).toEqual([1, 2]);
       const retaken = await b.claim({ owner: 'replica-b', now: at(40), leaseUntil: LEASE_UNTIL, limit: 10 });
       expect(retaken.map((r) => [r.id, r.attempts])).toEqual([

@@ -55,8 +55,8 @@ describe("a settled row's next one on its key, claimed in the settle's transacti
   });
 
   it('two replicas: the successor goes to the settling one, in the same transaction, never beside its predecessor', async () => {
-    const a = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-a' });
-    const b = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-b' });
+    const a = new PgOperationsStore(pg.db.pool);
+    const b = new PgOperationsStore(pg.db.pool);
     // Two keys, three rows each: 1, 3, 5 on key 0; 2, 4, 6 on key 1.
     await a.insert(ops(6, 2, 'succ'), at(0));
     expect((await a.claim(claimAt('replica-a', 1, 8))).map((r) => r.id)).toEqual([1, 2]);
@@ -93,7 +93,7 @@ describe("a settled row's next one on its key, claimed in the settle's transacti
   });
 
   it("a settle and its replica's claim share one transaction: the successor is claimed with it", async () => {
-    const a = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-a' });
+    const a = new PgOperationsStore(pg.db.pool);
     await a.insert(ops(3, 1, 'same'), at(0));
     expect((await a.claim(claimAt('replica-a', 1, 1))).map((r) => r.id)).toEqual([1]);
     const [settled, claimed] = await Promise.all([
@@ -108,8 +108,8 @@ describe("a settled row's next one on its key, claimed in the settle's transacti
   });
 
   it('a successor whose replica died is handed to the other when its lease runs out, in order', async () => {
-    const a = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-a' });
-    const b = new PgOperationsStore(pg.db.pool, { leaseOwner: 'replica-b' });
+    const a = new PgOperationsStore(pg.db.pool);
+    const b = new PgOperationsStore(pg.db.pool);
     await a.insert(ops(3, 1, 'lost'), at(0));
     await a.claim(claimAt('replica-a', 1, 1));
     const [, successor] = await Promise.all([

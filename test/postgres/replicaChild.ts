@@ -10,7 +10,7 @@ import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 const [url, owner, now, leaseUntil] = process.argv.slice(2) as [string, string, string, string];
 const db = await openPostgres(url, { migrate: false, max: 2 });
 const live = await holdLiveness(db.pool, { owner, name: 'vcu-sync', holds: 'outbox', now });
-const store = new PgOperationsStore(db.pool, { leaseOwner: owner });
+const store = new PgOperationsStore(db.pool);
 const rows = await store.claim({ owner, now, leaseUntil, limit: 10 });
 process.stdout.write(`${JSON.stringify({ claimed: rows.map((r) => r.id), pid: live.pid })}\n`);
 // Hold the claims until SIGKILL.

@@ -13,6 +13,7 @@ import {
 import { ManualTimers } from '../helpers/manualTimers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { terminateBackend } from '../helpers/postgres.js';
+import { releaseDeadOutbox } from '../helpers/releaseDead.js';
 import { capturingLogger } from '../outbox/fixtures.js';
 
 /**
@@ -58,7 +59,7 @@ async function releaseOwner(store: PgOperationsStore, owner: string, nowIso: str
 async function startReplica(owner: string, availability?: PgAvailability): Promise<TestReplica> {
   const clock = new ManualClock(T0);
   const timers = new ManualTimers(clock);
-  const store = new PgOperationsStore(pg.db.pool, { leaseOwner: owner });
+  const store = new PgOperationsStore(pg.db.pool);
   const { log, lines } = capturingLogger();
   const released: number[] = [];
   const orphanSweeps: string[] = [];
@@ -187,8 +188,10 @@ describe('replica presence on PostgreSQL', () => {
     await claim(c, 1);
     await claimDelivery('replica-c', 'op-0');
     await terminateBackend(cluster, c.presence.pid() as number);
-    // Another process's start-up path: the store's releaseDead hands back outbox rows only.
-    expect((await b.store.releaseDead(isoAt(T0 + 10))).map((r) => r.id)).toEqual([1]);
+    // The outbox rows alone handed back, and the dead replica's row dropped with them.
+    expect(
+      (await releaseDeadOutbox(pg.db.pool, b.store, 'replica-b', isoAt(T0 + 10))).map((r) => r.id),
+    ).toEqual([1]);
     expect((await replicas()).map((r) => r.owner)).toEqual(['replica-b']);
     await b.timers.advance(SWEEP_MS);
     expect(b.released).toEqual([1]);

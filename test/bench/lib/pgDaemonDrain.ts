@@ -115,7 +115,7 @@ async function committed(pool: pg.Pool): Promise<number> {
 async function queueBefore(url: string, ops: readonly NewOperation[]): Promise<void> {
   const db = await openPostgres(url);
   try {
-    const store = new PgOperationsStore(db.pool, { leaseOwner: 'bench-queue' });
+    const store = new PgOperationsStore(db.pool);
     const now = new Date().toISOString();
     for (let start = 0; start < ops.length; start += 500)
       await store.insert(ops.slice(start, start + 500), now);
