@@ -124,8 +124,8 @@ export async function releaseDeadPg<R>(
   const released: R[] = [];
   try {
     // Owners of claims, and replicas registered: a dead one's row goes too, claims or not. Its
-    // deliveries count on their own: a release of its outbox rows alone (the store's releaseDead)
-    // drops its replicas row, and the next sweep must still find its deliveries.
+    // deliveries count on their own: a release of its outbox rows alone drops its replicas row,
+    // and the next sweep must still find its deliveries.
     const { rows } = await client.query<{ owner: string }>(
       `SELECT lease_owner AS owner FROM outbox WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
        UNION SELECT lease_owner FROM deliveries WHERE state = 'sending' AND lease_owner IS NOT NULL AND lease_owner <> $1
