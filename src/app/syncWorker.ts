@@ -10,6 +10,7 @@ import type { Component } from '../context.js';
 import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
+import { restoreFilterIndexes } from '../mirror/filterIndexes.js';
 import { outcomeWithoutRun } from '../mirror/syncRun.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { sqliteBackend } from '../sqlite/mirror.js';
@@ -25,9 +26,17 @@ const onSchemaChange = configuredSchemaChangesSink(side.ctx.config);
 const coordinator = new SyncCoordinator(side.ctx, (stop) => sqliteBackend(sqlite, stop, onSchemaChange));
 // Readers of the feed wait in the main thread: each commit here wakes them there.
 const unforward = forwardFeed(changeSignalFor(sqlite), { postMessage: side.post });
+/**
+ * The filter indexes a killed first load left missing, put back before any run here (the main
+ * thread's syncThread.start has marked the dead runs by then); requests wait for it.
+ */
+let restored: Promise<void> = Promise.resolve();
 const component: Component = {
   name: 'mirror',
-  async start() {},
+  async start() {
+    restored = restoreFilterIndexes(side.ctx, sqliteBackend(sqlite));
+    await restored;
+  },
   async stop() {
     // Runs stop between pages with their checkpoints kept, and end as interrupted.
     await coordinator.stop();
@@ -45,17 +54,22 @@ await side.run<SyncIn>(
   (message) => {
     // The coordinator never rejects for what the operator or the data did; a crash of its own is
     // reported as the run's failure.
-    void coordinator.request(message.target, message.trigger, message.full).then(
-      (outcome) => side.post({ type: 'outcome', id: message.id, outcome }),
-      (err: unknown) => {
-        side.ctx.log.error({ event: 'sync.run.crashed', resource: message.target, err }, 'sync run crashed');
-        side.post({
-          type: 'outcome',
-          id: message.id,
-          outcome: outcomeWithoutRun(message.target, 'failed', errorMessage(err)),
-        });
-      },
-    );
+    void restored
+      .then(() => coordinator.request(message.target, message.trigger, message.full))
+      .then(
+        (outcome) => side.post({ type: 'outcome', id: message.id, outcome }),
+        (err: unknown) => {
+          side.ctx.log.error(
+            { event: 'sync.run.crashed', resource: message.target, err },
+            'sync run crashed',
+          );
+          side.post({
+            type: 'outcome',
+            id: message.id,
+            outcome: outcomeWithoutRun(message.target, 'failed', errorMessage(err)),
+          });
+        },
+      );
   },
   { nice: SYNC_THREAD_NICE },
 );

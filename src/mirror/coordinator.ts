@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import type { AppContext } from '../context.js';
 import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { MirrorBackend } from './backend.js';
+import { restoreFilterIndexes } from './filterIndexes.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';
 
 /** Options of {@link SyncCoordinator}. */
@@ -45,9 +46,13 @@ export class SyncCoordinator implements SyncRunner {
     this.backend = backend(this.abort.signal);
   }
 
-  /** Marks the runs a dead process left `running` as interrupted, before any run here. */
+  /**
+   * Marks the runs a dead process left `running` as interrupted, before any run here, and puts back
+   * the filter indexes a killed first load left missing.
+   */
   async start(): Promise<void> {
     this.backend.lock.recover?.(this.ctx);
+    await restoreFilterIndexes(this.ctx, this.backend);
   }
 
   /** Runs (or joins a coming run of) `target`; resolves with that run's outcome. */

@@ -8,6 +8,7 @@ import { liveRows, type MirrorBackend, type RunLease, readCheckpoint, startRun }
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
 import { RunAborted } from './errors.js';
+import { prepareFilterIndexes } from './filterIndexes.js';
 import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
@@ -131,6 +132,8 @@ async function runHeld(
   let locked = false;
   // Bounds: idle and overall time, and (for lists) records fetched against the mirror's size.
   const live = list ? await liveRows(backend.db, list) : null;
+  // A first full load builds the filter indexes at its end; any run puts back what a killed one left.
+  const deferred = list ? await prepareFilterIndexes(ctx, backend.db, list, mode, lease.fence) : null;
   const guard = new RunGuard(runBounds(ctx.config, live), live, stop);
   const bounded = {
     sleep: guard.sleeper(options.sleep),
@@ -194,6 +197,18 @@ async function runHeld(
     locked = backend.lock.lockFailure(err);
   } finally {
     guard.close();
+  }
+  // Built whatever the outcome, so reads go by them until the next run: only while the run's right
+  // is held (once lost, whoever holds it next puts them back at its start).
+  if (deferred && !lease.lost?.aborted) {
+    try {
+      await deferred.build();
+    } catch (err) {
+      if (status === 'succeeded') {
+        status = 'failed';
+        error = `${target}: filter indexes not built: ${errorMessage(err)}`;
+      }
+    }
   }
 
   const finished = ctx.clock.now();

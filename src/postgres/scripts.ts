@@ -28,6 +28,8 @@ export const postgresDialect: Dialect = {
   least: (a, b) => `LEAST(${a}, ${b})`,
   // The feed's own lock (the append at commit takes it again, a no-op): see ./changes.ts.
   feedOrderLock: `SELECT pg_advisory_xact_lock(${FEED_LOCK_KEY})`,
+  indexCatalog:
+    '(SELECT indexname::text AS name, tablename::text AS tbl FROM pg_indexes WHERE schemaname = current_schema())',
 };
 
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;

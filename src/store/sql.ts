@@ -36,6 +36,11 @@ export interface Dialect {
    * the feed's advisory lock, held to the commit); '' where one writer commits at a time.
    */
   readonly feedOrderLock: string;
+  /**
+   * A table expression of the schema's indexes, columns `name` and `tbl` (the table): SQLite's
+   * `sqlite_master`, PostgreSQL's `pg_indexes` in the current schema.
+   */
+  readonly indexCatalog: string;
 }
 
 /** A value's type where PostgreSQL cannot infer it from its place (`$1 IS NULL`, a bare SELECT). */
@@ -175,3 +180,6 @@ export function whenShared(fragment: Sql): Sql {
  * while id 5 is still in flight.
  */
 export const feedOrderLock = new Sql(['', ''], [new Spelled((d) => d.feedOrderLock)]);
+
+/** The schema's indexes as the dialect's catalog lists them: `name`, `tbl` (Dialect.indexCatalog). */
+export const indexCatalog = new Sql(['', ''], [new Spelled((d) => d.indexCatalog)]);

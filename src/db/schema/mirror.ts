@@ -1,5 +1,5 @@
 import { type FieldDef, ISSUANCE_FIELDS, PROJECT_FIELDS, UNIT_FIELDS } from '../../operator/fields.js';
-import { type ColumnKinds, type ColumnTypes, index, table } from './kinds.js';
+import { type ColumnKinds, type ColumnTypes, type IndexSpec, index, table } from './kinds.js';
 
 /**
  * Mirror tables: one column per interface field, named exactly as the interface spells it (quoted
@@ -60,6 +60,25 @@ export const issuancesTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
     indexes: [index('issuances_project_idx', 'issuanceProjectId')],
   });
 
+/**
+ * The filter indexes of GET /v1/units: each also gives the list's order (key, or date then key when
+ * dates are filtered), so a page costs its own rows whatever the mirror's size. No statement of the
+ * sync's write path uses them (it goes by key and `_position`), so a first full load builds them
+ * after its rows are in, one sort each instead of a random insert per row (mirror/filterIndexes.ts,
+ * which spells their DDL from this list; drizzle/0004_units_filter_idx.sql created them).
+ */
+export const UNIT_FILTER_INDEXES = [
+  index('unit_operations_issuance_key_idx', 'unitsIssuanceID', 'unitsOperationID'),
+  index('unit_operations_status_key_idx', 'unitsStatus', 'unitsOperationID'),
+  index('unit_operations_date_key_idx', 'unitsDate', 'unitsOperationID'),
+  index('unit_operations_status_date_key_idx', 'unitsStatus', 'unitsDate', 'unitsOperationID'),
+] as const;
+
+/** The filter indexes of each mirror table that has some, by table name. */
+export const FILTER_INDEXES: Readonly<Record<string, readonly IndexSpec<string>[]>> = {
+  unit_operations: UNIT_FILTER_INDEXES,
+};
+
 export const unitOperationsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
   table(
     'unit_operations',
@@ -68,15 +87,8 @@ export const unitOperationsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
       _position: k.int64(),
     }),
     {
-      // Each filter of GET /v1/units is an index that also gives the list's order (key, or date then
-      // key when dates are filtered), so a page costs its own rows whatever the mirror's size.
-      indexes: [
-        index('unit_operations_issuance_key_idx', 'unitsIssuanceID', 'unitsOperationID'),
-        index('unit_operations_status_key_idx', 'unitsStatus', 'unitsOperationID'),
-        index('unit_operations_date_key_idx', 'unitsDate', 'unitsOperationID'),
-        index('unit_operations_status_date_key_idx', 'unitsStatus', 'unitsDate', 'unitsOperationID'),
-        index('unit_operations_position_idx', '_position'),
-      ],
+      // `_position` is the sync's own (the units log's overlap); the filter indexes are the API's.
+      indexes: [...UNIT_FILTER_INDEXES, index('unit_operations_position_idx', '_position')],
     },
   );
 
