@@ -24,6 +24,19 @@ import type { MirrorDb } from './store.js';
  * their DDL from db/schema/mirror.ts, the list drizzle builds them from).
  */
 
+/**
+ * Whether a mirror table's filter indexes are in place: not during a first load or after one was
+ * killed. A reader whose statements go by them (the reconciliation's, by issuance and status)
+ * waits meanwhile rather than scan the table; on SQLite such a read holds the API's loop.
+ */
+export async function filterIndexesReady(
+  db: Pick<MirrorDb, 'read'>,
+  tables: readonly string[],
+): Promise<boolean> {
+  for (const table of tables) if ((await missingIndexes(db, table)).length > 0) return false;
+  return true;
+}
+
 /** The filter indexes of a mirror table (none for most). */
 export const filterIndexes = (table: string): readonly IndexSpec<string>[] => FILTER_INDEXES[table] ?? [];
 
@@ -43,8 +56,11 @@ export const indexNames = (table: string): Sql =>
 /** Whether the table holds any row at all (removed ones too). */
 const anyRow = (table: string) => sql`SELECT EXISTS (SELECT 1 FROM ${raw(quoteIdent(table))}) AS found`;
 
-/** Which of `table`'s filter indexes the store does not have now. */
-export async function missingIndexes(db: MirrorDb, table: string): Promise<IndexSpec<string>[]> {
+/** Which of `table`'s filter indexes the store does not have now (`db`: any reader of the store). */
+export async function missingIndexes(
+  db: Pick<MirrorDb, 'read'>,
+  table: string,
+): Promise<IndexSpec<string>[]> {
   const specs = filterIndexes(table);
   if (specs.length === 0) return [];
   const present = new Set((await db.read<{ name: string }>(indexNames(table))).map((r) => r.name));

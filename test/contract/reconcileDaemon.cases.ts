@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Clock, ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { DEFAULT_SUBSCRIBER_EVENTS } from '../../src/configSubscribers.js';
+import { UNIT_FILTER_INDEXES } from '../../src/db/schema/mirror.js';
 import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources, listResources, type TableDef } from '../../src/mirror/resources.js';
@@ -170,6 +171,7 @@ export async function startReconciler(m: ReconcileUnderTest, options: StartOptio
       changes: m.changes,
       sink: options.sink,
       debounceMs: options.debounceMs ?? 5,
+      indexWaitMs: 10,
       retryBaseMs: 20,
       retryCapMs: 200,
       timers: options.timers,
@@ -233,6 +235,26 @@ export function reconcileDaemonCases(kind: 'sqlite' | 'postgres', open: () => Pr
       expect(r.lines().filter((l) => l.event === 'reconcile.pass' && l.scope === 1).length).toBeGreaterThan(
         0,
       );
+    });
+
+    it("while the units log's filter indexes are missing (a first load), a decision's pass waits for them, then runs", async () => {
+      await heldIssuance(m, 7, 5, [101]);
+      const r = await start();
+      for (const spec of UNIT_FILTER_INDEXES) await m.query(`DROP INDEX "${spec.name}"`);
+      await reportApproved(m, [notification('Tokenization', 't-7', 7, 101, 10)]);
+      // It looks again and again (the decision read, the agenda kept), and passes over nothing.
+      const waits = () => r.lines().filter((l) => l.event === 'reconcile.waiting').length;
+      await until('the reconciler waiting twice', () => waits() >= 2);
+      expect(r.passes).toHaveLength(1);
+      expect(await findings(m)).toEqual([]);
+      // The load's end builds them: the pass that was waiting runs, scoped to the decision's issuance.
+      for (const spec of UNIT_FILTER_INDEXES)
+        await m.query(
+          `CREATE INDEX "${spec.name}" ON unit_operations (${spec.on.map((c) => `"${c}"`).join(', ')})`,
+        );
+      await until('the over-issuance', () => r.passes.some((p) => p.opened.length > 0));
+      expect(await findings(m)).toEqual(['over-issuance issuance 7 open']);
+      expect(r.passes.find((p) => p.opened.length > 0)?.scope).toEqual(['7']);
     });
 
     it('a mirror write re-evaluates its issuance: the finding opens, then resolves when the amount is back', async () => {

@@ -43,8 +43,13 @@ export function sqliteReconcile(): ReconcileUnderTest {
     changes: changeSignalFor(sqlite),
     ops: new SqliteOperationsStore(sqlite),
     backend: sqliteBackend(sqlite),
-    query: async <R extends object>(sql: string, params: unknown[] = []) =>
-      sqlite.prepare(sql.replace(/\$\d+/g, '?')).all(...params) as R[],
+    query: async <R extends object>(sql: string, params: unknown[] = []) => {
+      const statement = sqlite.prepare(sql.replace(/\$\d+/g, '?'));
+      // A statement that answers no rows (DDL, a write) is run rather than read.
+      if (statement.reader) return statement.all(...params) as R[];
+      statement.run(...params);
+      return [];
+    },
     close: async () => {
       database.close();
       cleanup();
