@@ -25,15 +25,13 @@ import type { MirrorDb } from './store.js';
  */
 
 /**
- * Whether a mirror table's filter indexes are in place: not during a first load or after one was
- * killed. A reader whose statements go by them (the reconciliation's, by issuance and status)
+ * Whether every mirror table's filter indexes are in place: not during a first load or after one
+ * was killed. A reader whose statements go by them (the reconciliation's, by issuance and status)
  * waits meanwhile rather than scan the table; on SQLite such a read holds the API's loop.
  */
-export async function filterIndexesReady(
-  db: Pick<MirrorDb, 'read'>,
-  tables: readonly string[],
-): Promise<boolean> {
-  for (const table of tables) if ((await missingIndexes(db, table)).length > 0) return false;
+export async function filterIndexesReady(db: Pick<MirrorDb, 'read'>): Promise<boolean> {
+  for (const table of Object.keys(FILTER_INDEXES))
+    if ((await missingIndexes(db, table)).length > 0) return false;
   return true;
 }
 

@@ -69,13 +69,6 @@ export interface ReconcileComponent extends Component {
 
 /** Feed rows read per statement. */
 const FEED_PAGE = 1_000;
-/**
- * The mirror tables whose filter indexes a pass reads by (the units log's retirements, by issuance
- * and by status): a first load builds them at its end (mirror/filterIndexes.ts), and a pass waits
- * for them instead of scanning the table meanwhile (on SQLite, on the API's loop: the enqueue p99
- * while a first load wrote went to 60-90 ms).
- */
-const INDEXED_TABLES = ['unit_operations'];
 /** Longest single timer: a clock that jumps is noticed within it. */
 const MAX_TIMER_MS = 3_600_000;
 const HOUR_MS = 3_600_000;
@@ -208,8 +201,10 @@ export function createReconcileComponent(
       try {
         agenda.takeDue(clock.now());
         if (!agenda.wantsFull) await collect();
-        if (!(await filterIndexesReady(store, INDEXED_TABLES))) {
-          // What was touched stays on the agenda; the pass runs once the indexes are built.
+        // A pass reads the units log's retirements by issuance and status: while a first load has
+        // their indexes down, it would scan the table (on SQLite, on the API's loop: the enqueue
+        // p99 while a first load wrote went to 60-90 ms). What was touched stays on the agenda.
+        if (!(await filterIndexesReady(store))) {
           log.debug(
             { event: 'reconcile.waiting', reason: 'filter-indexes' },
             "reconciliation waits for the units log's filter indexes",
