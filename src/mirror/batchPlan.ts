@@ -86,9 +86,13 @@ function normalizePrepared(def: TableDef, p: Prepared): NormalizeResult {
 /** `\u0000` in JSON text, not preceded by an escaped backslash. */
 const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
+/** A record's JSON text as the mirror stores it (and hashes it). */
+const serialize = (value: unknown): string => JSON.stringify(value) ?? 'null';
+
 /**
  * Raw text, hash and key of each record (unreadable ones are kept as they are); `holdsNul` false
- * for a store whose text cannot hold U+0000 (PostgreSQL).
+ * for a store whose text cannot hold U+0000 (PostgreSQL). A record with its bytes as sent (and a
+ * store that holds any text) is serialized later, by {@link fillContent}, and only if it changed.
  */
 export function prepare(
   def: TableDef,
@@ -98,11 +102,12 @@ export function prepare(
 ): Prepared[] {
   return records.map((record) => {
     if (record.value instanceof UnreadableRecord) return { record, raw: '', hash: '', rawKey: null };
-    const raw = JSON.stringify(record.value) ?? 'null';
+    const deferred = holdsNul && record.wire !== undefined;
+    const raw = deferred ? '' : serialize(record.value);
     const prepared: Prepared = {
       record,
       raw,
-      hash: contentHash(raw),
+      hash: deferred ? '' : contentHash(raw),
       rawKey: recordKey(record.value, def.key),
     };
     // jsonb and text cannot hold U+0000, which JSON may escape: such a record goes to quarantine
@@ -121,13 +126,43 @@ export function prepare(
 }
 
 /**
+ * Hashes what {@link prepare} left for later, once the batch's rows are read. A record sent as the
+ * mirror would serialize it, whose bytes hash to its row's hash, is that row's content: it keeps no
+ * raw text (an unchanged record is never written) and costs no JSON.stringify, which was the
+ * largest part of a re-sync's CPU after parsing (docs/benchmarks.md, "Issue 30, third round"). Any
+ * other record (new, changed, sent in another spelling, its key twice in the batch) is serialized.
+ */
+export function fillContent(prepared: Prepared[], stored: ReadonlyMap<string, StoredState>): void {
+  const counts = keyCounts(prepared);
+  for (const p of prepared) {
+    if (p.hash !== '' || p.record.value instanceof UnreadableRecord) continue;
+    const row = p.rawKey === null || counts.get(p.rawKey)! > 1 ? undefined : stored.get(p.rawKey);
+    if (row && row.removedAt === null && row.custodyEndedAt === null) {
+      const sent = contentHash(p.record.wire!);
+      if (sent === row.hash) {
+        p.hash = sent;
+        continue;
+      }
+    }
+    p.raw = serialize(p.record.value);
+    p.hash = contentHash(p.raw);
+  }
+}
+
+/** How many records of the batch carry each key (as sent). */
+function keyCounts(prepared: readonly Prepared[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const p of prepared) if (p.rawKey !== null) counts.set(p.rawKey, (counts.get(p.rawKey) ?? 0) + 1);
+  return counts;
+}
+
+/**
  * Validates the records whose stored row (by the key as sent) does not settle them, and returns
  * the keys validation spelled differently (a legacy field name), whose rows must be read too.
  */
 export function validate(def: TableDef, prepared: Prepared[], stored: Map<string, StoredState>): string[] {
   const more: string[] = [];
-  const counts = new Map<string, number>();
-  for (const p of prepared) if (p.rawKey !== null) counts.set(p.rawKey, (counts.get(p.rawKey) ?? 0) + 1);
+  const counts = keyCounts(prepared);
   for (const p of prepared) {
     if (p.record.value instanceof UnreadableRecord || p.refused || p.drifted) continue;
     const decision =
@@ -236,7 +271,8 @@ export function planBatch(
         plan.rows.set(key, {
           key,
           values: values!,
-          raw: p.raw,
+          // '' only if fillContent found the row's own content, which is then never written.
+          raw: p.raw || serialize(p.record.value),
           hash: p.hash,
           position: record.position,
           exists: stored.has(key),

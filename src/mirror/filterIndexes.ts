@@ -41,7 +41,7 @@ export const filterIndexes = (table: string): readonly IndexSpec<string>[] => FI
 /** The index as the migrations create it, if it is not there. */
 export const createIndex = (table: string, spec: IndexSpec<string>): Sql =>
   raw(
-    `CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(spec.name)} ON ${quoteIdent(table)} (${spec.on.map(quoteIdent).join(', ')})`,
+    `CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(spec.name)} ON ${quoteIdent(table)} (${spec.on.map(quoteIdent).join(', ')})${spec.where === undefined ? '' : ` WHERE ${spec.where}`}`,
   );
 
 export const dropIndex = (spec: IndexSpec<string>): Sql =>

@@ -1,5 +1,6 @@
+import { LIVE_INDEXES } from '../db/schema/mirror.js';
 import type { FieldType } from '../operator/fields.js';
-import { raw, Sql, sql, typed } from '../store/sql.js';
+import { indexedBy, raw, Sql, sql, typed } from '../store/sql.js';
 import type { RowWrite } from './batchPlan.js';
 import type { RunCounts } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
@@ -223,8 +224,14 @@ export function setPositions(def: TableDef, positions: readonly (readonly [strin
     WHERE ${raw(t)}.${raw(k)} = v.column1`;
 }
 
+/** The table, reading its live-rows index where it has one (db/schema/mirror.ts, LIVE_INDEXES). */
+const liveRowsOf = (def: TableDef): Sql => {
+  const index = LIVE_INDEXES[def.table];
+  return sql`${raw(tableText(def).t)}${index ? indexedBy(index.name) : raw('')}`;
+};
+
 export const liveCount = (def: TableDef) =>
-  sql`SELECT count(*) AS n FROM ${raw(tableText(def).t)} WHERE _removed_at IS NULL`;
+  sql`SELECT count(*) AS n FROM ${liveRowsOf(def)} WHERE _removed_at IS NULL`;
 
 /** Whether any row is live: what a scan's start needs, without counting a million rows. */
 export const hasLive = (def: TableDef) =>
@@ -237,12 +244,12 @@ const unseenWhere = (def: TableDef) => {
 
 /** Live rows the current scan has not seen. */
 export const unseenCount = (def: TableDef) =>
-  sql`SELECT count(*) AS n FROM ${raw(tableText(def).t)} WHERE ${unseenWhere(def)}`;
+  sql`SELECT count(*) AS n FROM ${liveRowsOf(def)} WHERE ${unseenWhere(def)}`;
 
 /** Marks every live row the scan has not seen as removed, returning their keys. */
 export const tombstoneUnseen = (def: TableDef, at: string) => {
-  const { t, k } = tableText(def);
-  return sql`UPDATE ${raw(t)} SET _removed_at = ${at} WHERE ${unseenWhere(def)} RETURNING ${raw(k)} AS key`;
+  const { k } = tableText(def);
+  return sql`UPDATE ${liveRowsOf(def)} SET _removed_at = ${at} WHERE ${unseenWhere(def)} RETURNING ${raw(k)} AS key`;
 };
 
 /** Live rows of the units log at positions [from, to): key, hash, position. */

@@ -1,7 +1,7 @@
 import { recordKey } from '../operator/schemas.js';
 import { all, appendFeed, type ChangeRow, first, run, type Script } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
-import { type BatchPlan, type BatchResult, planBatch, prepare, validate } from './batchPlan.js';
+import { type BatchPlan, type BatchResult, fillContent, planBatch, prepare, validate } from './batchPlan.js';
 import { type RunCounts, type WriteTally, withTally } from './bookkeeping.js';
 import type { TableDef } from './resources.js';
 import type { Checkpoint } from './scan/checkpoint.js';
@@ -195,6 +195,7 @@ export function mirrorStore(
     const keys = new Set<string>();
     for (const p of prepared) if (p.rawKey !== null) keys.add(p.rawKey);
     yield* lookup([...keys], batch.trackSeen, stored, seen);
+    fillContent(prepared, stored);
     // Keys validation spelled differently (a legacy field name): their rows decide instead.
     const more = validate(def, prepared, stored);
     if (more.length > 0) yield* lookup(more, batch.trackSeen, stored, seen);

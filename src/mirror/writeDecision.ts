@@ -5,6 +5,8 @@ import { recordKey } from '../operator/schemas.js';
 export interface FetchedRecord {
   value: unknown;
   position: number | null;
+  /** Its bytes as the operator sent them, when the page was parsed whole (listBody.ts, wireTexts). */
+  wire?: Uint8Array | undefined;
 }
 
 /** What the mirror holds for a key, as far as deciding a write needs. */
@@ -37,15 +39,16 @@ export function decideWrite(
 }
 
 // One-shot crypto.hash (Node >= 20.12) skips the Hash object per record; same digest either way.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string })
-  .hash;
+const oneShot = (
+  crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: 'base64url') => string }
+).hash;
 
 /**
- * Content hash of a record's JSON text; md5 is enough to tell change, and cheap. Stored in every
- * row and compared by the units overlap check: changing the algorithm would make every record of
- * an existing mirror look changed once.
+ * Content hash of a record's JSON text (or of its UTF-8 bytes: the same digest); md5 is enough to
+ * tell change, and cheap. Stored in every row and compared by the units overlap check: changing
+ * the algorithm would make every record of an existing mirror look changed once.
  */
-export function contentHash(raw: string): string {
+export function contentHash(raw: string | Uint8Array): string {
   return oneShot
     ? oneShot('md5', raw, 'base64url')
     : crypto.createHash('md5').update(raw).digest('base64url');

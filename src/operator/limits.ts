@@ -80,37 +80,49 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 
-/** Index of the quote closing the string that opens at `at` (or the buffer's length). */
-function endOfString(buf: Buffer, at: number): number {
-  for (let q = buf.indexOf(QUOTE, at + 1); q >= 0; q = buf.indexOf(QUOTE, q + 1)) {
-    let slashes = 0;
-    for (let j = q - 1; buf[j] === BACKSLASH; j--) slashes++;
-    if (slashes % 2 === 0) return q;
+/**
+ * Where the JSON string being read from `from` (just past its opening quote, or anywhere inside it)
+ * ends: the index of its closing quote; or, when `buf` ends first, `buf.length`, or `buf.length + 1`
+ * when its last byte is a backslash (the next buffer's first byte is escaped). A plain byte loop:
+ * strings in records are short, and one native `indexOf` per quote, plus a walk back over
+ * backslashes, cost twice as much per page (docs/benchmarks.md, "Issue 30, third round").
+ */
+export function stringEnd(buf: Uint8Array, from: number): number {
+  const n = buf.length;
+  let i = from;
+  for (; i < n; i++) {
+    const c = buf[i];
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH) i++;
   }
-  return buf.length;
+  return i;
 }
 
 /**
  * Scans JSON text for a record past the limits, without recursion and without parsing (strings are
  * skipped). `level` 0: the text is one record; 1: it is an array whose elements are the records.
  * Returns the reason for the first record past a limit, or null. Only the structure is looked at:
- * JSON.parse still judges the syntax.
+ * JSON.parse still judges the syntax. `spans` (level 1) gets the start and end offset of every
+ * element that is an object or array, found by the same walk.
  */
-export function overLimits(buf: Buffer, level: 0 | 1, limits: RecordLimits): string | null {
+export function overLimits(buf: Buffer, level: 0 | 1, limits: RecordLimits, spans?: number[]): string | null {
   if (limits.maxDepth === Infinity && limits.maxRecordBytes === Infinity) return null;
   if (level === 0 && buf.length > limits.maxRecordBytes) return tooLarge(limits.maxRecordBytes);
   const deepest = limits.maxDepth + level;
   let depth = 0;
   let elementStart = 0;
+  let spanStart = 0;
   const n = buf.length;
   for (let i = 0; i < n; i++) {
     const b = buf[i]!;
     if (b === QUOTE) {
-      i = endOfString(buf, i);
+      i = stringEnd(buf, i + 1);
     } else if (b === 0x7b || b === 0x5b) {
       if (++depth > deepest) return tooDeep(limits.maxDepth);
+      if (depth === 2 && level === 1) spanStart = i;
     } else if (b === 0x7d || b === 0x5d) {
       depth--;
+      if (depth === 1 && level === 1) spans?.push(spanStart, i + 1);
       // The element's bytes lie between the separators at `elementStart` and `i`.
       if (level === 1 && depth === 0 && i - elementStart - 1 > limits.maxRecordBytes)
         return tooLarge(limits.maxRecordBytes);

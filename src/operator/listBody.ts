@@ -10,7 +10,13 @@ import { JsonArraySplitter } from './splitJsonArray.js';
  * is an {@link UnreadableRecord} among the others, for the writer to quarantine.
  */
 export type ListBody =
-  | { readonly kind: 'array'; readonly records: readonly unknown[]; readonly bytes: number }
+  | {
+      readonly kind: 'array';
+      readonly records: readonly unknown[];
+      readonly bytes: number;
+      /** Each record's bytes as sent, when every one is an object or array (see {@link wireTexts}). */
+      readonly wire?: readonly Uint8Array[] | undefined;
+    }
   | {
       readonly kind: 'stream';
       readonly records: AsyncIterable<unknown>;
@@ -115,8 +121,23 @@ export async function readListBody(
     throw new OperatorError('transient', `operator body broke off: ${(err as Error).message}`);
   }
   const body = Buffer.concat(chunks, bytes);
-  if (overLimits(body, 1, limits) !== null) return streamed([body]);
-  return { kind: 'array', records: parseArray(body.toString('utf8')), bytes };
+  const spans: number[] = [];
+  if (overLimits(body, 1, limits, spans) !== null) return streamed([body]);
+  const records = parseArray(body.toString('utf8'));
+  return { kind: 'array', records, bytes, wire: wireTexts(body, spans, records.length) };
+}
+
+/**
+ * The bytes each record of a parsed page was sent as (views of `body`, no copy), from the spans the
+ * limits scan found; none unless there is one span per record (an element that is not an object
+ * or array has none). The mirror compares their hash with a stored row's before it serializes the
+ * record (batchPlan.ts): an unchanged record then costs no JSON.stringify.
+ */
+function wireTexts(body: Buffer, spans: readonly number[], count: number): Uint8Array[] | undefined {
+  if (spans.length !== 2 * count) return undefined;
+  const out = new Array<Uint8Array>(count);
+  for (let i = 0; i < count; i++) out[i] = body.subarray(spans[2 * i], spans[2 * i + 1]);
+  return out;
 }
 
 /** A body read up to a limit: the bytes, and whether the operator sent more than that. */

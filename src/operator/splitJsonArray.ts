@@ -12,10 +12,17 @@
  * {@link UnreadableRecord}. The checks cost one comparison per element and per opening bracket.
  */
 
-import { excerptOf, NO_LIMITS, type RecordLimits, tooDeep, tooLarge, UnreadableRecord } from './limits.js';
+import {
+  excerptOf,
+  NO_LIMITS,
+  type RecordLimits,
+  stringEnd,
+  tooDeep,
+  tooLarge,
+  UnreadableRecord,
+} from './limits.js';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
@@ -35,6 +42,8 @@ export class JsonArraySplitter {
   private carry: Buffer[] = [];
   private depth = 0;
   private inString = false;
+  /** Bytes of the next chunk to pass over first: 1 when the last one ended on a backslash in a string. */
+  private escapedAhead = 0;
   /** The previous element ended; a comma must come before the next one. */
   private needComma = false;
   /** A comma was just read; a value must follow (JSON has no trailing commas). */
@@ -55,19 +64,20 @@ export class JsonArraySplitter {
   push(chunk: Buffer): Array<string | UnreadableRecord> {
     const out: Array<string | UnreadableRecord> = [];
     let start = this.phase === 'element' ? 0 : -1;
-    let i = 0;
     const n = chunk.length;
+    let i = Math.min(this.escapedAhead, n);
+    this.escapedAhead -= i;
     while (i < n) {
       const b = chunk[i]!;
       if (this.phase === 'element') {
         if (this.inString) {
-          const quote = chunk.indexOf(QUOTE, i);
-          if (quote < 0) {
+          const quote = stringEnd(chunk, i);
+          if (quote >= n) {
+            this.escapedAhead = quote - n;
             i = n;
             break;
           }
-          // A quote preceded by an odd number of backslashes is escaped (possibly across chunks).
-          if (!this.escaped(chunk, quote, start)) this.inString = false;
+          this.inString = false;
           i = quote + 1;
           continue;
         }
@@ -143,8 +153,8 @@ export class JsonArraySplitter {
       this.oversize = true;
       this.excerpt = excerptOf([...this.carry, piece]);
     }
-    // Once oversize, only the last piece stays: enough to tell an escaped quote across chunks.
-    if (this.oversize) this.carry = [piece];
+    // Once oversize, nothing is kept: the excerpt is taken, and strings are tracked without bytes.
+    if (this.oversize) this.carry = [];
     else this.carry.push(piece);
   }
 
@@ -187,29 +197,6 @@ export class JsonArraySplitter {
     this.oversize = false;
     this.excerpt = '';
     this.tooDeep = false;
-  }
-
-  /** Whether the quote at `at` is escaped by the backslashes before it, looking into carried bytes. */
-  private escaped(chunk: Buffer, at: number, start: number): boolean {
-    let count = 0;
-    let j = at - 1;
-    const floor = Math.max(0, start);
-    while (j >= floor && chunk[j] === BACKSLASH) {
-      count++;
-      j--;
-    }
-    if (j < floor) {
-      for (let c = this.carry.length - 1; c >= 0 && j < floor; c--) {
-        const piece = this.carry[c]!;
-        let k = piece.length - 1;
-        while (k >= 0 && piece[k] === BACKSLASH) {
-          count++;
-          k--;
-        }
-        if (k >= 0) break;
-      }
-    }
-    return count % 2 === 1;
   }
 
   private unexpected(b: number, i: number, expected: string): string {

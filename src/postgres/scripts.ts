@@ -30,6 +30,7 @@ export const postgresDialect: Dialect = {
   feedOrderLock: `SELECT pg_advisory_xact_lock(${FEED_LOCK_KEY})`,
   indexCatalog:
     '(SELECT indexname::text AS name, tablename::text AS tbl FROM pg_indexes WHERE schemaname = current_schema())',
+  indexedBy: () => '',
 };
 
 const parseTimestamptz = pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ) as (text: string) => Date;

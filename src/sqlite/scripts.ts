@@ -19,6 +19,7 @@ export const sqliteDialect: Dialect = {
   // One writer commits at a time: ids are handed out in commit order already.
   feedOrderLock: '',
   indexCatalog: "(SELECT name, tbl_name AS tbl FROM sqlite_master WHERE type = 'index')",
+  indexedBy: (index) => ` INDEXED BY "${index}"`,
 };
 
 /** Most prepared statements kept per handle: texts vary with list lengths (`IN (?, ?)`). */

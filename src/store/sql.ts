@@ -41,6 +41,12 @@ export interface Dialect {
    * `sqlite_master`, PostgreSQL's `pg_indexes` in the current schema.
    */
   readonly indexCatalog: string;
+  /**
+   * Names the index a statement must read (after its table's name), or ''. SQLite's planner reckons
+   * a row by its declared columns, not by the JSON each mirror row holds, so it scans a table for a
+   * count a narrow index answers; PostgreSQL costs by pages and needs no hint.
+   */
+  indexedBy(index: string): string;
 }
 
 /** A value's type where PostgreSQL cannot infer it from its place (`$1 IS NULL`, a bare SELECT). */
@@ -180,6 +186,9 @@ export function whenShared(fragment: Sql): Sql {
  * while id 5 is still in flight.
  */
 export const feedOrderLock = new Sql(['', ''], [new Spelled((d) => d.feedOrderLock)]);
+
+/** `INDEXED BY index` where the dialect's planner needs telling (Dialect.indexedBy), nothing elsewhere. */
+export const indexedBy = (index: string): Sql => new Sql(['', ''], [new Spelled((d) => d.indexedBy(index))]);
 
 /** The schema's indexes as the dialect's catalog lists them: `name`, `tbl` (Dialect.indexCatalog). */
 export const indexCatalog = new Sql(['', ''], [new Spelled((d) => d.indexCatalog)]);

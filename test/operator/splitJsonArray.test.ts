@@ -1,6 +1,8 @@
+import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { overLimits, type RecordLimits, UnreadableRecord } from '../../src/operator/limits.js';
+import { readListBody } from '../../src/operator/listBody.js';
 import { JsonArraySplitter, NotAJsonArray } from '../../src/operator/splitJsonArray.js';
 
 /**
@@ -42,6 +44,15 @@ describe('JsonArraySplitter', () => {
     const array = [{ a: 'say \\"hi\\" \\\\', b: ['x"]', '\\'] }, 'str\\"ing', 12.5e3, true, null];
     const text = JSON.stringify(array);
     for (let cut = 0; cut <= text.length; cut++) expect(splitAt(text, [cut, cut + 3])).toEqual(array);
+    // One byte at a time, an empty chunk after each: an escape pending at a chunk's end survives one.
+    const splitter = new JsonArraySplitter();
+    const bytes = Buffer.from(text, 'utf8');
+    const texts: string[] = [];
+    for (let i = 0; i < bytes.length; i++)
+      for (const piece of [bytes.subarray(i, i + 1), bytes.subarray(0, 0)])
+        for (const t of splitter.push(piece)) texts.push(t as string);
+    splitter.end();
+    expect(texts.map((t) => JSON.parse(t))).toEqual(array);
   });
 
   it('never accepts what JSON.parse rejects as an array', () => {
@@ -121,6 +132,30 @@ describe('JsonArraySplitter', () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+
+  it('a page parsed whole keeps the bytes each object was sent as, and none when an element is not an object', async () => {
+    const limits = { maxRecordBytes: 1024 * 1024, maxDepth: 64 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.dictionary(fc.string(), fc.jsonValue()), { maxLength: 6 }),
+        fc.constantFrom(undefined, 1, '\t'),
+        fc.boolean(),
+        async (objects, indent, withScalar) => {
+          const array: unknown[] = withScalar ? [...objects, 'x'] : objects;
+          const body = await readListBody(
+            Readable.from([Buffer.from(JSON.stringify(array, null, indent))]),
+            1 << 20,
+            limits,
+          );
+          if (body.kind !== 'array') throw new Error('expected a parsed page');
+          if (withScalar) expect(body.wire).toBeUndefined();
+          else
+            expect(body.wire?.map((w) => JSON.parse(Buffer.from(w).toString('utf8')))).toEqual(body.records);
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -84,12 +84,22 @@ export interface IndexSpec<K extends string> {
   name: string;
   on: readonly [K, ...K[]];
   unique: boolean;
+  /** Partial: only the rows a condition keeps (in SQL both dialects read alike). */
+  where?: string;
 }
 
 export const index = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> => ({
   name,
   on,
   unique: false,
+});
+
+/** An index of the mirror rows that are live (`_removed_at IS NULL`): what the sync's counts read. */
+export const liveIndex = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> => ({
+  name,
+  on,
+  unique: false,
+  where: '_removed_at IS NULL',
 });
 
 export const uniqueIndex = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> => ({

@@ -1,5 +1,5 @@
 import { type FieldDef, ISSUANCE_FIELDS, PROJECT_FIELDS, UNIT_FIELDS } from '../../operator/fields.js';
-import { type ColumnKinds, type ColumnTypes, type IndexSpec, index, table } from './kinds.js';
+import { type ColumnKinds, type ColumnTypes, type IndexSpec, index, liveIndex, table } from './kinds.js';
 
 /**
  * Mirror tables: one column per interface field, named exactly as the interface spells it (quoted
@@ -74,6 +74,16 @@ export const UNIT_FILTER_INDEXES = [
   index('unit_operations_status_date_key_idx', 'unitsStatus', 'unitsDate', 'unitsOperationID'),
 ] as const;
 
+/**
+ * The keys of the live rows, which a full scan's counts read (its record cap at the start, the rows
+ * it did not see at the end) instead of every page of a table whose rows hold each record's JSON:
+ * at a million unit operations 19 ms instead of 234, and 335 instead of 570 for the unseen rows.
+ * Kept up row by row (never deferred): the counts name it (Dialect.indexedBy), so it is always there.
+ */
+export const LIVE_INDEXES: Readonly<Record<string, IndexSpec<string>>> = {
+  unit_operations: liveIndex('unit_operations_live_key_idx', 'unitsOperationID'),
+};
+
 /** The filter indexes of each mirror table that has some, by table name. */
 export const FILTER_INDEXES: Readonly<Record<string, readonly IndexSpec<string>[]>> = {
   unit_operations: UNIT_FILTER_INDEXES,
@@ -88,7 +98,11 @@ export const unitOperationsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
     }),
     {
       // `_position` is the sync's own (the units log's overlap); the filter indexes are the API's.
-      indexes: [...UNIT_FILTER_INDEXES, index('unit_operations_position_idx', '_position')],
+      indexes: [
+        ...UNIT_FILTER_INDEXES,
+        index('unit_operations_position_idx', '_position'),
+        LIVE_INDEXES.unit_operations!,
+      ],
     },
   );
 

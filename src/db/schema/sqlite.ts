@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import {
   type AnySQLiteColumn,
   index,
@@ -44,7 +45,11 @@ function build<N extends string, Cols extends Record<string, SQLiteColumnBuilder
 ) {
   return sqliteTable(spec.name, spec.columns, (t) => [
     ...spec.indexes.map((i) =>
-      (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnySQLiteColumn>(t, i.on)),
+      i.where === undefined
+        ? (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnySQLiteColumn>(t, i.on))
+        : (i.unique ? uniqueIndex : index)(i.name)
+            .on(...columnsNamed<AnySQLiteColumn>(t, i.on))
+            .where(sql.raw(i.where)),
     ),
     ...(spec.primaryKey ? [primaryKey({ columns: columnsNamed<AnySQLiteColumn>(t, spec.primaryKey) })] : []),
   ]);

@@ -41,9 +41,11 @@ export type Page =
  */
 export async function readPage(body: ListBody, request: PageRequest, resource: ListResource): Promise<Page> {
   let head: unknown[];
+  let wire: readonly Uint8Array[] | undefined;
   let rest: AsyncIterator<unknown> | undefined;
   if (body.kind === 'array') {
     head = body.records as unknown[];
+    wire = body.wire;
   } else {
     const iterator = body.records[Symbol.asyncIterator]();
     head = [];
@@ -81,6 +83,7 @@ export async function readPage(body: ListBody, request: PageRequest, resource: L
     batches: batches(skipped ? head.slice(1) : head, rest, base, resource.positioned, batchSize, {
       bytesRead,
       streamed,
+      wire: skipped ? wire?.slice(1) : wire,
     }),
   };
 }
@@ -96,9 +99,9 @@ async function* batches(
   base: number,
   positioned: boolean,
   size: number,
-  body: { bytesRead: () => number; streamed: boolean },
+  body: { bytesRead: () => number; streamed: boolean; wire: readonly Uint8Array[] | undefined },
 ): AsyncGenerator<Batch> {
-  const { bytesRead, streamed } = body;
+  const { bytesRead, streamed, wire } = body;
   let done = 0;
   let counted = 0;
   let records: FetchedRecord[] = [];
@@ -108,16 +111,16 @@ async function* batches(
     counted = read;
     return bytes;
   };
-  const take = (value: unknown): Batch | null => {
-    records.push({ value, position: positioned ? base + done + records.length : null });
+  const take = (value: unknown, sent?: Uint8Array): Batch | null => {
+    records.push({ value, position: positioned ? base + done + records.length : null, wire: sent });
     if (records.length < size) return null;
     done += records.length;
     const batch = { records, nextOffset: base + done, bytes: bytesSince(), streamed };
     records = [];
     return batch;
   };
-  for (const value of head) {
-    const batch = take(value);
+  for (let i = 0; i < head.length; i++) {
+    const batch = take(head[i], wire?.[i]);
     if (batch) yield batch;
   }
   if (rest) {

@@ -1,0 +1,1 @@
+CREATE INDEX "unit_operations_live_key_idx" ON "unit_operations" USING btree ("unitsOperationID") WHERE _removed_at IS NULL;
