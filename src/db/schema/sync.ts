@@ -59,7 +59,10 @@ export const syncCheckpointsTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =
     updated_at: k.at().notNull(),
   });
 
-/** Keys seen by the scan in progress: tombstones are decided from this once the scan completes. */
+/**
+ * Keys seen by the scan in progress: tombstones are decided from this once the scan completes. On
+ * SQLite a WITHOUT ROWID table (drizzle/0010, written by hand: drizzle has no word for it).
+ */
 export const syncSeenTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
   table(
     'sync_seen',
