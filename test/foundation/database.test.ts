@@ -73,8 +73,12 @@ describe('database', () => {
     fresh.close();
     const database = openDatabase(file);
     expect(pendingMigrations(database.sqlite)).toBe(0);
-    // Undo the newest migration (0008: the reconciliation's tables) as a database from the previous build.
-    database.sqlite.exec('DROP TABLE reconciliation_findings; DROP TABLE reconciliation_ledger');
+    // Undo the newest migration (0010: sync_seen WITHOUT ROWID) as a database from the previous build,
+    // a scan in progress holding a seen key.
+    database.sqlite.exec(
+      'DROP TABLE sync_seen; CREATE TABLE sync_seen (resource text NOT NULL, record_id text NOT NULL, PRIMARY KEY(resource, record_id))',
+    );
+    database.sqlite.exec(`INSERT INTO sync_seen VALUES ('unit_operations', 'k1')`);
     database.sqlite.exec(
       'DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
     );
@@ -83,8 +87,12 @@ describe('database', () => {
     const again = openDatabase(file);
     expect(pendingMigrations(again.sqlite)).toBe(0);
     expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBe(shipped);
-    expect(again.sqlite.prepare('SELECT count(*) FROM reconciliation_findings').pluck().get()).toBe(0);
-    expect(again.sqlite.prepare('SELECT count(*) FROM reconciliation_ledger').pluck().get()).toBe(0);
+    expect(
+      again.sqlite.prepare(`SELECT sql FROM sqlite_master WHERE name = 'sync_seen'`).pluck().get(),
+    ).toMatch(/WITHOUT ROWID$/);
+    expect(again.sqlite.prepare('SELECT * FROM sync_seen').all()).toEqual([
+      { resource: 'unit_operations', record_id: 'k1' },
+    ]);
     again.close();
   });
 
