@@ -131,8 +131,12 @@ export function prepare(
  * raw text (an unchanged record is never written) and costs no JSON.stringify, which was the
  * largest part of a re-sync's CPU after parsing (docs/benchmarks.md, "Issue 30, third round"). Any
  * other record (new, changed, sent in another spelling, its key twice in the batch) is serialized.
+ * Returns how many records carry each key, which {@link validate} goes by too.
  */
-export function fillContent(prepared: Prepared[], stored: ReadonlyMap<string, StoredState>): void {
+export function fillContent(
+  prepared: Prepared[],
+  stored: ReadonlyMap<string, StoredState>,
+): ReadonlyMap<string, number> {
   const counts = keyCounts(prepared);
   for (const p of prepared) {
     if (p.hash !== '' || p.record.value instanceof UnreadableRecord) continue;
@@ -147,6 +151,7 @@ export function fillContent(prepared: Prepared[], stored: ReadonlyMap<string, St
     p.raw = serialize(p.record.value);
     p.hash = contentHash(p.raw);
   }
+  return counts;
 }
 
 /** How many records of the batch carry each key (as sent). */
@@ -160,9 +165,13 @@ function keyCounts(prepared: readonly Prepared[]): Map<string, number> {
  * Validates the records whose stored row (by the key as sent) does not settle them, and returns
  * the keys validation spelled differently (a legacy field name), whose rows must be read too.
  */
-export function validate(def: TableDef, prepared: Prepared[], stored: Map<string, StoredState>): string[] {
+export function validate(
+  def: TableDef,
+  prepared: Prepared[],
+  stored: Map<string, StoredState>,
+  counts: ReadonlyMap<string, number>,
+): string[] {
   const more: string[] = [];
-  const counts = keyCounts(prepared);
   for (const p of prepared) {
     if (p.record.value instanceof UnreadableRecord || p.refused || p.drifted) continue;
     const decision =

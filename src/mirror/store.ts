@@ -195,9 +195,9 @@ export function mirrorStore(
     const keys = new Set<string>();
     for (const p of prepared) if (p.rawKey !== null) keys.add(p.rawKey);
     yield* lookup([...keys], batch.trackSeen, stored, seen);
-    fillContent(prepared, stored);
+    const counts = fillContent(prepared, stored);
     // Keys validation spelled differently (a legacy field name): their rows decide instead.
-    const more = validate(def, prepared, stored);
+    const more = validate(def, prepared, stored, counts);
     if (more.length > 0) yield* lookup(more, batch.trackSeen, stored, seen);
     const plan = planBatch(def, prepared, stored, seen, batch.trackSeen, at, shape?.openKeys);
     yield* writePlan(plan, batch.runId, at);

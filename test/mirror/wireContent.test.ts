@@ -32,8 +32,7 @@ const row = (value: unknown, extra: Partial<StoredState> = {}): StoredState => (
 /** Plans `records` against `stored` the way the store does (prepare, fill, validate, plan). */
 function plan(records: FetchedRecord[], stored: Map<string, StoredState>, holdsNul = true) {
   const prepared = prepare(def, records, holdsNul);
-  fillContent(prepared, stored);
-  validate(def, prepared, stored);
+  validate(def, prepared, stored, fillContent(prepared, stored));
   return { prepared, plan: planBatch(def, prepared, stored, new Set(), false, '2026-11-27T00:00:00.000Z') };
 }
 
