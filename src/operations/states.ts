@@ -1,4 +1,4 @@
-import { OPERATION_STATES, type OperationState } from '../db/schema/operationStates.js';
+import { OPERATION_STATES, type OperationState, UNSENT_STATES } from '../db/schema/operationStates.js';
 
 /**
  * The life of one queued operation (an `outbox` row): its states, the events that move it, and
@@ -23,13 +23,10 @@ import { OPERATION_STATES, type OperationState } from '../db/schema/operationSta
 
 // The one list of states is the outbox table's column type (db/schema/operationStates.ts): the
 // schema sits below this table of transitions, and must not import it.
-export { OPERATION_STATES, type OperationState };
+export { OPERATION_STATES, type OperationState, UNSENT_STATES };
 
 /** States after which nothing more is sent or decided (personal fields are scrubbed from these). */
 export const FINISHED_STATES: readonly OperationState[] = ['approved', 'rejected', 'failed', 'cancelled'];
-
-/** States in which the operation still waits to reach the operator. */
-export const UNSENT_STATES: readonly OperationState[] = ['queued', 'sending'];
 
 /** Whether a text names a state. */
 export function isOperationState(value: string): value is OperationState {

@@ -3,9 +3,8 @@ import path from 'node:path';
 import { FAULTS, type FaultName, type FaultTimes, ISSUE_FAULT_TIMES } from '../helpers/chaos/faults.js';
 import { startChaos } from '../helpers/chaos/harness.js';
 import { type ChaosVerdict, chaosVerdict, type PhaseVerdict } from '../helpers/chaos/verdict.js';
-import { postgresBinDir } from '../helpers/postgres.js';
 import { cliRunner } from './lib/build.js';
-import type { BenchOptions, ScenarioResult } from './lib/result.js';
+import { type BenchOptions, postgresMissing, type ScenarioResult } from './lib/result.js';
 
 /**
  * The issue's producer: 100 operations a second through both APIs; `BENCH_CHAOS_RATE=N` offers N
@@ -118,12 +117,7 @@ function runRow(v: ChaosVerdict): ScenarioResult {
  * installed. Takes about 5 minutes in full.
  */
 export async function chaosScenario(options: BenchOptions): Promise<ScenarioResult[]> {
-  try {
-    postgresBinDir();
-  } catch (err) {
-    options.say(`chaos skipped: ${(err as Error).message}`);
-    return [];
-  }
+  if (postgresMissing('chaos', options)) return [];
   const runner = await cliRunner(options.quick, options.say);
   const dir = mkdtempSync(path.join(options.dir, 'chaos-'));
   const rig = await startChaos({

@@ -4,10 +4,10 @@ import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
-import { type Cluster, createTestDatabase, postgresBinDir, startCluster } from '../helpers/postgres.js';
+import { type Cluster, createTestDatabase, startCluster } from '../helpers/postgres.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { barePgDrain } from './lib/pgBaselineDrain.js';
-import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
+import { type BenchOptions, postgresMissing, ratioOf, type ScenarioResult } from './lib/result.js';
 import { startSimChild } from './lib/simulator.js';
 import { timed } from './lib/timing.js';
 import { daemonDrainRows } from './pgDrainDaemon.js';
@@ -46,12 +46,7 @@ class CountingStore extends PgOperationsStore {
  * cluster of its own, queued by the store's own insert. Skipped where no PostgreSQL is installed.
  */
 export async function pgDrainScenario(options: BenchOptions): Promise<ScenarioResult[]> {
-  try {
-    postgresBinDir();
-  } catch (err) {
-    options.say(`pgdrain skipped: ${(err as Error).message}`);
-    return [];
-  }
+  if (postgresMissing('pgdrain', options)) return [];
   const n = options.quick ? 500 : 10_000;
   const sim = await startSimChild(['--policy', 'none', '--notify-status', '202']);
   const ctx = testContext({

@@ -3,9 +3,9 @@ import { pgBackend } from '../../src/postgres/mirror.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import type { SyncTarget } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
-import { type Cluster, createTestDatabase, postgresBinDir, startCluster } from '../helpers/postgres.js';
+import { type Cluster, createTestDatabase, startCluster } from '../helpers/postgres.js';
 import { barePgSync } from './lib/pgBaselineSync.js';
-import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
+import { type BenchOptions, postgresMissing, ratioOf, type ScenarioResult } from './lib/result.js';
 import { fullSyncSize, startRegistrySim, syncOverrides } from './lib/simulator.js';
 import { timed } from './lib/timing.js';
 
@@ -19,12 +19,7 @@ const PAGE_SIZE = 1000;
  * buffers and WAL. Skipped, with a line saying so, where no PostgreSQL server is installed.
  */
 export async function pgSyncScenario(options: BenchOptions): Promise<ScenarioResult[]> {
-  try {
-    postgresBinDir();
-  } catch (err) {
-    options.say(`pgsync skipped: ${(err as Error).message}`);
-    return [];
-  }
+  if (postgresMissing('pgsync', options)) return [];
   const size = fullSyncSize(options.quick);
   const total = size.projects + size.issuances + size.units;
   const sim = await startRegistrySim(size, PAGE_SIZE);

@@ -16,6 +16,7 @@ import type { Scenario, ScenarioResult } from './lib/result.js';
 import { formatTable } from './lib/table.js';
 import { longPollScenario } from './longPoll.js';
 import { outboxDrainScenario } from './outboxDrain.js';
+import { pgClaimHistoryScenario } from './pgClaimHistory.js';
 import { pgDrainScenario } from './pgDrain.js';
 import { pgSyncScenario } from './pgSync.js';
 import { reconcileScenario } from './reconcile.js';
@@ -43,6 +44,7 @@ const SCENARIOS: Record<string, Scenario> = {
   subscribers: subscribersScenario,
   pgsync: pgSyncScenario,
   pgdrain: pgDrainScenario,
+  pgclaim: pgClaimHistoryScenario,
   chaos: chaosScenario,
   reconcile: reconcileScenario,
 };

@@ -73,12 +73,14 @@ describe('database', () => {
     fresh.close();
     const database = openDatabase(file);
     expect(pendingMigrations(database.sqlite)).toBe(0);
-    // Undo the newest migration (0010: sync_seen WITHOUT ROWID) as a database from the previous build,
-    // a scan in progress holding a seen key.
+    // Undo the newest migration (0011: the outbox's per-key order index made partial) as a database
+    // from the previous build, a queued operation in it.
     database.sqlite.exec(
-      'DROP TABLE sync_seen; CREATE TABLE sync_seen (resource text NOT NULL, record_id text NOT NULL, PRIMARY KEY(resource, record_id))',
+      'DROP INDEX outbox_unsettled_key_idx; CREATE INDEX outbox_order_idx ON outbox (order_key, id)',
     );
-    database.sqlite.exec(`INSERT INTO sync_seen VALUES ('unit_operations', 'k1')`);
+    database.sqlite.exec(`INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body,
+      body_hash, state, attempts, next_attempt_at, created_at, updated_at)
+      VALUES ('r1', 'Transfer', 'unit:1', '{}', 'h', 'queued', 0, 't', 't', 't')`);
     database.sqlite.exec(
       'DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
     );
@@ -87,12 +89,16 @@ describe('database', () => {
     const again = openDatabase(file);
     expect(pendingMigrations(again.sqlite)).toBe(0);
     expect(again.sqlite.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get()).toBe(shipped);
+    const outboxIndex = (name: string) =>
+      again.sqlite
+        .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`)
+        .pluck()
+        .get(name);
+    expect(outboxIndex('outbox_order_idx')).toBeUndefined();
+    expect(outboxIndex('outbox_unsettled_key_idx')).toMatch(/WHERE state IN \('queued', 'sending'\)$/);
     expect(
-      again.sqlite.prepare(`SELECT sql FROM sqlite_master WHERE name = 'sync_seen'`).pluck().get(),
-    ).toMatch(/WITHOUT ROWID$/);
-    expect(again.sqlite.prepare('SELECT * FROM sync_seen').all()).toEqual([
-      { resource: 'unit_operations', record_id: 'k1' },
-    ]);
+      again.sqlite.prepare('SELECT "marketplaceTransactionRef" AS ref, state FROM outbox').all(),
+    ).toEqual([{ ref: 'r1', state: 'queued' }]);
     again.close();
   });
 

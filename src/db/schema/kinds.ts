@@ -94,13 +94,16 @@ export const index = <K extends string>(name: string, ...on: [K, ...K[]]): Index
   unique: false,
 });
 
+/** An index of only the rows `where` keeps (SQL both dialects read alike). */
+export const partialIndex = <K extends string>(
+  name: string,
+  where: string,
+  ...on: [K, ...K[]]
+): IndexSpec<K> => ({ name, on, unique: false, where });
+
 /** An index of the mirror rows that are live (`_removed_at IS NULL`): what the sync's counts read. */
-export const liveIndex = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> => ({
-  name,
-  on,
-  unique: false,
-  where: '_removed_at IS NULL',
-});
+export const liveIndex = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> =>
+  partialIndex(name, '_removed_at IS NULL', ...on);
 
 export const uniqueIndex = <K extends string>(name: string, ...on: [K, ...K[]]): IndexSpec<K> => ({
   name,

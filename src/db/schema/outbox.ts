@@ -1,5 +1,5 @@
-import { type ColumnKinds, type ColumnTypes, index, table } from './kinds.js';
-import type { OperationState } from './operationStates.js';
+import { type ColumnKinds, type ColumnTypes, index, partialIndex, table } from './kinds.js';
+import { type OperationState, UNSENT_SQL } from './operationStates.js';
 
 /**
  * How a row waiting to be sent is retried and leased: the same columns, in the same order, on
@@ -49,7 +49,10 @@ export const outboxTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
     {
       indexes: [
         index('outbox_due_idx', 'state', 'next_attempt_at'),
-        index('outbox_order_idx', 'order_key', 'id'),
+        // Per-key order: whether a row has an older unsettled row on its key is one probe here,
+        // whatever the key's settled history (a full (order_key, id) index made every claim of a
+        // key's next row walk that history). Settled rows are not in it.
+        partialIndex('outbox_unsettled_key_idx', `state IN ${UNSENT_SQL}`, 'order_key', 'id'),
         // Claims walk one state in id order and stop at the limit, instead of sorting every due row.
         index('outbox_state_id_idx', 'state', 'id'),
       ],

@@ -1,3 +1,5 @@
+import { postgresBinDir } from '../../helpers/postgres.js';
+
 /** One row of the benchmark table, as printed and as written to the JSON file. */
 export interface ScenarioResult {
   /** Scenario name, as the issue's table names it. */
@@ -36,4 +38,18 @@ export type Scenario = (options: BenchOptions) => Promise<ScenarioResult[]>;
 /** value/baseline, or null. */
 export function ratioOf(value: number, baseline: number | null): number | null {
   return baseline === null || baseline === 0 ? null : value / baseline;
+}
+
+/**
+ * Whether a PostgreSQL scenario must be skipped here (no server installed): says so, naming the
+ * scenario, so a run on a machine without one still prints every other row.
+ */
+export function postgresMissing(name: string, options: Pick<BenchOptions, 'say'>): boolean {
+  try {
+    postgresBinDir();
+    return false;
+  } catch (err) {
+    options.say(`${name} skipped: ${(err as Error).message}`);
+    return true;
+  }
 }

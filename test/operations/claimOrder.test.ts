@@ -1,0 +1,116 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { claimOperations } from '../../src/operations/claim.js';
+import type { OperationRow } from '../../src/operations/rows.js';
+import type { Sqlite } from '../../src/sqlite/open.js';
+import { runSqlite, sqliteDialect } from '../../src/sqlite/scripts.js';
+import { isFeedStep, type Script } from '../../src/store/script.js';
+import { testContext } from '../helpers/context.js';
+
+/**
+ * Per-key order on SQLite: a row is claimable when no older row of its key is queued or sending.
+ * The claim asks it of the partial index of unsent rows (`outbox_unsettled_key_idx`), so the test
+ * costs one probe however many operations the key has had; over the full `(order_key, id)` index it
+ * replaced, each claim of a key's next row walked the key's whole settled history.
+ */
+
+const NOW = '2026-03-01T12:00:00.000Z';
+const PAST = '2026-03-01T11:00:00.000Z';
+const FUTURE = '2026-03-01T13:00:00.000Z';
+
+let ctx: ReturnType<typeof testContext> | undefined;
+afterEach(() => {
+  ctx?.dispose();
+  ctx = undefined;
+});
+
+/** `count` rows on key `key` in `state`, in id order; their ids. */
+function seed(sqlite: Sqlite, key: string, state: string, count: number): number[] {
+  const insert = sqlite.prepare(
+    `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state,
+       attempts, next_attempt_at, lease_until, created_at, updated_at)
+     VALUES (?, 'Transfer', ?, '{}', 'h', ?, 1, ?, ?, ?, ?) RETURNING id`,
+  );
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const ref = `${key}-${state}-${ids.length}-${Math.random().toString(36).slice(2)}`;
+    ids.push((insert.get(ref, key, state, PAST, FUTURE, PAST, PAST) as { id: number }).id);
+  }
+  return ids;
+}
+
+/** The claim run on `sqlite`, with the query plan of each statement it ran. */
+function claimWithPlans(sqlite: Sqlite, limit: number): { rows: OperationRow[]; plans: string[] } {
+  const script: Script<OperationRow[]> = claimOperations(
+    { owner: 'me', now: NOW, leaseUntil: FUTURE, limit },
+    undefined,
+    false,
+  );
+  const plans: string[] = [];
+  let step = script.next();
+  while (!step.done) {
+    const current = step.value;
+    if (isFeedStep(current)) {
+      step = script.next({ rows: [], rowCount: 0 });
+      continue;
+    }
+    const { text, values } = current.render(sqliteDialect);
+    const plan = sqlite.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[];
+    plans.push(plan.map((r) => r.detail).join('; '));
+    step = script.next(runSqlite(sqlite, current));
+  }
+  return { rows: step.value, plans };
+}
+
+describe('the ordered claim on SQLite', () => {
+  it("tests a key's order on the unsent rows' index, not the key's settled history", () => {
+    ctx = testContext();
+    const sqlite = ctx.database.sqlite;
+    // Eight units with 300 settled operations each, then their next two queued; a ninth unit whose
+    // oldest row is out (sending) and a tenth whose older row a person retried after newer ones
+    // were accepted: both wait.
+    const next: number[] = [];
+    for (let k = 0; k < 8; k++) {
+      seed(sqlite, `unit:${k}`, 'accepted', 300);
+      next.push(seed(sqlite, `unit:${k}`, 'queued', 2)[0]!);
+    }
+    seed(sqlite, 'unit:out', 'sending', 1);
+    seed(sqlite, 'unit:out', 'queued', 1);
+    const retried = seed(sqlite, 'unit:retried', 'queued', 1)[0]!;
+    seed(sqlite, 'unit:retried', 'accepted', 2);
+    seed(sqlite, 'unit:retried', 'queued', 1);
+    sqlite.prepare('UPDATE outbox SET next_attempt_at = ? WHERE id = ?').run(FUTURE, retried);
+    // With statistics of a real outbox, as a planner that has run ANALYZE sees it.
+    sqlite.exec('ANALYZE');
+
+    const { rows, plans } = claimWithPlans(sqlite, 20);
+    // Exactly each ready unit's oldest queued row: none behind a row out, none behind the retried one.
+    expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(next);
+    const candidates = plans.filter((p) => p.includes('outbox_state_id_idx'));
+    expect(candidates).toHaveLength(2);
+    for (const plan of candidates) {
+      expect(plan).toMatch(
+        /SEARCH p USING (COVERING )?INDEX outbox_unsettled_key_idx \(order_key=\? AND id<\?\)/,
+      );
+    }
+  });
+
+  it('holds only unsent rows in the per-key index, so settling a row takes it out', () => {
+    ctx = testContext();
+    const sqlite = ctx.database.sqlite;
+    const [first, second] = seed(sqlite, 'unit:1', 'queued', 2) as [number, number];
+    const indexed = () =>
+      (
+        sqlite
+          .prepare(
+            `SELECT id FROM outbox INDEXED BY outbox_unsettled_key_idx
+             WHERE order_key = 'unit:1' AND state IN ('queued', 'sending') ORDER BY id`,
+          )
+          .all() as { id: number }[]
+      ).map((r) => r.id);
+    expect(indexed()).toEqual([first, second]);
+    expect(claimWithPlans(sqlite, 5).rows.map((r) => r.id)).toEqual([first]);
+    sqlite.prepare(`UPDATE outbox SET state = 'accepted' WHERE id = ?`).run(first);
+    expect(indexed()).toEqual([second]);
+    expect(claimWithPlans(sqlite, 5).rows.map((r) => r.id)).toEqual([second]);
+  });
+});
