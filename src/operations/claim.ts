@@ -33,18 +33,30 @@ const READY = raw(`(o.order_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM outbox p
       WHERE p.order_key = o.order_key AND p.id < o.id AND p.state IN ${UNSENT_SQL}))`);
 
+/** {@link UNSENT_SQL} as a fragment. */
+const UNSENT = raw(UNSENT_SQL);
+
+/** The unit keys of unsent rows, in key order on the partial index (to be completed and limited). */
+const UNSENT_ROWS = raw(
+  `SELECT order_key FROM outbox INDEXED BY outbox_unsettled_key_idx WHERE state IN ${UNSENT_SQL}`,
+);
+
 /**
- * Claims up to `limit` claimable rows for a store one process owns (SQLite): one SELECT per
- * from-state, each walking outbox_state_id_idx in id order and stopping at the limit (a single OR
- * over both states made SQLite sort every due row on every claim), then a compare-and-swap UPDATE
+ * Claims up to `limit` claimable rows for a store one process owns (SQLite): per from-state a
+ * SELECT walking outbox_state_id_idx in id order, at most {@link WALK_ROWS} rows, and asking each
+ * unit when that comes up short (a single OR over both states made SQLite sort every due row on
+ * every claim); then a compare-and-swap UPDATE
  * per id. Split rather than one UPDATE ... FROM candidates: that form cost ~150 us per claim against
  * ~85 us split, and a claim runs once per sent row. `INDEXED BY` is SQLite's: where processes share
  * the store the claim is {@link claimShared}.
  */
 function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
   const found: Array<{ id: number; from: OperationState }> = [];
-  for (const { from, select } of CLAIM_CANDIDATES) {
-    for (const { id } of yield* all<{ id: number }>(select(p))) found.push({ id, from });
+  for (const { from, walk, walkCut, heads } of CLAIM_CANDIDATES) {
+    let ids = (yield* all<{ id: number }>(walk(p))).map((r) => r.id);
+    if (ids.length < p.limit && ((yield* first<{ n: number }>(walkCut))?.n ?? 0) > WALK_ROWS)
+      ids = (yield* all<{ id: number }>(heads(p))).map((r) => r.id);
+    for (const id of ids) found.push({ id, from });
   }
   found.sort((a, b) => a.id - b.id);
   const rows: OperationRow[] = [];
@@ -59,17 +71,58 @@ function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Scri
   return rows;
 }
 
-/** {@link claimOneByOne}'s candidates per from-state, the oldest `limit` claimable rows of each. */
-const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => ({
-  from,
-  select: shaped<'now' | 'limit'>((v) => {
-    const due = when ? sql` AND ${guardSql(when, bound(v.now), 'o.')}` : raw('');
-    return sql`
-      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
-      WHERE o.state = ${raw(`'${from}'`)}${due} AND ${READY}
-      ORDER BY o.id LIMIT ${v.limit}`;
-  }),
-}));
+/**
+ * Rows of a from-state {@link claimOneByOne} walks in id order before it asks each unit for its
+ * oldest unsent row instead. Walking on until `limit` claimable rows turned up read every queued
+ * row whenever fewer units than that were free: 10,000 operations on 3 units drained at 660 a
+ * second, 9 of its 15 s in the claim (docs/benchmarks.md). Past this many, one probe per unit.
+ */
+export const WALK_ROWS = 256;
+
+/**
+ * {@link claimOneByOne}'s candidates per from-state, the oldest `limit` claimable rows of each: of
+ * the first {@link WALK_ROWS} rows in the state, those claimable ({@link READY}); when those are
+ * fewer than asked and the state has more rows (`walkCut`), instead every unit's oldest unsent row
+ * that is in the state and due (a skip scan of `outbox_unsettled_key_idx`, one probe per unit: a
+ * row is claimable exactly when it is its unit's oldest unsent row), with the rows of no unit.
+ */
+const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => {
+  const state = raw(`'${from}'`);
+  const due = (now: unknown) => (when ? sql` AND ${guardSql(when, bound(now), 'o.')}` : raw(''));
+  return {
+    from,
+    walk: shaped<'now' | 'limit'>(
+      (v) => sql`
+      SELECT o.id FROM (
+        SELECT id FROM outbox INDEXED BY outbox_state_id_idx
+        WHERE state = ${state} ORDER BY id LIMIT ${raw(String(WALK_ROWS))}) AS w
+      CROSS JOIN outbox o ON o.id = w.id
+      WHERE o.state = ${state}${due(v.now)} AND ${READY}
+      ORDER BY o.id LIMIT ${v.limit}`,
+    ),
+    walkCut: sql`SELECT count(*) AS n FROM (
+        SELECT 1 FROM outbox INDEXED BY outbox_state_id_idx
+        WHERE state = ${state} LIMIT ${raw(String(WALK_ROWS + 1))})`,
+    heads: shaped<'now' | 'limit'>(
+      (v) => sql`
+      WITH RECURSIVE units(k) AS (
+        SELECT (${UNSENT_ROWS} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
+        UNION ALL
+        SELECT (${UNSENT_ROWS} AND order_key > units.k ORDER BY order_key LIMIT 1)
+        FROM units WHERE units.k IS NOT NULL),
+      heads(id) AS (
+        SELECT (SELECT id FROM outbox INDEXED BY outbox_unsettled_key_idx
+                WHERE state IN ${UNSENT} AND order_key = units.k ORDER BY order_key, id LIMIT 1)
+        FROM units WHERE units.k IS NOT NULL)
+      SELECT o.id FROM heads CROSS JOIN outbox o ON o.id = heads.id
+      WHERE o.state = ${state}${due(v.now)}
+      UNION ALL
+      SELECT o.id FROM outbox o INDEXED BY outbox_unsettled_key_idx
+      WHERE o.state IN ${UNSENT} AND o.order_key IS NULL AND o.state = ${state}${due(v.now)}
+      ORDER BY 1 LIMIT ${v.limit}`,
+    ),
+  };
+});
 
 /** {@link claimOneByOne}'s compare-and-swap of one candidate. */
 const CLAIM_ROW = shaped<'id' | 'owner' | 'now' | 'leaseUntil'>(
@@ -87,7 +140,8 @@ export type ClaimedRow = OperationRow & { from_state: OperationState };
  * with the outbox's history. The state is a range (`BETWEEN s AND s`) and the order `(state, id)`
  * on purpose: with `=` the planner may still walk the primary key. A branch's rows that miss the
  * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
- * take two rows of one key: pgStore.ts.
+ * take two rows of one key: src/postgres/operationsStore.ts. Unlike {@link claimOneByOne}, its walk is not bounded: with
+ * fewer units free than `limit` it reads every queued row (docs/benchmarks.md, "fourth round").
  */
 export const claimShared = shaped<keyof ClaimParams>((p) => {
   const guard = bound(p.now, p.owner);

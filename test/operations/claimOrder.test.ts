@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { claimOperations } from '../../src/operations/claim.js';
+import { claimOperations, WALK_ROWS } from '../../src/operations/claim.js';
 import type { OperationRow } from '../../src/operations/rows.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
 import { runSqlite, sqliteDialect } from '../../src/sqlite/scripts.js';
@@ -35,6 +36,13 @@ function seed(sqlite: Sqlite, key: string, state: string, count: number): number
     const ref = `${key}-${state}-${ids.length}-${Math.random().toString(36).slice(2)}`;
     ids.push((insert.get(ref, key, state, PAST, FUTURE, PAST, PAST) as { id: number }).id);
   }
+  return ids;
+}
+
+/** `count` rows of no unit, queued; their ids. */
+function seedNoUnit(sqlite: Sqlite, count: number): number[] {
+  const ids = seed(sqlite, 'no-unit', 'queued', count);
+  sqlite.prepare(`UPDATE outbox SET order_key = NULL WHERE order_key = 'no-unit'`).run();
   return ids;
 }
 
@@ -85,13 +93,95 @@ describe('the ordered claim on SQLite', () => {
     const { rows, plans } = claimWithPlans(sqlite, 20);
     // Exactly each ready unit's oldest queued row: none behind a row out, none behind the retried one.
     expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(next);
-    const candidates = plans.filter((p) => p.includes('outbox_state_id_idx'));
-    expect(candidates).toHaveLength(2);
-    for (const plan of candidates) {
+    // One walk per from-state (queued, sending), each testing its rows' units on the partial index.
+    const walks = plans.filter((p) => p.includes('SEARCH p '));
+    expect(walks).toHaveLength(2);
+    for (const plan of walks) {
       expect(plan).toMatch(
         /SEARCH p USING (COVERING )?INDEX outbox_unsettled_key_idx \(order_key=\? AND id<\?\)/,
       );
     }
+  });
+
+  it("finds a unit's next row past the walk by asking each unit, with one probe per unit", () => {
+    ctx = testContext();
+    const sqlite = ctx.database.sqlite;
+    // Unit A has a row out and WALK_ROWS + 44 queued behind it; unit B's next row and a row of no
+    // unit come after them all: the claim's walk of the first WALK_ROWS queued rows finds nothing.
+    seed(sqlite, 'unit:a', 'sending', 1);
+    seed(sqlite, 'unit:a', 'queued', WALK_ROWS + 44);
+    const [b] = seed(sqlite, 'unit:b', 'queued', 2);
+    const none = seedNoUnit(sqlite, 2);
+    sqlite.exec('ANALYZE');
+    const { rows, plans } = claimWithPlans(sqlite, 8);
+    expect(rows.map((r) => r.id)).toEqual([b, ...none]);
+    const heads = plans.filter((p) => p.includes('RECURSIVE STEP'));
+    expect(heads).toHaveLength(1);
+    // Units and their oldest rows are index probes; nothing scans the table or walks the queue.
+    expect(heads[0]).toMatch(/outbox_unsettled_key_idx \(order_key>\?\)/);
+    expect(heads[0]).not.toMatch(/SCAN (outbox|o)\b|outbox_state_id_idx/);
+  });
+
+  it('claims exactly the oldest claimable rows, whatever the mix of units, states and times', () => {
+    ctx = testContext();
+    const sqlite = ctx.database.sqlite;
+    const insert = sqlite.prepare(
+      `INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state,
+         attempts, next_attempt_at, lease_owner, lease_until, created_at, updated_at)
+       VALUES (?, 'Transfer', ?, '{}', 'h', ?, 1, ?, 'other', ?, ?, ?) RETURNING id`,
+    );
+    // A few units (most rows blocked, so the walk comes up short and every unit is asked) or many
+    // (the walk finds enough); rows of no unit rare or common.
+    const rowOf = (units: number, noUnitOneIn: number) =>
+      fc.record({
+        unit: fc.option(fc.integer({ min: 0, max: units - 1 }), { nil: null, freq: noUnitOneIn }),
+        state: fc.constantFrom(
+          'queued',
+          'queued',
+          'queued',
+          'queued',
+          'queued',
+          'sending',
+          'accepted',
+          'failed',
+        ),
+        due: fc.boolean(),
+        leaseExpired: fc.boolean(),
+      });
+    const outboxes = fc
+      .tuple(fc.constantFrom(2, 3, 7, 400), fc.constantFrom(6, 200))
+      .chain(([units, noUnitOneIn]) =>
+        fc.array(rowOf(units, noUnitOneIn), { maxLength: 2 * WALK_ROWS + 100, size: 'max' }),
+      );
+    fc.assert(
+      fc.property(outboxes, fc.integer({ min: 1, max: 12 }), (spec, limit) => {
+        sqlite.exec('DELETE FROM outbox');
+        const rows = spec.map((r, i) => ({
+          ...r,
+          id: (
+            insert.get(
+              `prop-${i}`,
+              r.unit === null ? null : `unit:${r.unit}`,
+              r.state,
+              r.due ? PAST : FUTURE,
+              r.leaseExpired ? PAST : FUTURE,
+              PAST,
+              PAST,
+            ) as { id: number }
+          ).id,
+        }));
+        const unsent = (r: (typeof rows)[number]) => r.state === 'queued' || r.state === 'sending';
+        const claimable = rows.filter(
+          (r) =>
+            ((r.state === 'queued' && r.due) || (r.state === 'sending' && r.leaseExpired)) &&
+            (r.unit === null || !rows.some((o) => o.unit === r.unit && o.id < r.id && unsent(o))),
+        );
+        const expected = claimable.map((r) => r.id).slice(0, limit);
+        expect(claimWithPlans(sqlite, limit).rows.map((r) => r.id)).toEqual(expected);
+      }),
+      // No shrinking: each run writes hundreds of rows, and shrinking one took minutes.
+      { numRuns: 60, endOnFailure: true },
+    );
   });
 
   it('holds only unsent rows in the per-key index, so settling a row takes it out', () => {
