@@ -140,8 +140,9 @@ export type ClaimedRow = OperationRow & { from_state: OperationState };
  * with the outbox's history. The state is a range (`BETWEEN s AND s`) and the order `(state, id)`
  * on purpose: with `=` the planner may still walk the primary key. A branch's rows that miss the
  * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
- * take two rows of one key: src/postgres/operationsStore.ts. Unlike {@link claimOneByOne}, its walk is not bounded: with
- * fewer units free than `limit` it reads every queued row (docs/benchmarks.md, "fourth round").
+ * take two rows of one key: src/postgres/operationsStore.ts. Unlike {@link claimOneByOne}'s, this
+ * walk is not bounded: with fewer units free than `limit` it reads every queued row
+ * (docs/benchmarks.md, "fourth round").
  */
 export const claimShared = shaped<keyof ClaimParams>((p) => {
   const guard = bound(p.now, p.owner);

@@ -18,7 +18,10 @@ const SETTLED_PER_ROUND = 8;
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
 
-/** One claim in a transaction of its own, with its plan pinned as the dispatcher's group does; its rows and ms. */
+/**
+ * One claim in a transaction of its own, its plan pinned as the dispatcher's group pins it: the ids
+ * it took and its ms.
+ */
 async function timedClaim(client: pg.PoolClient, tick: number, limit: number) {
   await client.query('BEGIN');
   await client.query(CLAIM_PLAN_SQL);
