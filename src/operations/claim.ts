@@ -36,18 +36,17 @@ const READY = raw(`(o.order_key IS NULL OR NOT EXISTS (
 /** {@link UNSENT_SQL} as a fragment. */
 const UNSENT = raw(UNSENT_SQL);
 
-/** The unit keys of unsent rows, in key order on the partial index (to be completed and limited). */
-const UNSENT_ROWS = raw(
-  `SELECT order_key FROM outbox INDEXED BY outbox_unsettled_key_idx WHERE state IN ${UNSENT_SQL}`,
-);
+/** `column` of the unsent rows, on the partial index in (unit, id) order (to be completed and limited). */
+const unsentRows = (column: 'order_key' | 'id') =>
+  raw(`SELECT ${column} FROM outbox INDEXED BY outbox_unsettled_key_idx WHERE state IN ${UNSENT_SQL}`);
 
 /**
  * Claims up to `limit` claimable rows for a store one process owns (SQLite): per from-state a
  * SELECT walking outbox_state_id_idx in id order, at most {@link WALK_ROWS} rows, and asking each
  * unit when that comes up short (a single OR over both states made SQLite sort every due row on
- * every claim); then a compare-and-swap UPDATE
- * per id. Split rather than one UPDATE ... FROM candidates: that form cost ~150 us per claim against
- * ~85 us split, and a claim runs once per sent row. `INDEXED BY` is SQLite's: where processes share
+ * every claim); then a compare-and-swap UPDATE per id. Split rather than one UPDATE ... FROM
+ * candidates: that form cost ~150 us per claim against ~85 us split, and a claim runs once per
+ * sent row. `INDEXED BY` is SQLite's: where processes share
  * the store the claim is {@link claimShared}.
  */
 function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
@@ -108,13 +107,12 @@ const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => {
     heads: shaped<'now' | 'limit'>(
       (v) => sql`
       WITH RECURSIVE units(k) AS (
-        SELECT (${UNSENT_ROWS} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
+        SELECT (${unsentRows('order_key')} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
         UNION ALL
-        SELECT (${UNSENT_ROWS} AND order_key > units.k ORDER BY order_key LIMIT 1)
+        SELECT (${unsentRows('order_key')} AND order_key > units.k ORDER BY order_key LIMIT 1)
         FROM units WHERE units.k IS NOT NULL),
       heads(id) AS (
-        SELECT (SELECT id FROM outbox INDEXED BY outbox_unsettled_key_idx
-                WHERE state IN ${UNSENT} AND order_key = units.k ORDER BY order_key, id LIMIT 1)
+        SELECT (${unsentRows('id')} AND order_key = units.k ORDER BY order_key, id LIMIT 1)
         FROM units WHERE units.k IS NOT NULL)
       SELECT o.id FROM heads CROSS JOIN outbox o ON o.id = heads.id
       WHERE o.state = ${state}${due(v.now)}

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import got from 'got';
+import { UNSENT_SQL } from '../../src/db/schema/operationStates.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { testContext } from '../helpers/context.js';
 import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
@@ -72,7 +73,7 @@ export async function outboxDrainScenario(options: BenchOptions): Promise<Scenar
     // The wait reads the unsent rows (an index range that shrinks to nothing) rather than counting
     // the accepted ones (a range that grows to n): a poll every 5 ms shares the dispatcher's loop.
     const unsent = ctx.database.sqlite.prepare(
-      "SELECT count(*) AS n FROM outbox WHERE state IN ('queued', 'sending')",
+      `SELECT count(*) AS n FROM outbox WHERE state IN ${UNSENT_SQL}`,
     );
     const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
     const drain = await timed(async () => {
