@@ -159,35 +159,55 @@ describe('dispatcher delivery', () => {
   });
 
   it('sends operations on the same unit in queue order, different units in parallel', async () => {
-    const h = setup({ 'outbox.concurrency': 8, 'outbox.backoff_base_ms': 10 });
-    sim.faults.setRates({ error: 0.25 });
-    const queued: { ref: string; unit: number; index: number }[] = [];
-    for (let i = 0; i < 50; i++) {
-      const unit = i % 5;
-      const ref = `ord-${i}`;
-      enqueue(h, tokenization(ref, { unitId: 9000 + unit }));
-      queued.push({ ref, unit, index: i });
-    }
-    await h.component.start();
-    await driveUntil(
-      'all accepted',
-      h.clock,
-      h.dispatcher,
-      () => rows(h.ctx).every((r) => r.state === 'accepted'),
-      100,
-    );
-    sim.faults.clear();
-    const byRef = new Map(queued.map((q) => [q.ref, q]));
-    for (let unit = 0; unit < 5; unit++) {
-      const arrivals = sim.notifications
-        .filter((n) => n.ref && byRef.get(n.ref)?.unit === unit)
-        .map((n) => byRef.get(n.ref!)!.index);
-      // Every attempt (failed ones too) of an older operation arrives before any of a newer one.
-      expect(arrivals).toEqual([...arrivals].sort((a, b) => a - b));
-      expect(new Set(arrivals).size).toBe(10);
-    }
+    await deliversInUnitOrder(5, 10, 'interleaved');
+  });
+
+  it('keeps unit order on a few units behind a queue longer than the claim walks', async () => {
+    // 3 units x 120 = 360 queued, each unit's in one run: while the first unit's row is out, the
+    // first WALK_ROWS queued rows all wait behind it, and the claim finds the others' next rows by
+    // asking each unit (operations/claim.ts), through failures and their backoffs.
+    await deliversInUnitOrder(3, 120, 'grouped');
   });
 });
+
+/**
+ * `perUnit` operations on each of `units` units, queued one unit after another or interleaved,
+ * delivered through a quarter of failed attempts: every one accepted, and per unit every attempt of
+ * an older operation arrives before any attempt of a newer one.
+ */
+async function deliversInUnitOrder(
+  units: number,
+  perUnit: number,
+  layout: 'interleaved' | 'grouped',
+): Promise<void> {
+  const h = setup({ 'outbox.concurrency': 8, 'outbox.backoff_base_ms': 10 });
+  sim.faults.setRates({ error: 0.25 });
+  const queued: { ref: string; unit: number; index: number }[] = [];
+  for (let i = 0; i < units * perUnit; i++) {
+    const unit = layout === 'interleaved' ? i % units : Math.floor(i / perUnit);
+    const ref = `ord-${units}-${i}`;
+    enqueue(h, tokenization(ref, { unitId: 9000 + unit }));
+    queued.push({ ref, unit, index: i });
+  }
+  await h.component.start();
+  await driveUntil(
+    'all accepted',
+    h.clock,
+    h.dispatcher,
+    () => rows(h.ctx).every((r) => r.state === 'accepted'),
+    100,
+  );
+  sim.faults.clear();
+  const byRef = new Map(queued.map((q) => [q.ref, q]));
+  for (let unit = 0; unit < units; unit++) {
+    const arrivals = sim.notifications
+      .filter((n) => n.ref && byRef.get(n.ref)?.unit === unit)
+      .map((n) => byRef.get(n.ref!)!.index);
+    // Every attempt (failed ones too) of an older operation arrives before any of a newer one.
+    expect(arrivals).toEqual([...arrivals].sort((a, b) => a - b));
+    expect(new Set(arrivals).size).toBe(perUnit);
+  }
+}
 
 /** The SQLite store, counting the dispatcher's claims. */
 class CountingStore extends SqliteOperationsStore {
