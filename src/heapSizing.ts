@@ -10,7 +10,8 @@ import v8 from 'node:v8';
  * 138 MB of heap were committed for 46 MB live. Both limits are start-up flags (V8 reads them
  * before any of our code runs), so the long-lived commands start Node again in the same process
  * (`process.execve`: same PID, for systemd and its notify socket) with {@link DAEMON_HEAP_FLAGS};
- * every thread's isolate takes them. The peak fell from ~370 MB to ~277 (docs/benchmarks.md, "The
+ * every thread's isolate takes them. A one-shot `sync` is started again the same way, with
+ * {@link SYNC_HEAP_FLAGS}. The peak fell from ~370 MB to ~277 (docs/benchmarks.md, "The
  * feed under 1,600 clients"); more frequent full collections cost the enqueue p99 under a drain
  * (median 34 against 24 ms, three runs each of `npm run bench -- --only enqueue`).
  *
@@ -19,30 +20,45 @@ import v8 from 'node:v8';
  * without `process.execve` (before 22.15) runs with V8's own sizing.
  */
 
-/** The long-lived commands, whose memory is steady state rather than a peak. */
-const DAEMON_COMMANDS = new Set(['run', 'demo']);
-
 /** The daemon's heap: 2 x 16 MiB semi-spaces per thread; the old generation grown by 1.5x at a time. */
 export const DAEMON_HEAP_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=50'];
+
+/**
+ * A one-shot `sync`'s heap: 1 MiB semi-spaces, and V8's memory-saving heuristics. A sync's garbage
+ * is a page's records, dead once committed; a young generation larger than that only holds more of
+ * it. On 1,000,000 unit operations served unpaginated (`npm run bench -- --only rss`, three runs
+ * each by hand) the peak fell from 123-127 MB to 117-122 MB and the CPU from 17.7-18.2 s to
+ * 16.2-16.6 s: fewer bytes scavenged, each scavenge in cache.
+ */
+export const SYNC_HEAP_FLAGS = ['--max-semi-space-size=1', '--optimize-for-size'];
+
+/** The commands started again with flags of their own: the long-lived ones and the one-shot sync. */
+const COMMAND_HEAP_FLAGS: Readonly<Record<string, readonly string[]>> = {
+  run: DAEMON_HEAP_FLAGS,
+  demo: DAEMON_HEAP_FLAGS,
+  sync: SYNC_HEAP_FLAGS,
+};
 
 /** The flags Node must be started again with for `argv`, or null when it need not: pure, for the test. */
 export function heapFlagsToAdd(
   argv: readonly string[],
   execArgv: readonly string[],
   nodeOptions: string | undefined,
-): string[] | null {
+): readonly string[] | null {
   const command = argv.find((arg) => !arg.startsWith('-'));
-  if (command === undefined || !DAEMON_COMMANDS.has(command)) return null;
+  const flags = command === undefined ? undefined : COMMAND_HEAP_FLAGS[command];
+  if (flags === undefined) return null;
   const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
   if (given.some((flag) => /^--max[-_]semi[-_]space[-_]size\b/.test(flag))) return null;
-  return DAEMON_HEAP_FLAGS;
+  return flags;
 }
 
 /**
- * Sizes the heap for the command in `argv`: one-shot `sync` keeps its heap small with
- * `--optimize-for-size` (read as the heap is sized, so it may be set now: a 1,000,000-record sync
- * peaked at ~280 MB RSS, ~120 MB of it young generation), and the daemon's commands are started
- * again with {@link DAEMON_HEAP_FLAGS} (this call then does not return).
+ * Sizes the heap for the command in `argv`: `run`, `demo` and `sync` are started again with their
+ * flags (this call then does not return). A `sync` that is not (the user sized the young generation,
+ * or Node has no execve) still gets `--optimize-for-size`, which V8 reads as the heap is sized and so
+ * may be set now: a 1,000,000-record sync without it peaked at ~280 MB RSS, ~120 MB of it young
+ * generation.
  */
 export function sizeHeapFor(argv: readonly string[]): void {
   if (argv.includes('sync')) v8.setFlagsFromString('--optimize-for-size');

@@ -1,16 +1,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { type Got, got, type Request } from 'got';
 import { type Clock, systemClock } from '../clock.js';
-import { type PostAnswer, post } from '../httpPost.js';
-import { linkedSignal } from '../linkedSignal.js';
+import { type HttpAnswer, sendRequest } from '../httpRequest.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';
 import { type RateEvent, RateLimiter } from './rateLimit.js';
 
-/** Sent with every request; accept-encoding is got's own default, named so /notify (node:http) sends it too. */
+/** Sent with every request: compressed answers are welcome (they are inflated before any limit counts). */
 const REQUEST_HEADERS = {
   'user-agent': 'vcu-sync',
   accept: 'application/json',
@@ -85,7 +83,6 @@ export interface NotifyResult {
 
 /** The operator client: auth, timeouts, a shared rate limit, keep-alive, and classified errors. */
 export class OperatorClient {
-  private readonly got: Got;
   private readonly limiter: RateLimiter;
   private readonly base: string;
   private readonly clock: Clock;
@@ -115,23 +112,6 @@ export class OperatorClient {
       http: new http.Agent({ keepAlive: true, maxSockets }),
       https: new https.Agent({ keepAlive: true, maxSockets }),
     };
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    this.got = got.extend({
-      agent: this.agents,
-      // The loops own retries: got must never resend, least of all a POST.
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      followRedirect: false,
-      timeout: {
-        lookup: options.connectTimeoutMs ?? 5_000,
-        connect: options.connectTimeoutMs ?? 5_000,
-        secureConnect: options.connectTimeoutMs ?? 5_000,
-        socket: timeoutMs,
-        send: timeoutMs,
-        response: timeoutMs,
-      },
-      headers: REQUEST_HEADERS,
-    });
   }
 
   private headers(withAuth: boolean): Record<string, string> {
@@ -196,46 +176,44 @@ export class OperatorClient {
   }
 
   /**
-   * Starts a request as a stream and waits for the response head; every body is then read through
-   * a bounded reader (got inflates a compressed body before the stream, so limits count
-   * decompressed bytes).
+   * Sends a request and waits for the answer's head, after the shared rate limit; the body is then
+   * read through a bounded reader (inflated first, so limits count decompressed bytes). Single
+   * reads and /notify are bounded as a whole; list bodies, which may be large, only by idleness.
    */
   private async open(
     operation: string,
-    url: string,
-    init: { method?: 'GET' | 'POST'; body?: string; headers: Record<string, string>; whole: boolean },
+    init: {
+      method: 'GET' | 'POST';
+      url: string;
+      body?: string;
+      headers: Record<string, string>;
+      whole: boolean;
+    },
     request: RequestOptions,
-  ): Promise<{ stream: Request; response: http.IncomingMessage; started: number }> {
+  ): Promise<HttpAnswer & { started: number }> {
     await this.limiter.acquire(request.signal);
     const started = this.clock.now();
-    const { signal, unlink } = linkedSignal(request.signal);
-    const stream = this.got.stream(url, {
-      method: init.method ?? 'GET',
-      headers: init.headers,
-      ...(init.body !== undefined ? { body: init.body } : {}),
-      // Single reads and /notify: the whole exchange is bounded; list bodies only by idleness.
-      ...(init.whole ? { timeout: { request: this.options.timeoutMs ?? 30_000 } } : {}),
-      ...(signal ? { signal } : {}),
-    });
-    // A body read to its end ends the stream; one cut short is destroyed (close). got never
-    // destroys a stream read to its end, so 'end' is the one that matters.
-    stream.once('end', unlink);
-    stream.once('close', unlink);
+    const timeoutMs = this.options.timeoutMs ?? 30_000;
+    let answer: HttpAnswer;
     try {
-      const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        stream.once('response', resolve);
-        stream.once('error', reject);
+      answer = await sendRequest({
+        method: init.method,
+        url: init.url,
+        body: init.body,
+        headers: { ...REQUEST_HEADERS, ...init.headers },
+        agents: this.agents,
+        connectTimeoutMs: this.options.connectTimeoutMs ?? 5_000,
+        timeout: { kind: init.whole ? 'whole' : 'idle', ms: timeoutMs },
+        signal: request.signal,
       });
-      this.report(operation, response.statusCode ?? 0, started);
-      this.rateFeedback(response.statusCode ?? 0, started, header(response, 'retry-after'));
-      // Later errors surface through the body reader; this keeps them from being unhandled.
-      stream.on('error', () => {});
-      return { stream, response, started };
     } catch (err) {
-      unlink();
       this.report(operation, 'error', started);
       throw errorForNetwork(err);
     }
+    const status = answer.response.statusCode ?? 0;
+    this.report(operation, status, started);
+    this.rateFeedback(status, started, header(answer.response, 'retry-after'));
+    return { ...answer, started };
   }
 
   /** GETs one page (or the whole body) of a list endpoint. */
@@ -245,10 +223,9 @@ export class OperatorClient {
     query: ListQuery = {},
     request: RequestOptions = {},
   ): Promise<ListBody> {
-    const { stream, response } = await this.open(
+    const { body: stream, response } = await this.open(
       operation,
-      this.url(path, query),
-      { headers: this.headers(true), whole: false },
+      { method: 'GET', url: this.url(path, query), headers: this.headers(true), whole: false },
       request,
     );
     const status = response.statusCode ?? 0;
@@ -276,10 +253,9 @@ export class OperatorClient {
     path: string,
     request: RequestOptions = {},
   ): Promise<unknown | UnreadableRecord | null> {
-    const { stream, response } = await this.open(
+    const { body: stream, response } = await this.open(
       operation,
-      this.url(path),
-      { headers: this.headers(true), whole: true },
+      { method: 'GET', url: this.url(path), headers: this.headers(true), whole: true },
       request,
     );
     const status = response.statusCode ?? 0;
@@ -308,31 +284,19 @@ export class OperatorClient {
    * At most `maxResponseBytes` of the answer are read: the rest is dropped and the text says so.
    */
   async notify(path: string, body: string, request: RequestOptions = {}): Promise<NotifyResult> {
-    await this.limiter.acquire(request.signal);
-    const started = this.clock.now();
-    let answer: PostAnswer;
-    try {
-      answer = await post({
+    const answer = await this.open(
+      'notify',
+      {
+        method: 'POST',
         url: this.url(path),
         body,
-        headers: {
-          ...REQUEST_HEADERS,
-          ...this.headers(this.options.authOnNotify ?? true),
-          'content-type': 'application/json',
-        },
-        agents: this.agents,
-        connectTimeoutMs: this.options.connectTimeoutMs ?? 5_000,
-        timeoutMs: this.options.timeoutMs ?? 30_000,
-        signal: request.signal,
-      });
-    } catch (err) {
-      this.report('notify', 'error', started);
-      throw errorForNetwork(err);
-    }
-    const { response } = answer;
+        headers: { ...this.headers(this.options.authOnNotify ?? true), 'content-type': 'application/json' },
+        whole: true,
+      },
+      request,
+    );
+    const { response, started } = answer;
     const status = response.statusCode ?? 0;
-    this.report('notify', status, started);
-    this.rateFeedback(status, started, header(response, 'retry-after'));
     try {
       if (status < 200 || status >= 300)
         await this.failFromStream(

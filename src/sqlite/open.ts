@@ -28,11 +28,13 @@ export interface OpenOptions {
 
 /**
  * SQLite's page cache per connection, KiB. better-sqlite3 builds SQLite with 16 MiB; the mirror's
- * writes are appends and key lookups that the OS page cache serves as well, and on a 1,000,000-record
- * sync the 16 MiB cache alone was ~10 MB of the process's peak RSS (`npm run bench -- --only rss`)
- * with no measurable speed-up.
+ * writes are appends and key lookups that the OS page cache serves as well. On a 1,000,000-record
+ * sync the 16 MiB cache alone was ~10 MB of the process's peak RSS, and 4 MiB a further 6-8 MB over
+ * 1 MiB (`npm run bench -- --only rss`: 114 MB against 121-124), with no measurable speed-up either
+ * time: the full sync, the re-sync and the drain measured the same (docs/benchmarks.md, "Issue 30,
+ * fifth round").
  */
-const PAGE_CACHE_KIB = 4096;
+const PAGE_CACHE_KIB = 1024;
 
 function openProblem(file: string, err: unknown): UserError {
   const code = (err as NodeJS.ErrnoException).code;

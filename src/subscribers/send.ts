@@ -2,7 +2,7 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { type PostAnswer, post } from '../httpPost.js';
+import { type HttpAnswer, sendRequest } from '../httpRequest.js';
 import { parseRetryAfter } from '../operator/errors.js';
 import { scrubText } from '../redact.js';
 import type { DeliveryOutcome } from './nextStep.js';
@@ -20,7 +20,7 @@ export interface SendTimeouts {
  */
 export const ANSWER_READ_LIMIT = 64 * 1024;
 
-/** Sent with every delivery beside the signature's; accept-encoding as got sent it. */
+/** Sent with every delivery beside the signature's; accept-encoding as the operator's requests send it. */
 const SEND_HEADERS = {
   'user-agent': 'vcu-sync',
   'content-type': 'application/json',
@@ -28,7 +28,7 @@ const SEND_HEADERS = {
 } as const;
 
 /**
- * POSTs signed events to subscribers, through node:http (src/httpPost.ts): a connect bound, one
+ * POSTs signed events to subscribers, through node:http (src/httpRequest.ts): a connect bound, one
  * bound on the whole exchange, no redirect followed, never a retry (the dispatcher owns retries).
  * The answer's body is streamed, never kept: read up to {@link ANSWER_READ_LIMIT}, then dropped
  * with its socket, so a subscriber answering 1 GiB costs a chunk of memory and its socket, not a
@@ -72,15 +72,16 @@ export class SubscriberSender {
     nowMs: number,
     signal: AbortSignal,
   ): Promise<DeliveryOutcome> {
-    let answer: PostAnswer | undefined;
+    let answer: HttpAnswer | undefined;
     try {
-      answer = await post({
+      answer = await sendRequest({
+        method: 'POST',
         url: sub.url,
         body: delivery.body,
         headers: { ...SEND_HEADERS, ...this.headers(sub, delivery.webhookId, delivery.body, nowMs) },
         agents: this.agents,
         connectTimeoutMs: this.timeouts.connectTimeoutMs,
-        timeoutMs: this.timeouts.timeoutMs,
+        timeout: { kind: 'whole', ms: this.timeouts.timeoutMs },
         signal,
       });
       const retryAfter = answer.response.headers['retry-after'];

@@ -37,8 +37,8 @@ describe('database', () => {
     const tables = database.sqlite.prepare("SELECT name FROM sqlite_master WHERE type='table'").pluck().all();
     expect(tables).toEqual(expect.arrayContaining(CONTRACT_TABLES));
     expect(database.sqlite.pragma('journal_mode', { simple: true })).toBe('wal');
-    // 4 MiB, not better-sqlite3's 16 MiB: part of the memory budget (see PAGE_CACHE_KIB).
-    expect(database.sqlite.pragma('cache_size', { simple: true })).toBe(-4096);
+    // 1 MiB, not better-sqlite3's 16 MiB: part of the memory budget (see PAGE_CACHE_KIB).
+    expect(database.sqlite.pragma('cache_size', { simple: true })).toBe(-1024);
     const columns = database.sqlite.prepare("SELECT name FROM pragma_table_info('projects')").pluck().all();
     expect(columns).toEqual(
       expect.arrayContaining([

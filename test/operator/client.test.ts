@@ -166,6 +166,50 @@ describe('OperatorClient', () => {
     };
     await expect(drain()).rejects.toBeInstanceOf(OperatorError);
   });
+
+  it('bounds a list body by silence, not by length: a slow body ends, a stalled one times out', async () => {
+    // Each record arrives 40 ms after the last: 25 of them take a second, twice the timeout, and no
+    // gap is near it. A bound on the whole exchange (the single reads' bound) would cut this body.
+    const trickled = (records: number, stallAfter?: number): Handler => {
+      return (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('[');
+        let i = 0;
+        const next = () => {
+          if (i === stallAfter) return; // the operator goes silent, socket open
+          if (i === records) return void res.end(']');
+          res.write(`${i ? ',' : ''}{"id":${i}}`);
+          i++;
+          setTimeout(next, 40);
+        };
+        next();
+      };
+    };
+    const records = async (body: Awaited<ReturnType<OperatorClient['list']>>) => {
+      const seen: unknown[] = [];
+      if (body.kind === 'stream') for await (const r of body.records) seen.push(r);
+      else seen.push(...body.records);
+      return seen;
+    };
+    const slowClient = client({ timeoutMs: 500, bufferLimitBytes: 64 });
+    handler = trickled(25);
+    const slow = await records(await slowClient.list('units', '/x'));
+    expect(slow).toHaveLength(25);
+    expect(slow.at(-1)).toEqual({ id: 24 });
+
+    handler = trickled(25, 5);
+    const stalled = await failure(
+      (async () => records(await client({ timeoutMs: 500, bufferLimitBytes: 64 }).list('units', '/x')))(),
+    );
+    expect(stalled.kind).toBe('transient');
+    // Ended by the silence (500 ms after the fifth record), named as the socket's timeout.
+    expect(stalled.message).toMatch(/broke off.*Timeout awaiting 'socket' for 500ms/);
+
+    // The slow list's socket went back to the pool with no timer of ours on it: it serves the
+    // next request, which still answers.
+    handler = json(200, [{ id: 'after' }]);
+    expect(await records(await slowClient.list('units', '/x'))).toEqual([{ id: 'after' }]);
+  });
 });
 
 describe('parseRetryAfter', () => {

@@ -1,4 +1,5 @@
-// Preloaded with NODE_OPTIONS=--import: prints, as the process exits, every npm package it loaded.
+// Preloaded with NODE_OPTIONS=--import: prints, as the process exits, every npm package it loaded
+// and the node flags it ran under.
 import { writeSync } from 'node:fs';
 import { registerHooks } from 'node:module';
 
@@ -20,4 +21,7 @@ registerHooks({
     return next(url, context);
   },
 });
-process.on('exit', () => writeSync(2, `\nLOADED_PACKAGES=${[...packages].sort().join(',')}\n`));
+process.on('exit', () => {
+  writeSync(2, `\nLOADED_PACKAGES=${[...packages].sort().join(',')}\n`);
+  writeSync(2, `EXEC_ARGV=${JSON.stringify(process.execArgv)}\n`);
+});

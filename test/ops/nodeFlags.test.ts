@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { loadConfig } from '../../src/config.js';
-import { DAEMON_HEAP_FLAGS, heapFlagsToAdd } from '../../src/heapSizing.js';
+import { DAEMON_HEAP_FLAGS, heapFlagsToAdd, SYNC_HEAP_FLAGS } from '../../src/heapSizing.js';
 import { silentLogger } from '../../src/log.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { refusedFlags, startWorker } from '../../src/startWorker.js';
@@ -87,11 +87,12 @@ function commandLine(pid: number): string[] {
 }
 
 describe("the daemon's young generation", () => {
-  it('run and demo are started again with the heap flags unless the user gave a semi-space size', () => {
+  it('run, demo and sync are started again with their heap flags unless the user gave a semi-space size', () => {
     expect(heapFlagsToAdd(['run', '--config', 'x.toml'], [], undefined)).toEqual(DAEMON_HEAP_FLAGS);
     expect(heapFlagsToAdd(['demo'], ['--no-warnings'], '')).toEqual(DAEMON_HEAP_FLAGS);
-    // One-shot commands keep V8's sizing (sync has its own), and an option's value is no command.
-    expect(heapFlagsToAdd(['sync', 'units'], [], undefined)).toBeNull();
+    expect(heapFlagsToAdd(['sync', 'units'], [], undefined)).toEqual(SYNC_HEAP_FLAGS);
+    expect(heapFlagsToAdd(['sync'], [], '--max-semi-space-size=4')).toBeNull();
+    // Other one-shot commands keep V8's sizing, and an option's value is no command.
     expect(heapFlagsToAdd(['--config', 'run.toml', 'status'], [], undefined)).toBeNull();
     expect(heapFlagsToAdd([], [], undefined)).toBeNull();
     // The user's size wins, given on the command line or in NODE_OPTIONS, in either spelling.

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SYNC_HEAP_FLAGS } from '../../src/heapSizing.js';
 import { noopMetrics } from '../../src/metrics.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { pendingMigrations } from '../../src/sqlite/migrations.js';
@@ -10,8 +11,9 @@ import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
 
 /**
  * `vcu-sync sync` loads what a sync uses and nothing the daemon's other parts need: no
- * prom-client (its metrics are no-ops), no HTTP server, no webhook verification, and no drizzle-orm
- * unless a migration is pending. The packages a real child process loaded are read from a preload
+ * prom-client (its metrics are no-ops), no HTTP server, no webhook verification, no HTTP client
+ * package (node:http carries every request: src/httpRequest.ts), and no drizzle-orm unless a
+ * migration is pending. The packages a real child process loaded are read from a preload
  * hook, and the mirror must still equal upstream.
  */
 const PRELOAD = pathToFileURL(path.join(import.meta.dirname, 'loadedPackages.mjs')).href;
@@ -31,18 +33,20 @@ const env = () =>
     NODE_OPTIONS: `--import=${PRELOAD}`,
   });
 
-/** Runs `vcu-sync sync ARGS` to its end and returns the npm packages it loaded. */
-async function syncLoading(args: string[]): Promise<string[]> {
+/** Runs `vcu-sync sync ARGS` to its end: the npm packages it loaded and the node flags it ran under. */
+async function syncRun(args: string[]): Promise<{ loaded: string[]; execArgv: string[] }> {
   const sync = spawnCli(['sync', ...args], env());
   const code = await sync.exited;
-  expect(code, sync.output().slice(-2000)).toBe(0);
-  return (
-    sync
-      .output()
-      .match(/LOADED_PACKAGES=(\S*)/)?.[1]
-      ?.split(',') ?? []
-  );
+  const output = sync.output();
+  expect(code, output.slice(-2000)).toBe(0);
+  return {
+    loaded: output.match(/LOADED_PACKAGES=(\S*)/)?.[1]?.split(',') ?? [],
+    execArgv: JSON.parse(output.match(/EXEC_ARGV=(\S*)/)?.[1] ?? '[]') as string[],
+  };
 }
+
+/** The npm packages `vcu-sync sync ARGS` loaded. */
+const syncLoading = async (args: string[]) => (await syncRun(args)).loaded;
 
 /** The mirror's live rows per list, next to the simulator's. */
 function mirrorAndUpstream() {
@@ -65,13 +69,12 @@ function mirrorAndUpstream() {
 
 // The second test syncs the database the first one created and migrated: they run in order.
 describe('vcu-sync sync loads per command what it uses', () => {
-  it('migrates a fresh database and syncs every list without loading prom-client, hono or the webhook code', async () => {
+  it('migrates a fresh database and syncs every list without loading prom-client, hono, got or the webhook code', async () => {
     const loaded = await syncLoading(['projects', 'issuances', 'units']);
     expect(loaded).toContain('better-sqlite3');
-    expect(loaded).toContain('got');
     // A fresh database has every migration pending: drizzle's migrator is loaded to apply them.
     expect(loaded).toContain('drizzle-orm');
-    for (const unused of ['prom-client', 'hono', '@hono/node-server', 'standardwebhooks', 'pg']) {
+    for (const unused of ['prom-client', 'hono', '@hono/node-server', 'standardwebhooks', 'pg', 'got']) {
       expect(loaded).not.toContain(unused);
     }
     const db = new Database(path.join(dir, 'vcu.db'), { readonly: true });
@@ -84,9 +87,12 @@ describe('vcu-sync sync loads per command what it uses', () => {
     expect(mirror).toEqual(upstream);
   });
 
-  it('does not load drizzle-orm when the database is already migrated', async () => {
+  it('does not load drizzle-orm when the database is already migrated; runs under its heap flags', async () => {
     sim.registry.appendUnits(25);
-    const loaded = await syncLoading(['units']);
+    const { loaded, execArgv } = await syncRun(['units']);
+    // Started again in its own process with 1 MiB semi-spaces (src/heapSizing.ts): the preload,
+    // loaded again after the execve, sees the flags.
+    expect(execArgv).toEqual(expect.arrayContaining(SYNC_HEAP_FLAGS));
     expect(loaded).toContain('better-sqlite3');
     expect(loaded).not.toContain('drizzle-orm');
     const { mirror, upstream } = mirrorAndUpstream();
