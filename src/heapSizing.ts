@@ -39,13 +39,23 @@ const COMMAND_HEAP_FLAGS: Readonly<Record<string, readonly string[]>> = {
   sync: SYNC_HEAP_FLAGS,
 };
 
+/** The command word of `argv`: its first word that is neither an option nor `--config`'s value. */
+function commandOf(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--config') i++;
+    else if (!arg.startsWith('-')) return arg;
+  }
+  return undefined;
+}
+
 /** The flags Node must be started again with for `argv`, or null when it need not: pure, for the test. */
 export function heapFlagsToAdd(
   argv: readonly string[],
   execArgv: readonly string[],
   nodeOptions: string | undefined,
 ): readonly string[] | null {
-  const command = argv.find((arg) => !arg.startsWith('-'));
+  const command = commandOf(argv);
   const flags = command === undefined ? undefined : COMMAND_HEAP_FLAGS[command];
   if (flags === undefined) return null;
   const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)];
@@ -61,7 +71,7 @@ export function heapFlagsToAdd(
  * generation.
  */
 export function sizeHeapFor(argv: readonly string[]): void {
-  if (argv.includes('sync')) v8.setFlagsFromString('--optimize-for-size');
+  if (commandOf(argv) === 'sync') v8.setFlagsFromString('--optimize-for-size');
   const add = heapFlagsToAdd(argv, process.execArgv, process.env.NODE_OPTIONS);
   // Node (24.21) aborts the process when execve(2) fails rather than throwing: a binary that is
   // gone is checked first; a service manager that forbids execve needs the flag in ExecStart.

@@ -94,6 +94,10 @@ describe("the daemon's young generation", () => {
     expect(heapFlagsToAdd(['sync'], [], '--max-semi-space-size=4')).toBeNull();
     // Other one-shot commands keep V8's sizing, and an option's value is no command.
     expect(heapFlagsToAdd(['--config', 'run.toml', 'status'], [], undefined)).toBeNull();
+    // A config file named like a command is still the option's value.
+    expect(heapFlagsToAdd(['--config', 'sync', 'status'], [], undefined)).toBeNull();
+    expect(heapFlagsToAdd(['--config', 'run', 'sync', 'units'], [], undefined)).toEqual(SYNC_HEAP_FLAGS);
+    expect(heapFlagsToAdd(['--config=sync', 'run'], [], undefined)).toEqual(DAEMON_HEAP_FLAGS);
     expect(heapFlagsToAdd([], [], undefined)).toBeNull();
     // The user's size wins, given on the command line or in NODE_OPTIONS, in either spelling.
     expect(heapFlagsToAdd(['run'], ['--max-semi-space-size=64'], undefined)).toBeNull();
