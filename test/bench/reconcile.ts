@@ -7,7 +7,7 @@ import { runJsonChild, tsx } from './lib/proc.js';
 import { loadPostgres, loadSqlite } from './lib/reconcileLoad.js';
 import { issuanceIdOf, type ReconcileSize, seedTables } from './lib/reconcileSeed.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
-import { quantile, timed } from './lib/timing.js';
+import { median, timed } from './lib/timing.js';
 
 /** Issue 29's size: a full pass over 1M unit operations and 100k reported operations. */
 export const FULL_SIZE: ReconcileSize = { log: 1_000_000, issuances: 10_000, outbox: 100_000 };
@@ -22,7 +22,6 @@ const RSS_TARGET_MB = 512;
 const scopeOf = (size: ReconcileSize) =>
   Array.from({ length: 10 }, (_, k) => issuanceIdOf(Math.floor((k * size.issuances) / 10) + (k % 8)));
 
-const median = (values: readonly number[]) => quantile(values, 0.5);
 const spread = (values: readonly number[], digits = 2) =>
   `${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)}`;
 

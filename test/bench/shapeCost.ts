@@ -3,14 +3,11 @@ import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { startRegistrySim, syncOverrides } from './lib/simulator.js';
-import { timed } from './lib/timing.js';
+import { median, timed } from './lib/timing.js';
 
 const PAGE_SIZE = 1000;
 /** On and off in turn, each first as often as the other, so neither gains from warming up. */
 const ORDER = ['on', 'off', 'off', 'on', 'on', 'off'] as const;
-
-const median = (values: readonly number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /**
  * What learning the records' shape costs a full sync (issue 28: at most 3 %): the units log synced

@@ -15,6 +15,9 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[rank]!;
 }
 
+/** The median of the values (the lower one of an even count), nearest-rank. */
+export const median = (values: readonly number[]): number => quantile(values, 0.5);
+
 /** Polls `check` every `everyMs` until it holds; throws naming `what` after `timeoutMs`. */
 export async function until(
   what: string,
