@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
-  chmodSync,
   chownSync,
   existsSync,
   mkdtempSync,
@@ -14,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { selfSignedCertificate } from './certificate.js';
 import { freePort } from './net.js';
 
 /**
@@ -101,32 +101,6 @@ async function ownerIds(): Promise<{ uid: number; gid: number } | null> {
   const uid = Number((await run('id', ['-u', 'postgres'])).stdout.trim());
   const gid = Number((await run('id', ['-g', 'postgres'])).stdout.trim());
   return { uid, gid };
-}
-
-async function selfSignedCertificate(dir: string): Promise<{ cert: string; key: string }> {
-  const cert = path.join(dir, 'server.crt');
-  const key = path.join(dir, 'server.key');
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=localhost',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-  ]);
-  chmodSync(key, 0o600);
-  return { cert, key };
 }
 
 /** Starts a fresh cluster on a free loopback port; password authentication over TCP. */
