@@ -1,6 +1,6 @@
 import { UNSENT_SQL } from '../db/schema/operationStates.js';
 import { all, first, type Script } from '../store/script.js';
-import { join, raw, sql, typed } from '../store/sql.js';
+import { indexedBy, join, raw, sql, typed } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import { eventAppliesSql, guardSql, type OperationRow, OUTBOX_ROW_LOCK } from './rows.js';
 import { shaped } from './shaped.js';
@@ -12,8 +12,9 @@ import { bound, moveRow, OUTBOX_ROW, ROW } from './transitions.js';
 /**
  * The claim, the one transition whose statements differ by store (transitions.ts holds the rest):
  * where one process owns the store (SQLite) candidates are read per from-state and taken one by
- * one; where processes share it (PostgreSQL) one statement locks and takes them. Both take the
- * same SET list and the transition table's guards.
+ * one; where processes share it (PostgreSQL) one statement locks and takes them, reading the queue
+ * in id order or, when few keys are free, by key. All take the same SET list and the transition
+ * table's guards, and find the same rows: a key's oldest unsent row, when it is due.
  */
 
 /** What a claim sets: the lease, one attempt more. */
@@ -38,7 +39,7 @@ const UNSENT = raw(UNSENT_SQL);
 
 /** `column` of the unsent rows, on the partial index in (unit, id) order (to be completed and limited). */
 const unsentRows = (column: 'order_key' | 'id') =>
-  raw(`SELECT ${column} FROM outbox INDEXED BY outbox_unsettled_key_idx WHERE state IN ${UNSENT_SQL}`);
+  sql`SELECT ${raw(column)} FROM outbox ${indexedBy('outbox_unsettled_key_idx')} WHERE state IN ${UNSENT}`;
 
 /**
  * Claims up to `limit` claimable rows for a store one process owns (SQLite): per from-state a
@@ -129,8 +130,11 @@ const CLAIM_ROW = shaped<'id' | 'owner' | 'now' | 'leaseUntil'>(
   (v) => sql`${moveRow(v.id, 'claim', claimSet(v), bound(v.now, v.owner))} RETURNING ${ROW}`,
 );
 
-/** A row the shared claim took, with the state it left. */
-export type ClaimedRow = OperationRow & { from_state: OperationState };
+/**
+ * A row the shared claim took, with the state it left; read by key ({@link claimSharedHeads}), also
+ * how many keys' heads were claimable, this row's among them.
+ */
+export type ClaimedRow = OperationRow & { from_state: OperationState; free_heads?: number };
 
 /**
  * The claim where several processes share the store (PostgreSQL), as ONE statement: per from-state
@@ -141,8 +145,8 @@ export type ClaimedRow = OperationRow & { from_state: OperationState };
  * on purpose: with `=` the planner may still walk the primary key. A branch's rows that miss the
  * cut stay locked, unclaimed, until this short transaction commits. Why concurrent claimers cannot
  * take two rows of one key: src/postgres/operationsStore.ts. Unlike {@link claimOneByOne}'s, this
- * walk is not bounded: with fewer units free than `limit` it reads every queued row
- * (docs/benchmarks.md, "fourth round").
+ * walk is not bounded: with fewer units free than `limit` it reads every queued row, so after such
+ * a claim the next ones ask each key instead ({@link claimSharedHeads}, {@link nextClaimForm}).
  */
 export const claimShared = shaped<keyof ClaimParams>((p) => {
   const guard = bound(p.now, p.owner);
@@ -163,6 +167,65 @@ export const claimShared = shaped<keyof ClaimParams>((p) => {
     WHERE outbox.id = c.id AND ${eventAppliesSql('claim', guard, 'outbox.')}
     RETURNING ${OUTBOX_ROW}, c.from_state`;
 });
+
+/**
+ * {@link claimShared} read through each order key's oldest unsent row rather than the queue in id
+ * order: a skip scan of `outbox_unsettled_key_idx` (one probe per key), with the rows of no key,
+ * then the same per-state candidates (locked SKIP LOCKED, oldest first), guards and UPDATE. The walk
+ * reads every queued row when fewer keys are free than `limit` (5,000 operations on 3 units drained
+ * at 245 a second through `vcu-sync run`); this reads one row per key, so it is the form for few
+ * keys, and the walk for many (a key's head is claimable exactly when it is due, so both forms
+ * claim the same rows: {@link nextClaimForm} picks one per claim).
+ */
+export const claimSharedHeads = shaped<keyof ClaimParams>((p) => {
+  const guard = bound(p.now, p.owner);
+  // Each head is locked through the primary key, one probe per head (LATERAL): given the heads as a
+  // set, the planner walked a state's index or the partial index instead, reading every unsent row.
+  // Every claimable head is locked, not `limit` of them: in the form for few keys, a few rows. The
+  // UPDATE takes the rows so locked by id alone: their guards were checked on their newest version
+  // as they were locked (FOR UPDATE re-checks them), and nothing else can move them until commit;
+  // the guards written again there let the planner read the partial index in full.
+  return sql`
+    WITH RECURSIVE keys(k) AS (
+      (${unsentRows('order_key')} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
+      UNION ALL
+      SELECT (${unsentRows('order_key')} AND order_key > keys.k ORDER BY order_key LIMIT 1)
+      FROM keys WHERE keys.k IS NOT NULL),
+    heads(id) AS (
+      SELECT (${unsentRows('id')} AND order_key = keys.k ORDER BY order_key, id LIMIT 1)
+      FROM keys WHERE keys.k IS NOT NULL
+      UNION ALL
+      ${unsentRows('id')} AND order_key IS NULL),
+    locked AS (
+      SELECT l.id, l.from_state FROM heads h CROSS JOIN LATERAL (
+        SELECT o.id, o.state AS from_state FROM outbox o
+        WHERE o.id = h.id AND ${eventAppliesSql('claim', guard, 'o.')} AND ${READY}
+        FOR UPDATE SKIP LOCKED) l),
+    candidates AS (SELECT id, from_state FROM locked ORDER BY id LIMIT ${p.limit})
+    UPDATE outbox SET ${claimSet(p)}
+    FROM candidates c
+    WHERE outbox.id = c.id
+    RETURNING ${OUTBOX_ROW}, c.from_state, (SELECT count(*) FROM locked) AS free_heads`;
+});
+
+/** How a shared claim reads the queue: in id order ({@link claimShared}) or by key ({@link claimSharedHeads}). */
+export type ClaimForm = 'walk' | 'heads';
+
+/** The statement of a shared claim in `form`. */
+export const sharedClaimIn = (form: ClaimForm) => (form === 'heads' ? claimSharedHeads : claimShared);
+
+/**
+ * The form of the next shared claim, after one in `form` asked for `asked` rows and found `free`
+ * claimable (a walk: the rows it got; by key: every free key's head, of which it took `asked`). A
+ * walk that came up short read every queued row to find too few: fewer keys are free than asked,
+ * so the next claim asks each key. Only a claim by key that found more free keys than it asked for
+ * walks again (each claim by key locks every free head): going back on merely getting what it asked
+ * for, a claim of one row at a time behind few keys went back and forth, a full walk every other time.
+ */
+export function nextClaimForm(form: ClaimForm, asked: number, free: number): ClaimForm {
+  if (form === 'walk') return free < asked ? 'heads' : 'walk';
+  return free > asked ? 'walk' : 'heads';
+}
 
 /** The state changes of rows a shared claim took, at `now`. */
 export function claimChanges(rows: readonly ClaimedRow[], now: string): StateChange[] {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { AppContext } from '../context.js';
 import { InboxStore } from '../inbox/inboxStore.js';
+import type { ClaimForm } from '../operations/claim.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import type { OperationRow } from '../operations/rows.js';
 import { ScriptedOperationsStore } from '../operations/scriptedStore.js';
@@ -12,7 +13,7 @@ import { run, type Script } from '../store/script.js';
 import { join, raw, sql, typed } from '../store/sql.js';
 import { orderKeyLock } from './advisoryLocks.js';
 import { postgresScriptStore } from './scripts.js';
-import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
+import { type ClaimFormState, flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 
 /**
  * The operations store on PostgreSQL, shared by several replicas: the transitions of
@@ -38,6 +39,11 @@ import { flushGroup, GroupRunner, QuietAccepted } from './settleGroup.js';
 export interface PgOperationsStoreOptions {
   /** What each state change writes in its transaction besides the feed (effects.ts; default: nothing). */
   onStateChange?: StateChangeSink;
+  /**
+   * How claims read the queue: in id order (`walk`), by order key (`heads`), or each claim as the
+   * last one's outcome calls for (operations/claim.ts nextClaimForm) (default: "adaptive").
+   */
+  claimForm?: ClaimForm | 'adaptive';
 }
 
 export class PgOperationsStore extends ScriptedOperationsStore {
@@ -48,8 +54,11 @@ export class PgOperationsStore extends ScriptedOperationsStore {
 
   constructor(pool: pg.Pool, pgOptions: PgOperationsStoreOptions = {}) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
+    const given = pgOptions.claimForm ?? 'adaptive';
+    const claimForm: ClaimFormState =
+      given === 'adaptive' ? { form: 'walk', adaptive: true } : { form: given, adaptive: false };
     this.group = new GroupRunner((jobs) =>
-      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted),
+      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted, claimForm),
     );
   }
 

@@ -1,5 +1,11 @@
 import type pg from 'pg';
-import { type ClaimedRow, claimChanges, claimShared } from '../operations/claim.js';
+import {
+  type ClaimedRow,
+  type ClaimForm,
+  claimChanges,
+  nextClaimForm,
+  sharedClaimIn,
+} from '../operations/claim.js';
 import type { StateChange, StateChangeSink } from '../operations/effects.js';
 import type { OperationRow } from '../operations/rows.js';
 import { stateChanged } from '../operations/stateChanged.js';
@@ -144,6 +150,8 @@ interface GroupOutcome {
   /** Of the rows moved to accepted, those with no webhook event stored for their ref. */
   quiet: Set<number>;
   shares: Map<ClaimJob, OperationRow[]>;
+  /** Per claim statement: the rows it asked for and how many it found claimable (claim.ts nextClaimForm). */
+  claimed: Array<{ asked: number; free: number }>;
 }
 
 /** A group's claims, one per owner, with their parameters taken (the claim's time and lease). */
@@ -186,7 +194,7 @@ type GroupPlan = ReturnType<typeof planGroup>;
  * row's next one on its key is claimed in the settle's own transaction). Values written in as
  * literals (./inline.ts). The feed's append travels with the COMMIT, the second and last.
  */
-function groupMessage(ids: readonly number[], plan: GroupPlan): pg.QueryConfig {
+function groupMessage(ids: readonly number[], plan: GroupPlan, form: ClaimForm): pg.QueryConfig {
   const parts = ['BEGIN'];
   if (plan.asking.length > 0) parts.push(CLAIM_PLAN_SQL);
   if (ids.length > 0) {
@@ -194,7 +202,7 @@ function groupMessage(ids: readonly number[], plan: GroupPlan): pg.QueryConfig {
     for (const step of plan.steps) parts.push(inlined(settleMany(step.to, step.jobs, true)));
   }
   for (const { now, owner, leaseUntil, limit } of plan.asking)
-    parts.push(inlined(claimShared({ now, owner, leaseUntil, limit })));
+    parts.push(inlined(sharedClaimIn(form)({ now, owner, leaseUntil, limit })));
   return { text: parts.join(';\n'), types: ROW_TYPES };
 }
 
@@ -256,9 +264,11 @@ async function groupWrites(
     .filter((j) => moved.has(j.claim.id))
     .map((j) => ({ ref: j.claim.ref, from: 'sending', to: j.step.to, at: j.claim.now }));
   const shares = new Map<ClaimJob, OperationRow[]>();
+  const claimed: GroupOutcome['claimed'] = [];
   for (const o of plan.owners) {
     const asked = plan.asking.indexOf(o);
     const rows = asked < 0 ? [] : (results[at + asked]!.rows as ClaimedRow[]);
+    if (asked >= 0) claimed.push({ asked: o.limit, free: Number(rows[0]?.free_heads ?? rows.length) });
     const split = shareClaimed(
       rows,
       o.group.map((c) => c.params.limit),
@@ -268,35 +278,48 @@ async function groupWrites(
       changes.push(...claimChanges(share, o.now));
       shares.set(
         c.job,
-        share.map(({ from_state: _, ...row }) => row),
+        share.map(({ from_state: _, free_heads: __, ...row }) => row),
       );
     });
   }
   await drivePostgres(client, stateChanged(changes, sink));
-  return { locked, moved, quiet, shares };
+  return { locked, moved, quiet, shares, claimed };
+}
+
+/**
+ * The form of a store's claims: fixed, or `adaptive` (each claim's form chosen from the last one's
+ * outcome, {@link nextClaimForm}).
+ */
+export interface ClaimFormState {
+  form: ClaimForm;
+  adaptive: boolean;
 }
 
 /**
  * Runs one group in one transaction of two round trips ({@link groupMessage}, then the feed's
  * append with the COMMIT) and answers its jobs. A row another transaction holds for long (one left
  * idle after updating it) is stepped over after a short wait: its settle alone fails
- * (RowLockedError) and is tried again, the rest of the group commits.
+ * (RowLockedError) and is tried again, the rest of the group commits. Its claims are read in
+ * `claimForm`'s form, which they then move on.
  */
 export async function flushGroup(
   pool: pg.Pool,
   jobs: readonly GroupJob[],
   sink: StateChangeSink | undefined,
   quietAccepted?: QuietAccepted,
+  claimForm: ClaimFormState = { form: 'walk', adaptive: false },
 ): Promise<void> {
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
   const ids = settles.map((j) => j.claim.id);
   const plan = planGroup(settles, claims);
-  const { locked, moved, quiet, shares } = await inPgTransaction(
+  const { locked, moved, quiet, shares, claimed } = await inPgTransaction(
     pool,
     (client, begun) => groupWrites(client, begun, settles, plan, sink),
-    { begin: groupMessage(ids, plan) },
+    { begin: groupMessage(ids, plan, claimForm.form) },
   );
+  if (claimForm.adaptive)
+    for (const { asked, free } of claimed) claimForm.form = nextClaimForm(claimForm.form, asked, free);
   for (const id of quiet) quietAccepted?.add(id);
   for (const j of settles) {
     if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));

@@ -47,132 +47,141 @@ describe('PostgreSQL outbox shared by replicas', () => {
     await database?.drop();
   });
 
-  it('8 concurrent claimers settle 2,000 operations on 50 keys exactly once, in order per key', async () => {
-    await db.pool.query(
-      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
-    );
-    const seed = new PgOperationsStore(db.pool);
-    const all = ops(2000, 50);
-    for (let i = 0; i < all.length; i += 250) await seed.insert(all.slice(i, i + 250), at(0));
+  // Each claim form alone, and the daemon's: the form chosen per claim (operations/claim.ts).
+  const FORMS = ['adaptive', 'walk', 'heads'] as const;
 
-    const sentOrder: Array<{ id: number; key: string; seq: number }> = [];
-    let seq = 0;
-    // Keys with a row out for sending right now: two rows of one key must never be out at once.
-    const inFlight = new Set<string>();
-    const overlaps: string[] = [];
-    const claimers = Array.from({ length: 8 }, (_, w) => {
-      const owner = `replica-${w}`;
-      const store = new PgOperationsStore(db.pool);
-      return (async () => {
-        let idle = 0;
-        let settled = 0;
-        // Bounded: each round claims or finds nothing; 8 claimers finish 2,000 rows well within it.
-        for (let round = 0; round < 5000 && idle < 3; round++) {
-          const now = at(1000 + round);
-          const rows = await store.claim({ owner, now, leaseUntil: LEASE_UNTIL, limit: 10 });
-          if (rows.length === 0) {
-            idle += 1;
-            continue;
+  it.each(FORMS)(
+    '8 concurrent claimers settle 2,000 operations on 50 keys exactly once, in order per key (%s claims)',
+    async (form) => {
+      await db.pool.query(
+        'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+      );
+      const seed = new PgOperationsStore(db.pool);
+      const all = ops(2000, 50);
+      for (let i = 0; i < all.length; i += 250) await seed.insert(all.slice(i, i + 250), at(0));
+
+      const sentOrder: Array<{ id: number; key: string; seq: number }> = [];
+      let seq = 0;
+      // Keys with a row out for sending right now: two rows of one key must never be out at once.
+      const inFlight = new Set<string>();
+      const overlaps: string[] = [];
+      const claimers = Array.from({ length: 8 }, (_, w) => {
+        const owner = `replica-${w}`;
+        const store = new PgOperationsStore(db.pool, { claimForm: form });
+        return (async () => {
+          let idle = 0;
+          let settled = 0;
+          // Bounded: each round claims or finds nothing; 8 claimers finish 2,000 rows well within it.
+          for (let round = 0; round < 5000 && idle < 3; round++) {
+            const now = at(1000 + round);
+            const rows = await store.claim({ owner, now, leaseUntil: LEASE_UNTIL, limit: 10 });
+            if (rows.length === 0) {
+              idle += 1;
+              continue;
+            }
+            idle = 0;
+            for (const row of rows) {
+              const key = row.order_key ?? '';
+              if (inFlight.has(key)) overlaps.push(key);
+              inFlight.add(key);
+            }
+            for (const row of rows) {
+              sentOrder.push({ id: row.id, key: row.order_key ?? '', seq: seq++ });
+              // Out of the set before the settle commits: after it, the key's next row may be claimed.
+              inFlight.delete(row.order_key ?? '');
+              const ok = await store.settle(
+                { id: row.id, ref: row.marketplaceTransactionRef, owner, now },
+                { startedAt: now, durationMs: 1, statusCode: 200, error: null },
+                { to: 'accepted', response: '{}', status: 200 },
+              );
+              expect(ok).toBe(true);
+              settled += 1;
+            }
           }
-          idle = 0;
+          return settled;
+        })();
+      });
+      const settled = await Promise.all(claimers);
+
+      expect(overlaps).toEqual([]);
+      expect(settled.reduce((a, b) => a + b, 0)).toBe(2000);
+      // Exactly once: every id sent once, every row accepted after one attempt.
+      expect(new Set(sentOrder.map((s) => s.id)).size).toBe(2000);
+      const { rows: states } = await db.pool.query<{ state: string; attempts: number; n: string }>(
+        'SELECT state, attempts, count(*) AS n FROM outbox GROUP BY state, attempts',
+      );
+      expect(states).toEqual([{ state: 'accepted', attempts: 1, n: '2000' }]);
+      const { rows: attempts } = await db.pool.query<{ n: string }>(
+        'SELECT count(*) AS n FROM outbox_attempts',
+      );
+      expect(attempts[0]?.n).toBe('2000');
+      // In order per key: the sends of one key come in id order (a row is sent only once the older is settled).
+      const byKey = new Map<string, number[]>();
+      for (const s of sentOrder) byKey.set(s.key, [...(byKey.get(s.key) ?? []), s.id]);
+      expect(byKey.size).toBe(50);
+      for (const ids of byKey.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      // The feed: one queued and one accepted row per operation, nothing for the claims.
+      const { rows: feed } = await db.pool.query<{ kind: string; n: string }>(
+        "SELECT kind, count(*) AS n FROM changes WHERE resource = 'operations' GROUP BY kind ORDER BY kind",
+      );
+      expect(feed).toEqual([
+        { kind: 'accepted', n: '2000' },
+        { kind: 'queued', n: '2000' },
+      ]);
+    },
+  );
+
+  it.each(FORMS)(
+    'rows enqueued while others claim are still sent in id order per key (%s claims)',
+    async (form) => {
+      await db.pool.query(
+        'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
+      );
+      const enqueuers = 4;
+      const batches = 30;
+      let enqueuing = enqueuers;
+      const sent = new Map<string, number[]>();
+      const enqueue = Array.from({ length: enqueuers }, async (_, e) => {
+        const store = new PgOperationsStore(db.pool);
+        for (let b = 0; b < batches; b++) {
+          await store.insert(
+            Array.from({ length: 5 }, (_, i) => ({
+              ref: `e${e}-b${b}-${i}`,
+              operationType: 'Transfer',
+              orderKey: `key-${(b + i) % 3}`,
+              body: '{}',
+              hash: 'h',
+            })),
+            at(0),
+          );
+        }
+        enqueuing -= 1;
+      });
+      const claim = Array.from({ length: 4 }, async (_, w) => {
+        const owner = `claimer-${w}`;
+        const store = new PgOperationsStore(db.pool, { claimForm: form });
+        let idle = 0;
+        for (let round = 0; round < 20_000 && (enqueuing > 0 || idle < 3); round++) {
+          const now = at(1000 + round);
+          const rows = await store.claim({ owner, now, leaseUntil: LEASE_UNTIL, limit: 5 });
+          idle = rows.length === 0 ? idle + 1 : 0;
           for (const row of rows) {
             const key = row.order_key ?? '';
-            if (inFlight.has(key)) overlaps.push(key);
-            inFlight.add(key);
-          }
-          for (const row of rows) {
-            sentOrder.push({ id: row.id, key: row.order_key ?? '', seq: seq++ });
-            // Out of the set before the settle commits: after it, the key's next row may be claimed.
-            inFlight.delete(row.order_key ?? '');
-            const ok = await store.settle(
+            sent.set(key, [...(sent.get(key) ?? []), row.id]);
+            await store.settle(
               { id: row.id, ref: row.marketplaceTransactionRef, owner, now },
               { startedAt: now, durationMs: 1, statusCode: 200, error: null },
               { to: 'accepted', response: '{}', status: 200 },
             );
-            expect(ok).toBe(true);
-            settled += 1;
           }
         }
-        return settled;
-      })();
-    });
-    const settled = await Promise.all(claimers);
-
-    expect(overlaps).toEqual([]);
-    expect(settled.reduce((a, b) => a + b, 0)).toBe(2000);
-    // Exactly once: every id sent once, every row accepted after one attempt.
-    expect(new Set(sentOrder.map((s) => s.id)).size).toBe(2000);
-    const { rows: states } = await db.pool.query<{ state: string; attempts: number; n: string }>(
-      'SELECT state, attempts, count(*) AS n FROM outbox GROUP BY state, attempts',
-    );
-    expect(states).toEqual([{ state: 'accepted', attempts: 1, n: '2000' }]);
-    const { rows: attempts } = await db.pool.query<{ n: string }>(
-      'SELECT count(*) AS n FROM outbox_attempts',
-    );
-    expect(attempts[0]?.n).toBe('2000');
-    // In order per key: the sends of one key come in id order (a row is sent only once the older is settled).
-    const byKey = new Map<string, number[]>();
-    for (const s of sentOrder) byKey.set(s.key, [...(byKey.get(s.key) ?? []), s.id]);
-    expect(byKey.size).toBe(50);
-    for (const ids of byKey.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
-    // The feed: one queued and one accepted row per operation, nothing for the claims.
-    const { rows: feed } = await db.pool.query<{ kind: string; n: string }>(
-      "SELECT kind, count(*) AS n FROM changes WHERE resource = 'operations' GROUP BY kind ORDER BY kind",
-    );
-    expect(feed).toEqual([
-      { kind: 'accepted', n: '2000' },
-      { kind: 'queued', n: '2000' },
-    ]);
-  });
-
-  it('rows enqueued while others claim are still sent in id order per key', async () => {
-    await db.pool.query(
-      'TRUNCATE outbox, outbox_attempts, changes, deliveries, replicas RESTART IDENTITY CASCADE',
-    );
-    const enqueuers = 4;
-    const batches = 30;
-    let enqueuing = enqueuers;
-    const sent = new Map<string, number[]>();
-    const enqueue = Array.from({ length: enqueuers }, async (_, e) => {
-      const store = new PgOperationsStore(db.pool);
-      for (let b = 0; b < batches; b++) {
-        await store.insert(
-          Array.from({ length: 5 }, (_, i) => ({
-            ref: `e${e}-b${b}-${i}`,
-            operationType: 'Transfer',
-            orderKey: `key-${(b + i) % 3}`,
-            body: '{}',
-            hash: 'h',
-          })),
-          at(0),
-        );
-      }
-      enqueuing -= 1;
-    });
-    const claim = Array.from({ length: 4 }, async (_, w) => {
-      const owner = `claimer-${w}`;
-      const store = new PgOperationsStore(db.pool);
-      let idle = 0;
-      for (let round = 0; round < 20_000 && (enqueuing > 0 || idle < 3); round++) {
-        const now = at(1000 + round);
-        const rows = await store.claim({ owner, now, leaseUntil: LEASE_UNTIL, limit: 5 });
-        idle = rows.length === 0 ? idle + 1 : 0;
-        for (const row of rows) {
-          const key = row.order_key ?? '';
-          sent.set(key, [...(sent.get(key) ?? []), row.id]);
-          await store.settle(
-            { id: row.id, ref: row.marketplaceTransactionRef, owner, now },
-            { startedAt: now, durationMs: 1, statusCode: 200, error: null },
-            { to: 'accepted', response: '{}', status: 200 },
-          );
-        }
-      }
-    });
-    await Promise.all([...enqueue, ...claim]);
-    const total = [...sent.values()].reduce((n, ids) => n + ids.length, 0);
-    expect(total).toBe(enqueuers * batches * 5);
-    for (const ids of sent.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
-  });
+      });
+      await Promise.all([...enqueue, ...claim]);
+      const total = [...sent.values()].reduce((n, ids) => n + ids.length, 0);
+      expect(total).toBe(enqueuers * batches * 5);
+      for (const ids of sent.values()) expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    },
+  );
 
   it('an enqueue of a key waits for an earlier enqueue of that key still in flight', async () => {
     await db.pool.query(

@@ -1,0 +1,140 @@
+import fc from 'fast-check';
+import type pg from 'pg';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { claimShared, claimSharedHeads, nextClaimForm } from '../../src/operations/claim.js';
+import type { NewOperation } from '../../src/operations/storeSeam.js';
+import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
+import { runPostgres } from '../../src/postgres/scripts.js';
+import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+
+/**
+ * The shared claim read through each key's oldest unsent row (`claimSharedHeads`): the form for few
+ * keys. It must claim exactly what the walk in id order claims, on any outbox, and read one row per
+ * key where the walk reads the whole queue.
+ */
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+const NOW = at(10_000);
+
+function ops(count: number, keys: number, prefix = 'heads'): NewOperation[] {
+  return Array.from({ length: count }, (_, i) => ({
+    ref: `${prefix}-${i}`,
+    operationType: 'Transfer',
+    orderKey: `key-${i % keys}`,
+    body: `{"n":${i}}`,
+    hash: `h${i}`,
+  }));
+}
+
+/** Rows of `outbox` read (index fetches and sequential reads) in this transaction so far. */
+async function rowsReadSoFar(client: pg.PoolClient): Promise<number> {
+  const { rows } = await client.query<{ n: string }>(
+    `SELECT (coalesce(idx_tup_fetch, 0) + seq_tup_read)::text AS n
+     FROM pg_stat_xact_user_tables WHERE relname = 'outbox'`,
+  );
+  return Number(rows[0]?.n);
+}
+
+type Form = typeof claimShared;
+
+/** One claim by `form` in its own transaction with the claim's plan pinned, rolled back after. */
+async function claimOnce(pool: pg.Pool, form: Form, limit: number) {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(CLAIM_PLAN_SQL);
+    const before = await rowsReadSoFar(client);
+    const { rows } = await runPostgres(
+      client,
+      form({ now: NOW, owner: 'heads', leaseUntil: at(70_000), limit }),
+    );
+    const claimed = rows
+      .map((r) => `${Number(r.id)}:${String(r.from_state)}`)
+      .sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
+    return { claimed, rowsRead: (await rowsReadSoFar(client)) - before };
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+describe('the form of the next shared claim', () => {
+  it('walks until a walk comes up short, then asks each key until more keys are free than asked', () => {
+    expect(nextClaimForm('walk', 8, 8)).toBe('walk');
+    expect(nextClaimForm('walk', 8, 3)).toBe('heads');
+    expect(nextClaimForm('walk', 1, 0)).toBe('heads');
+    // By key, getting what it asked for is no reason to walk: one row at a time behind 3 keys.
+    expect(nextClaimForm('heads', 1, 1)).toBe('heads');
+    expect(nextClaimForm('heads', 8, 3)).toBe('heads');
+    expect(nextClaimForm('heads', 8, 9)).toBe('walk');
+  });
+});
+
+describe('the shared claim through each key’s oldest unsent row', () => {
+  const pg = useTestPgDatabase();
+  beforeEach(async () => {
+    await pg.db.pool.query('TRUNCATE outbox CASCADE');
+  });
+
+  it('claims the three free keys’ next rows behind 5,000 queued, reading a few rows where the walk reads them all', async () => {
+    const { pool } = pg.db;
+    const store = new PgOperationsStore(pool);
+    const all = ops(5_000, 3);
+    for (let i = 0; i < all.length; i += 500) await store.insert(all.slice(i, i + 500), at(0));
+    const walk = await claimOnce(pool, claimShared, 8);
+    const heads = await claimOnce(pool, claimSharedHeads, 8);
+    expect(heads.claimed).toHaveLength(3);
+    expect(heads.claimed).toEqual(walk.claimed);
+    expect(walk.rowsRead).toBeGreaterThan(4_000);
+    expect(heads.rowsRead).toBeLessThan(50);
+  });
+
+  it('claims exactly what the walk claims, on any outbox', async () => {
+    const { pool } = pg.db;
+    const store = new PgOperationsStore(pool);
+    const row = fc.record({
+      key: fc.option(fc.integer({ min: 0, max: 6 }), { freq: 5 }),
+      state: fc.constantFrom('queued', 'queued', 'sending', 'accepted', 'failed', 'cancelled'),
+      due: fc.boolean(),
+      leaseRunOut: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(row, { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (rows, limit) => {
+          await pool.query('TRUNCATE outbox CASCADE');
+          const inserted = await store.insert(
+            rows.map((r, i) => ({
+              ref: `p-${i}`,
+              operationType: 'Transfer',
+              orderKey: r.key === null ? null : `k-${r.key}`,
+              body: '{}',
+              hash: `h${i}`,
+            })),
+            at(0),
+          );
+          for (const [i, r] of rows.entries()) {
+            const id = inserted[i]!.id;
+            await pool.query(
+              `UPDATE outbox SET state = $2, next_attempt_at = $3, lease_owner = $4, lease_until = $5 WHERE id = $1`,
+              [
+                id,
+                r.state,
+                r.due ? at(0) : at(60_000),
+                r.state === 'sending' ? 'other' : null,
+                r.state === 'sending' ? (r.leaseRunOut ? at(5_000) : at(60_000)) : null,
+              ],
+            );
+          }
+          const walk = await claimOnce(pool, claimShared, limit);
+          const heads = await claimOnce(pool, claimSharedHeads, limit);
+          expect(heads.claimed).toEqual(walk.claimed);
+        },
+      ),
+      { numRuns: 60, endOnFailure: true },
+    );
+  });
+});
