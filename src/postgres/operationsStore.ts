@@ -51,12 +51,19 @@ export class PgOperationsStore extends ScriptedOperationsStore {
   private readonly group: GroupRunner;
   /** Rows settled accepted with no webhook event for them (pgOutboxHooks' `quietAccepted`). */
   readonly quietAccepted = new QuietAccepted();
+  private readonly claimFormState: ClaimFormState;
+
+  /** The form the next claim reads the queue in (operations/claim.ts). */
+  get claimForm(): ClaimForm {
+    return this.claimFormState.form;
+  }
 
   constructor(pool: pg.Pool, pgOptions: PgOperationsStoreOptions = {}) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
     const given = pgOptions.claimForm ?? 'adaptive';
     const claimForm: ClaimFormState =
       given === 'adaptive' ? { form: 'walk', adaptive: true } : { form: given, adaptive: false };
+    this.claimFormState = claimForm;
     this.group = new GroupRunner((jobs) =>
       flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted, claimForm),
     );

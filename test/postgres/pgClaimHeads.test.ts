@@ -91,6 +91,51 @@ describe('the shared claim through each key’s oldest unsent row', () => {
     expect(heads.rowsRead).toBeLessThan(50);
   });
 
+  it('the store asks each key after a short walk, and walks again once more keys are free than asked', async () => {
+    const { pool } = pg.db;
+    const store = new PgOperationsStore(pool);
+    const all = ops(600, 3, 'adaptive');
+    await store.insert(all, at(0));
+    const claim = (limit: number, round: number) =>
+      store.claim({ owner: 'adaptive', now: at(1_000 + round), leaseUntil: at(9_000_000), limit });
+    const settle = (rows: Awaited<ReturnType<typeof claim>>, round: number) =>
+      Promise.all(
+        rows.map((row) =>
+          store.settle(
+            { id: row.id, ref: row.marketplaceTransactionRef, owner: 'adaptive', now: at(1_000 + round) },
+            { startedAt: at(0), durationMs: 1, statusCode: 200, error: null },
+            { to: 'accepted', response: '{}', status: 200 },
+          ),
+        ),
+      );
+    expect(store.claimForm).toBe('walk');
+    // 3 keys, 8 asked: the walk reads all 600 queued rows to find 3.
+    const first = await claim(8, 0);
+    expect(first).toHaveLength(3);
+    expect(store.claimForm).toBe('heads');
+    // Every key's row out: nothing free, and the claim by key says so without reading the queue.
+    expect(await claim(1, 1)).toEqual([]);
+    expect(store.claimForm).toBe('heads');
+    // One settled at a time, one claimed: each claim by key finds the one key it frees, as asked.
+    let out = first;
+    for (let round = 2; round <= 5; round++) {
+      const [done, ...rest] = out;
+      await settle([done!], round);
+      const rows = await claim(1, round);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]?.order_key).toBe(done?.order_key);
+      expect(store.claimForm).toBe('heads');
+      out = [...rest, ...rows];
+    }
+    // 50 more keys arrive: a claim by key finds more free keys than it asked for, and walks again.
+    await store.insert(
+      ops(50, 50, 'burst').map((o, i) => ({ ...o, orderKey: `burst-${i}` })),
+      at(0),
+    );
+    expect(await claim(8, 10)).toHaveLength(8);
+    expect(store.claimForm).toBe('walk');
+  });
+
   it('claims exactly what the walk claims, on any outbox', async () => {
     const { pool } = pg.db;
     const store = new PgOperationsStore(pool);
