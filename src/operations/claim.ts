@@ -170,12 +170,13 @@ export const claimShared = shaped<keyof ClaimParams>((p) => {
 
 /**
  * {@link claimShared} read through each order key's oldest unsent row rather than the queue in id
- * order: a skip scan of `outbox_unsettled_key_idx` (one probe per key), with the rows of no key,
- * then the same per-state candidates (locked SKIP LOCKED, oldest first), guards and UPDATE. The walk
- * reads every queued row when fewer keys are free than `limit` (5,000 operations on 3 units drained
- * at 245 a second through `vcu-sync run`); this reads one row per key, so it is the form for few
- * keys, and the walk for many (a key's head is claimable exactly when it is due, so both forms
- * claim the same rows: {@link nextClaimForm} picks one per claim).
+ * order: a skip scan of `outbox_unsettled_key_idx` (one probe per key), with the rows of no key;
+ * each head that passes the claim's guards and order test locked SKIP LOCKED, the oldest `limit` of
+ * them taken. The walk reads every queued row when fewer keys are free than `limit` (5,000
+ * operations on 3 units drained at 228-245 a second through `vcu-sync run`, 936-1,000 by key); this
+ * reads one row per key, so it is the form for few keys, and the walk for many. A key's head is
+ * claimable exactly when it is due, so both forms claim the same rows
+ * (test/postgres/pgClaimHeads.test.ts); {@link nextClaimForm} picks one per claim.
  */
 export const claimSharedHeads = shaped<keyof ClaimParams>((p) => {
   const guard = bound(p.now, p.owner);
@@ -183,7 +184,7 @@ export const claimSharedHeads = shaped<keyof ClaimParams>((p) => {
   // set, the planner walked a state's index or the partial index instead, reading every unsent row.
   // Every claimable head is locked, not `limit` of them: in the form for few keys, a few rows. The
   // UPDATE takes the rows so locked by id alone: their guards were checked on their newest version
-  // as they were locked (FOR UPDATE re-checks them), and nothing else can move them until commit;
+  // as they were locked (a locking read re-checks them), and nothing else can move them until commit;
   // the guards written again there let the planner read the partial index in full.
   return sql`
     WITH RECURSIVE keys(k) AS (
@@ -200,7 +201,7 @@ export const claimSharedHeads = shaped<keyof ClaimParams>((p) => {
       SELECT l.id, l.from_state FROM heads h CROSS JOIN LATERAL (
         SELECT o.id, o.state AS from_state FROM outbox o
         WHERE o.id = h.id AND ${eventAppliesSql('claim', guard, 'o.')} AND ${READY}
-        FOR UPDATE SKIP LOCKED) l),
+        ${raw(OUTBOX_ROW_LOCK)} SKIP LOCKED) l),
     candidates AS (SELECT id, from_state FROM locked ORDER BY id LIMIT ${p.limit})
     UPDATE outbox SET ${claimSet(p)}
     FROM candidates c
