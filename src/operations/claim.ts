@@ -173,7 +173,7 @@ export const claimShared = shaped<keyof ClaimParams>((p) => {
  * order: a skip scan of `outbox_unsettled_key_idx` (one probe per key), with the rows of no key;
  * each head that passes the claim's guards and order test locked SKIP LOCKED, the oldest `limit` of
  * them taken. The walk reads every queued row when fewer keys are free than `limit` (5,000
- * operations on 3 units drained at 228-245 a second through `vcu-sync run`, 936-1,000 by key); this
+ * operations on 3 units drained at 228-245 a second through `vcu-sync run`, 858-936 by key); this
  * reads one row per key, so it is the form for few keys, and the walk for many. A key's head is
  * claimable exactly when it is due, so both forms claim the same rows
  * (test/postgres/pgClaimHeads.test.ts); {@link nextClaimForm} picks one per claim.
