@@ -2,11 +2,11 @@ import fc from 'fast-check';
 import type pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { claimShared, claimSharedHeads, nextClaimForm } from '../../src/operations/claim.js';
-import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
 import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+import { at, keyedOps, rowsReadSoFar } from './claimFixtures.js';
 
 /**
  * The shared claim read through each key's oldest unsent row (`claimSharedHeads`): the form for few
@@ -14,28 +14,8 @@ import { useTestPgDatabase } from '../helpers/pgDatabase.js';
  * key where the walk reads the whole queue.
  */
 
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const at = (ms: number) => new Date(T0 + ms).toISOString();
 const NOW = at(10_000);
-
-function ops(count: number, keys: number, prefix = 'heads'): NewOperation[] {
-  return Array.from({ length: count }, (_, i) => ({
-    ref: `${prefix}-${i}`,
-    operationType: 'Transfer',
-    orderKey: `key-${i % keys}`,
-    body: `{"n":${i}}`,
-    hash: `h${i}`,
-  }));
-}
-
-/** Rows of `outbox` read (index fetches and sequential reads) in this transaction so far. */
-async function rowsReadSoFar(client: pg.PoolClient): Promise<number> {
-  const { rows } = await client.query<{ n: string }>(
-    `SELECT (coalesce(idx_tup_fetch, 0) + seq_tup_read)::text AS n
-     FROM pg_stat_xact_user_tables WHERE relname = 'outbox'`,
-  );
-  return Number(rows[0]?.n);
-}
+const ops = (count: number, keys: number, prefix = 'heads') => keyedOps(count, keys, prefix);
 
 type Form = typeof claimShared;
 

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { claimShared } from '../../src/operations/claim.js';
-import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
 import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+import { at, keyedOps, rowsReadSoFar } from './claimFixtures.js';
 
 /**
  * The claim's cost on a table the planner has no statistics for (fresh, or last analyzed before a
@@ -14,27 +14,7 @@ import { useTestPgDatabase } from '../helpers/pgDatabase.js';
  * order with a scan of every queued row: a claim cost O(queued²).
  */
 
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const at = (ms: number) => new Date(T0 + ms).toISOString();
-
-function ops(count: number, keys: number): NewOperation[] {
-  return Array.from({ length: count }, (_, i) => ({
-    ref: `plan-${i}`,
-    operationType: 'Transfer',
-    orderKey: `key-${i % keys}`,
-    body: `{"n":${i}}`,
-    hash: `h${i}`,
-  }));
-}
-
-/** Rows of `outbox` read (index fetches and sequential reads) in this transaction so far. */
-async function rowsReadSoFar(client: pg.PoolClient): Promise<number> {
-  const { rows } = await client.query<{ n: string }>(
-    `SELECT (coalesce(idx_tup_fetch, 0) + seq_tup_read)::text AS n
-     FROM pg_stat_xact_user_tables WHERE relname = 'outbox'`,
-  );
-  return Number(rows[0]?.n);
-}
+const ops = (count: number, keys: number) => keyedOps(count, keys, 'plan');
 
 /** 2,000 rows on 50 keys, the first 1,000 settled: each key has 20 settled rows before its 20 queued ones. */
 async function halfDrained(pool: pg.Pool): Promise<void> {

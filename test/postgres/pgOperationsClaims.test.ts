@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { holdLiveness } from '../../src/postgres/liveness.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { ROOT, tsNodeArgs } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase, terminateBackend } from '../helpers/postgres.js';
 import { releaseDeadOutbox } from '../helpers/releaseDead.js';
+import { at, keyedOps } from './claimFixtures.js';
 
 /**
  * Several replicas on one PostgreSQL outbox: concurrent claimers never take one row twice nor two
@@ -16,22 +16,12 @@ import { releaseDeadOutbox } from '../helpers/releaseDead.js';
  * `releaseDeadOutbox` (test/helpers/releaseDead.ts) long before their lease runs out (times are injected: the lease never expires here).
  */
 
-const T0 = Date.parse('2026-01-01T00:00:00.000Z');
-const at = (ms: number) => new Date(T0 + ms).toISOString();
 /** A lease far beyond every `now` in these tests: only liveness can hand rows back. */
 const LEASE_UNTIL = at(24 * 3600_000);
 
 const replica = (owner: string) => ({ owner, name: 'vcu-sync', holds: 'outbox', now: at(0) });
 
-function ops(count: number, keys: number, prefix = 'op'): NewOperation[] {
-  return Array.from({ length: count }, (_, i) => ({
-    ref: `${prefix}-${i}`,
-    operationType: 'Transfer',
-    orderKey: `key-${i % keys}`,
-    body: `{"n":${i}}`,
-    hash: `h${i}`,
-  }));
-}
+const ops = (count: number, keys: number, prefix = 'op') => keyedOps(count, keys, prefix);
 
 describe('PostgreSQL outbox shared by replicas', () => {
   const cluster = inject('postgres');
