@@ -42,6 +42,23 @@ const unsentRows = (column: 'order_key' | 'id') =>
   sql`SELECT ${raw(column)} FROM outbox ${indexedBy('outbox_unsettled_key_idx')} WHERE state IN ${UNSENT}`;
 
 /**
+ * The CTEs `keys` and `heads` (to follow `WITH`): every order key with an unsent row, by a skip scan
+ * of `outbox_unsettled_key_idx` (one probe per key), and each key's oldest unsent row, with the
+ * unsent rows of no key. A row is claimable exactly when it is among the heads and due: both
+ * stores' claims by key read the queue through this.
+ */
+const KEY_HEADS = sql`RECURSIVE keys(k) AS (
+      SELECT (${unsentRows('order_key')} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
+      UNION ALL
+      SELECT (${unsentRows('order_key')} AND order_key > keys.k ORDER BY order_key LIMIT 1)
+      FROM keys WHERE keys.k IS NOT NULL),
+    heads(id) AS (
+      SELECT (${unsentRows('id')} AND order_key = keys.k ORDER BY order_key, id LIMIT 1)
+      FROM keys WHERE keys.k IS NOT NULL
+      UNION ALL
+      ${unsentRows('id')} AND order_key IS NULL)`;
+
+/**
  * Claims up to `limit` claimable rows for a store one process owns (SQLite): per from-state a
  * SELECT walking outbox_state_id_idx in id order, at most {@link WALK_ROWS} rows, and asking each
  * unit when that comes up short (a single OR over both states made SQLite sort every due row on
@@ -107,20 +124,10 @@ const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => {
         WHERE state = ${state} LIMIT ${raw(String(WALK_ROWS + 1))})`,
     heads: shaped<'now' | 'limit'>(
       (v) => sql`
-      WITH RECURSIVE units(k) AS (
-        SELECT (${unsentRows('order_key')} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
-        UNION ALL
-        SELECT (${unsentRows('order_key')} AND order_key > units.k ORDER BY order_key LIMIT 1)
-        FROM units WHERE units.k IS NOT NULL),
-      heads(id) AS (
-        SELECT (${unsentRows('id')} AND order_key = units.k ORDER BY order_key, id LIMIT 1)
-        FROM units WHERE units.k IS NOT NULL)
+      WITH ${KEY_HEADS}
       SELECT o.id FROM heads CROSS JOIN outbox o ON o.id = heads.id
       WHERE o.state = ${state}${due(v.now)}
-      UNION ALL
-      SELECT o.id FROM outbox o INDEXED BY outbox_unsettled_key_idx
-      WHERE o.state IN ${UNSENT} AND o.order_key IS NULL AND o.state = ${state}${due(v.now)}
-      ORDER BY 1 LIMIT ${v.limit}`,
+      ORDER BY o.id LIMIT ${v.limit}`,
     ),
   };
 });
@@ -187,16 +194,7 @@ export const claimSharedHeads = shaped<keyof ClaimParams>((p) => {
   // as they were locked (a locking read re-checks them), and nothing else can move them until commit;
   // the guards written again there let the planner read the partial index in full.
   return sql`
-    WITH RECURSIVE keys(k) AS (
-      (${unsentRows('order_key')} AND order_key IS NOT NULL ORDER BY order_key LIMIT 1)
-      UNION ALL
-      SELECT (${unsentRows('order_key')} AND order_key > keys.k ORDER BY order_key LIMIT 1)
-      FROM keys WHERE keys.k IS NOT NULL),
-    heads(id) AS (
-      SELECT (${unsentRows('id')} AND order_key = keys.k ORDER BY order_key, id LIMIT 1)
-      FROM keys WHERE keys.k IS NOT NULL
-      UNION ALL
-      ${unsentRows('id')} AND order_key IS NULL),
+    WITH ${KEY_HEADS},
     locked AS (
       SELECT l.id, l.from_state FROM heads h CROSS JOIN LATERAL (
         SELECT o.id, o.state AS from_state FROM outbox o

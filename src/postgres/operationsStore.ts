@@ -61,11 +61,10 @@ export class PgOperationsStore extends ScriptedOperationsStore {
   constructor(pool: pg.Pool, pgOptions: PgOperationsStoreOptions = {}) {
     super(postgresScriptStore(pool), { sink: () => pgOptions.onStateChange });
     const given = pgOptions.claimForm ?? 'adaptive';
-    const claimForm: ClaimFormState =
+    this.claimFormState =
       given === 'adaptive' ? { form: 'walk', adaptive: true } : { form: given, adaptive: false };
-    this.claimFormState = claimForm;
     this.group = new GroupRunner((jobs) =>
-      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted, claimForm),
+      flushGroup(pool, jobs, pgOptions.onStateChange, this.quietAccepted, this.claimFormState),
     );
   }
 

@@ -306,8 +306,8 @@ export async function flushGroup(
   pool: pg.Pool,
   jobs: readonly GroupJob[],
   sink: StateChangeSink | undefined,
-  quietAccepted?: QuietAccepted,
-  claimForm: ClaimFormState = { form: 'walk', adaptive: false },
+  quietAccepted: QuietAccepted,
+  claimForm: ClaimFormState,
 ): Promise<void> {
   const settles = jobs.filter((j): j is SettleJob => j.kind === 'settle');
   const claims = jobs.filter((j): j is ClaimJob => j.kind === 'claim');
@@ -320,7 +320,7 @@ export async function flushGroup(
   );
   if (claimForm.adaptive)
     for (const { asked, free } of claimed) claimForm.form = nextClaimForm(claimForm.form, asked, free);
-  for (const id of quiet) quietAccepted?.add(id);
+  for (const id of quiet) quietAccepted.add(id);
   for (const j of settles) {
     if (locked.has(j.claim.id)) j.resolve(moved.has(j.claim.id));
     else j.reject(new RowLockedError(j.claim.id));

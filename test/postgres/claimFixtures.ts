@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
+import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 
 /** The claim tests' clock: `ms` after 2026-01-01T00:00:00Z, as ISO text. */
 export const at = (ms: number): string => new Date(Date.parse('2026-01-01T00:00:00.000Z') + ms).toISOString();
@@ -22,4 +23,20 @@ export async function rowsReadSoFar(client: pg.PoolClient): Promise<number> {
      FROM pg_stat_xact_user_tables WHERE relname = 'outbox'`,
   );
   return Number(rows[0]?.n);
+}
+
+/** Runs `fn` in a transaction with the claim's plan pinned, rolled back after. */
+export async function inClaimTransaction<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(CLAIM_PLAN_SQL);
+    return await fn(client);
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
 }

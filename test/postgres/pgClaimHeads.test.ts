@@ -4,9 +4,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { claimShared, claimSharedHeads, nextClaimForm } from '../../src/operations/claim.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
-import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
-import { at, keyedOps, rowsReadSoFar } from './claimFixtures.js';
+import { at, inClaimTransaction, keyedOps, rowsReadSoFar } from './claimFixtures.js';
 
 /**
  * The shared claim read through each key's oldest unsent row (`claimSharedHeads`): the form for few
@@ -21,10 +20,7 @@ type Form = typeof claimShared;
 
 /** One claim by `form` in its own transaction with the claim's plan pinned, rolled back after. */
 async function claimOnce(pool: pg.Pool, form: Form, limit: number) {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(CLAIM_PLAN_SQL);
+  return inClaimTransaction(pool, async (client) => {
     const before = await rowsReadSoFar(client);
     const { rows } = await runPostgres(
       client,
@@ -34,10 +30,7 @@ async function claimOnce(pool: pg.Pool, form: Form, limit: number) {
       .map((r) => `${Number(r.id)}:${String(r.from_state)}`)
       .sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
     return { claimed, rowsRead: (await rowsReadSoFar(client)) - before };
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
+  });
 }
 
 describe('the form of the next shared claim', () => {

@@ -3,9 +3,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { claimShared } from '../../src/operations/claim.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
-import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
-import { at, keyedOps, rowsReadSoFar } from './claimFixtures.js';
+import { at, inClaimTransaction, keyedOps, rowsReadSoFar } from './claimFixtures.js';
 
 /**
  * The claim's cost on a table the planner has no statistics for (fresh, or last analyzed before a
@@ -25,19 +24,6 @@ async function halfDrained(pool: pg.Pool): Promise<void> {
     `UPDATE outbox SET state = 'accepted', accepted_at = $1 WHERE id <= (SELECT min(id) + 999 FROM outbox)`,
     [at(1)],
   );
-}
-
-/** Runs `fn` in a transaction with the claim's plan pinned, rolled back after. */
-async function inClaimTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(CLAIM_PLAN_SQL);
-    return await fn(client);
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
 }
 
 /** One claim of 8 rows in `client`'s transaction, and how many rows it read to find them. */
