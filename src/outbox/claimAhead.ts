@@ -61,6 +61,8 @@ export class ClaimAhead {
   private buffer: Held[] = [];
   /** A claim submitted whose group has not started: the next settles' group takes it. */
   private waiting: Promise<void> | null = null;
+  /** Callers waiting for rows in the buffer, or for no claim to be left that could bring some. */
+  private arrivals: Array<() => void> = [];
   /** Rows asked for by claims that started and have not answered. */
   private asked = 0;
   /** Claims submitted and not answered (the waiting one too). */
@@ -81,8 +83,7 @@ export class ClaimAhead {
    */
   async take(n: number): Promise<{ rows: OperationRow[]; stale: OperationRow[] }> {
     if (this.buffer.length === 0) {
-      const running = this.waiting ?? [...this.pending][0];
-      if (running) await running;
+      if (this.pending.size > 0) await this.rowsOrNoClaim();
       else await this.claim(true);
     }
     const [fresh, stale] = splitStale(this.buffer, this.deps.now(), this.deps.maxWaitMs);
@@ -112,6 +113,20 @@ export class ClaimAhead {
     while (this.waiting || this.pending.size > 0) await Promise.allSettled([this.waiting, ...this.pending]);
   }
 
+  /**
+   * Resolves once a claim brings rows, or once no claim is left: not merely when the claim waited
+   * on answers (it may wait for a group while another claim's rows have come in meanwhile).
+   */
+  private rowsOrNoClaim(): Promise<void> {
+    return new Promise((resolve) => this.arrivals.push(resolve));
+  }
+
+  private arrived(): void {
+    const waiting = this.arrivals;
+    this.arrivals = [];
+    for (const resolve of waiting) resolve();
+  }
+
   private room(): number {
     return this.deps.cap - this.buffer.length - this.deps.heldElsewhere() - this.asked;
   }
@@ -134,6 +149,7 @@ export class ClaimAhead {
       .then(
         (rows) => {
           for (const row of rows) this.buffer.push({ row, leasedAt });
+          if (rows.length > 0) this.arrived();
           if (rows.length > 0 && !awaited) this.deps.wake();
         },
         (err: unknown) => {
@@ -145,6 +161,7 @@ export class ClaimAhead {
         if (this.waiting === tracked) this.waiting = null;
         this.asked -= asked;
         this.pending.delete(tracked);
+        if (this.pending.size === 0) this.arrived();
       });
     // What the sets hold: settled either way (a failure is the awaiting caller's, or reported).
     const tracked = task.catch(() => {});

@@ -1,10 +1,14 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import type { AppContext } from '../../src/context.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { createTestDatabase, startCluster } from '../helpers/postgres.js';
+import type { PgBossOutboxJob } from './children/pgBossOutbox.js';
 import { cliRunner } from './lib/build.js';
 import { loadPgBoss, pgBossDrain } from './lib/pgBossDrain.js';
 import { type DaemonDrain, daemonDrain, drainOperations } from './lib/pgDaemonDrain.js';
+import { runJsonChild, tsx } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 import type { SimChild } from './lib/simulator.js';
 
@@ -23,6 +27,45 @@ function prepared(ctx: Pick<AppContext, 'config'>, ops: readonly Record<string, 
     if ('errors' in p) throw new Error(`invalid fixture: ${JSON.stringify(p.errors)}`);
     return p;
   });
+}
+
+/** pg-boss's drain of the same operations, seconds: in a process of its own, and in the bench's. */
+interface PgBossSeconds {
+  ownProcess: number;
+  inProcess: number;
+}
+
+/**
+ * pg-boss used as an outbox (the operations inserted in bulk, then {@link FETCHERS} fetchers of
+ * {@link BATCH} POSTing one at a time), each run on a fresh database: first in a process of its own
+ * (the baseline), started fresh as the daemon is, so neither side drains with code the other's run
+ * warmed; then in the bench's own process, whose pg and got have already served the in-process
+ * rows (reported). Null when pg-boss is not installed.
+ */
+async function pgBossBaselines(
+  options: BenchOptions,
+  on: { database: () => Promise<string>; notifyUrl: string; bodies: (tag: string) => string[] },
+): Promise<PgBossSeconds | null> {
+  const boss = await loadPgBoss();
+  if (!('PgBoss' in boss)) {
+    options.say(`pgdrain: pg-boss baseline skipped: ${boss.missing}`);
+    return null;
+  }
+  const common = { notifyUrl: on.notifyUrl, apiKey: 'sim-api-key', fetchers: FETCHERS, batchSize: BATCH };
+  options.say(`pgdrain: pg-boss as an outbox in its own process (${FETCHERS} fetchers of ${BATCH})`);
+  const bodiesFile = path.join(options.dir, 'pgboss-bodies.json');
+  writeFileSync(bodiesFile, JSON.stringify(on.bodies('boss')));
+  const job: PgBossOutboxJob = { ...common, url: await on.database(), bodiesFile };
+  const own = await runJsonChild<{ seconds: number }>(
+    tsx('test/bench/children/pgBossOutbox.ts', [JSON.stringify(job)]),
+  );
+  options.say('pgdrain: pg-boss as an outbox in the bench process');
+  const inProcess = await pgBossDrain(boss.PgBoss, {
+    ...common,
+    url: await on.database(),
+    bodies: on.bodies('boss-here'),
+  });
+  return { ownProcess: own.seconds, inProcess };
 }
 
 /**
@@ -50,19 +93,11 @@ export async function daemonDrainRows(
     const fresh = async () => createTestDatabase(cluster.info);
     const onUnits = (tag: string, units: number) => drainOperations(tag, n, units);
     const bodies = (tag: string, units: number) => onUnits(tag, units).map((op) => JSON.stringify(op));
-    const boss = await loadPgBoss();
-    let bossSeconds: number | null = null;
-    if ('PgBoss' in boss) {
-      options.say(`pgdrain: pg-boss as an outbox (${n} operations, ${FETCHERS} fetchers of ${BATCH})`);
-      bossSeconds = await pgBossDrain(boss.PgBoss, {
-        url: (await fresh()).url,
-        notifyUrl: `${sim.url}${ctx.config.operator.notify_path}`,
-        apiKey: 'sim-api-key',
-        bodies: prepared(ctx, onUnits('boss', UNITS)).map((op) => op.body),
-        fetchers: FETCHERS,
-        batchSize: BATCH,
-      });
-    } else options.say(`pgdrain: pg-boss baseline skipped: ${boss.missing}`);
+    const boss = await pgBossBaselines(options, {
+      database: async () => (await fresh()).url,
+      notifyUrl: `${sim.url}${ctx.config.operator.notify_path}`,
+      bodies: (tag) => prepared(ctx, onUnits(tag, UNITS)).map((op) => op.body),
+    });
     const run = async (tag: string, units: number, how: 'queued' | 'api'): Promise<DaemonDrain> => {
       options.say(`pgdrain: vcu-sync run, ${n} operations on ${units} units, ${how}`);
       const common = {
@@ -91,12 +126,12 @@ export async function daemonDrainRows(
     const api50 = await run('api-50', UNITS, 'api');
     const apiEach = await run('api-each', n, 'api');
     const rate = (d: DaemonDrain) => d.operations / d.drainSeconds;
-    const bossRate = bossSeconds === null ? null : n / bossSeconds;
+    const bossRate = boss === null ? null : n / boss.ownProcess;
     const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE`;
     const bossNote =
-      bossSeconds === null
+      boss === null
         ? 'pg-boss not installed: no baseline'
-        : `baseline: pg-boss ${FETCHERS} fetchers x batches of ${BATCH}, one POST at a time, batch completed, ${bossSeconds.toFixed(2)} s`;
+        : `baseline: pg-boss in a process of its own, ${FETCHERS} fetchers x batches of ${BATCH}, one POST at a time, batch completed, ${boss.ownProcess.toFixed(2)} s (in the bench's warm process: ${boss.inProcess.toFixed(2)} s)`;
     const queuedRow = (d: DaemonDrain, name: string): ScenarioResult => {
       const ratio = ratioOf(rate(d), bossRate);
       return {
@@ -111,7 +146,9 @@ export async function daemonDrainRows(
         extra: {
           seconds: d.drainSeconds,
           commits: d.commits,
-          ...(bossSeconds === null ? {} : { baselineSeconds: bossSeconds }),
+          ...(boss === null
+            ? {}
+            : { baselineSeconds: boss.ownProcess, baselineInProcessSeconds: boss.inProcess }),
         },
       };
     };

@@ -73,10 +73,10 @@ describe('database', () => {
     fresh.close();
     const database = openDatabase(file);
     expect(pendingMigrations(database.sqlite)).toBe(0);
-    // Undo the newest migration (0011: the outbox's per-key order index made partial) as a database
-    // from the previous build, a queued operation in it.
+    // Undo the newest migration (0012: the outbox's due index made partial, of queued rows only) as
+    // a database from the previous build, a queued operation in it.
     database.sqlite.exec(
-      'DROP INDEX outbox_unsettled_key_idx; CREATE INDEX outbox_order_idx ON outbox (order_key, id)',
+      'DROP INDEX outbox_queued_due_idx; CREATE INDEX outbox_due_idx ON outbox (state, next_attempt_at)',
     );
     database.sqlite.exec(`INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body,
       body_hash, state, attempts, next_attempt_at, created_at, updated_at)
@@ -94,8 +94,8 @@ describe('database', () => {
         .prepare(`SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?`)
         .pluck()
         .get(name);
-    expect(outboxIndex('outbox_order_idx')).toBeUndefined();
-    expect(outboxIndex('outbox_unsettled_key_idx')).toMatch(/WHERE state IN \('queued', 'sending'\)$/);
+    expect(outboxIndex('outbox_due_idx')).toBeUndefined();
+    expect(outboxIndex('outbox_queued_due_idx')).toMatch(/\(`next_attempt_at`\) WHERE state = 'queued'$/);
     expect(
       again.sqlite.prepare('SELECT "marketplaceTransactionRef" AS ref, state FROM outbox').all(),
     ).toEqual([{ ref: 'r1', state: 'queued' }]);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimOperations, WALK_ROWS } from '../../src/operations/claim.js';
 import type { OperationRow } from '../../src/operations/rows.js';
+import { NEXT_DUE_AT } from '../../src/operations/transitions.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
 import { runSqlite, sqliteDialect } from '../../src/sqlite/scripts.js';
 import { isFeedStep, type Script } from '../../src/store/script.js';
@@ -202,5 +203,29 @@ describe('the ordered claim on SQLite', () => {
     sqlite.prepare(`UPDATE outbox SET state = 'accepted' WHERE id = ?`).run(first);
     expect(indexed()).toEqual([second]);
     expect(claimWithPlans(sqlite, 5).rows.map((r) => r.id)).toEqual([second]);
+  });
+
+  it("finds when the next queued row falls due in the queued rows' own index, one entry read", () => {
+    ctx = testContext();
+    const sqlite = ctx.database.sqlite;
+    seed(sqlite, 'unit:settled', 'accepted', 50);
+    seed(sqlite, 'unit:out', 'sending', 3);
+    seed(sqlite, 'unit:waiting', 'queued', 50);
+    const later = seed(sqlite, 'unit:later', 'queued', 1)[0]!;
+    const soonest = seed(sqlite, 'unit:soon', 'queued', 1)[0]!;
+    sqlite.prepare('UPDATE outbox SET next_attempt_at = ? WHERE id = ?').run(FUTURE, later);
+    sqlite
+      .prepare('UPDATE outbox SET next_attempt_at = ? WHERE id = ?')
+      .run('2026-03-01T10:00:00.000Z', soonest);
+    const { text, values } = NEXT_DUE_AT.render(sqliteDialect);
+    const plan = (sqlite.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...values) as { detail: string }[])
+      .map((r) => r.detail)
+      .join('; ');
+    // Unguided, SQLite read the queued rows' (state, id) range in full for their minimum.
+    expect(plan).toBe('SEARCH outbox USING COVERING INDEX outbox_queued_due_idx');
+    expect(runSqlite(sqlite, NEXT_DUE_AT).rows).toEqual([{ at: '2026-03-01T10:00:00.000Z' }]);
+    // Leaving the queue leaves the index: the sending and settled rows' times are not in it.
+    sqlite.prepare(`UPDATE outbox SET state = 'sending' WHERE id = ?`).run(soonest);
+    expect(runSqlite(sqlite, NEXT_DUE_AT).rows).toEqual([{ at: PAST }]);
   });
 });

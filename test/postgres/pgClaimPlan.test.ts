@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { claimShared } from '../../src/operations/claim.js';
+import { NEXT_DUE_AT } from '../../src/operations/transitions.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
@@ -116,6 +117,21 @@ describe('the PostgreSQL claim without statistics', () => {
         claimShared({ now: at(2), owner: 'plan', leaseUntil: at(60_000), limit: 8 }),
       );
       expect(rows.map((r) => Number(r.id))).toEqual([ids[0]]);
+    });
+  });
+
+  it('finds when the next queued row falls due reading one row, however many are queued', async () => {
+    const { pool } = pg.db;
+    await halfDrained(pool);
+    await pool.query(`UPDATE outbox SET next_attempt_at = $1 WHERE id = (SELECT max(id) FROM outbox)`, [
+      at(-5),
+    ]);
+    await inClaimTransaction(pool, async (client) => {
+      const before = await rowsReadSoFar(client);
+      const { rows } = await runPostgres(client, NEXT_DUE_AT);
+      expect(rows).toEqual([{ at: at(-5) }]);
+      // 1,000 rows queued: the partial index of queued rows answers with its first entry.
+      expect((await rowsReadSoFar(client)) - before).toBeLessThan(5);
     });
   });
 });

@@ -48,7 +48,11 @@ export const outboxTable = <C extends ColumnTypes>(k: ColumnKinds<C>) =>
     },
     {
       indexes: [
-        index('outbox_due_idx', 'state', 'next_attempt_at'),
+        // When the next queued row falls due (the dispatcher's idle sleep), for queued rows only: a
+        // full (state, next_attempt_at) index was rewritten by every claim and settle (a row's two
+        // transitions, four index writes) to serve that one read; this one is written once when a row
+        // is queued and once when it leaves the queue.
+        partialIndex('outbox_queued_due_idx', "state = 'queued'", 'next_attempt_at'),
         // Per-key order: whether a row has an older unsettled row on its key is one probe here,
         // whatever the key's settled history (a full (order_key, id) index made every claim of a
         // key's next row walk that history). Settled rows are not in it.

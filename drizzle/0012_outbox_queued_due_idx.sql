@@ -1,0 +1,2 @@
+DROP INDEX `outbox_due_idx`;--> statement-breakpoint
+CREATE INDEX `outbox_queued_due_idx` ON `outbox` (`next_attempt_at`) WHERE state = 'queued';
