@@ -114,13 +114,14 @@ export class ClaimAhead {
   }
 
   /**
-   * Resolves once a claim brings rows, or once no claim is left: not merely when the claim waited
-   * on answers (it may wait for a group while another claim's rows have come in meanwhile).
+   * Resolves once a claim ends with rows buffered, or with no claim left: not merely when the claim
+   * waited on answers (it may wait for a group while another claim's rows have come in meanwhile).
    */
   private rowsOrNoClaim(): Promise<void> {
     return new Promise((resolve) => this.arrivals.push(resolve));
   }
 
+  /** Wakes every take() waiting in {@link rowsOrNoClaim}. */
   private arrived(): void {
     const waiting = this.arrivals;
     this.arrivals = [];
@@ -149,7 +150,6 @@ export class ClaimAhead {
       .then(
         (rows) => {
           for (const row of rows) this.buffer.push({ row, leasedAt });
-          if (rows.length > 0) this.arrived();
           if (rows.length > 0 && !awaited) this.deps.wake();
         },
         (err: unknown) => {
@@ -161,7 +161,8 @@ export class ClaimAhead {
         if (this.waiting === tracked) this.waiting = null;
         this.asked -= asked;
         this.pending.delete(tracked);
-        if (this.pending.size === 0) this.arrived();
+        // What take() waits for: rows to take, or no claim left that could bring any.
+        if (this.buffer.length > 0 || this.pending.size === 0) this.arrived();
       });
     // What the sets hold: settled either way (a failure is the awaiting caller's, or reported).
     const tracked = task.catch(() => {});

@@ -1,6 +1,17 @@
 import type pg from 'pg';
+import { beforeEach } from 'vitest';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { CLAIM_PLAN_SQL } from '../../src/postgres/settleGroup.js';
+import { useTestPgDatabase } from '../helpers/pgDatabase.js';
+
+/** The file's test database (call in a describe), its outbox emptied before each test. */
+export function useEmptyOutbox(): ReturnType<typeof useTestPgDatabase> {
+  const pg = useTestPgDatabase();
+  beforeEach(async () => {
+    await pg.db.pool.query('TRUNCATE outbox CASCADE');
+  });
+  return pg;
+}
 
 /** The claim tests' clock: `ms` after 2026-01-01T00:00:00Z, as ISO text. */
 export const at = (ms: number): string => new Date(Date.parse('2026-01-01T00:00:00.000Z') + ms).toISOString();

@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import type pg from 'pg';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimShared, claimSharedHeads, nextClaimForm } from '../../src/operations/claim.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
-import { useTestPgDatabase } from '../helpers/pgDatabase.js';
-import { at, inClaimTransaction, keyedOps, rowsReadSoFar } from './claimFixtures.js';
+import { at, inClaimTransaction, keyedOps, rowsReadSoFar, useEmptyOutbox } from './claimFixtures.js';
 
 /**
  * The shared claim read through each key's oldest unsent row (`claimSharedHeads`): the form for few
@@ -46,10 +45,7 @@ describe('the form of the next shared claim', () => {
 });
 
 describe('the shared claim through each key’s oldest unsent row', () => {
-  const pg = useTestPgDatabase();
-  beforeEach(async () => {
-    await pg.db.pool.query('TRUNCATE outbox CASCADE');
-  });
+  const pg = useEmptyOutbox();
 
   it('claims the three free keys’ next rows behind 5,000 queued, reading a few rows where the walk reads them all', async () => {
     const { pool } = pg.db;

@@ -1,11 +1,10 @@
 import type pg from 'pg';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimShared } from '../../src/operations/claim.js';
 import { NEXT_DUE_AT } from '../../src/operations/transitions.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { runPostgres } from '../../src/postgres/scripts.js';
-import { useTestPgDatabase } from '../helpers/pgDatabase.js';
-import { at, inClaimTransaction, keyedOps, rowsReadSoFar } from './claimFixtures.js';
+import { at, inClaimTransaction, keyedOps, rowsReadSoFar, useEmptyOutbox } from './claimFixtures.js';
 
 /**
  * The claim's cost on a table the planner has no statistics for (fresh, or last analyzed before a
@@ -38,11 +37,7 @@ async function claimEight(client: pg.PoolClient) {
 }
 
 describe('the PostgreSQL claim without statistics', () => {
-  const pg = useTestPgDatabase();
-  // Each test starts from an empty outbox (the database is the file's).
-  beforeEach(async () => {
-    await pg.db.pool.query('TRUNCATE outbox CASCADE');
-  });
+  const pg = useEmptyOutbox();
 
   it('claims 8 rows of 8 keys reading far fewer rows than are queued', async () => {
     const { pool } = pg.db;
