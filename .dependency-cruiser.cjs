@@ -64,8 +64,8 @@ module.exports = {
       comment:
         'No cycle between folders of src/: each folder is a layer that may use those below it, and a cycle ' +
         'means two folders are one part in two places (issue 27 found one through 11 of them). ' +
-        "dependency-cruiser's folders do not see the loose files at src/'s root (they are in every " +
-        "folder's parent): rules root-files-are-leaves and no-import-of-roots keep those out of cycles.",
+        "dependency-cruiser's folders do not see the two loose files at src/'s root (cli.ts, context.ts): " +
+        'rules no-import-of-roots and context-hub-* keep those out of cycles.',
       from: { path: '^src/' },
       to: { circular: true },
     },
@@ -98,7 +98,7 @@ module.exports = {
       severity: 'error',
       comment:
         'health/ reads every store to judge the daemon, so it sits above them: the layers it reads never ' +
-        'import it back (the identity and lease-owner helpers they needed live in src/leaseOwner.ts).',
+        'import it back (the identity and lease-owner helpers they needed live in src/common/leaseOwner.ts).',
       from: { path: LOWER },
       to: { path: '^src/health/' },
     },
@@ -112,50 +112,52 @@ module.exports = {
       to: { path: ROOTS },
     },
     {
-      name: 'root-files-are-leaves',
+      name: 'foundations-are-leaves',
       severity: 'error',
       comment:
-        "The loose files at src/'s root are helpers every folder may use (clock, errors, log, config...): " +
-        'they import no folder of src/, so that no cycle passes through them unseen by no-folder-cycle. ' +
-        'Two are hubs with named, one-way needs: context.ts makes the operator client (operator/, which ' +
-        'does not import context.ts; it opens no store), status.ts judges health (db/, health/; ' +
-        'imported only by api/ and commands/).',
-      from: {
-        path: '^src/[^/]+\\.ts$',
-        pathNot: [...ROOTS, '^src/context\\.ts$', '^src/status\\.ts$'],
-      },
-      to: { path: '^src/[^/]+/' },
+        'src/common/ holds the helpers every folder may use (clock, errors, log, redaction, backoff...): ' +
+        'it imports no other folder of src/, so every folder can import it without a cycle.',
+      from: { path: '^src/common/' },
+      to: { path: '^src/', pathNot: ['^src/common/'] },
+    },
+    {
+      name: 'config-http-process-need-only-common',
+      severity: 'error',
+      comment:
+        "The configuration (src/config/), the HTTP helpers (src/http/) and the process's own concerns " +
+        '(src/process/: signals, heap sizing, sd_notify, worker start) sit just above src/common/ and ' +
+        'import nothing else of src/: the parts above use them, never the other way round.',
+      from: { path: ['^src/config/', '^src/http/', '^src/process/'] },
+      to: { path: '^src/', pathNot: ['^src/common/', '^src/config/', '^src/http/', '^src/process/'] },
     },
     {
       name: 'context-hub-needs',
       severity: 'error',
       comment:
-        'context.ts may reach into operator/ only: it holds services, never a store (the factories in ' +
-        'src/app/ open the store) (see root-files-are-leaves).',
+        'context.ts, the services every part is handed, may reach into operator/ (it makes the operator ' +
+        'client), config/ and common/ only: it holds services, never a store (the factories in src/app/ ' +
+        'open the store).',
       from: { path: '^src/context\\.ts$' },
-      to: { path: '^src/[^/]+/', pathNot: ['^src/operator/'] },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/operator/', '^src/config/', '^src/common/'] },
     },
     {
       name: 'context-hub-one-way',
       severity: 'error',
       comment:
-        'What context.ts builds on never imports it back (a cycle through the hub, see root-files-are-leaves).',
-      from: { path: ['^src/db/', '^src/operator/', '^src/operations/effects\\.ts$'] },
+        'What context.ts builds on never imports it back (a cycle through the hub, which no-folder-cycle ' +
+        'does not see: context.ts is a loose file at src/).',
+      from: {
+        path: [
+          '^src/db/',
+          '^src/operator/',
+          '^src/config/',
+          '^src/common/',
+          '^src/http/',
+          '^src/process/',
+          '^src/operations/effects\\.ts$',
+        ],
+      },
       to: { path: '^src/context\\.ts$' },
-    },
-    {
-      name: 'status-hub-needs',
-      severity: 'error',
-      comment: 'status.ts may reach into db/ and health/ only, and only api/ and the roots import it.',
-      from: { path: '^src/status\\.ts$' },
-      to: { path: '^src/[^/]+/', pathNot: ['^src/db/', '^src/health/'] },
-    },
-    {
-      name: 'status-hub-one-way',
-      severity: 'error',
-      comment: 'Only the API and the roots import status.ts (see status-hub-needs).',
-      from: { path: '^src/', pathNot: [...ROOTS, '^src/api/'] },
-      to: { path: '^src/status\\.ts$' },
     },
   ],
   options: {

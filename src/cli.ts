@@ -2,12 +2,12 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { completeArgumentsWith, runCompletion } from './commands/completion.js';
-import { loadConfig, unknownVariableWarnings } from './config.js';
-import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './errors.js';
-import { sizeHeapFor } from './heapSizing.js';
-import { unsupportedNodeReason } from './nodeVersion.js';
-import { scrubText } from './redact.js';
-import { VERSION } from './version.js';
+import { ConfigError, EXIT_CONFIG, errorMessage, UserError } from './common/errors.js';
+import { scrubText } from './common/redact.js';
+import { VERSION } from './common/version.js';
+import { loadConfig, unknownVariableWarnings } from './config/config.js';
+import { sizeHeapFor } from './process/heapSizing.js';
+import { unsupportedNodeReason } from './process/nodeVersion.js';
 
 /** What `sync` takes, for its help and completion; `vcu-sync sync` itself checks them (SYNC_TARGETS). */
 export const SYNC_RESOURCE_NAMES = ['projects', 'issuances', 'units', 'custody'] as const;

@@ -1,7 +1,7 @@
-import { type Clock, systemClock } from './clock.js';
-import { type Config, requireOperator } from './config.js';
-import type { Logger } from './log.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { type Clock, systemClock } from './common/clock.js';
+import type { Logger } from './common/log.js';
+import { createMetrics, type Metrics } from './common/metrics.js';
+import { type Config, requireOperator } from './config/config.js';
 import { OperatorClient } from './operator/client.js';
 import { budgetRate, newRateBudget } from './operator/rateLimit.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../src/metrics.js';
+import { createMetrics } from '../src/common/metrics.js';
 import { summarizeWaits } from './bench/lib/commitWaits.js';
 
 describe("the bench's summary of the daemon's commit waits", () => {

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { readRequestBody } from '../httpBody.js';
+import { readRequestBody } from '../http/httpBody.js';
 import { MAX_BODY_BYTES } from './requestGuard.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -1,10 +1,10 @@
 import type { Hono } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
+import type { RequestSync } from '../common/syncRequests.js';
+import { SYNC_TARGETS as ALL_TARGETS, type SyncTarget } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
-import type { RequestSync } from '../syncRequests.js';
-import { SYNC_TARGETS as ALL_TARGETS, type SyncTarget } from '../syncRequests.js';
 import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, inDateOrder, type MirrorReads } from './mirrorQueries.js';
 import {

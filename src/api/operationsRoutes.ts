@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { AppContext } from '../context.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { WakeDispatcher } from '../outbox/enqueue.js';

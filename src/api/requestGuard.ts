@@ -1,5 +1,10 @@
 import type { MiddlewareHandler } from 'hono';
-import { declaredTooLarge, foreignCharset, foreignCharsetMessage, isJsonContentType } from '../httpBody.js';
+import {
+  declaredTooLarge,
+  foreignCharset,
+  foreignCharsetMessage,
+  isJsonContentType,
+} from '../http/httpBody.js';
 import { isSafeMethod } from './auth.js';
 
 /** Largest accepted request body, bytes. */

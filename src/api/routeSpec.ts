@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { z } from 'zod';
-import { isCalendarDay } from '../clock.js';
+import { isCalendarDay } from '../common/clock.js';
 
 export { isCalendarDay };
 

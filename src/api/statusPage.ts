@@ -1,9 +1,9 @@
 import { readable, severityCounts } from '../health/format.js';
 import { identityLine } from '../health/identity.js';
+import type { Health } from '../health/readHealth.js';
 import { formatDuration, type Problem } from '../health/rules.js';
 import { changeWords, windowHours } from '../health/schemaRules.js';
 import type { Series } from '../health/series.js';
-import type { Health } from '../status.js';
 import { escapeHtml as esc } from './html.js';
 import { renderChart } from './svgChart.js';
 

@@ -1,14 +1,14 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { SHAPE_TABLES } from '../configShape.js';
+import type { Metrics } from '../common/metrics.js';
+import { SHAPE_TABLES } from '../config/configShape.js';
 import { type AppContext, operatorRate } from '../context.js';
 import { healthSchema } from '../health/health.js';
+import { type Health, readHealth } from '../health/readHealth.js';
 import type { Series } from '../health/series.js';
 import type { HealthReads } from '../health/snapshot.js';
-import type { Metrics } from '../metrics.js';
 import { OPERATION_STATES } from '../operations/states.js';
 import { FINDING_KINDS } from '../reconcile/findingKinds.js';
-import { type Health, readHealth } from '../status.js';
 import type { RouteSpec } from './routeSpec.js';
 import { readRunbookMarkdown, renderRunbook } from './runbook.js';
 import { livenessBody, readinessBody } from './schemas/common.js';

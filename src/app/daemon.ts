@@ -1,8 +1,9 @@
 import { createApiComponent, routeRegistrars } from '../api/server.js';
-import { finishedWithin } from '../clock.js';
+import { finishedWithin } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { SyncRequests } from '../common/syncRequests.js';
 import type { AppContext, Component } from '../context.js';
-import { errorMessage } from '../errors.js';
-import type { ListenersUp } from '../httpListener.js';
+import type { ListenersUp } from '../http/httpListener.js';
 import { createWebhookComponent } from '../inbox/listener.js';
 import { createMirrorComponent } from '../mirror/scheduler.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
@@ -10,7 +11,6 @@ import { createReconcileComponent } from '../reconcile/reconciler.js';
 import { createSubscriberComponent } from '../subscribers/dispatcher.js';
 import { deliveriesHousekeeping } from '../subscribers/housekeeping.js';
 import { configuredFindingsSink } from '../subscribers/subscribers.js';
-import { SyncRequests } from '../syncRequests.js';
 import type { DaemonStores } from './stores.js';
 
 /**

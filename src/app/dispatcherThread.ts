@@ -9,9 +9,10 @@
  * budget (AppContext.operatorBudget, in memory the threads share), as the mirror's does, so sends
  * and syncs together keep to `operator.rate_per_second`, and a 429 seen by either slows both.
  */
+
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext, Component } from '../context.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
-import type { RequestSync } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
 import type { HostedStore } from '../thread/messages.js';
 

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { HealthReads } from '../health/snapshot.js';
-import type { Logger } from '../log.js';
 import type { CommandStoreOptions, DaemonStores, Opened, ShapeReads, Stores } from './stores.js';
 
 /**

@@ -1,11 +1,11 @@
 import { mirrorReads } from '../api/mirrorQueries.js';
 import type { ApiOptions, ApiSeams } from '../api/server.js';
-import { isoAt } from '../clock.js';
-import type { Config } from '../config.js';
-import { errorMessage } from '../errors.js';
+import { isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { newLeaseOwner } from '../common/leaseOwner.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import { instanceName, VERSION } from '../health/identity.js';
-import { newLeaseOwner } from '../leaseOwner.js';
-import type { Logger } from '../log.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import type { Config } from '../config.js';
+import { UserError } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import { type AppContext, type CreateContextOptions, createAppContext } from '../context.js';
-import { UserError } from '../errors.js';
 import type { HealthReads } from '../health/snapshot.js';
-import type { Logger } from '../log.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import { refuseSqliteUnderPostgres } from '../postgres/connection.js';
 import { backupDatabase } from '../sqlite/backup.js';

@@ -1,8 +1,9 @@
 import type { ApiOptions, ApiSeams } from '../api/server.js';
+import type { Metrics } from '../common/metrics.js';
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import type { InboxStore } from '../inbox/inboxStore.js';
-import type { Metrics } from '../metrics.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { SyncRunner } from '../mirror/coordinator.js';
 import type { ShapeReader } from '../mirror/shape/reads.js';
@@ -12,7 +13,6 @@ import type { OutboxHooks } from '../outbox/hooks.js';
 import type { ScriptStore } from '../store/script.js';
 import type { DeliveriesAccess, DeliveriesStore } from '../subscribers/deliveriesStore.js';
 import type { DeliveriesPrune } from '../subscribers/prune.js';
-import type { RequestSync } from '../syncRequests.js';
 import type { Liveness } from './liveness.js';
 
 /**

@@ -6,8 +6,8 @@
  * A root (src/app/): it wires the thread's feed forwarding (feed/bridge.ts) to its connection.
  */
 
+import { errorMessage } from '../common/errors.js';
 import type { Component } from '../context.js';
-import { errorMessage } from '../errors.js';
 import { forwardFeed } from '../feed/bridge.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
 import { restoreFilterIndexes } from '../mirror/filterIndexes.js';

@@ -1,6 +1,6 @@
-import { type Config, maskedConfig } from '../config.js';
-import { printedDatabase } from '../configDatabase.js';
-import { configNotes, requireSettings } from '../configNeeds.js';
+import { type Config, maskedConfig } from '../config/config.js';
+import { printedDatabase } from '../config/configDatabase.js';
+import { configNotes, requireSettings } from '../config/configNeeds.js';
 
 /**
  * `vcu-sync config check`: the file and environment were valid (loading them checked), and nothing

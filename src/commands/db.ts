@@ -1,5 +1,5 @@
 import { backupStore, migrateStore } from '../app/openStores.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 /** `vcu-sync db migrate`: applies pending migrations and says which state the schema is in. */
 export async function runDbMigrate(config: Config): Promise<number> {

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
+import { SteerError } from '../common/errors.js';
+import type { Config } from '../config/config.js';
 import type { AppContext } from '../context.js';
-import { SteerError } from '../errors.js';
 import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import {
   type DeliveryEntry,

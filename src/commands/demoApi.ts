@@ -1,6 +1,6 @@
+import type { SyncTarget } from '../common/syncRequests.js';
 import type { Health } from '../health/health.js';
 import { UNSENT_STATES } from '../operations/states.js';
-import type { SyncTarget } from '../syncRequests.js';
 
 /**
  * The demo's daemon as a user reaches it: its API over loopback with the demo's token (enqueue,

@@ -1,6 +1,6 @@
 import type { MultiBar } from 'cli-progress';
-import type { Config } from '../config.js';
-import { createLogger, type Logger } from '../log.js';
+import { createLogger, type Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 
 /**
  * `vcu-sync sync` on a terminal: log lines and progress bars share stderr. A line written while the

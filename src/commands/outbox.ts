@@ -1,4 +1,4 @@
-import { SteerError } from '../errors.js';
+import { SteerError } from '../common/errors.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxEntry } from '../outbox/entry.js';
 import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { runEnqueueCommand } from './enqueue.js';
 import { runOutboxCommand } from './outbox.js';
 import { withStores } from './withStores.js';

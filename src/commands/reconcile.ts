@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import { sortsInByteOrder } from '../api/mirrorQueries.js';
 import { openCommandStores } from '../app/openStores.js';
-import type { Config } from '../config.js';
-import { UserError } from '../errors.js';
-import { createLogger } from '../log.js';
+import { UserError } from '../common/errors.js';
+import { createLogger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { Reader } from '../reconcile/facts.js';
 import type { RuleSettings } from '../reconcile/findings.js';
 import type { FindingSink } from '../reconcile/pass.js';

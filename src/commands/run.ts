@@ -1,11 +1,11 @@
 import { startDaemon } from '../app/daemon.js';
 import { openDaemonStores } from '../app/openStores.js';
-import type { Config } from '../config.js';
-import { requireSettings } from '../configNeeds.js';
-import { checkListenable } from '../httpListener.js';
-import { createLogger } from '../log.js';
-import { createSdNotifier } from '../sdNotify.js';
-import { onStopSignals } from '../stopSignals.js';
+import { createLogger } from '../common/log.js';
+import type { Config } from '../config/config.js';
+import { requireSettings } from '../config/configNeeds.js';
+import { checkListenable } from '../http/httpListener.js';
+import { createSdNotifier } from '../process/sdNotify.js';
+import { onStopSignals } from '../process/stopSignals.js';
 
 /** `vcu-sync run`: the daemon, until SIGTERM or SIGINT; exits 0 after a graceful stop. */
 export async function runDaemonCommand(config: Config): Promise<number> {

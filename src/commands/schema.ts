@@ -1,6 +1,6 @@
 import { openShapeReads } from '../app/openStores.js';
-import type { Config } from '../config.js';
-import { createLogger } from '../log.js';
+import { createLogger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import {
   BAD_SINCE,
   parseSchemaSince,

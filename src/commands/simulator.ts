@@ -1,4 +1,4 @@
-import { UserError } from '../errors.js';
+import { UserError } from '../common/errors.js';
 
 const HELP = `usage: vcu-sync simulator [flags]
   --port N  --host H  --seed N  --projects N  --issuances N  --units N  --max-page-size N

@@ -1,7 +1,7 @@
 import { openStatusReads } from '../app/openStores.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { formatHealth } from '../health/format.js';
-import { type Health, readHealth } from '../status.js';
+import { type Health, readHealth } from '../health/readHealth.js';
 
 /** `vcu-sync status [--json]`: exit 0 ok, 1 warning, 2 critical (Nagios). */
 export async function runStatusCommand(config: Config, options: { json: boolean }): Promise<number> {

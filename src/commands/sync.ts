@@ -1,10 +1,10 @@
 import cliProgress from 'cli-progress';
+import { UserError } from '../common/errors.js';
+import { SYNC_TARGETS, type SyncTarget } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { UserError } from '../errors.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { RunCounts } from '../mirror/bookkeeping.js';
 import { type RunOutcome, runSync } from '../mirror/syncRun.js';
-import { SYNC_TARGETS, type SyncTarget } from '../syncRequests.js';
 import type { LogAboveBars } from './logAboveBars.js';
 
 /** Parsed arguments of `vcu-sync sync`. */

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
-import { requireSettings } from '../configNeeds.js';
-import { noopMetrics } from '../metrics.js';
+import { noopMetrics } from '../common/metrics.js';
+import type { Config } from '../config/config.js';
+import { requireSettings } from '../config/configNeeds.js';
 import { syncLogger } from './logAboveBars.js';
 import { parseTargets, runSyncCommand } from './sync.js';
 import { withStores } from './withStores.js';

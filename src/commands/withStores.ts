@@ -1,8 +1,8 @@
 import { openCommandStores } from '../app/openStores.js';
 import type { CommandStoreOptions, Stores } from '../app/stores.js';
-import type { Config } from '../config.js';
+import { createLogger, type Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { AppContext } from '../context.js';
-import { createLogger, type Logger } from '../log.js';
 
 /** Options of {@link withStores}. */
 export interface WithStoresOptions extends CommandStoreOptions {

@@ -1,4 +1,4 @@
-import type { Schedule } from '../clock.js';
+import type { Schedule } from '../common/clock.js';
 import type { FeedEntry, FeedQuery, FeedReads } from './reads.js';
 
 // The timers live in clock.ts, below every folder that waits (health's readiness waits too).

@@ -16,7 +16,7 @@ export interface StoredChange {
   at: string;
 }
 
-/** A change feed entry as served: `record_id` is the deprecated alias of `recordId` (src/fieldAliases.ts). */
+/** A change feed entry as served: `record_id` is the deprecated alias of `recordId` (src/common/fieldAliases.ts). */
 export interface FeedEntry {
   seq: number;
   resource: string;

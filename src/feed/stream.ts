@@ -1,4 +1,4 @@
-import type { Schedule } from '../clock.js';
+import type { Schedule } from '../common/clock.js';
 import type { FeedEntry, FeedReads } from './reads.js';
 
 /**

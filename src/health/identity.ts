@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import type { Config } from '../config.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../common/version.js';
+import type { Config } from '../config/config.js';
 
 /**
  * Which vcu-sync this is: what an on-call engineer needs to know before acting on a page, and what
@@ -29,7 +29,7 @@ export type Identity = z.output<typeof identitySchema>;
 export type StoreIdentity = Identity['database'];
 
 /** The package version, read once. */
-export { VERSION } from '../version.js';
+export { VERSION } from '../common/version.js';
 
 /** The instance name: configured, else the host name. */
 export function instanceName(config: Pick<Config, 'status'>): string {

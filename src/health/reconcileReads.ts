@@ -1,7 +1,7 @@
+import { inByteOrder } from '../common/textForms.js';
 import { FINDING_SEVERITIES, type FindingSeverity } from '../reconcile/findingKinds.js';
 import { all, first, type Script } from '../store/script.js';
 import { sql } from '../store/sql.js';
-import { inByteOrder } from '../textForms.js';
 import type { ReconciliationFacts, ReconciliationFindingFacts } from './snapshot.js';
 
 /**

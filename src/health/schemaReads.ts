@@ -1,8 +1,8 @@
+import { inByteOrder } from '../common/textForms.js';
 import { changeView } from '../mirror/shape/reads.js';
 import { type ChangeRowRead, listChanges, SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
 import { all, first, type Script } from '../store/script.js';
 import { sql } from '../store/sql.js';
-import { inByteOrder } from '../textForms.js';
 import type { SchemaChangeFacts, SchemaFacts } from './snapshot.js';
 
 /**

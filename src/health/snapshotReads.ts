@@ -1,8 +1,8 @@
+import { inByteOrder } from '../common/textForms.js';
 import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';
-import { inByteOrder } from '../textForms.js';
 import type { StoreIdentity } from './identity.js';
 import { reconciliationFacts } from './reconcileReads.js';
 import { schemaFacts } from './schemaReads.js';

@@ -5,17 +5,17 @@
  * the commit. Nothing unverified touches the events table.
  */
 import { Hono } from 'hono';
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
 import {
   declaredTooLarge,
   foreignCharset,
   foreignCharsetMessage,
   isJsonContentType,
   readRequestBody,
-} from '../httpBody.js';
-import type { RequestSync } from '../syncRequests.js';
+} from '../http/httpBody.js';
 import { bodyHash, type RecordResult } from './correlate.js';
 import { requestHeaders } from './headers.js';
 import type { InboxStore } from './inboxStore.js';

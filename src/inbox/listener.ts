@@ -3,10 +3,10 @@
  * from the internal API, since this one faces the internet through the reverse proxy), plus
  * occasional inbox maintenance.
  */
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { ConfigError, errorMessage } from '../common/errors.js';
 import type { AppContext, Component } from '../context.js';
-import { ConfigError, errorMessage } from '../errors.js';
-import { type HttpListener, type ListenersUp, startHttpListener } from '../httpListener.js';
+import { type HttpListener, type ListenersUp, startHttpListener } from '../http/httpListener.js';
 import { createWebhookApp, WEBHOOK_PATH, type WebhookAppOptions } from './app.js';
 import { reportDecisionEffects } from './report.js';
 import { compileVocabulary } from './vocabulary.js';

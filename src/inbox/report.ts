@@ -4,9 +4,9 @@
  * Only refs, ids and the operator's reason are logged: never a payload, never personal data.
  */
 
+import { errorMessage } from '../common/errors.js';
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
-import type { RequestSync } from '../syncRequests.js';
 import type { DecisionEffect } from './correlate.js';
 
 /** The parts of the context reporting needs. */

@@ -7,7 +7,7 @@
  * every token before the word must be a configured prefix, so "not.approved",
  * "pending_approval" or "transaction.rejected_after_approval_review" match nothing.
  */
-import { canonicalWord, wordTokens } from '../words.js';
+import { canonicalWord, wordTokens } from '../common/words.js';
 
 /** The lists as configured. */
 export interface DecisionLists {

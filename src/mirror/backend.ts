@@ -1,7 +1,7 @@
+import type { Logger } from '../common/log.js';
+import type { SyncTarget } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import type { Logger } from '../log.js';
 import { all, type Script } from '../store/script.js';
-import type { SyncTarget } from '../syncRequests.js';
 import type { TableDef } from './resources.js';
 import { type Checkpoint, readCheckpointState } from './scan/checkpoint.js';
 import type { ShapePolicy } from './shape/policy.js';

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
+import type { SyncTarget, SyncTrigger } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import type { MirrorBackend } from './backend.js';
 import { restoreFilterIndexes } from './filterIndexes.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from './syncRun.js';

@@ -1,9 +1,9 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { inByteOrder } from '../common/textForms.js';
 import type { AppContext } from '../context.js';
 import { UnreadableRecord } from '../operator/limits.js';
 import { recordKey } from '../operator/schemas.js';
 import { all, run, type Script } from '../store/script.js';
-import { inByteOrder } from '../textForms.js';
 import { type RunCounts, withTally } from './bookkeeping.js';
 import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources, type TableDef } from './resources.js';

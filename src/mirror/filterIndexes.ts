@@ -1,7 +1,7 @@
+import { errorMessage } from '../common/errors.js';
 import type { AppContext } from '../context.js';
 import type { IndexSpec } from '../db/schema/kinds.js';
 import { FILTER_INDEXES } from '../db/schema/mirror.js';
-import { errorMessage } from '../errors.js';
 import { run, type Script } from '../store/script.js';
 import { indexCatalog, raw, type Sql, sql } from '../store/sql.js';
 import type { MirrorBackend } from './backend.js';

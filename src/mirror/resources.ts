@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
+import type { SyncTarget } from '../common/syncRequests.js';
+import type { Config } from '../config/config.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
-import type { SyncTarget } from '../syncRequests.js';
 
 /**
  * One mirrored table: where its records live and how they are keyed. Vocabulary: a *resource* is

@@ -1,7 +1,7 @@
-import { retryDelayMs } from '../backoff.js';
-import { cancellableSleep } from '../clock.js';
+import { retryDelayMs } from '../common/backoff.js';
+import { cancellableSleep } from '../common/clock.js';
+import { untilAborted } from '../common/linkedSignal.js';
 import type { AppContext } from '../context.js';
-import { untilAborted } from '../linkedSignal.js';
 import { OperatorError } from '../operator/errors.js';
 
 /** Options of {@link Retry}. */
@@ -26,7 +26,7 @@ export const realSleep = (ms: number): Promise<void> => new Promise((resolve) =>
 
 /**
  * The attempts at one read of the operator: transient and rate-limited operator errors are waited
- * out (backoff of src/backoff.ts, Retry-After honoured up to the cap) until `attempts` are spent;
+ * out (backoff of src/common/backoff.ts, Retry-After honoured up to the cap) until `attempts` are spent;
  * anything else is thrown at once. One budget per read, so a body that breaks part-way while it is
  * being written spends the same attempts as a request that failed outright.
  */

@@ -1,5 +1,5 @@
-import { cancellableSleep } from '../clock.js';
-import type { Config } from '../config.js';
+import { cancellableSleep } from '../common/clock.js';
+import type { Config } from '../config/config.js';
 import type { RunCounts } from './bookkeeping.js';
 
 /** A run's bounds: idle time, overall time, records fetched. */

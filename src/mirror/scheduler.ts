@@ -1,9 +1,9 @@
 import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
-import { cancellableSleep } from '../clock.js';
+import { cancellableSleep } from '../common/clock.js';
+import type { SyncRequests, SyncTarget } from '../common/syncRequests.js';
+import { SYNC_TARGETS } from '../common/syncRequests.js';
 import type { AppContext, Component } from '../context.js';
-import type { SyncRequests, SyncTarget } from '../syncRequests.js';
-import { SYNC_TARGETS } from '../syncRequests.js';
 import type { SyncRunner } from './coordinator.js';
 import { realSleep } from './retry.js';
 

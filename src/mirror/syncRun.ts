@@ -1,9 +1,9 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { SyncTarget, SyncTrigger } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
 import { OperatorError } from '../operator/errors.js';
 import { run } from '../store/script.js';
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { liveRows, type MirrorBackend, type RunLease, readCheckpoint, startRun } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';

@@ -1,5 +1,12 @@
-import { isPersonalKey, isSensitiveKey, maskDeep, PERSONAL_FIELDS, REDACTED, scrubText } from '../redact.js';
-import { textForms, textMasker } from '../textForms.js';
+import {
+  isPersonalKey,
+  isSensitiveKey,
+  maskDeep,
+  PERSONAL_FIELDS,
+  REDACTED,
+  scrubText,
+} from '../common/redact.js';
+import { textForms, textMasker } from '../common/textForms.js';
 
 /**
  * Personal values per operation. Which keys are personal is decided in `redact.ts`; here an

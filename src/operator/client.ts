@@ -1,8 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { type Clock, systemClock } from '../clock.js';
-import { type HttpAnswer, sendRequest } from '../httpRequest.js';
+import { type Clock, systemClock } from '../common/clock.js';
+import { type HttpAnswer, sendRequest } from '../http/httpRequest.js';
 import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';

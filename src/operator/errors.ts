@@ -1,4 +1,4 @@
-import { scrubText } from '../redact.js';
+import { scrubText } from '../common/redact.js';
 
 /** How a failed operator call should be handled by the loop that made it. */
 export type OperatorErrorKind = 'transient' | 'rate-limited' | 'auth' | 'permanent' | 'invalid-response';

@@ -1,5 +1,5 @@
-import { type Clock, systemClock } from '../clock.js';
-import { untilAborted } from '../linkedSignal.js';
+import { type Clock, systemClock } from '../common/clock.js';
+import { untilAborted } from '../common/linkedSignal.js';
 
 /**
  * The request rate to the operator, adapted to what it accepts (AIMD, as TCP does with its window):

@@ -1,4 +1,4 @@
-import { type Clock, isoAt } from '../clock.js';
+import { type Clock, isoAt } from '../common/clock.js';
 import type { AppContext } from '../context.js';
 import { type OperationsReads, operationsReads } from '../operations/reads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';

@@ -1,7 +1,7 @@
-import { backoffDelayMs } from '../backoff.js';
-import { isoAt } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import { backoffDelayMs } from '../common/backoff.js';
+import { isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
 import type { AttemptOutcome, NextStep, RetryPolicy } from './nextStep.js';
 import type { OutboxPause, PauseRecord } from './pause.js';
 

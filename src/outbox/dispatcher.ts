@@ -1,13 +1,13 @@
-import { type Clock, finishedWithin, isoAt } from '../clock.js';
+import { type Clock, finishedWithin, isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { FailureStreak } from '../common/failureStreak.js';
+import { newLeaseOwner } from '../common/leaseOwner.js';
+import { WakeableSleep } from '../common/wakeableSleep.js';
 import type { Component } from '../context.js';
-import { errorMessage } from '../errors.js';
-import { FailureStreak } from '../failureStreak.js';
-import { newLeaseOwner } from '../leaseOwner.js';
 import { maskReceived } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { ClaimParams, OperationsStore } from '../operations/storeSeam.js';
 import { errorForNetwork, OperatorError } from '../operator/errors.js';
-import { WakeableSleep } from '../wakeableSleep.js';
 import { AuthPause } from './authPause.js';
 import { type ClaimAhead, claimAheadFor } from './claimAhead.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';

@@ -1,5 +1,5 @@
 /** The dispatcher thread's own messages (the ones every worker has are in thread/messages.ts). */
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
+import type { SyncTarget, SyncTrigger } from '../common/syncRequests.js';
 
 /** Main thread → dispatcher worker. */
 export type DispatcherIn = { type: 'wake' };

@@ -1,7 +1,7 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
-import type { RequestSync } from '../syncRequests.js';
 import type { HousekeepingJob, OutboxHooks } from './hooks.js';
 
 /** The dispatcher's inputs: what it needs from the daemon, and its options. */

@@ -1,4 +1,5 @@
-import { twinsOf, type WithCamelTwins, withCamelTwins } from '../fieldAliases.js';
+import { twinsOf, type WithCamelTwins, withCamelTwins } from '../common/fieldAliases.js';
+import { isSensitiveKey, maskDeep } from '../common/redact.js';
 import {
   type Masker,
   maskedOrNull,
@@ -7,7 +8,6 @@ import {
   personalValuesOf,
 } from '../operations/personal.js';
 import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from '../operations/rows.js';
-import { isSensitiveKey, maskDeep } from '../redact.js';
 
 /**
  * The stored columns shown under their snake_case names before the API chose camelCase: each is

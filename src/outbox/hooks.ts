@@ -1,8 +1,8 @@
-import type { Config } from '../config.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
 import type { InboxStore } from '../inbox/inboxStore.js';
-import type { Logger } from '../log.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { ScriptStore } from '../store/script.js';
 import { type PauseRecord, pauseRecord } from './pause.js';

@@ -1,5 +1,5 @@
-import { isoAt } from '../clock.js';
-import { SteerError } from '../errors.js';
+import { isoAt } from '../common/clock.js';
+import { SteerError } from '../common/errors.js';
 import type { OperationsPageRequest } from '../operations/reads.js';
 import type { OperationRow } from '../operations/rows.js';
 import { isOperationState, nextState, OPERATION_STATES, type OperationState } from '../operations/states.js';

@@ -1,4 +1,4 @@
-import { type BackoffPolicy, retryDelayMs } from '../backoff.js';
+import { type BackoffPolicy, retryDelayMs } from '../common/backoff.js';
 import type { OperatorError } from '../operator/errors.js';
 
 /** What one POST /notify came to. */

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 /** The four operation kinds of the interface (part 1), by the name vcu-sync uses inside. */
 export type OperationKind = 'tokenization' | 'transfer' | 'retire' | 'detokenization';

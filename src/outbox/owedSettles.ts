@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import type { Logger } from '../common/log.js';
 import type { OperationRow } from '../operations/rows.js';
 import { logSettleError } from './settleEffects.js';
 

@@ -1,4 +1,5 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { PERSONAL_FIELDS } from '../common/redact.js';
 import { maskEventsOf } from '../inbox/mask.js';
 import {
   type Masker,
@@ -11,7 +12,6 @@ import { OUTBOX_ROW_LOCK } from '../operations/rows.js';
 import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
-import { PERSONAL_FIELDS } from '../redact.js';
 import { all, type Script, type ScriptStore } from '../store/script.js';
 import { join, raw, sql, typed, whenShared } from '../store/sql.js';
 

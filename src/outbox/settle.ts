@@ -1,8 +1,8 @@
-import { type Clock, cancellableSleep, isoAt } from '../clock.js';
+import { type Clock, cancellableSleep, isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { FailureStreak } from '../common/failureStreak.js';
+import type { Logger } from '../common/log.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
-import { FailureStreak } from '../failureStreak.js';
-import type { Logger } from '../log.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';

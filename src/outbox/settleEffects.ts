@@ -1,11 +1,11 @@
-import { type Clock, isoAt } from '../clock.js';
+import { type Clock, isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { RequestSync } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
 import type { DecisionEffect } from '../inbox/correlate.js';
 import { reportDecisionEffects } from '../inbox/report.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
-import type { RequestSync } from '../syncRequests.js';
 import type { OutboxHooks } from './hooks.js';
 import type { NextStep } from './nextStep.js';
 import { logStep } from './settle.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { didYouMean } from '../didYouMean.js';
+import { didYouMean } from '../common/didYouMean.js';
 import { NOTIFICATION_INTEGER_FIELDS, NOTIFICATION_STRING_FIELDS } from '../operator/fields.js';
 import { type OperationKind, parseOperationKind } from './operationTypes.js';
 import { normalizeTimestamp } from './timestamp.js';

@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import { scrubText } from '../redact.js';
+import type { Clock } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { scrubText } from '../common/redact.js';
 import { NETWORK_CODES } from './faults.js';
 
 /**

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { backoffDelayMs } from '../backoff.js';
-import { cancellableSleep } from '../clock.js';
+import { backoffDelayMs } from '../common/backoff.js';
+import { cancellableSleep } from '../common/clock.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
 import { FEED_CHANNEL } from './changes.js';
 

@@ -1,8 +1,8 @@
 import type { ClientConfig } from 'pg';
 import { parse, toClientConfig } from 'pg-connection-string';
-import type { Config } from '../config.js';
-import type { SSL_MODES } from '../configDatabase.js';
-import { EXIT_CONFIG, UserError } from '../errors.js';
+import { EXIT_CONFIG, UserError } from '../common/errors.js';
+import type { Config } from '../config/config.js';
+import type { SSL_MODES } from '../config/configDatabase.js';
 
 /**
  * From `database.url` (a libpq URL) to what node-postgres needs, read as libpq reads it. Pure: the

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { isoAt, realSchedule, type Schedule } from '../clock.js';
-import { errorMessage } from '../errors.js';
+import { isoAt, realSchedule, type Schedule } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
 import type { StoreIdentity } from '../health/identity.js';
 import { EXPECTED_LISTENERS, type ReadinessFacts, type ReadinessReader } from '../health/readiness.js';
 import type { ClassifyFault } from '../health/refusal.js';

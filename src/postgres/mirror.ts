@@ -1,7 +1,8 @@
 import type pg from 'pg';
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import type { Logger } from '../common/log.js';
+import type { SyncTarget } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import type { Logger } from '../log.js';
 import {
   logInterrupted,
   type MirrorBackend,
@@ -14,7 +15,6 @@ import { interruptRuns, type RunningRow } from '../mirror/statements.js';
 import type { MirrorDb } from '../mirror/store.js';
 import { first, type Script } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';
-import type { SyncTarget } from '../syncRequests.js';
 import { syncRunLock } from './advisoryLocks.js';
 import { postgresScriptStore, runPostgres } from './scripts.js';
 

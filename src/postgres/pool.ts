@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { backoffDelayMs } from '../backoff.js';
+import { backoffDelayMs } from '../common/backoff.js';
 import type { PgAvailability } from './availability.js';
 
 /**

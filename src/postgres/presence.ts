@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { type BackoffPolicy, backoffDelayMs } from '../backoff.js';
-import { type Clock, isoAt, systemClock } from '../clock.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import { type BackoffPolicy, backoffDelayMs } from '../common/backoff.js';
+import { type Clock, isoAt, systemClock } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
 import type { PgAvailability } from './availability.js';
 import { holdLiveness, type ReplicaInfo, type ReplicaLiveness, releaseDeadPg } from './liveness.js';
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import type { Logger } from '../common/log.js';
 import { type FindingNotice, noticeView, type PassOutcome } from './pass.js';
 
 /**

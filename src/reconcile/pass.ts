@@ -1,4 +1,4 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
 import { all, appendFeed, run, type Script, type ScriptStore } from '../store/script.js';
 import { feedOrderLock } from '../store/sql.js';
 import { ledgerEntryOf } from './amounts.js';

@@ -1,5 +1,5 @@
+import { inByteOrder } from '../common/textForms.js';
 import { raw, type Sql, sql } from '../store/sql.js';
-import { inByteOrder } from '../textForms.js';
 import { balanceSheets, balancesOf, emptyBalance } from './balances.js';
 import { type Reader, readInputs } from './facts.js';
 import type { Balance, BalanceSheet, FindingKind, FindingSeverity, FindingSubject } from './findingKinds.js';

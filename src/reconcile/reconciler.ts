@@ -1,8 +1,8 @@
-import { backoffDelayMs } from '../backoff.js';
-import { cancellableSleep } from '../clock.js';
+import { backoffDelayMs } from '../common/backoff.js';
+import { cancellableSleep } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import { errorMessage } from '../errors.js';
 import { filterIndexesReady } from '../mirror/filterIndexes.js';
 import type { ScriptStore } from '../store/script.js';
 import { ReconcileAgenda } from './agenda.js';

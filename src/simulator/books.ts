@@ -12,7 +12,7 @@
  * time, whether or not the decision webhook is ever delivered.
  */
 import { z } from 'zod';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../common/clock.js';
 import type { OperationKind } from '../outbox/operationTypes.js';
 import { operationKindOf } from './notify.js';
 import type { Registry } from './registry.js';

@@ -3,7 +3,7 @@
  * runner that prints the URL on one line and closes cleanly on SIGINT/SIGTERM.
  */
 
-import { onStopSignals } from '../stopSignals.js';
+import { onStopSignals } from '../process/stopSignals.js';
 import { type Simulator, type SimulatorOptions, startSimulator } from './server.js';
 import type { WebhookPolicy } from './webhooks.js';
 

@@ -4,7 +4,7 @@
  * seconds, as the header's delta-seconds form allows) and costs nothing. Time comes from a clock,
  * so a test can move it instead of waiting.
  */
-import { type Clock, systemClock } from '../clock.js';
+import { type Clock, systemClock } from '../common/clock.js';
 
 /** The limit: requests per second, and how many may come at once after a quiet spell. */
 export interface RateLimitOptions {

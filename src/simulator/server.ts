@@ -4,7 +4,7 @@
 import type { AddressInfo } from 'node:net';
 import { type HttpBindings, serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { type Clock, systemClock } from '../clock.js';
+import { type Clock, systemClock } from '../common/clock.js';
 import type { AuthMode } from './auth.js';
 import { Books } from './books.js';
 import type { ReceivedNotification, SimEnv, SimState } from './context.js';

@@ -1,6 +1,6 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { UserError } from '../errors.js';
+import { UserError } from '../common/errors.js';
 import { createPrivateFile } from './fileMode.js';
 import type { Sqlite } from './open.js';
 

@@ -1,4 +1,4 @@
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../common/errors.js';
 import { EXPECTED_LISTENERS, type ReadinessReader } from '../health/readiness.js';
 import type { ClassifyFault } from '../health/refusal.js';
 import type { DatabaseFacts, HealthReads } from '../health/snapshot.js';

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
-import { startWorker } from '../startWorker.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import { startWorker } from '../process/startWorker.js';
 import { classifyDatabaseError, databaseFaultsFor } from './faults.js';
 import type { OpenDatabase, Sqlite } from './open.js';
 

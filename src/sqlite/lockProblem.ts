@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { UserError } from '../errors.js';
+import { UserError } from '../common/errors.js';
 
 /**
  * A lock file that cannot be created or written names the folder to fix and the key that chose it,

@@ -1,6 +1,6 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
 import { logInterrupted, type MirrorBackend, mirrorBackend, type RunLock } from '../mirror/backend.js';
 import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import { interruptRuns, type RunningRow, runningRuns } from '../mirror/statements.js';

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { UserError } from '../errors.js';
+import { UserError } from '../common/errors.js';
 import { createPrivateFile } from './fileMode.js';
 import { applyMigrations, pendingMigrations } from './migrations.js';
 

@@ -2,7 +2,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readSync, realpathSync, sta
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
-import { EXIT_CONFIG, UserError } from '../errors.js';
+import { EXIT_CONFIG, UserError } from '../common/errors.js';
 import { DAEMON_RECORD_KEY } from '../health/snapshotReads.js';
 import { createPrivateFile } from './fileMode.js';
 import { holderOfLockNamed } from './lockHolders.js';

@@ -10,13 +10,14 @@
  * (mirror/scheduler.ts); this is only where runs happen. One run per target at a time still holds: every
  * request goes to the one coordinator in the worker.
  */
+
+import { errorMessage } from '../common/errors.js';
+import type { SyncTarget, SyncTrigger } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
 import type { FeedMessage } from '../db/changeSignal.js';
-import { errorMessage } from '../errors.js';
 import { SyncCoordinator, type SyncRunner } from '../mirror/coordinator.js';
 import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import { outcomeWithoutRun, type RunOutcome } from '../mirror/syncRun.js';
-import type { SyncTarget, SyncTrigger } from '../syncRequests.js';
 import { hostThread } from '../thread/host.js';
 import { changeSignalFor } from './changes.js';
 import { markInterruptedRuns, sqliteBackend } from './mirror.js';

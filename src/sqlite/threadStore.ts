@@ -6,9 +6,10 @@
  * While any worker runs, the main connection does not checkpoint the WAL: the workers do, since
  * copying pages into the file and its fsync were the longest stalls left on the API's loop.
  */
-import type { Config } from '../config.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { HostedStore, WorkerStore } from '../thread/messages.js';
 import { databaseFaultsFor } from './faults.js';
 import { type OpenDatabase, openDatabase, type Sqlite } from './open.js';

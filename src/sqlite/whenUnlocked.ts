@@ -1,4 +1,4 @@
-import { cancellableSleep } from '../clock.js';
+import { cancellableSleep } from '../common/clock.js';
 import { busyRetryDelay } from './commitQueue.js';
 import { databaseFaultsFor } from './faults.js';
 import type { Sqlite } from './open.js';

@@ -1,10 +1,10 @@
-import { type Clock, cancellableSleep, isoAt } from '../clock.js';
+import { type Clock, cancellableSleep, isoAt } from '../common/clock.js';
+import { errorMessage } from '../common/errors.js';
+import { FailureStreak } from '../common/failureStreak.js';
+import { newLeaseOwner } from '../common/leaseOwner.js';
+import { WakeableSleep } from '../common/wakeableSleep.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
-import { errorMessage } from '../errors.js';
-import { FailureStreak } from '../failureStreak.js';
-import { newLeaseOwner } from '../leaseOwner.js';
-import { WakeableSleep } from '../wakeableSleep.js';
 import type { DeliveriesStore, DeliveryRun } from './deliveriesStore.js';
 import { type DeliveryPolicy, decideDelivery } from './nextStep.js';
 import type { DeliveryRow, DeliveryStep, SettledDelivery } from './queries.js';

@@ -1,4 +1,4 @@
-import { SUBSCRIBER_EVENTS } from '../configSchema.js';
+import { SUBSCRIBER_EVENTS } from '../config/configSchema.js';
 import type { OperationState } from '../operations/states.js';
 
 /** What a subscriber is and which events there are (subscribers.ts re-exports them). */

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
-import { errorMessage } from '../errors.js';
-import type { Logger } from '../log.js';
+import { errorMessage } from '../common/errors.js';
+import type { Logger } from '../common/log.js';
+import type { Config } from '../config/config.js';
 import type { DeliveriesPrune } from './prune.js';
 import { subscriberKeys } from './subscribers.js';
 

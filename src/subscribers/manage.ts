@@ -1,5 +1,5 @@
-import { type Clock, isoAt } from '../clock.js';
-import { SteerError } from '../errors.js';
+import { type Clock, isoAt } from '../common/clock.js';
+import { SteerError } from '../common/errors.js';
 import type { DeliveriesAccess } from './deliveriesStore.js';
 import { DELIVERY_STATES, type DeliveryRow, type DeliveryState } from './queries.js';
 

@@ -1,5 +1,5 @@
-import { type BackoffPolicy, retryDelayMs } from '../backoff.js';
-import { isoAt } from '../clock.js';
+import { type BackoffPolicy, retryDelayMs } from '../common/backoff.js';
+import { isoAt } from '../common/clock.js';
 import type { DeliveryStep } from './queries.js';
 
 /** What comes after one attempt to deliver. Pure: time and randomness are passed in. */

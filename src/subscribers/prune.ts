@@ -1,4 +1,4 @@
-import { isoAt } from '../clock.js';
+import { isoAt } from '../common/clock.js';
 import { run, type Script, type ScriptStore } from '../store/script.js';
 import { join, raw, sql, typed } from '../store/sql.js';
 

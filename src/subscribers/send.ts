@@ -2,9 +2,9 @@ import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { type HttpAnswer, sendRequest } from '../httpRequest.js';
+import { scrubText } from '../common/redact.js';
+import { type HttpAnswer, sendRequest } from '../http/httpRequest.js';
 import { parseRetryAfter } from '../operator/errors.js';
-import { scrubText } from '../redact.js';
 import type { DeliveryOutcome } from './nextStep.js';
 import type { Subscriber } from './subscribers.js';
 
@@ -28,7 +28,7 @@ const SEND_HEADERS = {
 } as const;
 
 /**
- * POSTs signed events to subscribers, through node:http (src/httpRequest.ts): a connect bound, one
+ * POSTs signed events to subscribers, through node:http (src/http/httpRequest.ts): a connect bound, one
  * bound on the whole exchange, no redirect followed, never a retry (the dispatcher owns retries).
  * The answer's body is streamed, never kept: read up to {@link ANSWER_READ_LIMIT}, then dropped
  * with its socket, so a subscriber answering 1 GiB costs a chunk of memory and its socket, not a

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import type { FindingSink } from '../reconcile/pass.js';

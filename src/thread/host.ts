@@ -8,10 +8,10 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
+import { errorMessage } from '../common/errors.js';
+import { registeredSecrets } from '../common/redact.js';
 import type { AppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
-import { registeredSecrets } from '../redact.js';
-import { startWorker } from '../startWorker.js';
+import { startWorker } from '../process/startWorker.js';
 import type { HostedStore, HostMessage, ThreadMessage, ThreadSettings } from './messages.js';
 
 /** What a hosted worker is and how its own messages are handled. */

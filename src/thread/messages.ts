@@ -2,7 +2,7 @@
  * The messages every worker thread of the daemon (dispatcher, mirror) exchanges with the main thread,
  * and what it needs of the store on each side (built by the store's factory, opaque here).
  */
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 /** What a worker is started with (structured-cloned into it). */
 export interface ThreadSettings {

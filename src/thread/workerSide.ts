@@ -6,12 +6,12 @@
  */
 
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../config.js';
+import { errorMessage } from '../common/errors.js';
+import { createLogger, type Logger } from '../common/log.js';
+import { createMetrics, type Metrics } from '../common/metrics.js';
+import { registerSecret } from '../common/redact.js';
+import type { Config } from '../config/config.js';
 import { type AppContext, type Component, createAppContext } from '../context.js';
-import { errorMessage } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
-import { createMetrics, type Metrics } from '../metrics.js';
-import { registerSecret } from '../redact.js';
 import type { HostMessage, ThreadMessage, ThreadSettings, WorkerStore } from './messages.js';
 import { lowerThreadPriority } from './priority.js';
 

@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';

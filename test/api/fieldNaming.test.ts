@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildOpenApi } from '../../src/api/openapi.js';
 import { routeSpecs } from '../../src/api/server.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 
 /**
  * One naming style for the API's fields: camelCase, as the operator's interface and most of the API

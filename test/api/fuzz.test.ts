@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { createWebhookComponent, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';

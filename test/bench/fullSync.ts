@@ -1,7 +1,7 @@
 import path from 'node:path';
+import type { SyncTarget } from '../../src/common/syncRequests.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
-import type { SyncTarget } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { type BaselineList, bareSync, fetchOnly, writeOnly } from './lib/baselineSync.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';

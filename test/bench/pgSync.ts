@@ -1,7 +1,7 @@
+import type { SyncTarget } from '../../src/common/syncRequests.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { pgBackend } from '../../src/postgres/mirror.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import type { SyncTarget } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { type Cluster, createTestDatabase, startCluster } from '../helpers/postgres.js';
 import { barePgSync } from './lib/pgBaselineSync.js';

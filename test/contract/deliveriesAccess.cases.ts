@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/clock.js';
 import { runDeliveriesCli } from '../../src/commands/deliveries.js';
-import type { Config } from '../../src/config.js';
+import type { ManualClock } from '../../src/common/clock.js';
+import type { Config } from '../../src/config/config.js';
 import type { apiCaller } from '../helpers/http.js';
 
 /**

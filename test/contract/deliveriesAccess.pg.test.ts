@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { ManualClock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { loadConfig } from '../../src/config/config.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
 import { testContext } from '../helpers/context.js';

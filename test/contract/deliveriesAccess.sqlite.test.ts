@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { testContext } from '../helpers/context.js';
 import { deliveriesAccessCases, ROWS, T0, TOKEN } from './deliveriesAccess.cases.js';
 import { serveApi } from './serveApi.js';

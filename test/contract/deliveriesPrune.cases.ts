@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
 import { type DeliveriesPrune, PRUNE_BATCH } from '../../src/subscribers/prune.js';
 
 /**

@@ -1,10 +1,10 @@
 import { expect, it } from 'vitest';
 import { renderStatusPage } from '../../src/api/statusPage.js';
 import { updateGauges } from '../../src/api/statusRoutes.js';
+import { createMetrics } from '../../src/common/metrics.js';
 import { formatHealth } from '../../src/health/format.js';
-import { createMetrics } from '../../src/metrics.js';
+import { readHealth } from '../../src/health/readHealth.js';
 import { runSync } from '../../src/mirror/syncRun.js';
-import { readHealth } from '../../src/status.js';
 import { harness, noSleep } from '../mirror/harness.js';
 import { ago, type Exec, type Health, type HealthCase, type HealthStore, syncRun } from './healthStores.js';
 

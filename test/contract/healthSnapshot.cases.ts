@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { readHealth } from '../../src/health/readHealth.js';
 import type { Series } from '../../src/health/series.js';
-import { readHealth } from '../../src/status.js';
 import { DRIFT_CASES, driftAgainstSimulator } from './healthDrift.js';
 import { RECONCILE_CASES, reconcileAgainstPass } from './healthReconcile.js';
 import {

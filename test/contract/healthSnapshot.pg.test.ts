@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { readHealth } from '../../src/health/readHealth.js';
 import { pgHealthReads } from '../../src/postgres/health.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import { readHealth } from '../../src/status.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.js';
 import { healthSnapshotCases } from './healthSnapshot.cases.js';
 import { CONFIG, NOW, pgHealthStore, sqliteHealthStore } from './healthStores.js';

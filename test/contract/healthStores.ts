@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { type Config, loadConfig } from '../../src/config.js';
+import { type Config, loadConfig } from '../../src/config/config.js';
+import type { readHealth } from '../../src/health/readHealth.js';
 import type { HealthReads } from '../../src/health/snapshot.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { pgHealthReads } from '../../src/postgres/health.js';
@@ -10,7 +11,6 @@ import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteHealthReads } from '../../src/sqlite/health.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { openDatabase } from '../../src/sqlite/open.js';
-import type { readHealth } from '../../src/status.js';
 import type { ScriptStore } from '../../src/store/script.js';
 import { tempDir } from '../helpers/context.js';
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { bodyHash, type ReceivedWebhook } from '../../src/inbox/correlate.js';
 import { InboxStore } from '../../src/inbox/inboxStore.js';
 import { interpretPayload } from '../../src/inbox/interpret.js';

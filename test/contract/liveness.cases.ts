@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDaemonStores } from '../../src/app/openStores.js';
 import type { DaemonStores, Opened } from '../../src/app/stores.js';
-import type { Config } from '../../src/config.js';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from '../../src/common/log.js';
+import type { Config } from '../../src/config/config.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { EXIT_DATABASE_OWNED } from '../../src/sqlite/ownership.js';
 

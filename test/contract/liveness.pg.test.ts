@@ -1,7 +1,7 @@
 import { describe, expect, inject, it } from 'vitest';
 import { openDaemonStores } from '../../src/app/openStores.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { livenessLock } from '../../src/postgres/advisoryLocks.js';
 import { createTestDatabase, terminateBackend, withAdmin } from '../helpers/postgres.js';
 import { until } from '../ops/child.js';

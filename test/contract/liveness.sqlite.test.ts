@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { tempDir } from '../helpers/context.js';
 import { livenessCases } from './liveness.cases.js';
 

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SyncTarget } from '../../src/common/syncRequests.js';
 import type { AppContext } from '../../src/context.js';
 import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';
 import { custodyResources } from '../../src/mirror/resources.js';
 import { type RunOutcome, type RunSyncOptions, runSync } from '../../src/mirror/syncRun.js';
-import type { SyncTarget } from '../../src/syncRequests.js';
 import { captureLog, type Harness, harness, noSleep } from '../mirror/harness.js';
 import {
   expectCustodyEquals,

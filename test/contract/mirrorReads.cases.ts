@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cursorKeyFor, encodeCursor } from '../../src/api/cursor.js';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/common/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import type { Simulator } from '../../src/simulator/index.js';

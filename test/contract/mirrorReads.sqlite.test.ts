@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { mirrorReadsCases, readsContext, seedMirrors, TOKEN } from './mirrorReads.cases.js';
 import { sqliteMirror } from './mirrorStores.js';

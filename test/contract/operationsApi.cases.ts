@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/common/clock.js';
 import { OPERATION_ALIASES } from '../../src/outbox/entry.js';
 import type { ApiAnswer, apiCaller } from '../helpers/http.js';
 import { PERSONAL, tokenization, transfer } from '../outbox/fixtures.js';

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { openPostgres } from '../../src/postgres/open.js';
 import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';

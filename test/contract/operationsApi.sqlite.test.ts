@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { testContext } from '../helpers/context.js';
 import { operationsApiCases, T0, TOKEN } from './operationsApi.cases.js';
 import { serveApi } from './serveApi.js';

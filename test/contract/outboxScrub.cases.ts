@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
 import { maskedEventText } from '../../src/inbox/mask.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { OutboxHooks } from '../../src/outbox/hooks.js';

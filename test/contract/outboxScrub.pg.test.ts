@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
 import { SCRUB_BATCH } from '../../src/outbox/scrub.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';

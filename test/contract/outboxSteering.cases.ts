@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SteerError } from '../../src/errors.js';
+import { SteerError } from '../../src/common/errors.js';
 import type { OperationsStore } from '../../src/operations/storeSeam.js';
 import type { OutboxAccess } from '../../src/outbox/access.js';
 import { cancelOperation, retryOperation } from '../../src/outbox/manage.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { sqliteOutbox } from '../../src/sqlite/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { outboxSteeringCases, T0 } from './outboxSteering.cases.js';

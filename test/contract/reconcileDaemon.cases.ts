@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Clock, ManualClock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
-import { DEFAULT_SUBSCRIBER_EVENTS } from '../../src/configSubscribers.js';
+import { type Clock, ManualClock } from '../../src/common/clock.js';
+import { loadConfig } from '../../src/config/config.js';
+import { DEFAULT_SUBSCRIBER_EVENTS } from '../../src/config/configSubscribers.js';
 import { UNIT_FILTER_INDEXES } from '../../src/db/schema/mirror.js';
 import { startRun } from '../../src/mirror/backend.js';
 import { emptyCounts } from '../../src/mirror/bookkeeping.js';

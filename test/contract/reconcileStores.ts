@@ -1,6 +1,6 @@
-import type { Config } from '../../src/config.js';
-import { loadConfig } from '../../src/config.js';
-import { type ReconcileSettings, reconcileSchema } from '../../src/configReconcile.js';
+import type { Config } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { type ReconcileSettings, reconcileSchema } from '../../src/config/configReconcile.js';
 import { addCustodyIds as addDeposit } from '../../src/inbox/eventStore.js';
 import type { MirrorBackend } from '../../src/mirror/backend.js';
 import { startRun } from '../../src/mirror/backend.js';

@@ -1,4 +1,4 @@
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { RuleSettings } from '../../src/reconcile/findings.js';
 import { type PassOutcome, runPass } from '../../src/reconcile/pass.js';
 import { run, type ScriptStore } from '../../src/store/script.js';

@@ -1,13 +1,13 @@
 import { afterEach, expect } from 'vitest';
 import { runSchemaCommand } from '../../src/commands/schema.js';
-import type { Config } from '../../src/config.js';
-import { subscriberSchema } from '../../src/configSubscribers.js';
+import type { Config } from '../../src/config/config.js';
+import { subscriberSchema } from '../../src/config/configSubscribers.js';
 import type { AppContext } from '../../src/context.js';
+import { readHealth } from '../../src/health/readHealth.js';
 import type { SchemaChangeSink } from '../../src/mirror/shape/tracker.js';
 import { RESOURCE_FIELDS, type ResourceName as TableName } from '../../src/operator/fields.js';
 import { normalizeRecord } from '../../src/operator/schemas.js';
 import type { JsonObject } from '../../src/simulator/index.js';
-import { readHealth } from '../../src/status.js';
 import { configuredSchemaChangesSink } from '../../src/subscribers/subscribers.js';
 import { captureLog, type Harness, harness } from '../mirror/harness.js';
 import { liveRows, type MirrorUnderTest, scalar } from './mirrorStores.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/common/clock.js';
 import type { AppContext } from '../../src/context.js';
 import type { ChangeView, FieldView, SchemaAnswer } from '../../src/mirror/shape/reads.js';
 import { runSync } from '../../src/mirror/syncRun.js';

@@ -1,6 +1,6 @@
 import { expect, inject } from 'vitest';
 import { mirrorReads } from '../../src/api/mirrorQueries.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { openPostgres } from '../../src/postgres/open.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { startSimulator } from '../../src/simulator/index.js';

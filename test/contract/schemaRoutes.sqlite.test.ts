@@ -1,4 +1,4 @@
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { sqliteMirror } from './mirrorStores.js';
 import { FIRST_DAY, schemaContext, schemaRoutesCases, seedShape, TOKEN } from './schemaRoutes.cases.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
-import { FailureStreak, STORE_RETRY_CAP_MS } from '../../src/failureStreak.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { FailureStreak, STORE_RETRY_CAP_MS } from '../../src/common/failureStreak.js';
 import {
   type AvailabilityChange,
   type AvailabilityState,

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
 import type { RouteRegistrar } from '../../src/api/server.js';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import type { Schedule } from '../../src/clock.js';
+import type { Schedule } from '../../src/common/clock.js';
 import type { FeedReads } from '../../src/feed/reads.js';
 import { sqliteApiComponent, sqliteApiOf, sqliteRegistrars } from '../helpers/sqliteApi.js';
 

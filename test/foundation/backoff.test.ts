@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, MAX_RETRY_AFTER_MS, retryDelayMs } from '../../src/backoff.js';
+import { backoffDelayMs, MAX_RETRY_AFTER_MS, retryDelayMs } from '../../src/common/backoff.js';
 
 /** The one retry formula (mirror page reads and outbox sends), row by row. */
 describe('backoff', () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildProgram, SYNC_RESOURCE_NAMES } from '../../src/cli.js';
 import { completionTree } from '../../src/commands/completion.js';
-import { SYNC_TARGETS } from '../../src/syncRequests.js';
+import { SYNC_TARGETS } from '../../src/common/syncRequests.js';
 import { cliArgs, ROOT, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 

@@ -1,8 +1,8 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, maskedConfig } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/common/errors.js';
+import { loadConfig, maskedConfig } from '../../src/config/config.js';
 import { tempDir } from '../helpers/context.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { missingSettings } from '../../src/configNeeds.js';
+import { loadConfig } from '../../src/config/config.js';
+import { missingSettings } from '../../src/config/configNeeds.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 

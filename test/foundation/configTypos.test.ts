@@ -1,10 +1,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { KNOWN_VARIABLES, loadConfig, unknownVariableWarnings } from '../../src/config.js';
-import { knownKeysAt } from '../../src/configKeys.js';
-import { closestName, editDistance } from '../../src/didYouMean.js';
-import { ConfigError } from '../../src/errors.js';
+import { closestName, editDistance } from '../../src/common/didYouMean.js';
+import { ConfigError } from '../../src/common/errors.js';
+import { KNOWN_VARIABLES, loadConfig, unknownVariableWarnings } from '../../src/config/config.js';
+import { knownKeysAt } from '../../src/config/configKeys.js';
 import { cliArgs, ROOT, runNode } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 

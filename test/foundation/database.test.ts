@@ -1,7 +1,7 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UserError } from '../../src/errors.js';
+import { UserError } from '../../src/common/errors.js';
 import { backupDatabase } from '../../src/sqlite/backup.js';
 import { pendingMigrations } from '../../src/sqlite/migrations.js';
 import { openDatabase } from '../../src/sqlite/open.js';

@@ -53,8 +53,9 @@ const FIXTURE: Record<string, string[]> = {
   'src/inbox/correlate.ts': [],
   'src/inbox/reread.ts': ['../outbox/timestamp.js'],
   'src/outbox/timestamp.ts': [],
-  // A loose helper at src/'s root reaching into a folder.
-  'src/clock.ts': ['./db/changes.js'],
+  // A common helper reaching into a folder; the configuration reaching above itself.
+  'src/common/clock.ts': ['../db/changes.js'],
+  'src/config/config.ts': ['../outbox/timestamp.js', '../common/clock.js'],
   // What the roots may do: the daemon wires the subscribers and the feed in.
   'src/app/daemon.ts': ['../subscribers/send.js', '../feed/reads.js'],
   // A domain naming a database: an adapter's module, a driver. The adapter and the factory may.
@@ -90,7 +91,7 @@ describe('the import rules', () => {
 
   afterAll(() => fixture?.cleanup());
 
-  it('report an upward import, a folder cycle (the one it closes too), a loose file reaching down and a database named outside its homes', () => {
+  it('report an upward import, a folder cycle (the one it closes too), a foundation reaching up and a database named outside its homes', () => {
     expect(lines(cruise(fixture.dir))).toEqual(
       [
         'effects-flow-down-subscribers: src/operations/store.ts -> src/subscribers/enqueue.ts',
@@ -100,7 +101,8 @@ describe('the import rules', () => {
         // The store's import upward closes a cycle with the subscribers, which build on operations/.
         'no-folder-cycle: src/operations -> src/subscribers',
         'no-folder-cycle: src/subscribers -> src/operations',
-        'root-files-are-leaves: src/clock.ts -> src/db/changes.ts',
+        'foundations-are-leaves: src/common/clock.ts -> src/db/changes.ts',
+        'config-http-process-need-only-common: src/config/config.ts -> src/outbox/timestamp.ts',
         'database-named-in-its-homes: src/outbox/pause.ts -> src/sqlite/open.ts',
         'database-named-in-its-homes: src/outbox/pause.ts -> node_modules/pg/index.js',
       ].sort(),

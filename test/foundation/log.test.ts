@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { OperatorError } from '../../src/operator/errors.js';
 
 function capture() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_NODE_MAJOR, unsupportedNodeReason } from '../../src/nodeVersion.js';
+import { MIN_NODE_MAJOR, unsupportedNodeReason } from '../../src/process/nodeVersion.js';
 
 describe('unsupportedNodeReason', () => {
   it.each([

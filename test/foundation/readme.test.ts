@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { configSchema } from '../../src/configSchema.js';
+import { configSchema } from '../../src/config/configSchema.js';
 import { PROBLEM_CODES } from '../../src/health/rules.js';
 import { ROOT } from '../helpers/cli.js';
 import { brokenLink, codeSpans, documentation, relativeLinks } from './markdown.js';

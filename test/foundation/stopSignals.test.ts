@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { onStopSignals } from '../../src/stopSignals.js';
+import { onStopSignals } from '../../src/process/stopSignals.js';
 import { until } from '../ops/child.js';
 
 describe('onStopSignals', () => {

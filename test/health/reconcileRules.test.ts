@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { renderStatusPage } from '../../src/api/statusPage.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { formatHealth } from '../../src/health/format.js';
+import { judgeHealth } from '../../src/health/readHealth.js';
 import { severityOf } from '../../src/health/reconcileReads.js';
 import { judge, type RuleInputs } from '../../src/health/rules.js';
 import {
@@ -10,7 +11,6 @@ import {
   type ReconciliationFindingFacts,
   unreadableSnapshot,
 } from '../../src/health/snapshot.js';
-import { judgeHealth } from '../../src/status.js';
 
 /**
  * `ledger-mismatch` as a table: which open findings raise it and how severe (critical on a critical

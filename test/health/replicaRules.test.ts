@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { formatHealth } from '../../src/health/format.js';
+import { readHealth } from '../../src/health/readHealth.js';
 import { judge, REPLICA_STALE_MS, type RuleInputs } from '../../src/health/rules.js';
 import {
   type HealthSnapshot,
@@ -9,7 +10,6 @@ import {
   type RunningSync,
   unreadableSnapshot,
 } from '../../src/health/snapshot.js';
-import { readHealth } from '../../src/status.js';
 
 /**
  * The replica rule as a table: which replicas and runs are a `replica-dead` problem, and which are

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderStatusPage } from '../../src/api/statusPage.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { formatHealth } from '../../src/health/format.js';
 import { healthSchema } from '../../src/health/health.js';
+import { judgeHealth } from '../../src/health/readHealth.js';
 import { NO_FAULTS, unreadableSnapshot } from '../../src/health/snapshot.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
-import { judgeHealth } from '../../src/status.js';
 import { cliArgs, runNode } from '../helpers/cli.js';
 import { sqliteApiComponent } from '../helpers/sqliteApi.js';
 import { type Harness, harness, noSleep } from '../mirror/harness.js';

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openSqliteContext, type SqliteContext } from '../../src/app/sqliteStores.js';
-import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import type { Clock } from '../../src/common/clock.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 
 /** A fresh temporary folder, removed by the returned cleanup. */

@@ -1,9 +1,9 @@
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/config.js';
+import { type Health, judgeHealth, snapshotWindow } from '../../src/health/readHealth.js';
 import { snapshotScript } from '../../src/health/snapshotReads.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { sqliteSnapshotEdge } from '../../src/sqlite/health.js';
 import type { Sqlite } from '../../src/sqlite/open.js';
-import { type Health, judgeHealth, snapshotWindow } from '../../src/status.js';
 
 /**
  * Health of a SQLite file judged synchronously, for tests that assert a problem right after a write

@@ -1,4 +1,4 @@
-import type { ManualClock } from '../../src/clock.js';
+import type { ManualClock } from '../../src/common/clock.js';
 import type { PresenceTimers } from '../../src/postgres/presence.js';
 
 /**

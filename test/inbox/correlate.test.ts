@@ -1,13 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { isoAt, ManualClock } from '../../src/clock.js';
+import { isoAt, ManualClock } from '../../src/common/clock.js';
+import type { SyncTarget, SyncTrigger } from '../../src/common/syncRequests.js';
+import { SyncRequests } from '../../src/common/syncRequests.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookApp, runInboxMaintenance, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
-import type { SyncTarget, SyncTrigger } from '../../src/syncRequests.js';
-import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import {
   captureLogger,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { interpretPayload } from '../../src/inbox/interpret.js';
 import { classifyValue, compileVocabulary } from '../../src/inbox/vocabulary.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { createWebhookApp, WEBHOOK_PATH } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { testContext } from '../helpers/context.js';

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
+import { SyncRequests } from '../../src/common/syncRequests.js';
 import { acceptedDecisions } from '../../src/inbox/correlate.js';
 import { createWebhookComponent, type WebhookComponent } from '../../src/inbox/listener.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
-import { SyncRequests } from '../../src/syncRequests.js';
 
 /** The mirror's side of sync requests, as daemon.ts links it; each test serves it as it needs. */
 let syncs = new SyncRequests();

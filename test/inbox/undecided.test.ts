@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { SyncRequests } from '../../src/common/syncRequests.js';
 import {
   createWebhookApp,
   createWebhookComponent,
@@ -8,7 +9,6 @@ import {
   WEBHOOK_PATH,
 } from '../../src/inbox/listener.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
-import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { getHealth } from '../helpers/health.js';
 import {

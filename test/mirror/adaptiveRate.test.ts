@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { operatorRate } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { startSimulator } from '../../src/simulator/index.js';

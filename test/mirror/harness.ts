@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { expect } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/common/log.js';
 import type { ResourceName as TableName } from '../../src/operator/fields.js';
 import { RESOURCE_FIELDS } from '../../src/operator/fields.js';
 import { normalizeRecord } from '../../src/operator/schemas.js';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { getHealth } from '../helpers/health.js';

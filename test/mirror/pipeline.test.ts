@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/common/clock.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import type { OperatorClient } from '../../src/operator/client.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runSyncCommand } from '../../src/commands/sync.js';
+import { SyncRequests } from '../../src/common/syncRequests.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { createMirrorComponent, jitterMs } from '../../src/mirror/scheduler.js';
 import { isDeadRun, markInterruptedRuns, sqliteBackend } from '../../src/sqlite/mirror.js';
-import { SyncRequests } from '../../src/syncRequests.js';
 import { count, type Harness, harness, noSleep } from './harness.js';
 
 let h: Harness | undefined;

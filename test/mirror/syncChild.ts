@@ -5,8 +5,8 @@
 
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
 import { runSyncCommand } from '../../src/commands/sync.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 
 const config = loadConfig({

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { feedHead } from '../../src/app/sqliteFeedReads.js';
+import { SYNC_TARGETS, SyncRequests } from '../../src/common/syncRequests.js';
 import { operatorRate } from '../../src/context.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { changeSignalFor } from '../../src/sqlite/changes.js';
 import { createSyncThread } from '../../src/sqlite/syncThread.js';
-import { SYNC_TARGETS, SyncRequests } from '../../src/syncRequests.js';
 import { assertNoPersonalData, enqueueOperationGrouped, tokenization } from '../outbox/fixtures.js';
 import { captureLog, count, expectMirrorEqualsRegistry, type Harness, harness } from './harness.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { fillContent, planBatch, prepare, validate } from '../../src/mirror/batchPlan.js';
 import { listResources } from '../../src/mirror/resources.js';
 import { contentHash, type FetchedRecord, type StoredState } from '../../src/mirror/writeDecision.js';

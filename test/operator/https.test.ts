@@ -11,7 +11,7 @@ import { tempDir } from '../helpers/context.js';
 import { operatorFailure } from './operatorFailure.js';
 
 /**
- * A real operator is reached over HTTPS. Every call goes through node:https (src/httpRequest.ts):
+ * A real operator is reached over HTTPS. Every call goes through node:https (src/http/httpRequest.ts):
  * a loopback TLS server with a certificate of its own, untrusted and then trusted (added to this
  * process's default CAs, as NODE_EXTRA_CA_CERTS would), must be refused and then served: a
  * compressed list streamed record by record, a single read, a /notify, on one kept-alive connection.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
+import { ConfigError } from '../../src/common/errors.js';
+import { loadConfig } from '../../src/config/config.js';
 import { OperatorClient, truncatedMarker } from '../../src/operator/client.js';
 import { UnreadableRecord } from '../../src/operator/limits.js';
 import {

@@ -6,7 +6,7 @@ import { OperatorClient } from '../../src/operator/client.js';
 import { operatorFailure } from './operatorFailure.js';
 
 /**
- * /notify goes through node:http (src/httpRequest.ts), not got: what got gave that path is
+ * /notify goes through node:http (src/http/httpRequest.ts), not got: what got gave that path is
  * asserted here against a real loopback server: the headers, a compressed answer inflated and
  * bounded, the whole-exchange timeout (before the head and while the body trickles), the caller's
  * abort, kept-alive sockets, and the metrics callback.

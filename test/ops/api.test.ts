@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLIC_PATHS } from '../../src/api/auth.js';
 import type { createApiComponent } from '../../src/api/server.js';
+import { SyncRequests } from '../../src/common/syncRequests.js';
 import type { Component } from '../../src/context.js';
 import { SyncCoordinator } from '../../src/mirror/coordinator.js';
 import { createMirrorComponent } from '../../src/mirror/scheduler.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
-import { SyncRequests } from '../../src/syncRequests.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';
 import { sqliteApiApp, sqliteApiComponent } from '../helpers/sqliteApi.js';

@@ -12,7 +12,7 @@ import {
   setupOperations,
   transferAfterDrop,
 } from '../../src/commands/demoOperations.js';
-import { reconcileSchema } from '../../src/configReconcile.js';
+import { reconcileSchema } from '../../src/config/configReconcile.js';
 import { validateNotification } from '../../src/outbox/validate.js';
 import { ledgerEntryOf } from '../../src/reconcile/amounts.js';
 import { balanceSheets, balancesOf, type LedgerFact } from '../../src/reconcile/balances.js';

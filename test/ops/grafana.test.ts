@@ -62,7 +62,7 @@ describe('the Grafana dashboard (config/vcu-sync.grafana.json)', () => {
     const res = await fetch(`${h.base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     const exposed = seriesNames(await res.text());
-    // The exposition is the real one: the families of src/metrics.ts are in it.
+    // The exposition is the real one: the families of src/common/metrics.ts are in it.
     expect(exposed).toContain('vcu_sync_status');
     expect(exposed).toContain('vcu_sync_sync_duration_seconds_bucket');
 

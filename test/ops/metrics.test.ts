@@ -28,7 +28,7 @@ function promtoolCheck(text: string): Promise<{ code: number | null; output: str
 }
 
 describe('GET /metrics', () => {
-  it('exposes every metric family of src/metrics.ts with the activity counted, and passes promtool', async () => {
+  it('exposes every metric family of src/common/metrics.ts with the activity counted, and passes promtool', async () => {
     const res = await fetch(`${h.base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status).toBe(200);
     const body = await res.text();

@@ -11,7 +11,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handBackDeadOwners } from '../../src/app/sqliteDaemon.js';
-import { EXIT_CONFIG, UserError } from '../../src/errors.js';
+import { EXIT_CONFIG, UserError } from '../../src/common/errors.js';
 import { claimOperations } from '../../src/operations/claim.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';

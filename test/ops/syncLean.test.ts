@@ -2,8 +2,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYNC_HEAP_FLAGS } from '../../src/heapSizing.js';
-import { noopMetrics } from '../../src/metrics.js';
+import { noopMetrics } from '../../src/common/metrics.js';
+import { SYNC_HEAP_FLAGS } from '../../src/process/heapSizing.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { pendingMigrations } from '../../src/sqlite/migrations.js';
 import { tempDir } from '../helpers/context.js';
@@ -12,7 +12,7 @@ import { daemonEnv, daemonToml, spawnCli, writeToml } from './child.js';
 /**
  * `vcu-sync sync` loads what a sync uses and nothing the daemon's other parts need: no
  * prom-client (its metrics are no-ops), no HTTP server, no webhook verification, no HTTP client
- * package (node:http carries every request: src/httpRequest.ts), and no drizzle-orm unless a
+ * package (node:http carries every request: src/http/httpRequest.ts), and no drizzle-orm unless a
  * migration is pending. The packages a real child process loaded are read from a preload
  * hook, and the mirror must still equal upstream.
  */
@@ -90,7 +90,7 @@ describe('vcu-sync sync loads per command what it uses', () => {
   it('does not load drizzle-orm when the database is already migrated; runs under its heap flags', async () => {
     sim.registry.appendUnits(25);
     const { loaded, execArgv } = await syncRun(['units']);
-    // Started again in its own process with 1 MiB semi-spaces (src/heapSizing.ts): the preload,
+    // Started again in its own process with 1 MiB semi-spaces (src/process/heapSizing.ts): the preload,
     // loaded again after the execve, sees the flags.
     expect(execArgv).toEqual(expect.arrayContaining(SYNC_HEAP_FLAGS));
     expect(loaded).toContain('better-sqlite3');

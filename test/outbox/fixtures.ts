@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { isoAt } from '../../src/clock.js';
-import { createLogger, type Logger } from '../../src/log.js';
+import { isoAt } from '../../src/common/clock.js';
+import { createLogger, type Logger } from '../../src/common/log.js';
 import { operationReads } from '../../src/operations/reads.js';
 import type { OperationRow } from '../../src/operations/rows.js';
 import { cancelOperation, insertOperations } from '../../src/operations/transitions.js';

@@ -1,5 +1,5 @@
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import type { OperationRow as OutboxRow } from '../../src/operations/rows.js';
 import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dispatcher.js';
 import type { Simulator } from '../../src/simulator/index.js';

@@ -2,10 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, maskedConfig } from '../../src/config.js';
-import { ConfigError } from '../../src/errors.js';
-import { createLogger } from '../../src/log.js';
-import { scrubText } from '../../src/redact.js';
+import { ConfigError } from '../../src/common/errors.js';
+import { createLogger } from '../../src/common/log.js';
+import { scrubText } from '../../src/common/redact.js';
+import { loadConfig, maskedConfig } from '../../src/config/config.js';
 import { tempDir } from '../helpers/context.js';
 
 const PASSWORD = 's3cr%2Ft-pg-pass';

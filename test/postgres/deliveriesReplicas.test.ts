@@ -1,11 +1,11 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/common/log.js';
+import { noopMetrics } from '../../src/common/metrics.js';
+import { loadConfig } from '../../src/config/config.js';
 import { createAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { silentLogger } from '../../src/log.js';
-import { noopMetrics } from '../../src/metrics.js';
 import { stateChanged } from '../../src/operations/stateChanged.js';
 import { listenForChanges } from '../../src/postgres/changeListener.js';
 import { holdLiveness, releaseDeadPg } from '../../src/postgres/liveness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { InboxStore } from '../../src/inbox/inboxStore.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
 import { prepareInsert } from '../../src/outbox/enqueue.js';

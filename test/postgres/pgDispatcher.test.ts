@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { REDACTED } from '../../src/common/redact.js';
 import { InboxStore } from '../../src/inbox/inboxStore.js';
 import type { ClaimParams, OperationsStore } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
@@ -9,7 +10,6 @@ import { prepareInsert } from '../../src/outbox/enqueue.js';
 import { pauseRecord } from '../../src/outbox/pause.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
-import { REDACTED } from '../../src/redact.js';
 import { decision, webhook } from '../contract/inboxStores.js';
 import { testContext } from '../helpers/context.js';
 import { PERSONAL, tokenization } from '../outbox/fixtures.js';

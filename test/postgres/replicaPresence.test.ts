@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { isoAt, ManualClock } from '../../src/clock.js';
+import { isoAt, ManualClock } from '../../src/common/clock.js';
 import { PgAvailability } from '../../src/postgres/availability.js';
 import { holdLiveness } from '../../src/postgres/liveness.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';

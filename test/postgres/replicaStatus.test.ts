@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
+import { type Health, readHealth } from '../../src/health/readHealth.js';
 import { pgHealthReads } from '../../src/postgres/health.js';
 import { holdLiveness, type ReplicaLiveness } from '../../src/postgres/liveness.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import { type Health, readHealth } from '../../src/status.js';
 import { ago, CONFIG, NOW, operation, pgHealthStore, syncRun } from '../contract/healthStores.js';
 import { testContext } from '../helpers/context.js';
 import { apiCaller } from '../helpers/http.js';

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { pgMirror, sqliteMirror } from '../contract/mirrorStores.js';

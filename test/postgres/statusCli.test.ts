@@ -1,8 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Health } from '../../src/health/readHealth.js';
 import { holdLiveness, type ReplicaLiveness } from '../../src/postgres/liveness.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
-import type { Health } from '../../src/status.js';
 import { operation, pgHealthStore } from '../contract/healthStores.js';
 import { tempDir } from '../helpers/context.js';
 import { createTestDatabase, type TestDatabase, withAdmin } from '../helpers/postgres.js';

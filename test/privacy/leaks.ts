@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 /**
  * Hostile personal data and the needles that find it anywhere: each value as it is and in every
  * encoding other software quotes it in, compared without letter case. Written independently of
- * src/textForms.ts, so a form the masker forgets is still found here.
+ * src/common/textForms.ts, so a form the masker forgets is still found here.
  */
 
 /** The personal fields of operation `i`: quotes, backslashes, NUL, markup, unicode. */

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
+import {
+  maskDeep,
+  REDACTED,
+  redactDeep,
+  registerSecret,
+  scrubText,
+  TOO_DEEP,
+} from '../../src/common/redact.js';
 import { maskReceived, personalMasker, personalValues } from '../../src/operations/personal.js';
-import { maskDeep, REDACTED, redactDeep, registerSecret, scrubText, TOO_DEEP } from '../../src/redact.js';
 import { sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { capturingLogger, enqueueOperation, transfer } from '../outbox/fixtures.js';

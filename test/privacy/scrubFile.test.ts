@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
 import { sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { purgeWalIfOwed, walPurgeOwed } from '../../src/sqlite/walPurge.js';
 import { testContext } from '../helpers/context.js';

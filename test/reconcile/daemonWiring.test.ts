@@ -2,8 +2,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { daemonComponents } from '../../src/app/daemon.js';
 import { openSqliteDaemon } from '../../src/app/sqliteDaemon.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { tempDir } from '../helpers/context.js';
 
 /** The daemon runs the reconciler last, after the mirror, unless `reconcile.enabled = false`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { reconcileSchema } from '../../src/configReconcile.js';
+import { reconcileSchema } from '../../src/config/configReconcile.js';
 import {
   balanceSheets,
   balancesOf,

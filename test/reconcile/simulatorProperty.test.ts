@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isoAt } from '../../src/clock.js';
+import { isoAt } from '../../src/common/clock.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { runPass } from '../../src/reconcile/pass.js';

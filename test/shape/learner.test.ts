@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
-import { configSchema } from '../../src/configSchema.js';
+import type { Config } from '../../src/config/config.js';
+import { configSchema } from '../../src/config/configSchema.js';
 import { listResources } from '../../src/mirror/resources.js';
 import { ShapeLearner } from '../../src/mirror/shape/learner.js';
 import type { ShapePolicy } from '../../src/mirror/shape/policy.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_RESOURCE_NAMES } from '../../src/cli.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { SCHEMA_RESOURCE_NAMES as ACCEPTED } from '../../src/mirror/shape/query.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteMirror } from '../contract/mirrorStores.js';

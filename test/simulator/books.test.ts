@@ -4,7 +4,7 @@
  * Everything goes through the real HTTP interface over loopback, as the daemon would see it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../../src/common/clock.js';
 import { type BooksView, planBooking, type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { get, getArray, post } from './helpers.js';
 

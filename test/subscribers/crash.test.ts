@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSqliteContext } from '../../src/app/sqliteStores.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';

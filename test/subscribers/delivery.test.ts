@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/clock.js';
+import type { Clock } from '../../src/common/clock.js';
 import { createWebhookComponent } from '../../src/inbox/listener.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { openSqliteContext, type SqliteContext } from '../../src/app/sqliteStores.js';
-import type { Clock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
+import type { Clock } from '../../src/common/clock.js';
+import { silentLogger } from '../../src/common/log.js';
+import { loadConfig } from '../../src/config/config.js';
 import { configuredDeliveriesSink } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isoAt, ManualClock } from '../../src/clock.js';
 import { runDeliveriesCommand } from '../../src/commands/deliveries.js';
+import { isoAt, ManualClock } from '../../src/common/clock.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';

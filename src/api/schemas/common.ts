@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { aliasDescription, type CamelCase, camelCase } from '../../fieldAliases.js';
+import { aliasDescription, type CamelCase, camelCase } from '../../common/fieldAliases.js';
 
 /**
  * Answers shared by many routes, as zod: the same schemas type the handlers' values and generate
@@ -47,7 +47,7 @@ export function mirrorPage<T extends z.ZodType>(item: T) {
 }
 
 /**
- * `shape` with each of `aliased` shown under both names (src/fieldAliases.ts): its camelCase twin
+ * `shape` with each of `aliased` shown under both names (src/common/fieldAliases.ts): its camelCase twin
  * (the schema as given, description and all) just before it, and the snake_case name marked
  * deprecated, "alias of twin; removed in the next major version".
  */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SUBSCRIBER_EVENTS } from '../../configSchema.js';
+import { SUBSCRIBER_EVENTS } from '../../config/configSchema.js';
 import { DELIVERY_STATES } from '../../subscribers/queries.js';
 import { instant } from './common.js';
 

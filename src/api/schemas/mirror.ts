@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { SYNC_TARGETS } from '../../common/syncRequests.js';
 import { CHANGE_ALIASES } from '../../feed/reads.js';
 import { type FieldDef, type FieldType, RESOURCE_FIELDS, type ResourceName } from '../../operator/fields.js';
-import { SYNC_TARGETS } from '../../syncRequests.js';
 import { instant, mirrorPage, withDeprecatedAliases } from './common.js';
 
 /**

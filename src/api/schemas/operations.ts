@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/config.js';
 import { OPERATION_STATES } from '../../operations/states.js';
 import { ATTEMPT_ALIASES, OPERATION_ALIASES, type OutboxEntry } from '../../outbox/entry.js';
 import type { OperationPage } from '../../outbox/manage.js';

@@ -1,4 +1,4 @@
-import { isoAt } from '../../clock.js';
+import { isoAt } from '../../common/clock.js';
 import type { AppContext } from '../../context.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
 import { OverlapMismatch, RunAborted } from '../errors.js';

@@ -1,8 +1,12 @@
-import type { NEW_VALUE_POLICIES, SchemaDriftSettings, TYPE_CHANGE_POLICIES } from '../../configShape.js';
+import type {
+  NEW_VALUE_POLICIES,
+  SchemaDriftSettings,
+  TYPE_CHANGE_POLICIES,
+} from '../../config/configShape.js';
 import type { ResourceName } from '../../operator/fields.js';
 
 /**
- * What the mirror does when the operator's records change shape (`[sync.schema]`, src/configShape.ts),
+ * What the mirror does when the operator's records change shape (`[sync.schema]`, src/config/configShape.ts),
  * as dlt's schema contracts do: a new field is always kept in `_raw` and reported (evolve); a field
  * mapped to a column that arrives with another JSON type is quarantined with the reason, stored
  * with the column left null, or fails the run; an enum-like field's unseen value is stored or

@@ -1,5 +1,5 @@
-import { isCalendarDay } from '../../clock.js';
-import { SHAPE_TABLES } from '../../configShape.js';
+import { isCalendarDay } from '../../common/clock.js';
+import { SHAPE_TABLES } from '../../config/configShape.js';
 import type { ResourceName } from '../../operator/fields.js';
 
 /**

@@ -1,5 +1,5 @@
+import { inByteOrder } from '../../common/textForms.js';
 import type { Sql } from '../../store/sql.js';
-import { inByteOrder } from '../../textForms.js';
 import {
   type ChangeRowRead,
   countShapeQuarantine,

@@ -6,7 +6,7 @@
  * ledger caught up, `rss-baseline` the bare reads once: each reports the process's peak RSS.
  */
 import { performance } from 'node:perf_hooks';
-import { reconcileSchema } from '../../../src/configReconcile.js';
+import { reconcileSchema } from '../../../src/config/configReconcile.js';
 import { openPostgres } from '../../../src/postgres/open.js';
 import { postgresScriptStore } from '../../../src/postgres/scripts.js';
 import { catchUpLedger, type PassDeps, runPass } from '../../../src/reconcile/pass.js';

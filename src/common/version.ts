@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 function readVersion(): string {
   // src/ and dist/ both sit one level below package.json.
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     version?: string;
   };
   return pkg.version ?? 'unknown';

@@ -1,11 +1,11 @@
 import { validateDetailed } from 'node-cron';
 import { z } from 'zod';
+import { canonicalWord } from '../common/words.js';
 import { databaseSchema } from './configDatabase.js';
 import { apiPath, hostPort, httpUrl, nonNegativeInt, positiveInt } from './configPrimitives.js';
 import { reconcileSchema } from './configReconcile.js';
 import { schemaDriftSchema } from './configShape.js';
 import { subscriberDeliverySchema, subscriberSchema } from './configSubscribers.js';
-import { canonicalWord } from './words.js';
 
 export { SUBSCRIBER_EVENTS } from './configSubscribers.js';
 
@@ -215,7 +215,7 @@ const syncSchema = z.strictObject({
   thread: z.boolean().default(true),
   /** Cron schedules per resource. */
   schedule: scheduleSchema.default(scheduleSchema.parse({})),
-  /** What becomes of records whose shape changed upstream (src/configShape.ts). */
+  /** What becomes of records whose shape changed upstream (src/config/configShape.ts). */
   schema: schemaDriftSchema.default(schemaDriftSchema.parse({})),
 });
 
@@ -324,7 +324,7 @@ export const configSchema = z.strictObject({
   custody: custodySchema.default(custodySchema.parse({})),
   outbox: outboxSchema.default(outboxSchema.parse({})),
   status: statusSchema.default(statusSchema.parse({})),
-  /** The reported operations against the registry's data (src/configReconcile.ts). */
+  /** The reported operations against the registry's data (src/config/configReconcile.ts). */
   reconcile: reconcileSchema.default(reconcileSchema.parse({})),
   /** Internal apps that get the operation's decisions pushed, signed (default: none). */
   subscribers: z.array(subscriberSchema).default([]),

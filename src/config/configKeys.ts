@@ -1,6 +1,6 @@
 import type { z } from 'zod';
+import { closestName } from '../common/didYouMean.js';
 import { configSchema } from './configSchema.js';
-import { closestName } from './didYouMean.js';
 
 /**
  * The keys the configuration schema knows at a place in the TOML document, so that a misspelled

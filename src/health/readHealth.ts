@@ -1,18 +1,18 @@
 import { createTask } from 'node-cron';
-import type { Config } from './config.js';
-import type { Health } from './health/health.js';
-import { identityOf, type StoreIdentity } from './health/identity.js';
-import { exitCodeOf, judge } from './health/rules.js';
+import { maskDeep, scrubText } from '../common/redact.js';
+import type { Config } from '../config/config.js';
+import type { Health } from './health.js';
+import { identityOf, type StoreIdentity } from './identity.js';
+import { exitCodeOf, judge } from './rules.js';
 import {
   type HealthReads,
   type HealthSnapshot,
   type SnapshotWindow,
   unreadableSnapshot,
-} from './health/snapshot.js';
-import { maskDeep, scrubText } from './redact.js';
+} from './snapshot.js';
 
-export type { Health } from './health/health.js';
-export type { Problem, Severity } from './health/rules.js';
+export type { Health } from './health.js';
+export type { Problem, Severity } from './rules.js';
 
 const periodCache = new Map<string, number | null>();
 

@@ -1,5 +1,5 @@
+import { ConfigError } from '../common/errors.js';
 import type { Config } from './configSchema.js';
-import { ConfigError } from './errors.js';
 
 /**
  * Which settings the parts a command runs cannot do without. Loading the configuration only checks

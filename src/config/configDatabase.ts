@@ -22,7 +22,7 @@ const databaseUrl = z.string().superRefine((value, ctx) => {
 export const databaseSchema = z.strictObject({
   /** PostgreSQL URL `postgres://user:pass@host:port/db` (libpq, `sslmode` honoured); when set, PostgreSQL is the store and `path` is ignored. Prefer VCU_SYNC_DATABASE_URL_FILE or the `database-url` credential (default: none, SQLite at database.path). */
   url: databaseUrl.optional(),
-  /** SQLite file (default: "$STATE_DIRECTORY/vcu-sync.db", else "./vcu-sync.db"). */
+  /** SQLite file (default: "$STATE_DIRECTORY/vcu-sync.db", else "../vcu-sync.db"). */
   path: z.string().min(1).optional(),
   /** SQLite `synchronous`: `full` survives power loss, `normal` only process crashes (default: "full"). */
   synchronous: z.enum(['full', 'normal']).default('full'),

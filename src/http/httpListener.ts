@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
-import { ConfigError } from './errors.js';
+import { ConfigError } from '../common/errors.js';
 
 /** A listening HTTP server for a Hono app, as both the internal API and the webhook listener use it. */
 export interface HttpListener {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** The value shapes the configuration schema is built from (src/configSchema.ts, src/configSubscribers.ts). */
+/** The value shapes the configuration schema is built from (src/config/configSchema.ts, src/config/configSubscribers.ts). */
 
 export const hostPort = z
   .string()

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import type { Logger } from './log.js';
+import type { Logger } from '../common/log.js';
 
 /**
  * systemd readiness and watchdog notifications. Node has no unix datagram sockets, so this runs

@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
+import { didYouMean } from '../common/didYouMean.js';
+import { ConfigError, errorMessage } from '../common/errors.js';
+import { registerSecret } from '../common/redact.js';
 import { databaseSecrets, maskedDatabase } from './configDatabase.js';
 import { unknownKeyProblems } from './configKeys.js';
 import { type Config, configSchema, timingProblems } from './configSchema.js';
-import { didYouMean } from './didYouMean.js';
-import { ConfigError, errorMessage } from './errors.js';
-import { registerSecret } from './redact.js';
 
 export type { Config } from './configSchema.js';
 
