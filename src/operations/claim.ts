@@ -108,15 +108,18 @@ const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => {
   const due = (now: unknown) => (when ? sql` AND ${guardSql(when, bound(now), 'o.')}` : raw(''));
   return {
     from,
-    // Bounded by the id of the state's row just past the walk (one read of the index's first
-    // entries): a walk over a subquery of those rows sorted them all, 80 us a claim against 4.
+    // The walk's rows come from a subquery SQLite runs as a co-routine, in the index's id order
+    // (no sort: test/operations/claimOrder.test.ts asserts the plan), and the outer query stops
+    // at `limit` claimable rows. Bounding the walk instead by the id of the state's row just past
+    // it (`LIMIT 1 OFFSET 255`) read 256 index entries on every claim: 21 us a claim against 15
+    // with 10,000 queued. The subquery carries the columns the guards and READY read.
     walk: shaped<'now' | 'limit'>(
       (v) => sql`
-      SELECT o.id FROM outbox o INDEXED BY outbox_state_id_idx
-      WHERE o.state = ${state} AND o.id <= coalesce((
-          SELECT c.id FROM outbox c INDEXED BY outbox_state_id_idx
-          WHERE c.state = ${state} ORDER BY c.id LIMIT 1 OFFSET ${raw(String(WALK_ROWS - 1))}),
-        9223372036854775807)${due(v.now)} AND ${READY}
+      SELECT o.id FROM (
+          SELECT id, order_key, next_attempt_at, lease_until, lease_owner
+          FROM outbox INDEXED BY outbox_state_id_idx
+          WHERE state = ${state} ORDER BY id LIMIT ${raw(String(WALK_ROWS))}) AS o
+      WHERE 1${due(v.now)} AND ${READY}
       ORDER BY o.id LIMIT ${v.limit}`,
     ),
     walkCut: sql`SELECT count(*) AS n FROM (

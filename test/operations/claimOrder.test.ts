@@ -94,13 +94,16 @@ describe('the ordered claim on SQLite', () => {
     const { rows, plans } = claimWithPlans(sqlite, 20);
     // Exactly each ready unit's oldest queued row: none behind a row out, none behind the retried one.
     expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(next);
-    // One walk per from-state (queued, sending), each testing its rows' units on the partial index.
+    // One walk per from-state (queued, sending), each testing its rows' units on the partial index,
+    // reading the state's rows in index order (a co-routine, no sort of the walked rows).
     const walks = plans.filter((p) => p.includes('SEARCH p '));
     expect(walks).toHaveLength(2);
     for (const plan of walks) {
       expect(plan).toMatch(
         /SEARCH p USING (COVERING )?INDEX outbox_unsettled_key_idx \(order_key=\? AND id<\?\)/,
       );
+      expect(plan).toMatch(/CO-ROUTINE o; SEARCH outbox USING INDEX outbox_state_id_idx \(state=\?\)/);
+      expect(plan).not.toMatch(/TEMP B-TREE/);
     }
   });
 
