@@ -12,7 +12,7 @@ import { unsupportedNodeReason } from './process/nodeVersion.js';
 /** What `sync` takes, for its help and completion; `vcu-sync sync` itself checks them (SYNC_TARGETS). */
 export const SYNC_RESOURCE_NAMES = ['projects', 'issuances', 'units', 'custody'] as const;
 
-/** What `schema` takes, for its help and completion; `vcu-sync schema` itself checks them (mirror/shape/query.ts). */
+/** What `schema` takes, for its help and completion; `vcu-sync schema` itself checks them (mirror/shape/schemaQuery.ts). */
 export const SCHEMA_RESOURCE_NAMES = [
   'projects',
   'issuances',

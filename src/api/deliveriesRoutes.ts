@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import type { DeliveriesAccess } from '../subscribers/deliveriesStore.js';
 import { listDeliveryEntries, redriveSince, retryDeliveryById } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
-import { readJsonBody } from './body.js';
+import { readJsonBody } from './jsonBody.js';
 import { cursorParam, decimalParam, limitParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import {
   deliveryEntry,

@@ -1,4 +1,4 @@
-import { readSchema, type SchemaAnswer, type SchemaQuery } from '../mirror/shape/reads.js';
+import { readSchema, type SchemaAnswer, type SchemaQuery } from '../mirror/shape/shapeReads.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 import type { ScriptStore } from '../store/script.js';
 import { join, raw, type Sql, sql, typed } from '../store/sql.js';

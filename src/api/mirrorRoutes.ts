@@ -5,8 +5,8 @@ import type { RequestSync } from '../common/syncRequests.js';
 import { SYNC_TARGETS as ALL_TARGETS, type SyncTarget } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
 import type { ResourceName } from '../operator/fields.js';
-import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
 import { type ColumnFilter, inDateOrder, type MirrorReads } from './mirrorQueries.js';
+import { cursorKeyFor, decodeCursor, encodeCursor } from './pageCursor.js';
 import {
   cursorParam,
   decimalParam,

@@ -16,11 +16,11 @@ import {
   UNKNOWN_KIND,
   UNKNOWN_SEVERITY,
   UNKNOWN_STATE,
-} from '../reconcile/query.js';
-import { readReconciliation } from '../reconcile/reads.js';
+} from '../reconcile/reconcileQuery.js';
+import { readReconciliation } from '../reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../store/script.js';
-import { cursorKeyFor, decodeCursor, encodeCursor } from './cursor.js';
 import { sortsInByteOrder } from './mirrorQueries.js';
+import { cursorKeyFor, decodeCursor, encodeCursor } from './pageCursor.js';
 import { cursorParam, decimalParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { reconciliationPage } from './schemas/reconciliation.js';
 
@@ -52,7 +52,7 @@ const reconciliationQuery = z.strictObject({
     ),
 });
 
-/** What a cursor of this route holds (reconcile/query.ts ReconcileCursor). */
+/** What a cursor of this route holds (reconcile/reconcileQuery.ts ReconcileCursor). */
 const cursorShape = z.strictObject({ f: z.number().int().min(0), i: z.string(), u: z.string() });
 
 /** The route specs of this file, for /openapi.json. */

@@ -8,8 +8,8 @@ import {
   SCHEMA_RESOURCE_NAMES,
   schemaTableOf,
   UNKNOWN_RESOURCE,
-} from '../mirror/shape/query.js';
-import type { SchemaAnswer } from '../mirror/shape/reads.js';
+} from '../mirror/shape/schemaQuery.js';
+import type { SchemaAnswer } from '../mirror/shape/shapeReads.js';
 import type { MirrorReads } from './mirrorQueries.js';
 import { decimalParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { schemaAnswer } from './schemas/shape.js';

@@ -4,7 +4,7 @@ import { errorMessage, SteerError, UserError } from '../common/errors.js';
 import type { RequestSync } from '../common/syncRequests.js';
 import type { Config } from '../config/config.js';
 import type { AppContext, Component } from '../context.js';
-import type { FeedReads } from '../feed/reads.js';
+import type { FeedReads } from '../feed/feedReads.js';
 import { VERSION } from '../health/identity.js';
 import { judgeReadiness, type ReadinessReader } from '../health/readiness.js';
 import type { ClassifyFault } from '../health/refusal.js';

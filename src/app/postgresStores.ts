@@ -8,7 +8,7 @@ import { noopMetrics } from '../common/metrics.js';
 import type { Config } from '../config/config.js';
 import { type AppContext, type Component, createAppContext } from '../context.js';
 import { ChangeSignal } from '../db/changeSignal.js';
-import { feedReads } from '../feed/reads.js';
+import { feedReads } from '../feed/feedReads.js';
 import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { InboxStore } from '../inbox/inboxStore.js';
@@ -29,7 +29,7 @@ import { PgOperationsStore, pgOutbox, pgOutboxHooks } from '../postgres/operatio
 import { replicaPresence } from '../postgres/presence.js';
 import { postgresScriptStore } from '../postgres/scripts.js';
 import { DeliveriesStore } from '../subscribers/deliveriesStore.js';
-import { deliveriesSink } from '../subscribers/enqueue.js';
+import { deliveriesSink } from '../subscribers/deliverySinks.js';
 import { deliveriesPrune } from '../subscribers/prune.js';
 import { configuredSchemaChangesSink, subscribersFromConfig } from '../subscribers/subscribers.js';
 import {

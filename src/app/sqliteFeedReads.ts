@@ -1,4 +1,4 @@
-import { FEED_HEAD, type FeedReads, feedPage, type StoredChange, toChange } from '../feed/reads.js';
+import { FEED_HEAD, type FeedReads, feedPage, type StoredChange, toChange } from '../feed/feedReads.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import type { Sqlite } from '../sqlite/open.js';
 import { perHandle } from '../sqlite/perHandle.js';

@@ -6,7 +6,7 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import type { InboxStore } from '../inbox/inboxStore.js';
 import type { MirrorBackend } from '../mirror/backend.js';
 import type { SyncRunner } from '../mirror/coordinator.js';
-import type { ShapeReader } from '../mirror/shape/reads.js';
+import type { ShapeReader } from '../mirror/shape/shapeReads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxHooks } from '../outbox/hooks.js';

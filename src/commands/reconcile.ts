@@ -8,7 +8,7 @@ import type { Reader } from '../reconcile/facts.js';
 import type { RuleSettings } from '../reconcile/findings.js';
 import type { FindingSink } from '../reconcile/pass.js';
 import { runPass } from '../reconcile/pass.js';
-import { BAD_ISSUANCE, issuanceFilter, RECONCILE_LIMIT_MAX } from '../reconcile/query.js';
+import { BAD_ISSUANCE, issuanceFilter, RECONCILE_LIMIT_MAX } from '../reconcile/reconcileQuery.js';
 import {
   type BalanceSheetView,
   type FindingView,
@@ -17,7 +17,7 @@ import {
   readOpenCounts,
   readSheets,
   type SheetSettings,
-} from '../reconcile/reads.js';
+} from '../reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../store/script.js';
 import { configuredFindingsSink } from '../subscribers/subscribers.js';
 import {

@@ -1,6 +1,6 @@
 import { grams } from '../reconcile/amounts.js';
 import type { PassOutcome } from '../reconcile/pass.js';
-import type { BalanceSheetView, FindingView, OpenCounts } from '../reconcile/reads.js';
+import type { BalanceSheetView, FindingView, OpenCounts } from '../reconcile/reconciliationReads.js';
 import { type Column, textTable } from './textTable.js';
 
 /**

@@ -8,7 +8,7 @@ import {
   SCHEMA_LIMIT_MAX,
   schemaTableOf,
   UNKNOWN_RESOURCE,
-} from '../mirror/shape/query.js';
+} from '../mirror/shape/schemaQuery.js';
 import {
   type ChangeView,
   type FieldView,
@@ -16,7 +16,7 @@ import {
   type SchemaAnswer,
   type SchemaQuery,
   type ShapeReader,
-} from '../mirror/shape/reads.js';
+} from '../mirror/shape/shapeReads.js';
 import { type Column, textTable } from './textTable.js';
 
 /**

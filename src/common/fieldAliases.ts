@@ -2,7 +2,7 @@
  * The API's fields are camelCase (docs/api.md "Field names"). A few stored columns were shown under
  * their snake_case names before that choice; clients read them, so each is shown under both names
  * until the next major version: the camelCase one, and the snake_case one as a deprecated alias
- * with the same value. Pure: the shapes' mappers (outbox/entry.ts, feed/reads.ts) and their
+ * with the same value. Pure: the shapes' mappers (outbox/entry.ts, feed/feedReads.ts) and their
  * schemas (api/schemas/) use these, so a value and its document name the same twins.
  */
 

@@ -1,5 +1,5 @@
 import type { Schedule } from '../common/clock.js';
-import type { FeedEntry, FeedQuery, FeedReads } from './reads.js';
+import type { FeedEntry, FeedQuery, FeedReads } from './feedReads.js';
 
 // The timers live in clock.ts, below every folder that waits (health's readiness waits too).
 

@@ -1,4 +1,4 @@
-import type { FeedEntry, FeedQuery, FeedReads } from './reads.js';
+import type { FeedEntry, FeedQuery, FeedReads } from './feedReads.js';
 
 /**
  * Pages of the change feed shared between its readers, above the store seam (SQLite and PostgreSQL

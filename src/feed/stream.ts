@@ -1,5 +1,5 @@
 import type { Schedule } from '../common/clock.js';
-import type { FeedEntry, FeedReads } from './reads.js';
+import type { FeedEntry, FeedReads } from './feedReads.js';
 
 /**
  * Where a stream's bytes go: the client's connection. Writes never wait; the stream reads how far

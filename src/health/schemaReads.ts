@@ -1,6 +1,6 @@
 import { inByteOrder } from '../common/textForms.js';
-import { changeView } from '../mirror/shape/reads.js';
-import { type ChangeRowRead, listChanges, SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
+import { changeView } from '../mirror/shape/shapeReads.js';
+import { type ChangeRowRead, listChanges, SHAPE_QUARANTINE_LIKE } from '../mirror/shape/shapeStatements.js';
 import { all, first, type Script } from '../store/script.js';
 import { sql } from '../store/sql.js';
 import type { SchemaChangeFacts, SchemaFacts } from './snapshot.js';

@@ -93,7 +93,7 @@ const runningSync = z.object({
 
 const failure = { ref: z.string(), operationType: z.string(), at: instant };
 
-/** One `schema_changes` row as status shows it (src/mirror/shape/reads.ts's ChangeView, in short). */
+/** One `schema_changes` row as status shows it (src/mirror/shape/shapeReads.ts's ChangeView, in short). */
 const schemaChange = z.object({
   id: count,
   resource: z.string().describe('the mirror table (projects, unit_operations, custody_units, ...)'),

@@ -1,5 +1,5 @@
 import { inByteOrder } from '../common/textForms.js';
-import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/statements.js';
+import { SHAPE_QUARANTINE_LIKE } from '../mirror/shape/shapeStatements.js';
 import { PAUSE_KEY, pauseOf } from '../outbox/pause.js';
 import { all, first, type Script, type ScriptStore } from '../store/script.js';
 import { raw, type Sql, sql } from '../store/sql.js';

@@ -18,8 +18,8 @@
  */
 import { hash as oneShotHash } from 'node:crypto';
 import type { StateChangeSink } from '../operations/effects.js';
+import type { OperationSummary } from '../operations/operationsReads.js';
 import { type Masker, personalValuesOf } from '../operations/personal.js';
-import type { OperationSummary } from '../operations/reads.js';
 import { OUTBOX_ROW_LOCK } from '../operations/rows.js';
 import { nextState, type OperationState } from '../operations/states.js';
 import { decide } from '../operations/transitions.js';

@@ -5,13 +5,13 @@ import { UnreadableRecord } from '../operator/limits.js';
 import { recordKey } from '../operator/schemas.js';
 import { all, run, type Script } from '../store/script.js';
 import { type RunCounts, withTally } from './bookkeeping.js';
-import { RunAborted } from './errors.js';
 import { custodyPath, custodyResources, type TableDef } from './resources.js';
 import { readRetry } from './retry.js';
 import { logQuarantined } from './scan/heldWrites.js';
-import { logSchemaChanges } from './shape/log.js';
+import { logSchemaChanges } from './shape/shapeLog.js';
 import { activeCustodyIds, addCustodyIds, tokenizationBodies } from './statements.js';
 import { type MirrorDb, type MirrorStore, statementGroups } from './store.js';
+import { RunAborted } from './syncErrors.js';
 
 /** What a custody run needs besides the context. */
 export interface CustodySyncOptions {

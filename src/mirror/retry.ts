@@ -2,7 +2,7 @@ import { retryDelayMs } from '../common/backoff.js';
 import { cancellableSleep } from '../common/clock.js';
 import { untilAborted } from '../common/linkedSignal.js';
 import type { AppContext } from '../context.js';
-import { OperatorError } from '../operator/errors.js';
+import { OperatorError } from '../operator/operatorErrors.js';
 
 /** Options of {@link Retry}. */
 export interface RetryOptions {

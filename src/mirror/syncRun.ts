@@ -2,21 +2,21 @@ import { isoAt } from '../common/clock.js';
 import { errorMessage } from '../common/errors.js';
 import type { SyncTarget, SyncTrigger } from '../common/syncRequests.js';
 import type { AppContext } from '../context.js';
-import { OperatorError } from '../operator/errors.js';
+import { OperatorError } from '../operator/operatorErrors.js';
 import { run } from '../store/script.js';
 import { liveRows, type MirrorBackend, type RunLease, readCheckpoint, startRun } from './backend.js';
 import { emptyCounts, type RunCounts } from './bookkeeping.js';
 import { syncCustody } from './custody.js';
-import { RunAborted } from './errors.js';
 import { prepareFilterIndexes } from './filterIndexes.js';
 import { listResources } from './resources.js';
 import { RunGuard, runBounds } from './runGuard.js';
 import { planScan } from './scan/cursor.js';
 import { syncList } from './scan/driver.js';
-import { logSchemaChanges } from './shape/log.js';
 import { shapePolicy } from './shape/policy.js';
+import { logSchemaChanges } from './shape/shapeLog.js';
 import { ShapeFailure } from './shape/tracker.js';
 import * as statements from './statements.js';
+import { RunAborted } from './syncErrors.js';
 
 /** Options of one sync run. */
 export interface RunSyncOptions {

@@ -4,7 +4,7 @@ import type { OperationState } from './states.js';
 /**
  * Where an operation's state changes go besides the change feed: a sink the composition root hands
  * to the stores (src/app/), implemented above them (the subscribers' deliveries,
- * subscribers/enqueue.ts). The stores call it inside the transaction that makes the change, so
+ * subscribers/deliverySinks.ts). The stores call it inside the transaction that makes the change, so
  * what it writes commits with the change or not at all; they never import who listens ("effects flow down", .dependency-cruiser.cjs).
  */
 

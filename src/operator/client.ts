@@ -3,9 +3,9 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { type Clock, systemClock } from '../common/clock.js';
 import { type HttpAnswer, sendRequest } from '../http/httpRequest.js';
-import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './errors.js';
 import { overLimits, type RecordLimits, tooLarge, UnreadableRecord } from './limits.js';
 import { type ListBody, readBounded, readListBody } from './listBody.js';
+import { errorForNetwork, errorForStatus, OperatorError, parseRetryAfter } from './operatorErrors.js';
 import { type RateEvent, RateLimiter } from './rateLimit.js';
 
 /** Sent with every request: compressed answers are welcome (they are inflated before any limit counts). */

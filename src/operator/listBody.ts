@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { OperatorError } from './errors.js';
 import { NO_LIMITS, overLimits, type RecordLimits, type UnreadableRecord } from './limits.js';
+import { OperatorError } from './operatorErrors.js';
 import { JsonArraySplitter } from './splitJsonArray.js';
 
 /**

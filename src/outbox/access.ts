@@ -1,9 +1,9 @@
 import { type Clock, isoAt } from '../common/clock.js';
 import type { AppContext } from '../context.js';
-import { type OperationsReads, operationsReads } from '../operations/reads.js';
+import { type OperationsReads, operationsReads } from '../operations/operationsReads.js';
 import type { OperationsStore } from '../operations/storeSeam.js';
 import type { ScriptStore } from '../store/script.js';
-import { answerExisting, type EnqueueResult, prepareInsert, type WakeDispatcher } from './enqueue.js';
+import { answerExisting, type EnqueueResult, prepareInsert, type WakeDispatcher } from './prepareInsert.js';
 
 /**
  * Where the API's operations routes and `vcu-sync enqueue` / `outbox` find the outbox: its reads,

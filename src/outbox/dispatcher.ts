@@ -7,7 +7,7 @@ import type { Component } from '../context.js';
 import { maskReceived } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { ClaimParams, OperationsStore } from '../operations/storeSeam.js';
-import { errorForNetwork, OperatorError } from '../operator/errors.js';
+import { errorForNetwork, OperatorError } from '../operator/operatorErrors.js';
 import { AuthPause } from './authPause.js';
 import { type ClaimAhead, claimAheadFor } from './claimAhead.js';
 import type { DispatcherContext, DispatcherOptions } from './dispatcherOptions.js';

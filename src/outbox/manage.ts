@@ -1,11 +1,11 @@
 import { isoAt } from '../common/clock.js';
 import { SteerError } from '../common/errors.js';
-import type { OperationsPageRequest } from '../operations/reads.js';
+import type { OperationsPageRequest } from '../operations/operationsReads.js';
 import type { OperationRow } from '../operations/rows.js';
 import { isOperationState, nextState, OPERATION_STATES, type OperationState } from '../operations/states.js';
 import type { OutboxAccess } from './access.js';
-import type { WakeDispatcher } from './enqueue.js';
 import { type OutboxEntry, toEntry } from './entry.js';
+import type { WakeDispatcher } from './prepareInsert.js';
 
 /**
  * Inspecting and steering the queue, shared by `vcu-sync outbox` and the API.

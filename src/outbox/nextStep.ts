@@ -1,5 +1,5 @@
 import { type BackoffPolicy, retryDelayMs } from '../common/backoff.js';
-import type { OperatorError } from '../operator/errors.js';
+import type { OperatorError } from '../operator/operatorErrors.js';
 
 /** What one POST /notify came to. */
 export type AttemptOutcome =

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import { type Masker, maskReceived, personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { AttemptRecord, Claim, OperationsStore, SettleStep } from '../operations/storeSeam.js';
-import { OperatorError } from '../operator/errors.js';
+import { OperatorError } from '../operator/operatorErrors.js';
 import { type AttemptOutcome, decideAttempt, type NextStep, type RetryPolicy } from './nextStep.js';
 
 const EXCERPT = 500;

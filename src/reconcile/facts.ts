@@ -4,7 +4,7 @@ import { tonnesKg } from './amounts.js';
 import type { LedgerFact, OperatorSide } from './balances.js';
 import type { CustodyState } from './findingKinds.js';
 import type { Deposit, LogRetirement } from './findings.js';
-import * as q from './statements.js';
+import * as q from './reconcileStatements.js';
 
 /**
  * What a pass or a read of balance sheets gathers for a scope (every issuance, or some): the

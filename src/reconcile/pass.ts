@@ -6,8 +6,8 @@ import { balanceSheets, balancesOf } from './balances.js';
 import { readInputs } from './facts.js';
 import { type Finding, type FindingKind, type FindingSubject, findingKey } from './findingKinds.js';
 import { decideFindings, type RuleSettings } from './findings.js';
-import { settleFindings } from './settle.js';
-import * as q from './statements.js';
+import * as q from './reconcileStatements.js';
+import { settleFindings } from './settleFindings.js';
 
 /**
  * One reconciliation pass, the edge around the pure rules: catch the ledger up with the outbox,

@@ -6,8 +6,8 @@ import type { ChangeSignal } from '../db/changeSignal.js';
 import { filterIndexesReady } from '../mirror/filterIndexes.js';
 import type { ScriptStore } from '../store/script.js';
 import { ReconcileAgenda } from './agenda.js';
-import { logPass } from './log.js';
 import { catchUpLedger, type FindingSink, type PassDeps, type PassOutcome, runPass } from './pass.js';
+import { logPass } from './passLog.js';
 import { type FeedRow, feedHead, issuancesTouched, touchedKeys, touchingFeed } from './touched.js';
 
 /**

@@ -1,6 +1,6 @@
 import { join, type Sql, sql } from '../store/sql.js';
 import type { Reader } from './facts.js';
-import { GROUP } from './statements.js';
+import { GROUP } from './reconcileStatements.js';
 
 /**
  * Which issuances a run of change-feed rows touched, so the daemon re-evaluates only those (issue

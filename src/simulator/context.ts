@@ -5,7 +5,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { AuthMode } from './auth.js';
 import type { Books } from './books.js';
-import type { FaultControl } from './faults.js';
+import type { FaultControl } from './faultInjection.js';
 import type { RequestRateLimit } from './rateLimit.js';
 import type { Registry } from './registry.js';
 import type { Stats } from './stats.js';

@@ -6,7 +6,7 @@
 import type { Context } from 'hono';
 import { checkAuth } from './auth.js';
 import type { SimEnv, SimState } from './context.js';
-import type { Fault, FaultRequest } from './faults.js';
+import type { Fault, FaultRequest } from './faultInjection.js';
 import { resetSocket, writeHtmlError, writeJson } from './respond.js';
 
 export type GuardResult = { handled: true } | { handled: false; fault: Fault | undefined };

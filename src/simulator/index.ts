@@ -32,7 +32,7 @@ export {
   type FaultOptions,
   type FaultRates,
   type InjectedFault,
-} from './faults.js';
+} from './faultInjection.js';
 export { KEY_SPECS } from './generate.js';
 export { Registry, RegistryError, type RegistryOptions } from './registry.js';
 export { type Simulator, type SimulatorOptions, startSimulator } from './server.js';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { booksPatchSchema } from './books.js';
 import type { SimEnv, SimState } from './context.js';
 import { driftSpecSchema } from './drift.js';
-import { FAULT_KINDS } from './faults.js';
+import { FAULT_KINDS } from './faultInjection.js';
 import { RegistryError } from './registry.js';
 import { isResourceName, type JsonObject, type ResourceName } from './types.js';
 import type { Decision } from './webhooks.js';

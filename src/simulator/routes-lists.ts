@@ -5,7 +5,7 @@
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context, Hono } from 'hono';
 import type { SimEnv, SimState } from './context.js';
-import type { Fault } from './faults.js';
+import type { Fault } from './faultInjection.js';
 import { guard } from './guard.js';
 import { jsonArrayBody, streamJsonArray, writeBody, writeJson, writeTruncated } from './respond.js';
 import { ID_FIELD, type JsonObject, type ResourceName } from './types.js';

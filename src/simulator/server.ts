@@ -8,7 +8,7 @@ import { type Clock, systemClock } from '../common/clock.js';
 import type { AuthMode } from './auth.js';
 import { Books } from './books.js';
 import type { ReceivedNotification, SimEnv, SimState } from './context.js';
-import { FaultControl, type FaultRates } from './faults.js';
+import { FaultControl, type FaultRates } from './faultInjection.js';
 import { type RateLimitOptions, RequestRateLimit } from './rateLimit.js';
 import { Registry } from './registry.js';
 import { outcomeOf } from './respond.js';

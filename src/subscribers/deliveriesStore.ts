@@ -1,5 +1,5 @@
 import { REQUEST_BUSY_GRACE_MS, type ScriptStore } from '../store/script.js';
-import { onDeliveriesEnqueued } from './enqueue.js';
+import { onDeliveriesEnqueued } from './deliverySinks.js';
 import {
   claimDeliveries,
   type DeliveryClaim,

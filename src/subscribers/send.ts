@@ -4,7 +4,7 @@ import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { scrubText } from '../common/redact.js';
 import { type HttpAnswer, sendRequest } from '../http/httpRequest.js';
-import { parseRetryAfter } from '../operator/errors.js';
+import { parseRetryAfter } from '../operator/operatorErrors.js';
 import type { DeliveryOutcome } from './nextStep.js';
 import type { Subscriber } from './subscribers.js';
 

@@ -3,7 +3,7 @@ import type { Config } from '../config/config.js';
 import type { SchemaChangeSink } from '../mirror/shape/tracker.js';
 import type { StateChangeSink } from '../operations/effects.js';
 import type { FindingSink } from '../reconcile/pass.js';
-import { deliveriesSink, findingsSink, schemaChangesSink } from './enqueue.js';
+import { deliveriesSink, findingsSink, schemaChangesSink } from './deliverySinks.js';
 import type { Subscriber } from './events.js';
 
 /** Who gets operation events pushed (`[[subscribers]]`), as the daemon uses them. */

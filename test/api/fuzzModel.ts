@@ -1,6 +1,6 @@
 /** The model of the internal API's rules and the request generators of fuzz.test.ts. */
 import fc from 'fast-check';
-import { cursorKeyFor, signedCursor } from '../../src/api/cursor.js';
+import { cursorKeyFor, signedCursor } from '../../src/api/pageCursor.js';
 import { tokenization, transfer } from '../outbox/fixtures.js';
 import { TOKEN } from './apiHarness.js';
 import { padJson } from './rawHttp.js';

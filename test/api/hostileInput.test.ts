@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cursorKeyFor, signedCursor } from '../../src/api/cursor.js';
+import { cursorKeyFor, signedCursor } from '../../src/api/pageCursor.js';
 import { tokenization } from '../outbox/fixtures.js';
 import { startApi, TOKEN } from './apiHarness.js';
 

@@ -1,6 +1,6 @@
 import type { AttemptRecord, Claim, SettleStep } from '../../src/operations/storeSeam.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
-import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppContext } from '../../src/context.js';
 import type { NewOperation } from '../../src/operations/storeSeam.js';
-import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { createTestDatabase, startCluster } from '../helpers/postgres.js';
 import type { PgBossOutboxJob } from './children/pgBossOutbox.js';
 import { cliRunner } from './lib/build.js';

@@ -5,7 +5,7 @@ import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgr
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { drivePostgres, postgresScriptStore } from '../../src/postgres/scripts.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
-import { deliveriesSink } from '../../src/subscribers/enqueue.js';
+import { deliveriesSink } from '../../src/subscribers/deliverySinks.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';
 import { deliveriesStoreCases, ids, LEASE, T0, T1 } from './deliveriesStore.cases.js';

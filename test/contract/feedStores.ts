@@ -1,6 +1,6 @@
 import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { type FeedReads, feedReads } from '../../src/feed/reads.js';
+import { type FeedReads, feedReads } from '../../src/feed/feedReads.js';
 import { listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres } from '../../src/postgres/open.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';

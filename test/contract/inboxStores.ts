@@ -12,7 +12,7 @@ import { useStateChangeSink } from '../../src/sqlite/changes.js';
 import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
-import { deliveriesSink } from '../../src/subscribers/enqueue.js';
+import { deliveriesSink } from '../../src/subscribers/deliverySinks.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 

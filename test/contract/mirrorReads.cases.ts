@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cursorKeyFor, encodeCursor } from '../../src/api/cursor.js';
+import { cursorKeyFor, encodeCursor } from '../../src/api/pageCursor.js';
 import type { ManualClock } from '../../src/common/clock.js';
 import type { AppContext } from '../../src/context.js';
 import { runSync } from '../../src/mirror/syncRun.js';

@@ -5,7 +5,7 @@ import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { useStateChangeSink } from '../../src/sqlite/changes.js';
 import { openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore } from '../../src/sqlite/operationsStore.js';
-import { deliveriesSink } from '../../src/subscribers/enqueue.js';
+import { deliveriesSink } from '../../src/subscribers/deliverySinks.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sortsInByteOrder } from '../../src/api/mirrorQueries.js';
 import { CSV_COLUMNS } from '../../src/commands/reconcileFormats.js';
-import { readOpenCounts, readReconciliation } from '../../src/reconcile/reads.js';
+import { readOpenCounts, readReconciliation } from '../../src/reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../../src/store/script.js';
 import { type CliRun, tableLine, vcuSync } from '../shape/schemaCli.js';
 import {

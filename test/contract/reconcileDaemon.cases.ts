@@ -13,7 +13,7 @@ import {
   type ReconcileTimers,
 } from '../../src/reconcile/reconciler.js';
 import type { ScriptStore } from '../../src/store/script.js';
-import { findingsSink } from '../../src/subscribers/enqueue.js';
+import { findingsSink } from '../../src/subscribers/deliverySinks.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 import { ManualTimers } from '../helpers/manualTimers.js';
 import { until } from '../ops/child.js';

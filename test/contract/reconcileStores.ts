@@ -13,7 +13,7 @@ import type { PgDatabase } from '../../src/postgres/open.js';
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';
 import { type FindingNotice, type PassOutcome, runPass } from '../../src/reconcile/pass.js';
-import type { FindingRow } from '../../src/reconcile/statements.js';
+import type { FindingRow } from '../../src/reconcile/reconcileStatements.js';
 import { generateIssuance, generateUnit } from '../../src/simulator/generate.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';

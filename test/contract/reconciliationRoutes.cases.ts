@@ -4,7 +4,7 @@ import {
   type FindingView,
   type ReconciliationPage,
   TEXT_MAX,
-} from '../../src/reconcile/reads.js';
+} from '../../src/reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../../src/store/script.js';
 import type { ApiAnswer, apiCaller } from '../helpers/http.js';
 import {

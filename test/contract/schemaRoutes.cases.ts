@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../src/common/clock.js';
 import type { AppContext } from '../../src/context.js';
-import type { ChangeView, FieldView, SchemaAnswer } from '../../src/mirror/shape/reads.js';
+import type { ChangeView, FieldView, SchemaAnswer } from '../../src/mirror/shape/shapeReads.js';
 import { runSync } from '../../src/mirror/syncRun.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Component } from '../../src/context.js';
-import type { FeedReads } from '../../src/feed/reads.js';
+import type { FeedReads } from '../../src/feed/feedReads.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';
 import { testContext } from '../helpers/context.js';

@@ -3,7 +3,7 @@ import { registerFeedRoutes } from '../../src/api/feedRoutes.js';
 import type { RouteRegistrar } from '../../src/api/server.js';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Schedule } from '../../src/common/clock.js';
-import type { FeedReads } from '../../src/feed/reads.js';
+import type { FeedReads } from '../../src/feed/feedReads.js';
 import { sqliteApiComponent, sqliteApiOf, sqliteRegistrars } from '../helpers/sqliteApi.js';
 
 /** Timers a test fires by hand: a long-poll's wait ends, a heartbeat falls due, without waiting. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { type FeedEntry, toChange } from '../../src/feed/feedReads.js';
 import { longPollAnswer } from '../../src/feed/longPoll.js';
-import { type FeedEntry, toChange } from '../../src/feed/reads.js';
 
 const entry = (seq: number, recordId: string): FeedEntry =>
   toChange({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
+import type { FeedReads } from '../../src/feed/feedReads.js';
+import { type FeedEntry, type FeedQuery, toChange } from '../../src/feed/feedReads.js';
 import { sharedFeedReads } from '../../src/feed/pageCache.js';
-import type { FeedReads } from '../../src/feed/reads.js';
-import { type FeedEntry, type FeedQuery, toChange } from '../../src/feed/reads.js';
 
 /**
  * The feed's shared pages over a store answering promises, as PostgreSQL's does: what is shared,

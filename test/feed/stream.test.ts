@@ -3,7 +3,7 @@ import { sqliteFeedReads } from '../../src/app/sqliteFeedReads.js';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import type { Component } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import type { FeedReads } from '../../src/feed/reads.js';
+import type { FeedReads } from '../../src/feed/feedReads.js';
 import { type EventSink, HEARTBEAT, nextMove, streamFeed } from '../../src/feed/stream.js';
 import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
 import { commitQueueFor } from '../../src/sqlite/commitQueue.js';

@@ -42,12 +42,12 @@ const lines = (violations: readonly Violation[]) =>
 /** The fixture's files: each path and the modules it imports (relative, as src/ writes them). */
 const FIXTURE: Record<string, string[]> = {
   // Effects flowing up: a store importing the subscribers, and the feed.
-  'src/operations/store.ts': ['../subscribers/enqueue.js', './states.js'],
+  'src/operations/store.ts': ['../subscribers/deliverySinks.js', './states.js'],
   'src/operations/states.ts': [],
-  'src/subscribers/enqueue.ts': ['../operations/states.js'],
+  'src/subscribers/deliverySinks.ts': ['../operations/states.js'],
   'src/subscribers/send.ts': [],
-  'src/db/changes.ts': ['../feed/reads.js'],
-  'src/feed/reads.ts': [],
+  'src/db/changes.ts': ['../feed/feedReads.js'],
+  'src/feed/feedReads.ts': [],
   // A cycle between two folders (no module imports itself: only the folders meet twice).
   'src/outbox/settle.ts': ['../inbox/correlate.js'],
   'src/inbox/correlate.ts': [],
@@ -57,7 +57,7 @@ const FIXTURE: Record<string, string[]> = {
   'src/common/clock.ts': ['../db/changes.js'],
   'src/config/config.ts': ['../outbox/timestamp.js', '../common/clock.js'],
   // What the roots may do: the daemon wires the subscribers and the feed in.
-  'src/app/daemon.ts': ['../subscribers/send.js', '../feed/reads.js'],
+  'src/app/daemon.ts': ['../subscribers/send.js', '../feed/feedReads.js'],
   // A domain naming a database: an adapter's module, a driver. The adapter and the factory may.
   'src/outbox/pause.ts': ['../sqlite/open.js', 'pg'],
   'src/sqlite/open.ts': ['pg'],
@@ -94,8 +94,8 @@ describe('the import rules', () => {
   it('report an upward import, a folder cycle (the one it closes too), a foundation reaching up and a database named outside its homes', () => {
     expect(lines(cruise(fixture.dir))).toEqual(
       [
-        'effects-flow-down-subscribers: src/operations/store.ts -> src/subscribers/enqueue.ts',
-        'effects-flow-down-feed: src/db/changes.ts -> src/feed/reads.ts',
+        'effects-flow-down-subscribers: src/operations/store.ts -> src/subscribers/deliverySinks.ts',
+        'effects-flow-down-feed: src/db/changes.ts -> src/feed/feedReads.ts',
         'no-folder-cycle: src/inbox -> src/outbox',
         'no-folder-cycle: src/outbox -> src/inbox',
         // The store's import upward closes a cycle with the subscribers, which build on operations/.

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/common/log.js';
 import { loadConfig } from '../../src/config/config.js';
-import { OperatorError } from '../../src/operator/errors.js';
+import { OperatorError } from '../../src/operator/operatorErrors.js';
 
 function capture() {
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSync } from '../../src/mirror/syncRun.js';
 import { OperatorClient } from '../../src/operator/client.js';
-import { OperatorError } from '../../src/operator/errors.js';
+import { OperatorError } from '../../src/operator/operatorErrors.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteBackend } from '../../src/sqlite/mirror.js';
 import { testContext } from '../helpers/context.js';

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { OverlapMismatch } from '../../src/mirror/errors.js';
 import type { Checkpoint } from '../../src/mirror/scan/checkpoint.js';
 import { readCheckpointState } from '../../src/mirror/scan/checkpoint.js';
 import {
@@ -22,6 +21,7 @@ import {
   tombstoneVerdict,
 } from '../../src/mirror/scan/cursor.js';
 import type { PageShape } from '../../src/mirror/scan/pager.js';
+import { OverlapMismatch } from '../../src/mirror/syncErrors.js';
 import { identify } from '../../src/mirror/writeDecision.js';
 
 /** Pure decisions of the scan cursor, table by table: each row is an input and the decision it must give. */

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OperatorClient } from '../../src/operator/client.js';
-import { OperatorError, parseRetryAfter } from '../../src/operator/errors.js';
+import { OperatorError, parseRetryAfter } from '../../src/operator/operatorErrors.js';
 import { operatorFailure } from './operatorFailure.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;

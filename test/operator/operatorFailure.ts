@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { OperatorError } from '../../src/operator/errors.js';
+import { OperatorError } from '../../src/operator/operatorErrors.js';
 
 /** The OperatorError `p` rejects with; fails the test if it resolves or rejects with anything else. */
 export async function operatorFailure(p: Promise<unknown>): Promise<OperatorError> {

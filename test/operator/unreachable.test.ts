@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OperatorClient } from '../../src/operator/client.js';
-import { OPERATOR_URL_HINT, OperatorError } from '../../src/operator/errors.js';
+import { OPERATOR_URL_HINT, OperatorError } from '../../src/operator/operatorErrors.js';
 import { tempDir } from '../helpers/context.js';
 import { daemonEnv, daemonToml, spawnCli, writeToml } from '../ops/child.js';
 

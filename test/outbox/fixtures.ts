@@ -2,17 +2,17 @@ import { Writable } from 'node:stream';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { isoAt } from '../../src/common/clock.js';
 import { createLogger, type Logger } from '../../src/common/log.js';
-import { operationReads } from '../../src/operations/reads.js';
+import { operationReads } from '../../src/operations/operationsReads.js';
 import type { OperationRow } from '../../src/operations/rows.js';
 import { cancelOperation, insertOperations } from '../../src/operations/transitions.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
+import { type OutboxPause, PAUSE_KEY, pauseOf } from '../../src/outbox/pause.js';
 import {
   answerExisting,
   type EnqueueResult,
   prepareInsert,
   type WakeDispatcher,
-} from '../../src/outbox/enqueue.js';
-import { type OutboxPause, PAUSE_KEY, pauseOf } from '../../src/outbox/pause.js';
+} from '../../src/outbox/prepareInsert.js';
 import { stateChangeSinkOf } from '../../src/sqlite/changes.js';
 import { driveSqlite } from '../../src/sqlite/commitQueue.js';
 import type { Sqlite } from '../../src/sqlite/open.js';

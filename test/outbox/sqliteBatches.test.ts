@@ -8,7 +8,7 @@ import { sqliteInboxStore } from '../../src/sqlite/inboxStore.js';
 import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
 import { SqliteOperationsStore, sqliteOutboxHooks } from '../../src/sqlite/operationsStore.js';
 import { TurnBatch } from '../../src/sqlite/turnBatch.js';
-import { deliveriesSink } from '../../src/subscribers/enqueue.js';
+import { deliveriesSink } from '../../src/subscribers/deliverySinks.js';
 import { decision, queue, T0, T1, T2, webhook } from '../contract/inboxStores.js';
 import { SUBSCRIBERS } from '../contract/operationsStores.js';
 import { tempDir } from '../helpers/context.js';

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/common/log.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createAppContext } from '../../src/context.js';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { feedReads } from '../../src/feed/reads.js';
+import { feedReads } from '../../src/feed/feedReads.js';
 import { pgClassifyFault, pgHealthReads, pgReadiness } from '../../src/postgres/health.js';
 import { pgOutbox } from '../../src/postgres/operationsStore.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';

@@ -13,8 +13,8 @@ import { inPgTransaction, openPostgres, type PgDatabase } from '../../src/postgr
 import { PgOperationsStore } from '../../src/postgres/operationsStore.js';
 import { drivePostgres, postgresScriptStore } from '../../src/postgres/scripts.js';
 import { DeliveriesStore } from '../../src/subscribers/deliveriesStore.js';
+import { deliveriesSink } from '../../src/subscribers/deliverySinks.js';
 import { createSubscriberComponent } from '../../src/subscribers/dispatcher.js';
-import { deliveriesSink } from '../../src/subscribers/enqueue.js';
 import { subscribersFromConfig } from '../../src/subscribers/subscribers.js';
 import { tempDir } from '../helpers/context.js';
 import { useTestPgDatabase } from '../helpers/pgDatabase.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import { feedReads } from '../../src/feed/reads.js';
+import { feedReads } from '../../src/feed/feedReads.js';
 import { type ChangeListener, listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { pgOutbox } from '../../src/postgres/operationsStore.js';

@@ -1,8 +1,8 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ChangeSignal } from '../../src/db/changeSignal.js';
-import type { FeedQuery } from '../../src/feed/reads.js';
-import { feedReads } from '../../src/feed/reads.js';
+import type { FeedQuery } from '../../src/feed/feedReads.js';
+import { feedReads } from '../../src/feed/feedReads.js';
 import { listenForChanges } from '../../src/postgres/changeListener.js';
 import { appendChangesPg, openPostgres, type PgDatabase } from '../../src/postgres/open.js';
 import { postgresScriptStore } from '../../src/postgres/scripts.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/common/clock.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
-import { prepareInsert } from '../../src/outbox/enqueue.js';
+import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { tokenization } from '../outbox/fixtures.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/reconcile/findingKinds.js';
-import { MAX_NOTICE_LINES, passLines } from '../../src/reconcile/log.js';
 import type { FindingNotice, PassOutcome } from '../../src/reconcile/pass.js';
+import { MAX_NOTICE_LINES, passLines } from '../../src/reconcile/passLog.js';
 import { touchedKeys } from '../../src/reconcile/touched.js';
-import { findingDeliveryRows } from '../../src/subscribers/enqueue.js';
+import { findingDeliveryRows } from '../../src/subscribers/deliverySinks.js';
 import type { Subscriber } from '../../src/subscribers/subscribers.js';
 
 /**

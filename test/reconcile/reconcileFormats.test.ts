@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { reconcileExitCode } from '../../src/commands/reconcile.js';
 import { csvCell } from '../../src/commands/reconcileFormats.js';
-import { issuanceFilter } from '../../src/reconcile/query.js';
+import { issuanceFilter } from '../../src/reconcile/reconcileQuery.js';
 import { parseCsv } from '../contract/reconcileCli.cases.js';
 
 /**

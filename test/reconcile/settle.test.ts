@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../../src/reconcile/findingKinds.js';
-import { settleFindings } from '../../src/reconcile/settle.js';
-import type { FindingRow } from '../../src/reconcile/statements.js';
+import type { FindingRow } from '../../src/reconcile/reconcileStatements.js';
+import { settleFindings } from '../../src/reconcile/settleFindings.js';
 
-/** What a pass changes in reconciliation_findings (src/reconcile/settle.ts), decided purely. */
+/** What a pass changes in reconciliation_findings (src/reconcile/settleFindings.ts), decided purely. */
 
 const finding = (subjectId: string, over: Partial<Finding> = {}): Finding => ({
   kind: 'outstanding-negative',

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCHEMA_RESOURCE_NAMES } from '../../src/cli.js';
 import { ManualClock } from '../../src/common/clock.js';
-import { SCHEMA_RESOURCE_NAMES as ACCEPTED } from '../../src/mirror/shape/query.js';
+import { SCHEMA_RESOURCE_NAMES as ACCEPTED } from '../../src/mirror/shape/schemaQuery.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { sqliteMirror } from '../contract/mirrorStores.js';
 import {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { schemaQueryOf, schemaText } from '../../src/commands/schema.js';
-import type { ChangeView, FieldView } from '../../src/mirror/shape/reads.js';
+import type { ChangeView, FieldView } from '../../src/mirror/shape/shapeReads.js';
 
 /** `vcu-sync schema`'s tables and argument checks, as pure functions. */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SYNC_TARGETS } from '../../common/syncRequests.js';
-import { CHANGE_ALIASES } from '../../feed/reads.js';
+import { CHANGE_ALIASES } from '../../feed/feedReads.js';
 import { type FieldDef, type FieldType, RESOURCE_FIELDS, type ResourceName } from '../../operator/fields.js';
 import { instant, mirrorPage, withDeprecatedAliases } from './common.js';
 
@@ -64,7 +64,7 @@ export const MIRROR_PAGES = Object.fromEntries(
   ]),
 ) as unknown as Record<ResourceName, z.ZodObject>;
 
-/** One entry of the change feed (feed/reads.ts FeedEntry). */
+/** One entry of the change feed (feed/feedReads.ts FeedEntry). */
 export const changeRow = z
   .object(
     withDeprecatedAliases(

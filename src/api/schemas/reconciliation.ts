@@ -3,7 +3,7 @@ import { FINDING_KIND_NAMES, FINDING_SEVERITIES } from '../../reconcile/findingK
 import { instant } from './common.js';
 
 /**
- * `GET /v1/reconciliation` (reconcile/reads.ts FindingView, BalanceSheetView, ReconciliationPage):
+ * `GET /v1/reconciliation` (reconcile/reconciliationReads.ts FindingView, BalanceSheetView, ReconciliationPage):
  * the findings the passes recorded and the balance sheets of the issuances in the page. Amounts in
  * kg (tCO2e x 1000), to the gram.
  */

@@ -3,7 +3,7 @@ import { CHANGE_KINDS } from '../../mirror/shape/shapeTypes.js';
 import { instant } from './common.js';
 
 /**
- * `GET /v1/schema` (mirror/shape/reads.ts FieldView, ChangeView): the shape learned of the
+ * `GET /v1/schema` (mirror/shape/shapeReads.ts FieldView, ChangeView): the shape learned of the
  * operator's records, per mirror table and field, and the changes seen in it.
  */
 

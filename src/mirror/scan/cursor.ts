@@ -7,7 +7,7 @@
 
 import type { ResourceName } from '../../operator/fields.js';
 import { normalizeRecord, recordKey } from '../../operator/schemas.js';
-import { OverlapMismatch } from '../errors.js';
+import { OverlapMismatch } from '../syncErrors.js';
 import { type FetchedRecord, identify } from '../writeDecision.js';
 import {
   batchCheckpoint,

@@ -1,10 +1,10 @@
 import { isoAt } from '../../common/clock.js';
 import type { AppContext } from '../../context.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
-import { OverlapMismatch, RunAborted } from '../errors.js';
 import type { ListResource } from '../resources.js';
-import { logSchemaChanges } from '../shape/log.js';
+import { logSchemaChanges } from '../shape/shapeLog.js';
 import type { MirrorStore } from '../store.js';
+import { OverlapMismatch, RunAborted } from '../syncErrors.js';
 import {
   closeFull,
   closeIncremental,

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { BatchResult } from '../batchPlan.js';
 import { type RunCounts, withTally } from '../bookkeeping.js';
 import type { ListResource } from '../resources.js';
-import { logSchemaChanges } from '../shape/log.js';
+import { logSchemaChanges } from '../shape/shapeLog.js';
 import type { MirrorStore } from '../store.js';
 import type { FetchedRecord } from '../writeDecision.js';
 import type { Checkpoint } from './checkpoint.js';

@@ -3,9 +3,9 @@ import type { TableDef } from '../resources.js';
 import type { FetchedRecord } from '../writeDecision.js';
 import { ShapeLearner } from './learner.js';
 import type { ShapePolicy } from './policy.js';
-import type { ShapeReader } from './reads.js';
+import type { ShapeReader } from './shapeReads.js';
+import * as statements from './shapeStatements.js';
 import { changeKey, type ShapeChange, type ShapeVerdict } from './shapeTypes.js';
-import * as statements from './statements.js';
 
 /**
  * The learned shape of one table during one run (mirror/store.ts holds one): it loads what earlier

@@ -9,7 +9,7 @@ import {
   listChanges,
   listFields,
   listShapeQuarantine,
-} from './statements.js';
+} from './shapeStatements.js';
 
 /**
  * The learned shape and its history as readers see them (`GET /v1/schema`, `vcu-sync schema`, status),

@@ -3,8 +3,8 @@ import { raw, type Sql, sql } from '../store/sql.js';
 import { balanceSheets, balancesOf, emptyBalance } from './balances.js';
 import { type Reader, readInputs } from './facts.js';
 import type { Balance, BalanceSheet, FindingKind, FindingSeverity, FindingSubject } from './findingKinds.js';
-import { FIRST_PAGE, type ReconcileCursor, type ReconciliationQuery } from './query.js';
-import type { FindingRow } from './statements.js';
+import { FIRST_PAGE, type ReconcileCursor, type ReconciliationQuery } from './reconcileQuery.js';
+import type { FindingRow } from './reconcileStatements.js';
 
 /**
  * The reconciliation as readers see it (`GET /v1/reconciliation`, `vcu-sync reconcile`), on either

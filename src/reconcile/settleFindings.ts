@@ -1,5 +1,5 @@
 import { type Finding, findingKey } from './findingKinds.js';
-import type { FindingRow } from './statements.js';
+import type { FindingRow } from './reconcileStatements.js';
 
 /**
  * What a pass changes in `reconciliation_findings`, decided from the rows it may change and the

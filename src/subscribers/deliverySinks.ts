@@ -6,7 +6,7 @@ import type { OperationState } from '../operations/states.js';
 import type { FindingNotice, FindingSink } from '../reconcile/pass.js';
 import { all, run, type Script } from '../store/script.js';
 import { feedOrderLock, join, sql, typed } from '../store/sql.js';
-import { deliveryBody, findingBody, schemaChangeBody } from './body.js';
+import { deliveryBody, findingBody, schemaChangeBody } from './deliveryBody.js';
 import { eventFor, type Subscriber } from './events.js';
 
 /**
