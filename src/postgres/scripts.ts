@@ -8,7 +8,7 @@ import {
   type TransactionOptions,
 } from '../store/script.js';
 import type { Dialect, Sql } from '../store/sql.js';
-import { FEED_LOCK_KEY } from './advisoryLocks.js';
+import { FEED_LOCK_KEY, RECONCILE_LOCK_KEY } from './advisoryLocks.js';
 import { recordChangesPg } from './changes.js';
 import { inPgTransaction } from './open.js';
 
@@ -28,6 +28,7 @@ export const postgresDialect: Dialect = {
   least: (a, b) => `LEAST(${a}, ${b})`,
   // The feed's own lock (the append at commit takes it again, a no-op): see ./changes.ts.
   feedOrderLock: `SELECT pg_advisory_xact_lock(${FEED_LOCK_KEY})`,
+  reconcilePassLock: `SELECT pg_advisory_xact_lock(${RECONCILE_LOCK_KEY})`,
   indexCatalog:
     '(SELECT indexname::text AS name, tablename::text AS tbl FROM pg_indexes WHERE schemaname = current_schema())',
   indexedBy: () => '',

@@ -1,6 +1,6 @@
 import { isoAt } from '../common/clock.js';
 import { all, appendFeed, run, type Script, type ScriptStore } from '../store/script.js';
-import { feedOrderLock } from '../store/sql.js';
+import { feedOrderLock, reconcilePassLock } from '../store/sql.js';
 import { ledgerEntryOf } from './amounts.js';
 import { balanceSheets, balancesOf } from './balances.js';
 import { readInputs } from './facts.js';
@@ -139,8 +139,8 @@ function* record(
   sink: FindingSink | undefined,
 ): Script<{ opened: FindingNotice[]; resolved: FindingNotice[]; open: number }> {
   // Replicas' passes one at a time (where several share the store): each settles against the
-  // rows the one before it committed.
-  yield* run(feedOrderLock);
+  // rows the one before it committed. Finding ids are drawn only here, so they too are in commit order.
+  yield* run(reconcilePassLock);
   const existing = yield* all<q.FindingRow>(q.scopeFindings(scope));
   if (scope !== null) {
     // And the rows of what is found now wherever they are (a unit's finding may carry another
@@ -197,6 +197,10 @@ function* record(
         resolved.push({ id: Number(r.id), event: 'reconciliation.resolved', finding: asFinding(r), at });
   }
   const notices = [...opened, ...resolved];
+  // The feed's lock is every writer's (settles, enqueues, webhooks, the mirror): taken here, after
+  // the findings' writes, it is held for the feed rows and the deliveries alone. Taken first, it
+  // was held across the pass's round trips and a 2,000-operation drain's settles waited behind it.
+  yield* run(feedOrderLock);
   yield* appendFeed(
     notices.map((n) => ({
       resource: 'reconciliation_findings',

@@ -18,6 +18,7 @@ export const sqliteDialect: Dialect = {
   least: (a, b) => `MIN(${a}, ${b})`,
   // One writer commits at a time: ids are handed out in commit order already.
   feedOrderLock: '',
+  reconcilePassLock: '',
   indexCatalog: "(SELECT name, tbl_name AS tbl FROM sqlite_master WHERE type = 'index')",
   indexedBy: (index) => ` INDEXED BY "${index}"`,
 };

@@ -37,6 +37,11 @@ export interface Dialect {
    */
   readonly feedOrderLock: string;
   /**
+   * A statement after which no other reconciliation pass writes until this transaction ends
+   * (PostgreSQL: an advisory lock held to the commit); '' where one writer commits at a time.
+   */
+  readonly reconcilePassLock: string;
+  /**
    * A table expression of the schema's indexes, columns `name` and `tbl` (the table): SQLite's
    * `sqlite_master`, PostgreSQL's `pg_indexes` in the current schema.
    */
@@ -186,6 +191,9 @@ export function whenShared(fragment: Sql): Sql {
  * while id 5 is still in flight.
  */
 export const feedOrderLock = new Sql(['', ''], [new Spelled((d) => d.feedOrderLock)]);
+
+/** Makes other reconciliation passes wait for this transaction's end where replicas share the store (Dialect.reconcilePassLock). */
+export const reconcilePassLock = new Sql(['', ''], [new Spelled((d) => d.reconcilePassLock)]);
 
 /** `INDEXED BY index` where the dialect's planner needs telling (Dialect.indexedBy), nothing elsewhere. */
 export const indexedBy = (index: string): Sql => new Sql(['', ''], [new Spelled((d) => d.indexedBy(index))]);
