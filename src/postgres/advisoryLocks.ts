@@ -17,7 +17,7 @@
 /** "vcu-sync" in ASCII: several replicas starting at once migrate one after the other. */
 export const MIGRATION_LOCK_KEY = '8530790957241167459';
 
-/** "vcuchang" in ASCII: the change feed's single writer (postgres/changes.ts says why). */
+/** The change feed's single writer (postgres/changes.ts says why). A fixed key shared by every replica, so never changed. */
 export const FEED_LOCK_KEY = '8530790981548027495';
 
 /**
