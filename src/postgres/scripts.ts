@@ -7,7 +7,7 @@ import {
   type ScriptStore,
   type TransactionOptions,
 } from '../store/script.js';
-import type { Dialect, Sql } from '../store/sql.js';
+import type { Dialect, Sql, TransactionLock } from '../store/sql.js';
 import { FEED_LOCK_KEY, RECONCILE_LOCK_KEY } from './advisoryLocks.js';
 import { recordChangesPg } from './changes.js';
 import { inPgTransaction } from './open.js';
@@ -19,6 +19,15 @@ import { inPgTransaction } from './open.js';
  * `timestamptz` as `Date#toISOString()` text (ms, `Z`), `numeric` as a number.
  */
 
+/**
+ * Each transaction lock's advisory key (./advisoryLocks.ts). The feed's is also taken by the append
+ * at commit (./changes.ts), a no-op after this one.
+ */
+const TRANSACTION_LOCK_KEYS: Record<TransactionLock, string> = {
+  feed: FEED_LOCK_KEY,
+  reconcile: RECONCILE_LOCK_KEY,
+};
+
 /** PostgreSQL's spelling: `$n` placeholders (typed where it cannot infer), `GREATEST`/`LEAST`. */
 export const postgresDialect: Dialect = {
   capabilities: { sharedByProcesses: true },
@@ -26,9 +35,7 @@ export const postgresDialect: Dialect = {
   bind: (value) => value,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
   least: (a, b) => `LEAST(${a}, ${b})`,
-  // The feed's own lock (the append at commit takes it again, a no-op): see ./changes.ts.
-  feedOrderLock: `SELECT pg_advisory_xact_lock(${FEED_LOCK_KEY})`,
-  reconcilePassLock: `SELECT pg_advisory_xact_lock(${RECONCILE_LOCK_KEY})`,
+  transactionLock: (lock) => `SELECT pg_advisory_xact_lock(${TRANSACTION_LOCK_KEYS[lock]})`,
   indexCatalog:
     '(SELECT indexname::text AS name, tablename::text AS tbl FROM pg_indexes WHERE schemaname = current_schema())',
   indexedBy: () => '',

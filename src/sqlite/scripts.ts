@@ -16,9 +16,8 @@ export const sqliteDialect: Dialect = {
   bind: (value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value),
   greatest: (a, b) => `MAX(${a}, ${b})`,
   least: (a, b) => `MIN(${a}, ${b})`,
-  // One writer commits at a time: ids are handed out in commit order already.
-  feedOrderLock: '',
-  reconcilePassLock: '',
+  // One writer commits at a time: ids are handed out in commit order already, passes one by one.
+  transactionLock: () => '',
   indexCatalog: "(SELECT name, tbl_name AS tbl FROM sqlite_master WHERE type = 'index')",
   indexedBy: (index) => ` INDEXED BY "${index}"`,
 };

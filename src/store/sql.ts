@@ -32,15 +32,10 @@ export interface Dialect {
   /** The smaller of two expressions. */
   least(a: string, b: string): string;
   /**
-   * A statement after which the transaction's inserts draw their ids in commit order (PostgreSQL:
-   * the feed's advisory lock, held to the commit); '' where one writer commits at a time.
+   * A statement taking `lock` until the transaction ends (PostgreSQL: an advisory lock held to the
+   * commit); '' where one writer commits at a time. See {@link TransactionLock}.
    */
-  readonly feedOrderLock: string;
-  /**
-   * A statement after which no other reconciliation pass writes until this transaction ends
-   * (PostgreSQL: an advisory lock held to the commit); '' where one writer commits at a time.
-   */
-  readonly reconcilePassLock: string;
+  transactionLock(lock: TransactionLock): string;
   /**
    * A table expression of the schema's indexes, columns `name` and `tbl` (the table): SQLite's
    * `sqlite_master`, PostgreSQL's `pg_indexes` in the current schema.
@@ -53,6 +48,13 @@ export interface Dialect {
    */
   indexedBy(index: string): string;
 }
+
+/**
+ * The locks a transaction takes where writers commit concurrently: `feed`, after which its inserts
+ * draw their ids in commit order (every writer of the change feed takes it); `reconcile`, after which
+ * no other reconciliation pass writes until it ends.
+ */
+export type TransactionLock = 'feed' | 'reconcile';
 
 /** A value's type where PostgreSQL cannot infer it from its place (`$1 IS NULL`, a bare SELECT). */
 export type SqlType = 'text' | 'int4' | 'int8' | 'float8' | 'bool' | 'timestamptz';
@@ -185,15 +187,18 @@ export function whenShared(fragment: Sql): Sql {
   );
 }
 
-/**
- * Makes the rest of the transaction draw ids in commit order where writers commit concurrently
- * (Dialect.feedOrderLock), nothing elsewhere: a claimer of rows in id order then never sees id 6
- * while id 5 is still in flight.
- */
-export const feedOrderLock = new Sql(['', ''], [new Spelled((d) => d.feedOrderLock)]);
+/** Takes `lock` until the transaction ends where writers commit concurrently (Dialect.transactionLock), nothing elsewhere. */
+const transactionLock = (lock: TransactionLock): Sql =>
+  new Sql(['', ''], [new Spelled((d) => d.transactionLock(lock))]);
 
-/** Makes other reconciliation passes wait for this transaction's end where replicas share the store (Dialect.reconcilePassLock). */
-export const reconcilePassLock = new Sql(['', ''], [new Spelled((d) => d.reconcilePassLock)]);
+/**
+ * Makes the rest of the transaction draw ids in commit order where writers commit concurrently,
+ * nothing elsewhere: a claimer of rows in id order then never sees id 6 while id 5 is still in flight.
+ */
+export const feedOrderLock = transactionLock('feed');
+
+/** Makes other reconciliation passes wait for this transaction's end where replicas share the store. */
+export const reconcilePassLock = transactionLock('reconcile');
 
 /** `INDEXED BY index` where the dialect's planner needs telling (Dialect.indexedBy), nothing elsewhere. */
 export const indexedBy = (index: string): Sql => new Sql(['', ''], [new Spelled((d) => d.indexedBy(index))]);
