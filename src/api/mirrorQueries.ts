@@ -183,20 +183,27 @@ export async function sortsInByteOrder(store: ScriptStore): Promise<boolean> {
   return sorted.every((row, i) => row.s === bytes[i]);
 }
 
-/** The mirror's reads through a store (the mirror tables of src/db/schema/ or schema-pg/). */
-export function mirrorReads(store: ScriptStore): MirrorReads {
-  let byteOrder: Promise<string> | undefined;
-  const collation = () => {
-    byteOrder ??= sortsInByteOrder(store).then(
+/**
+ * The collation the text comparisons need (`''` or ` COLLATE "C"`, see {@link sortsInByteOrder}),
+ * asked of the store once; asked again on the next call after a failure rather than remembered as one.
+ */
+export function byteOrderCollation(store: ScriptStore): () => Promise<string> {
+  let asked: Promise<string> | undefined;
+  return () => {
+    asked ??= sortsInByteOrder(store).then(
       (same) => (same ? '' : ' COLLATE "C"'),
       (err: unknown) => {
-        // Asked again on the next request rather than remembered as a failure.
-        byteOrder = undefined;
+        asked = undefined;
         throw err;
       },
     );
-    return byteOrder;
+    return asked;
   };
+}
+
+/** The mirror's reads through a store (the mirror tables of src/db/schema/ or schema-pg/). */
+export function mirrorReads(store: ScriptStore): MirrorReads {
+  const collation = byteOrderCollation(store);
   return {
     async list(request) {
       const { statement, date } = listStatement(request, await collation());

@@ -19,7 +19,7 @@ import {
 } from '../reconcile/reconcileQuery.js';
 import { readReconciliation } from '../reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../store/script.js';
-import { sortsInByteOrder } from './mirrorQueries.js';
+import { byteOrderCollation } from './mirrorQueries.js';
 import { cursorKeyFor, decodeCursor, encodeCursor } from './pageCursor.js';
 import { cursorParam, decimalParam, parseQuery, type RouteSpec } from './routeSpec.js';
 import { reconciliationPage } from './schemas/reconciliation.js';
@@ -72,28 +72,10 @@ export const RECONCILIATION_ROUTE_SPECS: RouteSpec[] = [
   },
 ];
 
-/**
- * Whether the store sorts text in byte order, asked once (again after a failure): the balance
- * sheets are paged by issuance id in the same order on both stores.
- */
-function byteOrderOf(store: ScriptStore): () => Promise<string> {
-  let asked: Promise<string> | undefined;
-  return () => {
-    asked ??= sortsInByteOrder(store).then(
-      (same) => (same ? '' : ' COLLATE "C"'),
-      (err: unknown) => {
-        asked = undefined;
-        throw err;
-      },
-    );
-    return asked;
-  };
-}
-
 /** The route, reading through the store's reconciliation seam. */
 export function registerReconciliationRoutes(app: Hono, ctx: AppContext, store: ScriptStore): void {
   const cursorKey = cursorKeyFor(ctx.config.api.token);
-  const byteOrder = byteOrderOf(store);
+  const byteOrder = byteOrderCollation(store);
   app.get('/v1/reconciliation', async (c) => {
     const q = parseQuery(c, reconciliationQuery);
     const after = q.cursor === undefined ? null : decodeCursor(q.cursor, cursorShape, cursorKey);

@@ -9,11 +9,12 @@ import {
   retryDeliveryById,
 } from '../subscribers/manage.js';
 import { subscriberKeys } from '../subscribers/subscribers.js';
+import { type CommandStreams, commandOutput } from './commandOutput.js';
 import { type Column, listText } from './textTable.js';
 import { withStores } from './withStores.js';
 
 /** Options of `vcu-sync deliveries`. */
-export interface DeliveriesCommandOptions {
+export interface DeliveriesCommandOptions extends CommandStreams {
   json?: boolean;
   state?: string | undefined;
   subscriber?: string | undefined;
@@ -22,8 +23,6 @@ export interface DeliveriesCommandOptions {
   limit?: number | undefined;
   /** list: the nextCursor of the previous page (default: from the start). */
   cursor?: string | undefined;
-  stdout?: NodeJS.WritableStream;
-  stderr?: NodeJS.WritableStream;
 }
 
 const COLUMNS: ReadonlyArray<Column<keyof DeliveryEntry & string>> = [
@@ -49,9 +48,7 @@ export async function runDeliveriesCommand(
   id: string | undefined,
   opts: DeliveriesCommandOptions = {},
 ): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
-  const stderr = opts.stderr ?? process.stderr;
-  const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  const { stdout, stderr, printJson: print } = commandOutput(opts);
   try {
     if (action === 'list') {
       if (opts.cursor !== undefined && !/^\d{1,15}$/.test(opts.cursor))

@@ -1,15 +1,12 @@
 import { readFileSync } from 'node:fs';
 import type { OutboxAccess } from '../outbox/access.js';
 import { toEntry } from '../outbox/entry.js';
+import { type CommandStreams, commandOutput } from './commandOutput.js';
 
-/** Where `vcu-sync enqueue` reads and writes; tests pass their own. */
-export interface EnqueueCommandOptions {
+/** Where `vcu-sync enqueue` reads and writes (the stored entry on stdout, refusals on stderr). */
+export interface EnqueueCommandOptions extends CommandStreams {
   /** Read when the file is "-" (default: process.stdin). */
   stdin?: NodeJS.ReadableStream;
-  /** Where the stored entry is printed (default: process.stdout). */
-  stdout?: NodeJS.WritableStream;
-  /** Where refusals are printed (default: process.stderr). */
-  stderr?: NodeJS.WritableStream;
 }
 
 /** Exit code for input that is not a valid notification (sysexits EX_DATAERR). */
@@ -32,8 +29,7 @@ export async function runEnqueueCommand(
   fileOrDash: string,
   opts: EnqueueCommandOptions = {},
 ): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
-  const stderr = opts.stderr ?? process.stderr;
+  const { stderr, printJson } = commandOutput(opts);
   const source = fileOrDash === '-' ? 'standard input' : fileOrDash;
   let text: string;
   try {
@@ -61,6 +57,6 @@ export async function runEnqueueCommand(
     stderr.write(`vcu-sync: ${result.message}\n`);
     return 1;
   }
-  stdout.write(`${JSON.stringify(toEntry(result.row), null, 2)}\n`);
+  printJson(toEntry(result.row));
   return 0;
 }

@@ -2,10 +2,11 @@ import { SteerError } from '../common/errors.js';
 import type { OutboxAccess } from '../outbox/access.js';
 import type { OutboxEntry } from '../outbox/entry.js';
 import { cancelOperation, listOperations, retryOperation, showOperation } from '../outbox/manage.js';
+import { type CommandStreams, commandOutput } from './commandOutput.js';
 import { type Column, listText } from './textTable.js';
 
 /** Options of `vcu-sync outbox`. */
-export interface OutboxCommandOptions {
+export interface OutboxCommandOptions extends CommandStreams {
   /** Print JSON instead of a table (default: false; show/retry/cancel always print JSON). */
   json?: boolean;
   /** list: only rows in this state (default: all). */
@@ -14,10 +15,6 @@ export interface OutboxCommandOptions {
   limit?: number | undefined;
   /** list: the nextCursor of the previous page (default: from the start). */
   cursor?: string | undefined;
-  /** (default: process.stdout) */
-  stdout?: NodeJS.WritableStream;
-  /** (default: process.stderr) */
-  stderr?: NodeJS.WritableStream;
 }
 
 const COLUMNS: ReadonlyArray<Column<keyof OutboxEntry & string>> = [
@@ -41,9 +38,7 @@ export async function runOutboxCommand(
   ref: string | undefined,
   opts: OutboxCommandOptions = {},
 ): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
-  const stderr = opts.stderr ?? process.stderr;
-  const print = (value: unknown) => stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  const { stdout, stderr, printJson: print } = commandOutput(opts);
   try {
     if (sub === 'list') {
       const page = await listOperations(outbox, {

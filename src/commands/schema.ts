@@ -17,6 +17,7 @@ import {
   type SchemaQuery,
   type ShapeReader,
 } from '../mirror/shape/shapeReads.js';
+import { type CommandStreams, commandOutput } from './commandOutput.js';
 import { type Column, textTable } from './textTable.js';
 
 /**
@@ -29,11 +30,9 @@ import { type Column, textTable } from './textTable.js';
 export const EXIT_SCHEMA_USAGE = 2;
 
 /** Options of `vcu-sync schema`. */
-export interface SchemaCommandOptions {
+export interface SchemaCommandOptions extends CommandStreams {
   since?: string | undefined;
   json?: boolean;
-  stdout?: NodeJS.WritableStream;
-  stderr?: NodeJS.WritableStream;
 }
 
 /** The query the arguments ask, or the one line refusing them (pure). */
@@ -167,9 +166,10 @@ export async function runSchemaCommand(
   query: SchemaQuery,
   opts: SchemaCommandOptions = {},
 ): Promise<number> {
-  const stdout = opts.stdout ?? process.stdout;
+  const { stdout, printJson } = commandOutput(opts);
   const answer = await readSchema(read, query);
-  stdout.write(opts.json ? `${JSON.stringify(answer, null, 2)}\n` : schemaText(answer, query));
+  if (opts.json) printJson(answer);
+  else stdout.write(schemaText(answer, query));
   return 0;
 }
 
@@ -181,7 +181,7 @@ export async function runSchemaCli(
 ): Promise<number> {
   const query = schemaQueryOf(resource, opts.since);
   if ('refused' in query) {
-    (opts.stderr ?? process.stderr).write(`vcu-sync: ${query.refused}\n`);
+    commandOutput(opts).stderr.write(`vcu-sync: ${query.refused}\n`);
     return EXIT_SCHEMA_USAGE;
   }
   const reads = await openShapeReads(config, createLogger({ level: config.log.level, fd: 2 }));

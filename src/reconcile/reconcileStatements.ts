@@ -1,4 +1,4 @@
-import { join, raw, type Sql, sql, typed } from '../store/sql.js';
+import { join, raw, type Sql, sql, typed, valueList } from '../store/sql.js';
 import type { Finding } from './findingKinds.js';
 
 /**
@@ -9,12 +9,6 @@ import type { Finding } from './findingKinds.js';
 
 /** Most values one IN list or VALUES group carries (far below both stores' limits). */
 export const GROUP = 500;
-
-const list = (ids: readonly string[]) =>
-  join(
-    ids.map((id) => sql`${id}`),
-    ', ',
-  );
 
 /**
  * Outbox rows the ledger has not read yet (bodies never change: each is read once). The ledger's
@@ -55,7 +49,7 @@ export function ledgerFacts(by: { column: 'issuance_id' | 'unit_id'; ids: readon
         o."marketplaceTransactionRef" AS ref, o.created_at, o.accepted_at, o.decided_at
       FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id`;
   if (by === null) return select;
-  return sql`${select} WHERE ${raw(`l.${by.column}`)} IN (${list(by.ids)})`;
+  return sql`${select} WHERE ${raw(`l.${by.column}`)} IN (${valueList(by.ids)})`;
 }
 
 /** Issuance ids in the ledger after `after` (text order), for paged balance sheets. */
@@ -65,7 +59,7 @@ export const ledgerIssuances = (after: string | null, limit: number) =>
        ORDER BY issuance_id LIMIT ${limit}`;
 
 const inScope = (column: string, ids: readonly string[] | null) =>
-  ids === null ? sql`` : sql`AND ${raw(column)} IN (${list(ids)})`;
+  ids === null ? sql`` : sql`AND ${raw(column)} IN (${valueList(ids)})`;
 
 /** `issuanceAmount` of live issuances, public first, then the custody read's. */
 export const issuanceAmounts = (ids: readonly string[] | null) =>
@@ -108,16 +102,16 @@ export const logRetirements = (statuses: readonly string[], issuances: readonly 
       SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
       FROM unit_operations
       WHERE _removed_at IS NULL
-        AND "unitsStatus" IN (SELECT status FROM log_statuses WHERE lower(status) IN (${list(statuses)}))`
+        AND "unitsStatus" IN (SELECT status FROM log_statuses WHERE lower(status) IN (${valueList(statuses)}))`
     : sql`SELECT "unitsOperationID" AS id, "unitsIssuanceID" AS issuance_id, "unitsQuantity" AS quantity
       FROM unit_operations
-      WHERE _removed_at IS NULL AND lower("unitsStatus") IN (${list(statuses)})
+      WHERE _removed_at IS NULL AND lower("unitsStatus") IN (${valueList(statuses)})
       ${inScope('"unitsIssuanceID"', issuances)}`;
 
 /** The public log's operations per issuance (for balance sheets). */
 export const logCounts = (issuances: readonly string[]) =>
   sql`SELECT "unitsIssuanceID" AS id, count(*) AS operations FROM unit_operations
-      WHERE _removed_at IS NULL AND "unitsIssuanceID" IN (${list(issuances)})
+      WHERE _removed_at IS NULL AND "unitsIssuanceID" IN (${valueList(issuances)})
       GROUP BY "unitsIssuanceID"`;
 
 /** A `reconciliation_findings` row as read. */
@@ -141,13 +135,13 @@ export interface FindingRow {
 /** The findings a pass over `scope` may resolve: those of its issuances (every one when null). */
 export function scopeFindings(scope: readonly string[] | null): Sql {
   if (scope === null) return sql`SELECT * FROM reconciliation_findings`;
-  return sql`SELECT * FROM reconciliation_findings WHERE issuance_id IN (${list(scope)})`;
+  return sql`SELECT * FROM reconciliation_findings WHERE issuance_id IN (${valueList(scope)})`;
 }
 
 /** The findings of one kind about these subjects, open or not (through the unique index). */
 export const findingsAbout = (kind: string, subject: string, subjectIds: readonly string[]) =>
   sql`SELECT * FROM reconciliation_findings
-       WHERE kind = ${kind} AND subject = ${subject} AND subject_id IN (${list(subjectIds)})`;
+       WHERE kind = ${kind} AND subject = ${subject} AND subject_id IN (${valueList(subjectIds)})`;
 
 /** Inserts findings, or reopens and refreshes those already recorded; the ids. */
 export const upsertFindings = (findings: readonly Finding[], at: string) =>
@@ -169,15 +163,9 @@ export const upsertFindings = (findings: readonly Finding[], at: string) =>
 
 export const touchFindings = (ids: readonly number[], at: string) =>
   sql`UPDATE reconciliation_findings SET last_seen_at = ${typed(at, 'timestamptz')}
-      WHERE id IN (${join(
-        ids.map((id) => sql`${id}`),
-        ', ',
-      )})`;
+      WHERE id IN (${valueList(ids)})`;
 
 export const resolveFindings = (ids: readonly number[], at: string) =>
   sql`UPDATE reconciliation_findings SET resolved_at = ${typed(at, 'timestamptz')}
-      WHERE resolved_at IS NULL AND id IN (${join(
-        ids.map((id) => sql`${id}`),
-        ', ',
-      )})
+      WHERE resolved_at IS NULL AND id IN (${valueList(ids)})
       RETURNING id`;

@@ -1,4 +1,4 @@
-import { join, type Sql, sql } from '../store/sql.js';
+import { type Sql, sql, valueList } from '../store/sql.js';
 import type { Reader } from './facts.js';
 import { GROUP } from './reconcileStatements.js';
 
@@ -8,12 +8,6 @@ import { GROUP } from './reconcileStatements.js';
  * names its records its own way: an issuance id, a log entry's unitsOperationID, a unit in custody,
  * an operation's marketplaceTransactionRef; the statements below turn them into issuance ids.
  */
-
-const list = (ids: readonly string[]) =>
-  join(
-    ids.map((id) => sql`${id}`),
-    ', ',
-  );
 
 /** A change-feed row as the reconciler reads it. */
 export interface FeedRow {
@@ -29,7 +23,7 @@ const TOUCHING = ['issuances', 'custody_issuances', 'unit_operations', 'custody_
 /** The touching feed rows after `after`, oldest first (written here: only the roots wire feed/ in). */
 export const touchingFeed = (after: number, limit: number) =>
   sql`SELECT seq, resource, record_id, kind FROM changes
-       WHERE seq > ${after} AND resource IN (${list(TOUCHING)})
+       WHERE seq > ${after} AND resource IN (${valueList(TOUCHING)})
        ORDER BY seq LIMIT ${limit}`;
 
 /** The newest seq in the feed (0 when empty). */
@@ -89,7 +83,7 @@ export function touchedKeys(rows: readonly Pick<FeedRow, 'resource' | 'record_id
 /** The issuances of public log entries. */
 export const issuancesOfLogEntries = (ids: readonly string[]) =>
   sql`SELECT DISTINCT "unitsIssuanceID" AS issuance_id FROM unit_operations
-       WHERE "unitsOperationID" IN (${list(ids)}) AND "unitsIssuanceID" IS NOT NULL`;
+       WHERE "unitsOperationID" IN (${valueList(ids)}) AND "unitsIssuanceID" IS NOT NULL`;
 
 /** The issuances with a retirement missing from the log (what a new log entry may resolve). */
 export const issuancesMissingRetirements = () =>
@@ -99,27 +93,27 @@ export const issuancesMissingRetirements = () =>
 /** The issuances of units: those of the operations reported on them, and their custody read's. */
 export const issuancesOfUnits = (ids: readonly string[]) =>
   sql`SELECT issuance_id FROM reconciliation_ledger
-       WHERE unit_id IN (${list(ids)}) AND issuance_id IS NOT NULL
+       WHERE unit_id IN (${valueList(ids)}) AND issuance_id IS NOT NULL
       UNION
       SELECT "unitsIssuanceID" AS issuance_id FROM custody_units
-       WHERE "unitsOperationID" IN (${list(ids)}) AND "unitsIssuanceID" IS NOT NULL`;
+       WHERE "unitsOperationID" IN (${valueList(ids)}) AND "unitsIssuanceID" IS NOT NULL`;
 
 /** The issuance and unit of reported operations, as the ledger read them from their bodies. */
 export const ledgerOfOperations = (refs: readonly string[]) =>
   sql`SELECT l.issuance_id, l.unit_id FROM reconciliation_ledger l JOIN outbox o ON o.id = l.outbox_id
-       WHERE o."marketplaceTransactionRef" IN (${list(refs)})`;
+       WHERE o."marketplaceTransactionRef" IN (${valueList(refs)})`;
 
 /**
  * Which of `ids` a pass could find anything on: issuances with reported operations, a deposit, or
  * an open finding. A sync of the whole log touches every issuance; the marketplace's books name few.
  */
 export const relevantIssuances = (ids: readonly string[]) =>
-  sql`SELECT DISTINCT issuance_id AS id FROM reconciliation_ledger WHERE issuance_id IN (${list(ids)})
+  sql`SELECT DISTINCT issuance_id AS id FROM reconciliation_ledger WHERE issuance_id IN (${valueList(ids)})
       UNION
-      SELECT id FROM custody_ids WHERE kind = 'issuances' AND source = 'webhook' AND id IN (${list(ids)})
+      SELECT id FROM custody_ids WHERE kind = 'issuances' AND source = 'webhook' AND id IN (${valueList(ids)})
       UNION
       SELECT issuance_id AS id FROM reconciliation_findings
-       WHERE resolved_at IS NULL AND issuance_id IN (${list(ids)})`;
+       WHERE resolved_at IS NULL AND issuance_id IN (${valueList(ids)})`;
 
 /** Runs `statement` over `ids` in groups of GROUP, each row handed to `take`. */
 async function eachGroup<R extends object>(

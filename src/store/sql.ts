@@ -179,6 +179,14 @@ export function join(parts: readonly Sql[], separator: string): Sql {
   return new Sql(['', ...parts.slice(1).map(() => separator), ''], parts);
 }
 
+/** Values bound one by one and separated by commas: the inside of an `IN (...)` list. */
+export function valueList(values: readonly unknown[]): Sql {
+  return join(
+    values.map((v) => sql`${v}`),
+    ', ',
+  );
+}
+
 /** `fragment` where several processes share the store (`FOR UPDATE SKIP LOCKED`), nothing elsewhere. */
 export function whenShared(fragment: Sql): Sql {
   return new Sql(

@@ -5,7 +5,7 @@ import { personalMasker, personalValuesOf } from '../operations/personal.js';
 import type { OperationState } from '../operations/states.js';
 import type { FindingNotice, FindingSink } from '../reconcile/pass.js';
 import { all, run, type Script } from '../store/script.js';
-import { feedOrderLock, join, sql, typed } from '../store/sql.js';
+import { feedOrderLock, join, sql, typed, valueList } from '../store/sql.js';
 import { deliveryBody, findingBody, schemaChangeBody } from './deliveryBody.js';
 import { eventFor, type Subscriber } from './events.js';
 
@@ -113,10 +113,7 @@ function* enqueueDeliveries(
 ): Script<void> {
   const owing = changesOwingDeliveries(subscribers, changes);
   if (owing.length === 0) return;
-  const refs = join(
-    owing.map((c) => sql`${c.ref}`),
-    ', ',
-  );
+  const refs = valueList(owing.map((c) => c.ref));
   const facts = yield* all<OperationFacts & { ref: string }>(
     sql`SELECT "marketplaceTransactionRef" AS ref, "operationType" AS "operationType", body, decision_reason, last_error
         FROM outbox WHERE "marketplaceTransactionRef" IN (${refs})`,

@@ -1,6 +1,6 @@
 import { isoAt } from '../common/clock.js';
 import { run, type Script, type ScriptStore } from '../store/script.js';
-import { join, raw, sql, typed } from '../store/sql.js';
+import { raw, sql, typed, valueList } from '../store/sql.js';
 
 /**
  * Deliveries do not grow without end: a row that is over (delivered, or dead and not sent again)
@@ -112,17 +112,9 @@ export type DeliveriesPrune = (
 function* deleteBatch(ids: readonly number[], p: PrunePolicy): Script<string[]> {
   const cutoff = typed(p.cutoff, 'timestamptz');
   const notConfigured =
-    p.configured.length === 0
-      ? raw('1 = 1')
-      : sql`subscriber NOT IN (${join(
-          p.configured.map((key) => sql`${key}`),
-          ', ',
-        )})`;
+    p.configured.length === 0 ? raw('1 = 1') : sql`subscriber NOT IN (${valueList(p.configured)})`;
   const { rows } = yield* run(sql`
-    DELETE FROM deliveries WHERE id IN (${join(
-      ids.map((id) => sql`${id}`),
-      ', ',
-    )})
+    DELETE FROM deliveries WHERE id IN (${valueList(ids)})
       AND ((state = 'delivered' AND delivered_at < ${cutoff}) OR (state = 'dead' AND dead_at < ${cutoff})
         OR (state = 'pending' AND ${notConfigured} AND created_at < ${cutoff}))
     RETURNING state`);

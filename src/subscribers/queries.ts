@@ -1,6 +1,6 @@
 import type { DeliveryRecord } from '../db/schema/rowTypes.js';
 import { all, run, type Script } from '../store/script.js';
-import { greatest, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
+import { greatest, join, raw, type Sql, sql, typed, valueList, whenShared } from '../store/sql.js';
 
 /**
  * Every statement that moves a `deliveries` row (enqueue.ts inserts them), written once for both
@@ -38,12 +38,6 @@ const heldBy = (owner: string) => sql`state = 'sending' AND lease_owner = ${owne
 const releasing = (now: string) =>
   sql`state = 'pending', attempts = ${greatest(raw('0'), raw('attempts - 1'))}, updated_at = ${typed(now, 'timestamptz')},
     lease_owner = NULL, lease_until = NULL`;
-
-const ids = (list: readonly number[]) =>
-  join(
-    list.map((id) => sql`${id}`),
-    ', ',
-  );
 
 /** A row at the head of its subscriber, as a claim sees it. */
 export interface DeliveryHead {
@@ -127,7 +121,7 @@ export function* claimDeliveries(c: DeliveryClaim): Script<DeliveryRow[]> {
   const rows = yield* all<DeliveryRow>(sql`
     UPDATE deliveries SET state = 'sending', attempts = attempts + 1, lease_owner = ${c.owner},
       lease_until = ${typed(c.leaseUntil, 'timestamptz')}, updated_at = ${typed(c.now, 'timestamptz')}
-    WHERE id IN (${ids(claim)}) AND ${claimable(c.now)}
+    WHERE id IN (${valueList(claim)}) AND ${claimable(c.now)}
     RETURNING *`);
   return rows.sort((a, b) => a.id - b.id);
 }
@@ -167,7 +161,7 @@ export function* settleDeliveries(
 ): Script<void> {
   if (unsent.length > 0)
     yield* run(
-      sql`UPDATE deliveries SET ${releasing(now)} WHERE id IN (${ids(unsent)}) AND ${heldBy(owner)}`,
+      sql`UPDATE deliveries SET ${releasing(now)} WHERE id IN (${valueList(unsent)}) AND ${heldBy(owner)}`,
     );
   if (outcomes.length === 0) return;
   yield* run(sql`

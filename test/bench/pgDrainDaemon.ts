@@ -127,7 +127,7 @@ export async function daemonDrainRows(
     const apiEach = await run('api-each', n, 'api');
     const rate = (d: DaemonDrain) => d.operations / d.drainSeconds;
     const bossRate = boss === null ? null : n / boss.ownProcess;
-    const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE`;
+    const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE, the operations' units and issuances in the mirror's custody (the reconciler on, as by default)`;
     const bossNote =
       boss === null
         ? 'pg-boss not installed: no baseline'

@@ -51,13 +51,10 @@ const kinds: ColumnKinds<KindTypes<typeof columns, AnyPgColumn>> = {
 
 function build<N extends string, Cols extends Record<string, PgColumnBuilderBase>>(spec: TableSpec<N, Cols>) {
   return pgTable(spec.name, spec.columns, (t) => [
-    ...spec.indexes.map((i) =>
-      i.where === undefined
-        ? (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnyPgColumn>(t, i.on))
-        : (i.unique ? uniqueIndex : index)(i.name)
-            .on(...columnsNamed<AnyPgColumn>(t, i.on))
-            .where(sql.raw(i.where)),
-    ),
+    ...spec.indexes.map((i) => {
+      const on = (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnyPgColumn>(t, i.on));
+      return i.where === undefined ? on : on.where(sql.raw(i.where));
+    }),
     ...(spec.primaryKey ? [primaryKey({ columns: columnsNamed<AnyPgColumn>(t, spec.primaryKey) })] : []),
   ]);
 }

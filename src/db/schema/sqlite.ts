@@ -44,13 +44,10 @@ function build<N extends string, Cols extends Record<string, SQLiteColumnBuilder
   spec: TableSpec<N, Cols>,
 ) {
   return sqliteTable(spec.name, spec.columns, (t) => [
-    ...spec.indexes.map((i) =>
-      i.where === undefined
-        ? (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnySQLiteColumn>(t, i.on))
-        : (i.unique ? uniqueIndex : index)(i.name)
-            .on(...columnsNamed<AnySQLiteColumn>(t, i.on))
-            .where(sql.raw(i.where)),
-    ),
+    ...spec.indexes.map((i) => {
+      const on = (i.unique ? uniqueIndex : index)(i.name).on(...columnsNamed<AnySQLiteColumn>(t, i.on));
+      return i.where === undefined ? on : on.where(sql.raw(i.where));
+    }),
     ...(spec.primaryKey ? [primaryKey({ columns: columnsNamed<AnySQLiteColumn>(t, spec.primaryKey) })] : []),
   ]);
 }

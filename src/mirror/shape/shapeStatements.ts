@@ -1,4 +1,4 @@
-import { join, raw, sql } from '../../store/sql.js';
+import { join, raw, sql, valueList } from '../../store/sql.js';
 import { SHAPE_REASON_PREFIX } from './policy.js';
 import type { ChangeKind, FieldShape, JsonType, ShapeChange } from './shapeTypes.js';
 
@@ -123,10 +123,7 @@ export const openShapeQuarantine = (table: string) =>
 export const resolveShapeQuarantine = (table: string, keys: readonly string[], at: string) =>
   sql`UPDATE quarantine SET resolved_at = ${at}
     WHERE resource = ${table} AND resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}
-      AND record_id IN (${join(
-        keys.map((k) => sql`${k}`),
-        ', ',
-      )})`;
+      AND record_id IN (${valueList(keys)})`;
 
 /** Changes first seen at or after `since` (all when null), of one resource or all, newest first. */
 export const listChanges = (resource: string | null, since: string | null, limit: number) =>

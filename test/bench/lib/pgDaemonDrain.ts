@@ -41,7 +41,11 @@ export interface DaemonDrainOptions {
   bodies?: readonly string[];
   /** Or the operations queued by the store's own insert before the daemon starts (not timed). */
   queued?: readonly NewOperation[];
-  /** Distinct units the operations fall on (reported). */
+  /**
+   * Distinct units the operations fall on (reported). They and their issuances are put in the
+   * mirror's custody first, as a marketplace's are (read by its custody sync long before); otherwise
+   * the reconciler would find each one not in custody, a finding and a feed row per unit.
+   */
   units: number;
   /** API clients POSTing at once, each one request at a time. */
   clients: number;
@@ -124,6 +128,30 @@ async function queueBefore(url: string, ops: readonly NewOperation[]): Promise<v
   }
 }
 
+/**
+ * The mirror's custody of units `500000 + u` and issuances `600000 + u` for u < `units` (the ids
+ * {@link drainOperations} names), as the custody sync would have read them (the schema migrated first).
+ */
+async function holdInCustody(url: string, units: number): Promise<void> {
+  const db = await openPostgres(url);
+  try {
+    const now = new Date().toISOString();
+    for (const [table, key, base] of [
+      ['custody_units', '"unitsOperationID"', 500_000],
+      ['custody_issuances', '"issuanceId"', 600_000],
+    ] as const) {
+      await db.pool.query(
+        `INSERT INTO ${table} (${key}, _raw, _hash, _first_seen_at, _last_seen_at)
+         SELECT id::text, jsonb_build_object('id', id::text), md5(id::text), $1, $1
+         FROM generate_series($2::int, $2::int + $3::int - 1) AS id`,
+        [now, base, units],
+      );
+    }
+  } finally {
+    await db.close();
+  }
+}
+
 /** The drain's seconds from the database: see {@link DaemonDrain.drainSeconds}. */
 const DRAIN_SECONDS = {
   api: 'SELECT extract(epoch FROM max(accepted_at) - min(created_at))::float8 AS s FROM outbox',
@@ -139,6 +167,7 @@ const DRAIN_SECONDS = {
  */
 export async function daemonDrain(options: DaemonDrainOptions): Promise<DaemonDrain> {
   const operations = options.bodies?.length ?? options.queued?.length ?? 0;
+  await holdInCustody(options.database.url, options.units);
   if (options.queued) await queueBefore(options.database.url, options.queued);
   const [apiPort, webhookPort] = [await freePort(), await freePort()];
   const config = writeConfig(
