@@ -11,6 +11,7 @@ import { type DaemonDrain, daemonDrain, drainOperations } from './lib/pgDaemonDr
 import { runJsonChild, tsx } from './lib/proc.js';
 import { type BenchOptions, ratioOf, type ScenarioResult } from './lib/result.js';
 import type { SimChild } from './lib/simulator.js';
+import { median } from './lib/timing.js';
 
 /** The issue's marketplace: its operations fall on 50 units. */
 const UNITS = 50;
@@ -19,6 +20,8 @@ const API_CLIENTS = 16;
 /** pg-boss as the issue ran it: 8 fetchers, batches of 32. */
 const FETCHERS = 8;
 const BATCH = 32;
+/** Rounds of pg-boss and the daemon's queued drains, in turn. */
+const ROUNDS = 3;
 
 /** The operations as the store queues them (validated, hashed, wire bodies). */
 function prepared(ctx: Pick<AppContext, 'config'>, ops: readonly Record<string, unknown>[]): NewOperation[] {
@@ -29,51 +32,58 @@ function prepared(ctx: Pick<AppContext, 'config'>, ops: readonly Record<string, 
   });
 }
 
-/** pg-boss's drain of the same operations, seconds: in a process of its own, and in the bench's. */
-interface PgBossSeconds {
-  ownProcess: number;
-  inProcess: number;
+/** How pg-boss drains the operations, as the issue ran it. */
+interface PgBossRuns {
+  /** Seconds in a process of its own, started fresh as the daemon is (the baseline). */
+  ownProcess(): Promise<number>;
+  /** Seconds in the bench's process, whose pg and got already served the in-process rows (reported). */
+  inProcess(): Promise<number>;
 }
 
 /**
  * pg-boss used as an outbox (the operations inserted in bulk, then {@link FETCHERS} fetchers of
- * {@link BATCH} POSTing one at a time), each run on a fresh database: first in a process of its own
- * (the baseline), started fresh as the daemon is, so neither side drains with code the other's run
- * warmed; then in the bench's own process, whose pg and got have already served the in-process
- * rows (reported). Null when pg-boss is not installed.
+ * {@link BATCH} POSTing one at a time), each run on a fresh database. Null when pg-boss is not
+ * installed.
  */
-async function pgBossBaselines(
+async function pgBossRuns(
   options: BenchOptions,
   on: { database: () => Promise<string>; notifyUrl: string; bodies: (tag: string) => string[] },
-): Promise<PgBossSeconds | null> {
+): Promise<PgBossRuns | null> {
   const boss = await loadPgBoss();
   if (!('PgBoss' in boss)) {
     options.say(`pgdrain: pg-boss baseline skipped: ${boss.missing}`);
     return null;
   }
   const common = { notifyUrl: on.notifyUrl, apiKey: 'sim-api-key', fetchers: FETCHERS, batchSize: BATCH };
-  options.say(`pgdrain: pg-boss as an outbox in its own process (${FETCHERS} fetchers of ${BATCH})`);
-  const bodiesFile = path.join(options.dir, 'pgboss-bodies.json');
-  writeFileSync(bodiesFile, JSON.stringify(on.bodies('boss')));
-  const job: PgBossOutboxJob = { ...common, url: await on.database(), bodiesFile };
-  const own = await runJsonChild<{ seconds: number }>(
-    tsx('test/bench/children/pgBossOutbox.ts', [JSON.stringify(job)]),
-  );
-  options.say('pgdrain: pg-boss as an outbox in the bench process');
-  const inProcess = await pgBossDrain(boss.PgBoss, {
-    ...common,
-    url: await on.database(),
-    bodies: on.bodies('boss-here'),
-  });
-  return { ownProcess: own.seconds, inProcess };
+  let runs = 0;
+  return {
+    async ownProcess() {
+      options.say(`pgdrain: pg-boss as an outbox in its own process (${FETCHERS} fetchers of ${BATCH})`);
+      const bodiesFile = path.join(options.dir, `pgboss-bodies-${++runs}.json`);
+      writeFileSync(bodiesFile, JSON.stringify(on.bodies(`boss-${runs}`)));
+      const job: PgBossOutboxJob = { ...common, url: await on.database(), bodiesFile };
+      const own = await runJsonChild<{ seconds: number }>(
+        tsx('test/bench/children/pgBossOutbox.ts', [JSON.stringify(job)]),
+      );
+      return own.seconds;
+    },
+    async inProcess() {
+      options.say('pgdrain: pg-boss as an outbox in the bench process');
+      return pgBossDrain(boss.PgBoss, {
+        ...common,
+        url: await on.database(),
+        bodies: on.bodies('boss-here'),
+      });
+    },
+  };
 }
 
 /**
  * The drain through the installed daemon (issue 30, item 1), side by side on one throwaway
  * cluster, each on a fresh database: pg-boss used as an outbox (the operations inserted in bulk,
- * then 8 fetchers of 32 POSTing one at a time), `vcu-sync run` draining the same operations queued
- * before it starts (50 units, then one unit per operation), and `vcu-sync run` draining while 16
- * API clients enqueue them (both ways again). Not in `--quick` runs.
+ * then 8 fetchers of 32 POSTing one at a time) and `vcu-sync run` draining the same operations
+ * queued before it starts (50 units, then one unit per operation), in {@link ROUNDS} rounds; then
+ * `vcu-sync run` draining while 16 API clients enqueue them (both ways again). Not in `--quick` runs.
  */
 export async function daemonDrainRows(
   options: BenchOptions,
@@ -93,7 +103,7 @@ export async function daemonDrainRows(
     const fresh = async () => createTestDatabase(cluster.info);
     const onUnits = (tag: string, units: number) => drainOperations(tag, n, units);
     const bodies = (tag: string, units: number) => onUnits(tag, units).map((op) => JSON.stringify(op));
-    const boss = await pgBossBaselines(options, {
+    const boss = await pgBossRuns(options, {
       database: async () => (await fresh()).url,
       notifyUrl: `${sim.url}${ctx.config.operator.notify_path}`,
       bodies: (tag) => prepared(ctx, onUnits(tag, UNITS)).map((op) => op.body),
@@ -121,41 +131,52 @@ export async function daemonDrainRows(
       );
       return d;
     };
-    const queued50 = await run('queued-50', UNITS, 'queued');
-    const queuedEach = await run('queued-each', n, 'queued');
+    const rate = (d: DaemonDrain) => d.operations / d.drainSeconds;
+    // The host's load moves from one run to the next (docs/benchmarks.md, ninth round): pg-boss and
+    // the daemon's two queued drains run in turn, and each row gives the median of its rounds.
+    const rounds: Array<{ bossRate: number | null; units50: DaemonDrain; each: DaemonDrain }> = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const bossRate = boss === null ? null : n / (await boss.ownProcess());
+      const units50 = await run(`queued-50-${round}`, UNITS, 'queued');
+      const each = await run(`queued-each-${round}`, n, 'queued');
+      rounds.push({ bossRate, units50, each });
+    }
+    const inProcess = boss === null ? null : await boss.inProcess();
     const api50 = await run('api-50', UNITS, 'api');
     const apiEach = await run('api-each', n, 'api');
-    const rate = (d: DaemonDrain) => d.operations / d.drainSeconds;
-    const bossRate = boss === null ? null : n / boss.ownProcess;
     const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE, the operations' units and issuances in the mirror's custody (the reconciler on, as by default)`;
+    const bossRates = rounds.map((r) => r.bossRate).filter((r): r is number => r !== null);
+    const bossRate = bossRates.length === 0 ? null : median(bossRates);
     const bossNote =
-      boss === null
+      bossRate === null
         ? 'pg-boss not installed: no baseline'
-        : `baseline: pg-boss in a process of its own, ${FETCHERS} fetchers x batches of ${BATCH}, one POST at a time, batch completed, ${boss.ownProcess.toFixed(2)} s (in the bench's warm process: ${boss.inProcess.toFixed(2)} s)`;
-    const queuedRow = (d: DaemonDrain, name: string): ScenarioResult => {
-      const ratio = ratioOf(rate(d), bossRate);
+        : `baseline: pg-boss in a process of its own, ${FETCHERS} fetchers x batches of ${BATCH}, one POST at a time, batch completed, median ${bossRate.toFixed(0)} ops/s (in the bench's warm process: ${(n / inProcess!).toFixed(0)} ops/s)`;
+    const queuedRow = (pick: (r: (typeof rounds)[number]) => DaemonDrain, name: string): ScenarioResult => {
+      const rates = rounds.map((r) => rate(pick(r)));
+      const ratios = rounds.map((r) => ratioOf(rate(pick(r)), r.bossRate));
+      const ratio = ratios.includes(null) ? null : median(ratios as number[]);
       return {
         scenario: `drain through vcu-sync run on PostgreSQL, ${n} queued, ${name}`,
         measure: 'ops/s',
-        value: rate(d),
+        value: median(rates),
         baseline: bossRate,
         ratio,
         target: '>= 1 x pg-boss',
         met: ratio !== null && ratio >= 1,
-        notes: `from the first attempt to the last acceptance; queued by the store's insert before the daemon started; ${how}; ${bossNote}; server waits sampled: ${d.waits}`,
+        notes: `median of ${ROUNDS} rounds, each pg-boss then the daemon (ratio in each round: ${ratios.map((r) => (r === null ? '-' : `${r.toFixed(2)}x`)).join(', ')}; daemon ops/s ${rates.map((r) => r.toFixed(0)).join(', ')}); from the first attempt to the last acceptance; queued by the store's insert before the daemon started; ${how}; ${bossNote}; server waits sampled: ${rounds.map((r) => pick(r).waits).join(' | ')}`,
         extra: {
-          seconds: d.drainSeconds,
-          commits: d.commits,
-          ...(boss === null
+          seconds: median(rounds.map((r) => pick(r).drainSeconds)),
+          roundRatios: ratios.map((r) => (r === null ? '-' : r.toFixed(2))).join('/'),
+          ...(bossRate === null || inProcess === null
             ? {}
-            : { baselineSeconds: boss.ownProcess, baselineInProcessSeconds: boss.inProcess }),
+            : { baselineSeconds: n / bossRate, baselineInProcessSeconds: inProcess }),
         },
       };
     };
     const apiRatio = ratioOf(rate(api50), rate(apiEach))!;
     return [
-      queuedRow(queued50, `${UNITS} units`),
-      queuedRow(queuedEach, 'one unit per operation'),
+      queuedRow((r) => r.units50, `${UNITS} units`),
+      queuedRow((r) => r.each, 'one unit per operation'),
       {
         scenario: `enqueue and drain through the API on PostgreSQL, ${n} on ${UNITS} units`,
         measure: 'ops/s',
