@@ -20,6 +20,7 @@ import {
 } from '../reconcile/reconciliationReads.js';
 import type { ScriptStore } from '../store/script.js';
 import { configuredFindingsSink } from '../subscribers/subscribers.js';
+import { type CommandStreams, commandOutput } from './commandOutput.js';
 import {
   countsLine,
   csvFindings,
@@ -58,10 +59,9 @@ export interface ReconcileRun {
 }
 
 /** Options of {@link runReconcileCommand}. */
-export interface ReconcileCommandOptions {
+export interface ReconcileCommandOptions extends Pick<CommandStreams, 'stdout'> {
   issuance: string | null;
   format: ReconcileFormat;
-  stdout?: NodeJS.WritableStream;
   /** Findings and sheets read per statement (default: the API's most, 1000). */
   pageSize?: number;
 }
@@ -152,7 +152,7 @@ async function printSheets(
 
 /** Runs a pass, prints the open findings and the balance sheets a page at a time; the exit code. */
 export async function runReconcileCommand(run: ReconcileRun, opts: ReconcileCommandOptions): Promise<number> {
-  const write = writerTo(opts.stdout ?? process.stdout);
+  const write = writerTo(commandOutput(opts).stdout);
   const printer = PRINTERS[opts.format];
   const pageSize = opts.pageSize ?? RECONCILE_LIMIT_MAX;
   const outcome = await runPass(

@@ -13,7 +13,7 @@ import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
 import { all, type Script, type ScriptStore } from '../store/script.js';
-import { join, raw, sql, typed, whenShared } from '../store/sql.js';
+import { raw, sql, typed, valueList, whenShared } from '../store/sql.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -94,10 +94,7 @@ function* scrubBatch(cutoffIso: string, nowIso: string): Script<number> {
   if (rows.length === 0) return 0;
   const attempts = yield* all<{ id: number; outbox_id: number; error: string | null }>(sql`
     SELECT id, outbox_id, error FROM outbox_attempts
-     WHERE outbox_id IN (${join(
-       rows.map((r) => sql`${r.id}`),
-       ', ',
-     )}) ORDER BY id`);
+     WHERE outbox_id IN (${valueList(rows.map((r) => r.id))}) ORDER BY id`);
   const scrubbed: ScrubbedTexts[] = [];
   for (const row of rows) {
     const own = attempts.filter((a) => a.outbox_id === row.id);

@@ -115,24 +115,13 @@ async function committed(pool: pg.Pool): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-/** Queues the operations with the store's own insert (the schema migrated first), one statement per 500. */
-async function queueBefore(url: string, ops: readonly NewOperation[]): Promise<void> {
-  const db = await openPostgres(url);
-  try {
-    const store = new PgOperationsStore(db.pool);
-    const now = new Date().toISOString();
-    for (let start = 0; start < ops.length; start += 500)
-      await store.insert(ops.slice(start, start + 500), now);
-  } finally {
-    await db.close();
-  }
-}
-
 /**
- * The mirror's custody of units `500000 + u` and issuances `600000 + u` for u < `units` (the ids
- * {@link drainOperations} names), as the custody sync would have read them (the schema migrated first).
+ * The fresh database as the daemon finds it, in one connection (the schema migrated first): the
+ * mirror's custody of units `500000 + u` and issuances `600000 + u` for u < `units` (the ids
+ * {@link drainOperations} names), as the custody sync would have read them; and `queued`, if any,
+ * queued with the store's own insert, one statement per 500.
  */
-async function holdInCustody(url: string, units: number): Promise<void> {
+async function prepareDatabase(url: string, units: number, queued: readonly NewOperation[]): Promise<void> {
   const db = await openPostgres(url);
   try {
     const now = new Date().toISOString();
@@ -147,6 +136,9 @@ async function holdInCustody(url: string, units: number): Promise<void> {
         [now, base, units],
       );
     }
+    const store = new PgOperationsStore(db.pool);
+    for (let start = 0; start < queued.length; start += 500)
+      await store.insert(queued.slice(start, start + 500), now);
   } finally {
     await db.close();
   }
@@ -167,8 +159,7 @@ const DRAIN_SECONDS = {
  */
 export async function daemonDrain(options: DaemonDrainOptions): Promise<DaemonDrain> {
   const operations = options.bodies?.length ?? options.queued?.length ?? 0;
-  await holdInCustody(options.database.url, options.units);
-  if (options.queued) await queueBefore(options.database.url, options.queued);
+  await prepareDatabase(options.database.url, options.units, options.queued ?? []);
   const [apiPort, webhookPort] = [await freePort(), await freePort()];
   const config = writeConfig(
     options.dir,
