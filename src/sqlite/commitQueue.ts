@@ -239,8 +239,12 @@ export class CommitQueue implements ScriptStore {
     // after it too (changes.ts reads this before it announces, on a later microtask). Tasks that
     // asked not to wait for it are answered now.
     const syncStart = performance.now();
-    const synced = this.walSync.sync();
-    if (this.onWait) void synced.then(() => this.onWait?.('fsync', (performance.now() - syncStart) / 1000));
+    // A group nobody waits on (the dispatcher's) has its fsync started within a few ms, shared
+    // with the groups after it: see walSync.ts EARLY_SYNC_WITHIN_MS.
+    const awaited = tasks.some((t) => !t.early);
+    const synced = awaited ? this.walSync.sync() : this.walSync.syncSoon();
+    if (this.onWait && awaited)
+      void synced.then(() => this.onWait?.('fsync', (performance.now() - syncStart) / 1000));
     durability(this.sqlite).pending = synced.catch(() => {});
     this.answer(tasks, results, (t) => t.early);
     synced.then(

@@ -13,6 +13,16 @@ import { perHandle } from './perHandle.js';
  */
 export const MAX_FSYNCS_IN_FLIGHT = 2;
 
+/**
+ * Longest a commit that no caller waits on ({@link WalSync.syncSoon}: the dispatcher's claims and
+ * settles) goes before an fsync covering it starts, ms. Started at once, the dispatcher's groups
+ * took an fsync each: 2,420 for a drain of 10,000 operations (`npm run bench -- --only outbox`),
+ * each a thread-pool round trip for the loop and a flush for the disk; within 3 ms, about 600.
+ * What waits meanwhile: feed readers' wake-up for those rows (./changes.ts), and a power loss in
+ * that window sends those rows again (at-least-once, as after any crash).
+ */
+export const EARLY_SYNC_WITHIN_MS = 3;
+
 interface SyncWaiter {
   /** The sync() call's ticket: an fsync started after it (covering tickets up to its own) answers it. */
   ticket: number;
@@ -32,7 +42,8 @@ interface SyncWaiter {
  * fsync starts at once (up to {@link MAX_FSYNCS_IN_FLIGHT}). A 201 or a webhook 2xx still means the
  * row is on disk. What others may see sooner: a committed row is visible to readers a moment
  * before it is durable (only a power loss in that moment takes it back, together with everything
- * after it: the WAL loses a suffix, never a hole).
+ * after it: the WAL loses a suffix, never a hole). A group whose callers were answered at COMMIT
+ * (the dispatcher's) does not start an fsync of its own at once: {@link WalSync.syncSoon}.
  *
  * Checkpoints are unchanged: under NORMAL SQLite still syncs the WAL before copying it into the
  * database file and syncs the file after. Linux syncs the inode whatever descriptor asks, so a
@@ -41,15 +52,28 @@ interface SyncWaiter {
  */
 export class WalSync {
   private fd: number | null = null;
-  /** Tickets handed out: one per sync() call. */
+  /** Tickets handed out: one per sync() or syncSoon() call. */
   private calls = 0;
   /** The highest ticket an fsync already started covers. */
   private started = 0;
+  /** The highest ticket of a {@link sync} call: one not covered yet starts an fsync at once. */
+  private urgent = 0;
   private inFlight = 0;
   /** Callers not answered yet, in ticket order. */
   private waiters: SyncWaiter[] = [];
+  /** The timer of the early window, while one runs: {@link syncSoon} tickets wait for its end. */
+  private soon: NodeJS.Timeout | null = null;
+  /** The early window has ended with tickets still uncovered: the next room in flight is theirs. */
+  private windowEnded = false;
 
-  constructor(private readonly walPath: string) {}
+  /**
+   * @param walPath the WAL file's path
+   * @param earlyWithinMs see {@link EARLY_SYNC_WITHIN_MS} (default: EARLY_SYNC_WITHIN_MS)
+   */
+  constructor(
+    private readonly walPath: string,
+    private readonly earlyWithinMs = EARLY_SYNC_WITHIN_MS,
+  ) {}
 
   /**
    * The off-loop sync for this connection, or null when its commits need none (`synchronous` below
@@ -70,15 +94,54 @@ export class WalSync {
    * began). Callers are answered in the order they called.
    */
   sync(): Promise<void> {
-    const ticket = ++this.calls;
-    const answered = new Promise<void>((resolve, reject) => this.waiters.push({ ticket, resolve, reject }));
+    const answered = this.ticket();
+    this.urgent = this.calls;
     this.startFsyncs();
     return answered;
   }
 
-  /** Starts an fsync for the callers no running one covers, while there is room in flight. */
+  /**
+   * {@link sync} for a commit whose callers were answered at COMMIT (TransactionOptions.durable
+   * false): its fsync starts within {@link EARLY_SYNC_WITHIN_MS}, or sooner with a {@link sync}
+   * call's, which covers it. The descriptor is opened now, while the file surely exists: a
+   * connection closed meanwhile takes the WAL file away, and an fsync of the open descriptor still
+   * reaches its inode.
+   */
+  syncSoon(): Promise<void> {
+    const answered = this.ticket();
+    try {
+      this.descriptor();
+    } catch {
+      // The fsync's own open fails the same way, and its callers hear of it there.
+    }
+    this.startFsyncs();
+    return answered;
+  }
+
+  /** A new caller's ticket: the promise the first fsync started after it answers. */
+  private ticket(): Promise<void> {
+    const ticket = ++this.calls;
+    return new Promise<void>((resolve, reject) => this.waiters.push({ ticket, resolve, reject }));
+  }
+
+  /**
+   * Starts an fsync for the callers no running one covers, while there is room in flight: at once
+   * when a {@link sync} caller is among them, else once the early window has ended.
+   */
   private startFsyncs(): void {
+    if (this.started >= this.calls) return;
+    if (this.urgent <= this.started && !this.windowEnded && this.earlyWithinMs > 0) {
+      this.soon ??= setTimeout(() => {
+        this.soon = null;
+        this.windowEnded = true;
+        this.startFsyncs();
+      }, this.earlyWithinMs);
+      return;
+    }
     while (this.inFlight < MAX_FSYNCS_IN_FLIGHT && this.started < this.calls) {
+      if (this.soon !== null) clearTimeout(this.soon);
+      this.soon = null;
+      this.windowEnded = false;
       const upTo = this.calls;
       this.started = upTo;
       this.inFlight++;
@@ -105,14 +168,19 @@ export class WalSync {
     return new Promise((resolve, reject) => {
       let fd: number;
       try {
-        this.fd ??= openSync(this.walPath, 'r');
-        fd = this.fd;
+        fd = this.descriptor();
       } catch (err) {
         reject(err);
         return;
       }
       fsync(fd, (err) => (err ? reject(err) : resolve()));
     });
+  }
+
+  /** A read-only descriptor of the WAL file, opened once. */
+  private descriptor(): number {
+    this.fd ??= openSync(this.walPath, 'r');
+    return this.fd;
   }
 
   /** Lets the descriptor go (the connection is closing). */

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { changeSignalFor, recordChanges } from '../../src/sqlite/changes.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { changeSignalFor, durability, recordChanges } from '../../src/sqlite/changes.js';
 import { CommitQueue } from '../../src/sqlite/commitQueue.js';
 import { type OpenDatabase, openDatabase } from '../../src/sqlite/open.js';
-import { WalSync } from '../../src/sqlite/walSync.js';
+import { EARLY_SYNC_WITHIN_MS, WalSync } from '../../src/sqlite/walSync.js';
 import { tempDir } from '../helpers/context.js';
 
 /**
@@ -16,6 +16,7 @@ describe('WalSync and the group commit', () => {
   let dir: { dir: string; cleanup: () => void };
   let db: OpenDatabase | undefined;
   afterEach(() => {
+    vi.useRealTimers();
     db?.close();
     dir?.cleanup();
   });
@@ -105,6 +106,96 @@ describe('WalSync and the group commit', () => {
     await flush();
     expect(heard).toHaveLength(3);
     expect(running).toHaveLength(3);
+  });
+
+  /** A WalSync whose fsyncs the test ends (the real one is the kernel's), and what each call heard. */
+  const heldSync = () => {
+    const sync = new WalSync('/nonexistent-wal');
+    const running: Array<{ end: (err?: Error) => void }> = [];
+    (sync as unknown as { fsyncOnce: () => Promise<void> }).fsyncOnce = () =>
+      new Promise<void>((resolve, reject) => running.push({ end: (err) => (err ? reject(err) : resolve()) }));
+    const heard: string[] = [];
+    const call = (name: string, how: 'sync' | 'syncSoon') =>
+      sync[how]().then(
+        () => heard.push(`${name} ok`),
+        (err: Error) => heard.push(`${name} ${err.message}`),
+      );
+    return { running, heard, call };
+  };
+
+  it('starts the fsync of commits nobody waits on once the early window ends, one for all of them', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { running, heard, call } = heldSync();
+    const calls = [call('e1', 'syncSoon'), call('e2', 'syncSoon')];
+    vi.advanceTimersByTime(EARLY_SYNC_WITHIN_MS - 1);
+    calls.push(call('e3', 'syncSoon'));
+    expect(running).toHaveLength(0);
+    vi.advanceTimersByTime(1);
+    // The window is the first early commit's: e3, a millisecond old, goes in the same fsync.
+    expect(running).toHaveLength(1);
+    running[0]!.end();
+    await Promise.all(calls);
+    expect(heard).toEqual(['e1 ok', 'e2 ok', 'e3 ok']);
+    vi.advanceTimersByTime(10 * EARLY_SYNC_WITHIN_MS);
+    expect(running).toHaveLength(1);
+  });
+
+  it("starts an awaited commit's fsync at once, covering the early ones before it", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { running, heard, call } = heldSync();
+    const early = call('e1', 'syncSoon');
+    expect(running).toHaveLength(0);
+    const awaited = call('d1', 'sync');
+    expect(running).toHaveLength(1);
+    running[0]!.end();
+    await Promise.all([early, awaited]);
+    expect(heard).toEqual(['e1 ok', 'd1 ok']);
+    // The early window's timer went with it: no second fsync for what the first covered.
+    vi.advanceTimersByTime(10 * EARLY_SYNC_WITHIN_MS);
+    expect(running).toHaveLength(1);
+  });
+
+  it('gives an early window that ended while two fsyncs ran the next room in flight, at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { running, heard, call } = heldSync();
+    const awaited = [call('d1', 'sync'), call('d2', 'sync')];
+    const early = call('e1', 'syncSoon');
+    vi.advanceTimersByTime(EARLY_SYNC_WITHIN_MS);
+    expect(running).toHaveLength(2);
+    running[0]!.end();
+    await awaited[0];
+    // No second window: the room d1's fsync left is e1's now.
+    expect(running).toHaveLength(3);
+    running[1]!.end();
+    running[2]!.end(new Error('EIO'));
+    await Promise.all([...awaited, early]);
+    expect(heard).toEqual(['d1 ok', 'd2 ok', 'e1 EIO']);
+  });
+
+  it('answers the early tasks of a group at COMMIT and fsyncs them with the next awaited group', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const sqlite = open('full');
+    const queue = new CommitQueue(sqlite);
+    const walSync = (queue as unknown as { walSync: WalSync }).walSync;
+    const real = (walSync as unknown as { fsyncOnce: () => Promise<void> }).fsyncOnce.bind(walSync);
+    let fsyncs = 0;
+    (walSync as unknown as { fsyncOnce: () => Promise<void> }).fsyncOnce = () => {
+      fsyncs++;
+      return real();
+    };
+    const insert = sqlite.prepare('INSERT INTO t (n) VALUES (?)');
+    await queue.submit(() => insert.run(1), { durable: false });
+    await queue.submit(() => insert.run(2), { durable: false });
+    expect(fsyncs).toBe(0);
+    await queue.submit(() => insert.run(3));
+    expect(fsyncs).toBe(1);
+    await queue.submit(() => insert.run(4), { durable: false });
+    expect(fsyncs).toBe(1);
+    const durable = durability(sqlite).pending;
+    vi.advanceTimersByTime(EARLY_SYNC_WITHIN_MS);
+    expect(fsyncs).toBe(2);
+    await durable;
+    expect(sqlite.prepare('SELECT count(*) AS c FROM t').get()).toEqual({ c: 4 });
   });
 
   it('wakes feed readers only once the group is durable, after its writer is answered', async () => {
