@@ -56,24 +56,18 @@ export class WalSync {
   private calls = 0;
   /** The highest ticket an fsync already started covers. */
   private started = 0;
-  /** The highest ticket of a {@link sync} call: one not covered yet starts an fsync at once. */
+  /**
+   * The highest ticket whose fsync may not wait: a {@link sync} call's, or a {@link syncSoon} call's
+   * once the early window has ended. While one is not covered, the next room in flight is its.
+   */
   private urgent = 0;
   private inFlight = 0;
   /** Callers not answered yet, in ticket order. */
   private waiters: SyncWaiter[] = [];
   /** The timer of the early window, while one runs: {@link syncSoon} tickets wait for its end. */
   private soon: NodeJS.Timeout | null = null;
-  /** The early window has ended with tickets still uncovered: the next room in flight is theirs. */
-  private windowEnded = false;
 
-  /**
-   * @param walPath the WAL file's path
-   * @param earlyWithinMs see {@link EARLY_SYNC_WITHIN_MS} (default: EARLY_SYNC_WITHIN_MS)
-   */
-  constructor(
-    private readonly walPath: string,
-    private readonly earlyWithinMs = EARLY_SYNC_WITHIN_MS,
-  ) {}
+  constructor(private readonly walPath: string) {}
 
   /**
    * The off-loop sync for this connection, or null when its commits need none (`synchronous` below
@@ -130,18 +124,17 @@ export class WalSync {
    */
   private startFsyncs(): void {
     if (this.started >= this.calls) return;
-    if (this.urgent <= this.started && !this.windowEnded && this.earlyWithinMs > 0) {
+    if (this.urgent <= this.started) {
       this.soon ??= setTimeout(() => {
         this.soon = null;
-        this.windowEnded = true;
+        this.urgent = this.calls;
         this.startFsyncs();
-      }, this.earlyWithinMs);
+      }, EARLY_SYNC_WITHIN_MS);
       return;
     }
     while (this.inFlight < MAX_FSYNCS_IN_FLIGHT && this.started < this.calls) {
       if (this.soon !== null) clearTimeout(this.soon);
       this.soon = null;
-      this.windowEnded = false;
       const upTo = this.calls;
       this.started = upTo;
       this.inFlight++;

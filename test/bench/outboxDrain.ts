@@ -5,7 +5,7 @@ import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { testContext } from '../helpers/context.js';
 import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
-import { type RatePair, roundsFor, summarizeRates } from './lib/rounds.js';
+import { inRoundOrder, type RatePair, roundsFor, summarizeRates } from './lib/rounds.js';
 import { startSimChild } from './lib/simulator.js';
 import { timed, until } from './lib/timing.js';
 
@@ -38,12 +38,11 @@ async function barePostLoop(url: string, bodies: readonly string[], concurrency:
   }
 }
 
-/** One round's drain and bare loop, each in ops/s, on a fresh database. */
+/** One round's drain and bare loop, each in ops/s, on a fresh database, in the round's order. */
 async function drainRound(
   sim: Awaited<ReturnType<typeof startSimChild>>,
   round: number,
   n: number,
-  order: 'baseline first' | 'dispatcher first',
   say: (line: string) => void,
 ): Promise<RatePair> {
   const ctx = testContext({
@@ -97,12 +96,8 @@ async function drainRound(
       if (settled !== n) throw new Error(`outbox drain: ${settled} of ${n} accepted`);
       return n / drain.seconds;
     };
-    if (order === 'baseline first') {
-      const baseline = await bare();
-      return { baseline, value: await dispatcher() };
-    }
-    const value = await dispatcher();
-    return { value, baseline: await bare() };
+    const { baseline, ours } = await inRoundOrder(round, bare, dispatcher);
+    return { baseline, value: ours };
   } finally {
     ctx.operator().close();
     ctx.dispose();
@@ -129,10 +124,7 @@ export async function outboxDrainScenario(options: BenchOptions): Promise<Scenar
     await barePostLoop(sim.url, warm, CONCURRENCY);
     await sim.admin('DELETE', '/_sim/notifications');
     const pairs: RatePair[] = [];
-    for (let round = 1; round <= rounds; round++)
-      pairs.push(
-        await drainRound(sim, round, n, round % 2 === 1 ? 'baseline first' : 'dispatcher first', options.say),
-      );
+    for (let round = 1; round <= rounds; round++) pairs.push(await drainRound(sim, round, n, options.say));
     const { value, baseline, ratio, spread } = summarizeRates(pairs);
     return [
       {

@@ -32,24 +32,37 @@ export interface RatesSummary {
 }
 
 /**
- * Runs `rounds` rounds; in each, `baseline` and `ours` one after the other, the baseline first in
- * odd rounds and last in even ones. `round` is 1-based, for the rounds' files and names.
+ * Round `round`'s two sides, one right after the other: the baseline first in odd rounds, last in
+ * even ones. `round` is 1-based.
  */
+export async function inRoundOrder<B, O>(
+  round: number,
+  baseline: () => Promise<B>,
+  ours: () => Promise<O>,
+): Promise<{ baseline: B; ours: O }> {
+  if (round % 2 === 1) {
+    const b = await baseline();
+    return { baseline: b, ours: await ours() };
+  }
+  const o = await ours();
+  return { baseline: await baseline(), ours: o };
+}
+
+/** Runs `rounds` rounds of two sides that need nothing shared ({@link inRoundOrder}). */
 export async function alternateRounds<B, O>(
   rounds: number,
   baseline: (round: number) => Promise<B>,
   ours: (round: number) => Promise<O>,
 ): Promise<Array<{ baseline: B; ours: O }>> {
   const done: Array<{ baseline: B; ours: O }> = [];
-  for (let round = 1; round <= rounds; round++) {
-    if (round % 2 === 1) {
-      const b = await baseline(round);
-      done.push({ baseline: b, ours: await ours(round) });
-    } else {
-      const o = await ours(round);
-      done.push({ baseline: await baseline(round), ours: o });
-    }
-  }
+  for (let round = 1; round <= rounds; round++)
+    done.push(
+      await inRoundOrder(
+        round,
+        () => baseline(round),
+        () => ours(round),
+      ),
+    );
   return done;
 }
 
