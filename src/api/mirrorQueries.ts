@@ -1,7 +1,7 @@
 import { readSchema, type SchemaAnswer, type SchemaQuery } from '../mirror/shape/shapeReads.js';
 import { type FieldDef, RESOURCE_FIELDS, type ResourceName } from '../operator/fields.js';
 import type { ScriptStore } from '../store/script.js';
-import { join, raw, type Sql, sql, typed } from '../store/sql.js';
+import { join, limitRows, raw, type Sql, sql, typed } from '../store/sql.js';
 
 /**
  * All SQL of the read API over the mirror, for both stores. Lists use keyset pagination on the key
@@ -135,7 +135,7 @@ export function listStatement(
   }
   const order = date !== undefined ? sql`${ordered(date)}, ${ordered(key)}` : ordered(key);
   const filtered = where.length ? sql` WHERE ${join(where, ' AND ')}` : raw('');
-  const statement = sql`SELECT ${columnsOf(request.resource)} FROM ${raw(`"${request.resource}"`)}${filtered} ORDER BY ${order} LIMIT ${request.limit + 1}`;
+  const statement = sql`SELECT ${columnsOf(request.resource)} FROM ${raw(`"${request.resource}"`)}${filtered} ORDER BY ${order} ${limitRows(request.limit + 1)}`;
   return { statement, date };
 }
 

@@ -1,7 +1,7 @@
 import type { Books, JsonObject, Registry, Simulator } from '../simulator/index.js';
 import { KEY_SPECS } from '../simulator/index.js';
 import type { ScriptStore } from '../store/script.js';
-import { sql } from '../store/sql.js';
+import { limitRows, sql } from '../store/sql.js';
 import { type DemoApi, waitUntil } from './demoApi.js';
 import {
   BEYOND_RETIRE_T,
@@ -74,7 +74,7 @@ export async function replayBooks(store: ScriptStore, books: Books): Promise<num
   for (let after = 0; ; ) {
     const page = await store.read<{ id: number; ref: string; body: string }>(
       sql`SELECT id, "marketplaceTransactionRef" AS ref, body FROM outbox
-           WHERE state = 'approved' AND id > ${after} ORDER BY id LIMIT ${REPLAY_PAGE}`,
+           WHERE state = 'approved' AND id > ${after} ORDER BY id ${limitRows(REPLAY_PAGE)}`,
     );
     for (const row of page) {
       const notification = jsonObject(row.body);

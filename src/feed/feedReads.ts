@@ -1,6 +1,6 @@
 import type { ChangeSignal } from '../db/changeSignal.js';
 import type { ScriptStore } from '../store/script.js';
-import { type Sql, sql } from '../store/sql.js';
+import { limitRows, type Sql, sql } from '../store/sql.js';
 
 /**
  * Reads of the change feed: strictly `seq > after`, in seq order, each statement written once for
@@ -60,7 +60,7 @@ export interface FeedQuery {
 export function feedPage(q: FeedQuery): Sql {
   const ofResource = q.resource === undefined ? sql`` : sql` AND resource = ${q.resource}`;
   return sql`SELECT seq, resource, record_id, kind, at FROM changes
-    WHERE seq > ${q.after}${ofResource} ORDER BY seq LIMIT ${q.limit}`;
+    WHERE seq > ${q.after}${ofResource} ORDER BY seq ${limitRows(q.limit)}`;
 }
 
 /** The newest seq in the feed (0 when empty). */

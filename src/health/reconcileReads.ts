@@ -1,7 +1,7 @@
 import { inByteOrder } from '../common/textForms.js';
 import { FINDING_SEVERITIES, type FindingSeverity } from '../reconcile/findingKinds.js';
 import { all, first, type Script } from '../store/script.js';
-import { sql } from '../store/sql.js';
+import { limitRows, sql } from '../store/sql.js';
 import type { ReconciliationFacts, ReconciliationFindingFacts } from './snapshot.js';
 
 /**
@@ -101,7 +101,7 @@ export function* reconciliationFacts(): Script<ReconciliationFacts> {
           FROM reconciliation_findings WHERE resolved_at IS NULL
          ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
                   first_seen_at DESC, id DESC
-         LIMIT ${RECENT_FINDINGS}`,
+         ${limitRows(RECENT_FINDINGS)}`,
   );
   // A pass touches the open findings and resolves the others: the later of the two is its last
   // record (a resolved row was last seen before it was resolved). max(resolved_at) reads the index.

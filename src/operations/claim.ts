@@ -1,9 +1,9 @@
 import { UNSENT_SQL } from '../db/schema/operationStates.js';
 import { all, first, type Script } from '../store/script.js';
-import { indexedBy, join, raw, sql, typed } from '../store/sql.js';
+import { indexedBy, join, limitRows, raw, sql, typed } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
 import { eventAppliesSql, guardSql, type OperationRow, OUTBOX_ROW_LOCK } from './rows.js';
-import { shaped } from './shaped.js';
+import { shaped, shapedPerLimit } from './shaped.js';
 import { stateChanged } from './stateChanged.js';
 import { fromStates, type OperationState } from './states.js';
 import type { ClaimParams } from './storeSeam.js';
@@ -70,9 +70,9 @@ const KEY_HEADS = sql`RECURSIVE keys(k) AS (
 function* claimOneByOne(p: ClaimParams, sink: StateChangeSink | undefined): Script<OperationRow[]> {
   const found: Array<{ id: number; from: OperationState }> = [];
   for (const { from, walk, walkCut, heads } of CLAIM_CANDIDATES) {
-    let ids = (yield* all<{ id: number }>(walk(p))).map((r) => r.id);
+    let ids = (yield* all<{ id: number }>(walk(p.limit)(p))).map((r) => r.id);
     if (ids.length < p.limit && ((yield* first<{ n: number }>(walkCut))?.n ?? 0) > WALK_ROWS)
-      ids = (yield* all<{ id: number }>(heads(p))).map((r) => r.id);
+      ids = (yield* all<{ id: number }>(heads(p.limit)(p))).map((r) => r.id);
     for (const id of ids) found.push({ id, from });
   }
   found.sort((a, b) => a.id - b.id);
@@ -113,24 +113,28 @@ const CLAIM_CANDIDATES = fromStates('claim').map(({ from, when }) => {
     // at `limit` claimable rows. Bounding the walk instead by the id of the state's row just past
     // it (`LIMIT 1 OFFSET 255`) read 256 index entries on every claim: 21 us a claim against 15
     // with 10,000 queued. The subquery carries the columns the guards and READY read.
-    walk: shaped<'now' | 'limit'>(
-      (v) => sql`
+    walk: shapedPerLimit((limit) =>
+      shaped<'now'>(
+        (v) => sql`
       SELECT o.id FROM (
           SELECT id, order_key, next_attempt_at, lease_until, lease_owner
           FROM outbox INDEXED BY outbox_state_id_idx
-          WHERE state = ${state} ORDER BY id LIMIT ${raw(String(WALK_ROWS))}) AS o
+          WHERE state = ${state} ORDER BY id ${limitRows(WALK_ROWS)}) AS o
       WHERE 1${due(v.now)} AND ${READY}
-      ORDER BY o.id LIMIT ${v.limit}`,
+      ORDER BY o.id ${limitRows(limit)}`,
+      ),
     ),
     walkCut: sql`SELECT count(*) AS n FROM (
         SELECT 1 FROM outbox INDEXED BY outbox_state_id_idx
-        WHERE state = ${state} LIMIT ${raw(String(WALK_ROWS + 1))})`,
-    heads: shaped<'now' | 'limit'>(
-      (v) => sql`
+        WHERE state = ${state} ${limitRows(WALK_ROWS + 1)})`,
+    heads: shapedPerLimit((limit) =>
+      shaped<'now'>(
+        (v) => sql`
       WITH ${KEY_HEADS}
       SELECT o.id FROM heads CROSS JOIN outbox o ON o.id = heads.id
       WHERE o.state = ${state}${due(v.now)}
-      ORDER BY o.id LIMIT ${v.limit}`,
+      ORDER BY o.id ${limitRows(limit)}`,
+      ),
     ),
   };
 });

@@ -1,5 +1,5 @@
 import type { ScriptStore } from '../store/script.js';
-import { raw, type Sql, sql } from '../store/sql.js';
+import { limitRows, raw, type Sql, sql } from '../store/sql.js';
 import { type AttemptRow, type OperationRow, OUTBOX_COLUMNS } from './rows.js';
 import { type OperationState, UNSENT_STATES } from './states.js';
 
@@ -24,7 +24,7 @@ export const operationReads = {
           FROM outbox_attempts WHERE outbox_id = ${id} ORDER BY id`,
   page: ({ after, state, limit }: OperationsPageRequest) =>
     sql`SELECT ${OUTBOX_LIST} FROM outbox
-         WHERE id > ${after}${state === null ? raw('') : sql` AND state = ${state}`} ORDER BY id LIMIT ${limit}`,
+         WHERE id > ${after}${state === null ? raw('') : sql` AND state = ${state}`} ORDER BY id ${limitRows(limit)}`,
   unsent: () => sql`SELECT count(*) AS n FROM outbox WHERE state IN (${states(UNSENT_STATES)})`,
   byState: () => sql`SELECT state, count(*) AS n FROM outbox GROUP BY state ORDER BY state`,
 } satisfies Record<string, (...args: never[]) => Sql>;

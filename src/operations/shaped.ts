@@ -54,3 +54,23 @@ export function shaped<K extends string>(
   };
   return (values) => new ShapedSql(shapeOf, values);
 }
+
+/** Most counts {@link shapedPerLimit} keeps shapes for: claims ask for at most a few slots' worth. */
+const LIMITS_KEPT = 256;
+
+/**
+ * A shaped statement per LIMIT, the count written into its text (store/sql.ts limitRows): `make`
+ * builds the statement of one count, once, when that count is first asked for.
+ */
+export function shapedPerLimit<S>(make: (limit: number) => S): (limit: number) => S {
+  const made = new Map<number, S>();
+  return (limit) => {
+    let statement = made.get(limit);
+    if (statement === undefined) {
+      statement = make(limit);
+      if (made.size >= LIMITS_KEPT) made.delete(made.keys().next().value as number);
+      made.set(limit, statement);
+    }
+    return statement;
+  };
+}

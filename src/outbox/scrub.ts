@@ -13,7 +13,7 @@ import { FINISHED_STATES } from '../operations/states.js';
 import type { ScrubbedTexts } from '../operations/storeSeam.js';
 import { scrubOperations } from '../operations/transitions.js';
 import { all, type Script, type ScriptStore } from '../store/script.js';
-import { raw, sql, typed, valueList, whenShared } from '../store/sql.js';
+import { limitRows, raw, sql, typed, valueList, whenShared } from '../store/sql.js';
 
 /** What replaces a personal field in a stored body once scrubbed. */
 export const SCRUBBED = '[scrubbed]';
@@ -90,7 +90,7 @@ function* scrubBatch(cutoffIso: string, nowIso: string): Script<number> {
     SELECT id, "marketplaceTransactionRef" AS ref, body, response, last_error, decision_reason FROM outbox
      WHERE scrubbed_at IS NULL AND state IN (${FINISHED})
        AND COALESCE(finished_at, decided_at, updated_at) <= ${typed(cutoffIso, 'timestamptz')}
-     ORDER BY id LIMIT ${SCRUB_BATCH}${whenShared(raw(` ${OUTBOX_ROW_LOCK} SKIP LOCKED`))}`);
+     ORDER BY id ${limitRows(SCRUB_BATCH)}${whenShared(raw(` ${OUTBOX_ROW_LOCK} SKIP LOCKED`))}`);
   if (rows.length === 0) return 0;
   const attempts = yield* all<{ id: number; outbox_id: number; error: string | null }>(sql`
     SELECT id, outbox_id, error FROM outbox_attempts

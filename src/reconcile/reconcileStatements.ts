@@ -1,4 +1,4 @@
-import { join, raw, type Sql, sql, typed, valueList } from '../store/sql.js';
+import { join, limitRows, raw, type Sql, sql, typed, valueList } from '../store/sql.js';
 import type { Finding } from './findingKinds.js';
 
 /**
@@ -20,7 +20,7 @@ export const unledgered = (afterId: number, limit: number) =>
        WHERE o.id > ${afterId}
          AND NOT EXISTS (SELECT 1 FROM reconciliation_ledger l
                           WHERE l.outbox_id = o.id AND l.outbox_id > ${afterId})
-       ORDER BY o.id LIMIT ${limit}`;
+       ORDER BY o.id ${limitRows(limit)}`;
 
 export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
 
@@ -56,7 +56,7 @@ export function ledgerFacts(by: { column: 'issuance_id' | 'unit_id'; ids: readon
 export const ledgerIssuances = (after: string | null, limit: number) =>
   sql`SELECT DISTINCT issuance_id AS id FROM reconciliation_ledger
        WHERE issuance_id IS NOT NULL ${after === null ? sql`` : sql`AND issuance_id > ${after}`}
-       ORDER BY issuance_id LIMIT ${limit}`;
+       ORDER BY issuance_id ${limitRows(limit)}`;
 
 const inScope = (column: string, ids: readonly string[] | null) =>
   ids === null ? sql`` : sql`AND ${raw(column)} IN (${valueList(ids)})`;

@@ -1,5 +1,5 @@
 import { inByteOrder } from '../common/textForms.js';
-import { raw, type Sql, sql } from '../store/sql.js';
+import { limitRows, raw, type Sql, sql } from '../store/sql.js';
 import { balanceSheets, balancesOf, emptyBalance } from './balances.js';
 import { type Reader, readInputs } from './facts.js';
 import type { Balance, BalanceSheet, FindingKind, FindingSeverity, FindingSubject } from './findingKinds.js';
@@ -112,7 +112,7 @@ function findingsStatement(filter: FindingFilter, afterId: number, limit: number
       ${filter.kind === null ? sql`` : sql`AND kind = ${filter.kind}`}
       ${filter.severity === null ? sql`` : sql`AND severity = ${filter.severity}`}
       ${filter.issuance === null ? sql`` : sql`AND issuance_id = ${filter.issuance}`}
-      ORDER BY id LIMIT ${limit + 1}`;
+      ORDER BY id ${limitRows(limit + 1)}`;
 }
 
 /** A page of findings after id `afterId`; `more` when another follows. */
@@ -145,7 +145,7 @@ export async function readOpenCounts(read: Reader, issuance: string | null): Pro
 const issuanceIds = (from: string, inclusive: boolean, limit: number, byteOrder: string) =>
   sql`SELECT issuance_id AS id FROM reconciliation_ledger
        WHERE issuance_id IS NOT NULL AND issuance_id${raw(byteOrder)} ${raw(inclusive ? '>=' : '>')} ${from}
-       GROUP BY issuance_id ORDER BY issuance_id${raw(byteOrder)} LIMIT ${limit}`;
+       GROUP BY issuance_id ORDER BY issuance_id${raw(byteOrder)} ${limitRows(limit)}`;
 
 /** A sheet's place in the order of the pages: its issuance, then '' for the issuance's own sheet or the unit id. */
 const sheetKey = (s: BalanceSheet) =>

@@ -1,4 +1,4 @@
-import { type Sql, sql, valueList } from '../store/sql.js';
+import { limitRows, type Sql, sql, valueList } from '../store/sql.js';
 import type { Reader } from './facts.js';
 import { GROUP } from './reconcileStatements.js';
 
@@ -24,7 +24,7 @@ const TOUCHING = ['issuances', 'custody_issuances', 'unit_operations', 'custody_
 export const touchingFeed = (after: number, limit: number) =>
   sql`SELECT seq, resource, record_id, kind FROM changes
        WHERE seq > ${after} AND resource IN (${valueList(TOUCHING)})
-       ORDER BY seq LIMIT ${limit}`;
+       ORDER BY seq ${limitRows(limit)}`;
 
 /** The newest seq in the feed (0 when empty). */
 export const feedHead = () => sql`SELECT coalesce(max(seq), 0) AS head FROM changes`;

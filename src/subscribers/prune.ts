@@ -1,6 +1,6 @@
 import { isoAt } from '../common/clock.js';
 import { run, type Script, type ScriptStore } from '../store/script.js';
-import { raw, sql, typed, valueList } from '../store/sql.js';
+import { limitRows, raw, sql, typed, valueList } from '../store/sql.js';
 
 /**
  * Deliveries do not grow without end: a row that is over (delivered, or dead and not sent again)
@@ -129,7 +129,7 @@ export function deliveriesPrune(store: ScriptStore): DeliveriesPrune {
     for (let after = 0; ; ) {
       const rows = await store.read<PruneCandidate>(sql`
         SELECT id, subscriber, state, created_at, delivered_at, dead_at FROM deliveries
-        WHERE id > ${after} ORDER BY id LIMIT ${raw(String(PRUNE_BATCH))}`);
+        WHERE id > ${after} ORDER BY id ${limitRows(PRUNE_BATCH)}`);
       const batch = pruneBatch(rows, policy);
       if (batch.ids.length > 0) countDeleted(result, await store.transaction(deleteBatch(batch.ids, policy)));
       if (batch.done) break;

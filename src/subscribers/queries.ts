@@ -1,6 +1,6 @@
 import type { DeliveryRecord } from '../db/schema/rowTypes.js';
 import { all, run, type Script } from '../store/script.js';
-import { greatest, join, raw, type Sql, sql, typed, valueList, whenShared } from '../store/sql.js';
+import { greatest, join, limitRows, raw, type Sql, sql, typed, valueList, whenShared } from '../store/sql.js';
 
 /**
  * Every statement that moves a `deliveries` row (enqueue.ts inserts them), written once for both
@@ -102,7 +102,7 @@ interface HeadRow {
 export function* claimDeliveries(c: DeliveryClaim): Script<DeliveryRow[]> {
   const head = yield* all<HeadRow>(sql`
     WITH head AS (
-      SELECT id FROM deliveries WHERE subscriber = ${c.subscriber} AND ${UNSETTLED} ORDER BY id LIMIT ${c.limit}
+      SELECT id FROM deliveries WHERE subscriber = ${c.subscriber} AND ${UNSETTLED} ORDER BY id ${limitRows(c.limit)}
     ), locked AS MATERIALIZED (
       SELECT id, state, attempts, next_attempt_at, lease_until FROM deliveries
       WHERE id IN (SELECT id FROM head) AND ${UNSETTLED} ${whenShared(sql`FOR UPDATE SKIP LOCKED`)}
@@ -235,7 +235,7 @@ export const listStatement = (f: DeliveryFilter) => sql`
   WHERE (${typed(f.state ?? null, 'text')} IS NULL OR state = ${f.state ?? null})
     AND (${typed(f.subscriber ?? null, 'text')} IS NULL OR subscriber = ${f.subscriber ?? null})
     AND id > ${f.after ?? 0}
-  ORDER BY id LIMIT ${f.limit}`;
+  ORDER BY id ${limitRows(f.limit)}`;
 
 /** One delivery by id. */
 export const getStatement = (id: number) => sql`SELECT * FROM deliveries WHERE id = ${id}`;

@@ -1,4 +1,4 @@
-import { join, raw, sql, valueList } from '../../store/sql.js';
+import { join, limitRows, raw, sql, valueList } from '../../store/sql.js';
 import { SHAPE_REASON_PREFIX } from './policy.js';
 import type { ChangeKind, FieldShape, JsonType, ShapeChange } from './shapeTypes.js';
 
@@ -130,7 +130,7 @@ export const listChanges = (resource: string | null, since: string | null, limit
   sql`SELECT * FROM schema_changes WHERE 1 = 1
     ${resource === null ? raw('') : sql`AND resource = ${resource}`}
     ${since === null ? raw('') : sql`AND first_seen_at >= ${since}`}
-    ORDER BY id DESC LIMIT ${limit}`;
+    ORDER BY id DESC ${limitRows(limit)}`;
 
 /** Every learned field, of one resource or all. */
 export const listFields = (resource: string | null) =>
@@ -143,7 +143,7 @@ export const listShapeQuarantine = (resource: string | null, limit: number) =>
   sql`SELECT id, resource, record_id, reason, at FROM quarantine
     WHERE resolved_at IS NULL AND reason LIKE ${SHAPE_QUARANTINE_LIKE}
     ${resource === null ? raw('') : sql`AND resource = ${resource}`}
-    ORDER BY id LIMIT ${limit}`;
+    ORDER BY id ${limitRows(limit)}`;
 
 /** How many shape-quarantined records are open, per resource. */
 export const countShapeQuarantine = () =>
