@@ -6,6 +6,7 @@
  * A root (src/app/): it hands the thread's connection the subscribers' deliveries sink.
  */
 
+import { claimAheadRows } from '../outbox/claimAhead.js';
 import { createDispatcherComponent } from '../outbox/dispatcher.js';
 import type { DispatcherIn, DispatcherOut } from '../outbox/dispatcherMessages.js';
 import { useStateChangeSink } from '../sqlite/changes.js';
@@ -38,6 +39,8 @@ const component = createDispatcherComponent(side.ctx, {
     return true;
   },
   onCommitted: () => side.post({ type: 'committed' }),
+  // As on the main loop (app/sqliteDaemon.ts): slots take rows claimed ahead between spaced groups.
+  claimAhead: claimAheadRows(side.ctx.config),
   // The hourly scrub also prunes old deliveries.
   housekeeping: deliveriesHousekeeping(
     side.ctx.config,

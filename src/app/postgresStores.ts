@@ -13,6 +13,7 @@ import { instanceName } from '../health/identity.js';
 import type { HealthReads } from '../health/snapshot.js';
 import { InboxStore } from '../inbox/inboxStore.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
+import { claimAheadRows } from '../outbox/claimAhead.js';
 import type { PgAvailability } from '../postgres/availability.js';
 import { listenForChanges } from '../postgres/changeListener.js';
 import { pgApplicationName } from '../postgres/connection.js';
@@ -239,9 +240,7 @@ function daemonSeams(ctx: AppContext, database: PgDatabase, owner: string): Daem
       unavailable: pgClassifyFault,
     },
     othersCommitted: signal,
-    // Each claim is a round trip to the server: the dispatcher holds up to 4x its slots, the rest
-    // claimed ahead, so an answered slot sends its next row at once (outbox/claimAhead.ts).
-    claimAhead: 3 * ctx.config.outbox.concurrency,
+    claimAhead: claimAheadRows(ctx.config),
     onReachable: (fn) =>
       availability.onChange((change) => {
         if (change.kind === 'reachable') fn();

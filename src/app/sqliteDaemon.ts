@@ -7,6 +7,7 @@ import type { Logger } from '../common/log.js';
 import type { Config } from '../config/config.js';
 import { instanceName, VERSION } from '../health/identity.js';
 import { SyncCoordinator } from '../mirror/coordinator.js';
+import { claimAheadRows } from '../outbox/claimAhead.js';
 import { changeSignalFor } from '../sqlite/changes.js';
 import { commitQueueFor, driveSqlite, observeCommitWaits } from '../sqlite/commitQueue.js';
 import { databaseFaultsFor } from '../sqlite/faults.js';
@@ -179,6 +180,9 @@ function daemonSeams(ctx: SqliteContext, close: () => void): DaemonStores {
     pruneDeliveries: deliveriesPrune(commitQueueFor(sqlite)),
     // The only writer: its own commits announce themselves.
     othersCommitted: undefined,
+    // A busy dispatcher's groups start every few ms (sqlite/dispatcherBatches.ts): its slots take
+    // rows claimed ahead meanwhile. Its thread claims as many (app/dispatcherWorker.ts).
+    claimAhead: claimAheadRows(config),
     onReachable: () => {},
     components: () => [],
     // In its own thread (outbox.dispatcher_thread) the dispatcher's sends and commits never hold

@@ -173,6 +173,15 @@ export class ClaimAhead {
 }
 
 /**
+ * Rows a dispatcher claims ahead of its free slots, as the stores set it: three times its slots, so
+ * an answered slot takes its next row at once while claims wait for a group. On PostgreSQL each
+ * claim is a round trip to the server; on SQLite a busy dispatcher's groups start only every few
+ * milliseconds (sqlite/dispatcherBatches.ts DISPATCHER_GROUP_SPACING_MS).
+ */
+export const claimAheadRows = (config: { outbox: { concurrency: number } }): number =>
+  3 * config.outbox.concurrency;
+
+/**
  * The buffer for `extra` rows beyond `outbox.concurrency`, or null when none is asked for or the
  * lease leaves a claimed row no time to wait ({@link aheadWaitMs}).
  */

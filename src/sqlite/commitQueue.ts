@@ -38,6 +38,8 @@ interface Task {
   reject: (err: unknown) => void;
   /** While the lock is held past this time (Date.now ms), the task is refused instead of retried. */
   busyDeadline: number;
+  /** TransactionOptions.groupSpacingMs: 0 for a task that starts its group at once. */
+  spacingMs: number;
 }
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -95,6 +97,10 @@ export class CommitQueue implements ScriptStore {
   readonly dialect = sqliteDialect;
   private tasks: Task[] = [];
   private scheduled = false;
+  /** The timer of a group put off by its tasks' spacing, while one is: anything else cuts it short. */
+  private spacing: NodeJS.Timeout | null = null;
+  /** When the last group of spaced tasks only started (performance.now ms). */
+  private lastSpacedGroup = Number.NEGATIVE_INFINITY;
   private busyTries = 0;
   private readonly faults: DatabaseFaults;
   private readonly inSavepoint: (run: () => unknown) => unknown;
@@ -174,9 +180,34 @@ export class CommitQueue implements ScriptStore {
         resolve: resolve as (value: unknown) => void,
         reject,
         busyDeadline: Date.now() + grace,
+        spacingMs: options.groupSpacingMs ?? 0,
       });
-      this.schedule(0);
+      this.scheduleQueued();
     });
+  }
+
+  /**
+   * Schedules the queued tasks' group: at once, unless every one of them may wait for the spacing
+   * of spaced groups (TransactionOptions.groupSpacingMs); a task that may not cuts that wait short.
+   */
+  private scheduleQueued(): void {
+    let spacing = Number.POSITIVE_INFINITY;
+    for (const task of this.tasks) spacing = Math.min(spacing, task.spacingMs);
+    const wait = Math.max(0, this.lastSpacedGroup + spacing - performance.now());
+    if (this.spacing && wait === 0) {
+      clearTimeout(this.spacing);
+      this.spacing = null;
+      this.scheduled = false;
+    }
+    if (this.scheduled || this.tasks.length === 0) return;
+    if (wait === 0) this.schedule(0);
+    else {
+      this.scheduled = true;
+      this.spacing = setTimeout(() => {
+        this.spacing = null;
+        this.flush();
+      }, wait);
+    }
   }
 
   private schedule(delayMs: number): void {
@@ -196,6 +227,7 @@ export class CommitQueue implements ScriptStore {
     }
     const tasks = this.tasks.splice(0, this.maxBatch);
     if (tasks.length === 0) return;
+    if (tasks.every((t) => t.spacingMs > 0)) this.lastSpacedGroup = performance.now();
     const before = this.totalChanges();
     let results: Settled[];
     // Synchronous from here to the restore: nothing else on this thread sees the zero timeout.
@@ -219,7 +251,7 @@ export class CommitQueue implements ScriptStore {
       this.leaveGate();
       const refused = kind ? unavailableFor(error, kind) : error;
       for (const task of tasks) task.reject(refused);
-      if (this.tasks.length > 0) this.schedule(0);
+      this.scheduleQueued();
       return;
     }
     if (this.walSync) this.setPragma('synchronous = FULL');
@@ -228,7 +260,7 @@ export class CommitQueue implements ScriptStore {
     if (this.lockWaitSince !== null) this.onWait?.('lock', (performance.now() - this.lockWaitSince) / 1000);
     this.leaveGate();
     this.faults.noteLockTaken();
-    if (this.tasks.length > 0) this.schedule(0);
+    this.scheduleQueued();
     const wrote = this.totalChanges() > before;
     if (!this.walSync || !wrote) {
       this.report(results, wrote);

@@ -94,6 +94,16 @@ function batchOf<I, R>(
 }
 
 /**
+ * How often a busy dispatcher's groups start, ms (TransactionOptions.groupSpacingMs). Each group
+ * commit costs about as much again for its pages and locks as for its rows: draining 10,000
+ * operations in groups of about 4 rows, a COMMIT cost the loop as much as every statement of its
+ * rows together. A few milliseconds' worth per group (with the rows claimed ahead, so no send waits
+ * for it: the SQLite stores' `claimAhead`) took the drain's CPU from about 250 to about 170 us a row
+ * (docs/benchmarks.md, "Issue 30, eleventh round"). The first claim after a quiet spell does not wait.
+ */
+export const DISPATCHER_GROUP_SPACING_MS = 4;
+
+/**
  * The dispatcher's claims, settles and releases go on once committed, without waiting for the
  * commit's fsync: a power loss that takes one back only sends its row again (at-least-once, as
  * after any crash). A send slot waiting for an fsync after each answer halved the drain rate
@@ -101,7 +111,10 @@ function batchOf<I, R>(
  * learn of them still waits for it: feed readers are woken once it is durable (./changes.ts).
  * The inbox side of an accepted row likewise: the inbox's sweep applies it again.
  */
-export const DISPATCHER_WORK: TransactionOptions = { durable: false };
+export const DISPATCHER_WORK: TransactionOptions = {
+  durable: false,
+  groupSpacingMs: DISPATCHER_GROUP_SPACING_MS,
+};
 
 /** The dispatcher's batches of a handle. */
 export const dispatcherBatchesFor = perHandle((sqlite: Sqlite) => ({

@@ -82,6 +82,14 @@ export interface TransactionOptions {
    * DatabaseUnavailable error, ms (default: no limit, for background work that must not be lost).
    */
   busyGraceMs?: number;
+  /**
+   * Where one process owns the store (SQLite): work that may wait up to this long for more to join
+   * its group commit, ms. While only such work is queued, its groups start at most this often, so
+   * a busy dispatcher's claims and settles commit a few milliseconds' worth at a time rather than a
+   * few rows; anything else queued starts the group at once, and after a quiet spell the first group
+   * does not wait (default: 0, never waits).
+   */
+  groupSpacingMs?: number;
 }
 
 /**

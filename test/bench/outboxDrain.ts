@@ -1,13 +1,15 @@
 import http from 'node:http';
 import got from 'got';
 import { UNSENT_SQL } from '../../src/db/schema/operationStates.js';
+import { claimAheadRows } from '../../src/outbox/claimAhead.js';
 import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { testContext } from '../helpers/context.js';
 import { enqueueOperation, sqliteDispatcher, tokenization } from '../outbox/fixtures.js';
+import { cpuSeconds } from './lib/feedClients.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { inRoundOrder, type RatePair, roundsFor, summarizeRates } from './lib/rounds.js';
-import { startSimChild } from './lib/simulator.js';
-import { timed, until } from './lib/timing.js';
+import { type SimChild, startSimChild } from './lib/simulator.js';
+import { median, timed, until } from './lib/timing.js';
 
 const CONCURRENCY = 8;
 /** POSTs the simulator answers before anything is timed. */
@@ -38,13 +40,37 @@ async function barePostLoop(url: string, bodies: readonly string[], concurrency:
   }
 }
 
+/** CPU per row of each process, microseconds (user + system, every thread). */
+interface RowCpu {
+  harness: number;
+  simulator: number;
+}
+
+/**
+ * `work` with the CPU it took per row, in this process and in the simulator child: on two cores
+ * the two share the machine, so the rates follow their sum, and unlike the rates it hardly moves
+ * with the host's other load.
+ */
+async function withCpu<T>(
+  sim: SimChild,
+  rows: number,
+  work: () => Promise<T>,
+): Promise<{ value: T; cpu: RowCpu }> {
+  const pid = sim.child.proc.pid!;
+  const [own0, sim0] = [process.cpuUsage(), await cpuSeconds(pid)];
+  const value = await work();
+  const own = process.cpuUsage(own0);
+  const simulator = ((await cpuSeconds(pid)) - sim0) * 1e6;
+  return { value, cpu: { harness: (own.user + own.system) / rows, simulator: simulator / rows } };
+}
+
 /** One round's drain and bare loop, each in ops/s, on a fresh database, in the round's order. */
 async function drainRound(
-  sim: Awaited<ReturnType<typeof startSimChild>>,
+  sim: SimChild,
   round: number,
   n: number,
   say: (line: string) => void,
-): Promise<RatePair> {
+): Promise<RatePair & { cpu: { baseline: RowCpu; ours: RowCpu } }> {
   const ctx = testContext({
     overrides: {
       'operator.url': sim.url,
@@ -70,9 +96,11 @@ async function drainRound(
 
     const bare = async () => {
       say(`outbox drain: baseline (${n} POSTs, concurrency ${CONCURRENCY})`);
-      const base = await timed(() => barePostLoop(sim.url, bodies, CONCURRENCY));
+      const { value: base, cpu } = await withCpu(sim, n, () =>
+        timed(() => barePostLoop(sim.url, bodies, CONCURRENCY)),
+      );
       await sim.admin('DELETE', '/_sim/notifications');
-      return n / base.seconds;
+      return { rate: n / base.seconds, cpu };
     };
     const dispatcher = async () => {
       say('outbox drain: dispatcher');
@@ -82,11 +110,17 @@ async function drainRound(
       const unsent = ctx.database.sqlite.prepare(
         `SELECT 1 AS n FROM outbox INDEXED BY outbox_state_id_idx WHERE state IN ${UNSENT_SQL} LIMIT 1`,
       );
-      const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
-      const drain = await timed(async () => {
-        await component.start();
-        await until('every row sent', () => unsent.get() === undefined, 600_000, 5);
+      const component = createDispatcherComponent(ctx, {
+        ...sqliteDispatcher(ctx),
+        // As the daemon's dispatcher claims (app/sqliteDaemon.ts, app/dispatcherWorker.ts).
+        claimAhead: claimAheadRows(ctx.config),
       });
+      const { value: drain, cpu } = await withCpu(sim, n, () =>
+        timed(async () => {
+          await component.start();
+          await until('every row sent', () => unsent.get() === undefined, 600_000, 5);
+        }),
+      );
       await component.stop();
       await sim.admin('DELETE', '/_sim/notifications');
       const accepted = ctx.database.sqlite.prepare(
@@ -94,10 +128,10 @@ async function drainRound(
       );
       const settled = (accepted.get() as { n: number }).n;
       if (settled !== n) throw new Error(`outbox drain: ${settled} of ${n} accepted`);
-      return n / drain.seconds;
+      return { rate: n / drain.seconds, cpu };
     };
     const { baseline, ours } = await inRoundOrder(round, bare, dispatcher);
-    return { baseline, value: ours };
+    return { baseline: baseline.rate, value: ours.rate, cpu: { baseline: baseline.cpu, ours: ours.cpu } };
   } finally {
     ctx.operator().close();
     ctx.dispose();
@@ -123,9 +157,12 @@ export async function outboxDrainScenario(options: BenchOptions): Promise<Scenar
     const warm = Array.from({ length: warmUp }, (_, i) => JSON.stringify(tokenization(`bench-warm-${i}`)));
     await barePostLoop(sim.url, warm, CONCURRENCY);
     await sim.admin('DELETE', '/_sim/notifications');
-    const pairs: RatePair[] = [];
+    const pairs: Array<Awaited<ReturnType<typeof drainRound>>> = [];
     for (let round = 1; round <= rounds; round++) pairs.push(await drainRound(sim, round, n, options.say));
     const { value, baseline, ratio, spread } = summarizeRates(pairs);
+    const cpuOf = (side: 'baseline' | 'ours', proc: keyof RowCpu) =>
+      median(pairs.map((p) => p.cpu[side][proc])).toFixed(0);
+    const cpu = `CPU per row (us, medians), this process + the simulator: dispatcher ${cpuOf('ours', 'harness')} + ${cpuOf('ours', 'simulator')}, bare loop ${cpuOf('baseline', 'harness')} + ${cpuOf('baseline', 'simulator')}`;
     return [
       {
         scenario: `outbox drain, ${n} operations`,
@@ -135,7 +172,7 @@ export async function outboxDrainScenario(options: BenchOptions): Promise<Scenar
         ratio,
         target: '>= 0.8 x baseline',
         met: ratio >= 0.8,
-        notes: `median of ${rounds} round(s), each on a fresh database, the baseline first in odd rounds (${spread}); in-process dispatcher, simulator in a child; concurrency ${CONCURRENCY}; synchronous=${SYNCHRONOUS}`,
+        notes: `median of ${rounds} round(s), each on a fresh database, the baseline first in odd rounds (${spread}); in-process dispatcher, simulator in a child; concurrency ${CONCURRENCY}; synchronous=${SYNCHRONOUS}; ${cpu}`,
       },
     ];
   } finally {

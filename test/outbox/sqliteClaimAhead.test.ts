@@ -1,0 +1,137 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/common/clock.js';
+import { claimAheadRows } from '../../src/outbox/claimAhead.js';
+import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { testContext } from '../helpers/context.js';
+import { enqueueOperation, sqliteDispatcher, tokenization } from './fixtures.js';
+import { rows } from './harness.js';
+
+/**
+ * The SQLite dispatcher as the daemon wires it (app/sqliteDaemon.ts, app/dispatcherWorker.ts): it
+ * claims ahead of its free slots (outbox/claimAhead.ts) while its claims and settles commit in spaced
+ * groups (sqlite/dispatcherBatches.ts). Per-unit order, one send per operation, and a stop handing
+ * every row held ahead back unsent, against the simulator over loopback.
+ */
+
+const NOTIFY = '/integration/v1/notify';
+let sim: Simulator;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ webhook: { policy: 'none' } });
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0)) await c();
+  sim.faults.clear();
+});
+afterAll(async () => {
+  await sim.close();
+});
+
+/** A dispatcher with `concurrency` slots claiming ahead as the daemon does (or `ahead` rows). */
+function daemonDispatcher(concurrency: number, ahead?: number, stopGraceMs?: number) {
+  const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
+  const ctx = testContext({
+    clock,
+    overrides: {
+      'operator.url': sim.url,
+      'operator.api_key': 'sim-api-key',
+      'operator.rate_per_second': 100_000,
+      'operator.timeout_ms': 10_000,
+      'outbox.poll_ms': 5,
+      'outbox.lease_seconds': 60,
+      'outbox.concurrency': concurrency,
+    },
+  });
+  const component = createDispatcherComponent(ctx, {
+    ...sqliteDispatcher(ctx),
+    owner: 'sqlite-ahead',
+    claimAhead: ahead ?? claimAheadRows(ctx.config),
+    ...(stopGraceMs === undefined ? {} : { stopGraceMs }),
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await component.stop();
+    ctx.operator().close();
+  };
+  cleanups.push(async () => {
+    await stop();
+    ctx.dispose();
+  });
+  return { ctx, component, stop };
+}
+
+/** Polls until `check` holds; real time bounds it only as a safety net. */
+async function until(what: string, check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 45_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('the SQLite dispatcher claiming ahead, its groups spaced', () => {
+  it('delivers every operation once, in order per unit, and leaves no claim', async () => {
+    const d = daemonDispatcher(4);
+    const units = 8;
+    const queued = Array.from({ length: 160 }, (_, index) => ({
+      ref: `sq-ahead-${index}`,
+      unit: index % units,
+    }));
+    for (const q of queued)
+      expect(enqueueOperation(d.ctx, tokenization(q.ref, { unitId: 7_000 + q.unit })).status).toBe(201);
+    // Answers slow enough that rows wait ahead while others are in flight.
+    sim.faults.next(40, 'latency', { latencyMs: 15, pathPrefix: NOTIFY });
+    await d.component.start();
+    await until('all accepted', () => rows(d.ctx).every((r) => r.state === 'accepted'));
+    await d.stop();
+    const byRef = new Map(queued.map((q, index) => [q.ref, { ...q, index }]));
+    const received = sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+    expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
+    for (let unit = 0; unit < units; unit++) {
+      const arrivals = received
+        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
+        .sort((x, y) => x.seq - y.seq)
+        .map((n) => byRef.get(n.ref as string)?.index);
+      expect(arrivals).toEqual([...byRef.values()].filter((q) => q.unit === unit).map((q) => q.index));
+    }
+    expect(rows(d.ctx).every((r) => r.lease_owner === null && r.attempts === 1)).toBe(true);
+  });
+
+  it('holds rows beyond its slots, leased, and hands them back unsent at a stop', async () => {
+    const d = daemonDispatcher(1, 3, 50);
+    for (let i = 0; i < 8; i++)
+      expect(enqueueOperation(d.ctx, tokenization(`sq-held-${i}`, { unitId: 7_100 + i })).status).toBe(201);
+    // The one slot's request hangs: what else is claimed waits ahead.
+    sim.faults.next(1, 'latency', { latencyMs: 8_000, pathPrefix: NOTIFY });
+    await d.component.start();
+    const sending = () =>
+      rows(d.ctx).filter((r) => r.state === 'sending' && r.lease_owner === 'sqlite-ahead');
+    // One in flight and three ahead, no more: what is held ahead is bounded.
+    await until('four claimed', () => sending().length === 4);
+    expect(rows(d.ctx).filter((r) => r.state === 'queued')).toHaveLength(4);
+    await d.stop();
+    expect(
+      rows(d.ctx).map((r) => ({
+        ref: r.marketplaceTransactionRef,
+        state: r.state,
+        owner: r.lease_owner,
+        attempts: r.attempts,
+      })),
+    ).toEqual(
+      Array.from({ length: 8 }, (_, i) => ({
+        ref: `sq-held-${i}`,
+        state: 'queued',
+        owner: null,
+        attempts: 0,
+      })),
+    );
+    // Only the first row's request ever left: the three held ahead were never sent.
+    expect(sim.notifications.filter((n) => n.ref?.startsWith('sq-held-')).map((n) => n.ref)).toEqual([
+      'sq-held-0',
+    ]);
+  });
+});
