@@ -1,7 +1,9 @@
+import { expect } from 'vitest';
 import type { SqliteContext } from '../../src/app/sqliteStores.js';
 import { ManualClock } from '../../src/common/clock.js';
 import type { OperationRow as OutboxRow } from '../../src/operations/rows.js';
 import { createDispatcherComponent, type Dispatcher } from '../../src/outbox/dispatcher.js';
+import type { DispatcherOptions } from '../../src/outbox/dispatcherOptions.js';
 import type { Simulator } from '../../src/simulator/index.js';
 import { testContext } from '../helpers/context.js';
 import type { capturingLogger } from './fixtures.js';
@@ -12,6 +14,7 @@ export function dispatchContext(
   sim: Simulator,
   log: ReturnType<typeof capturingLogger>['log'],
   overrides: Record<string, unknown> = {},
+  options: Partial<DispatcherOptions> = {},
 ) {
   const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
   const ctx = testContext({
@@ -27,8 +30,30 @@ export function dispatchContext(
     },
   });
   ctx.log = log;
-  const component = createDispatcherComponent(ctx, sqliteDispatcher(ctx));
+  const component = createDispatcherComponent(ctx, { ...sqliteDispatcher(ctx), ...options });
   return { ctx, clock, component, dispatcher: component.dispatcher as Dispatcher };
+}
+
+/**
+ * Asserts that the operator received every queued operation (in queue order, each with its unit)
+ * and, per unit, first in queue order: a retried operation may arrive again before the next of its
+ * unit, never after it.
+ */
+export function expectUnitOrder(
+  notifications: ReadonlyArray<{ ref?: string | undefined; seq: number }>,
+  queued: ReadonlyArray<{ ref: string; unit: number }>,
+): void {
+  const byRef = new Map(queued.map((q, index) => [q.ref, { ...q, index }]));
+  const received = notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
+  expect([...new Set(received.map((n) => n.ref))].sort()).toEqual([...byRef.keys()].sort());
+  for (const unit of new Set(queued.map((q) => q.unit))) {
+    const arrivals = received
+      .filter((n) => byRef.get(n.ref as string)?.unit === unit)
+      .sort((x, y) => x.seq - y.seq)
+      .map((n) => byRef.get(n.ref as string)?.index)
+      .filter((index, i, all) => i === 0 || all[i - 1] !== index);
+    expect(arrivals).toEqual([...byRef.values()].filter((q) => q.unit === unit).map((q) => q.index));
+  }
 }
 
 export function rows(ctx: SqliteContext): OutboxRow[] {

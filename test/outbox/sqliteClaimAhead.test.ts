@@ -1,11 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/common/clock.js';
 import { claimAheadRows } from '../../src/outbox/claimAhead.js';
-import { createDispatcherComponent } from '../../src/outbox/dispatcher.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { testContext } from '../helpers/context.js';
-import { enqueueOperation, sqliteDispatcher, tokenization } from './fixtures.js';
-import { rows } from './harness.js';
+import { capturingLogger, enqueueOperation, tokenization } from './fixtures.js';
+import { dispatchContext, expectUnitOrder, rows } from './harness.js';
 
 /**
  * The SQLite dispatcher as the daemon wires it (app/sqliteDaemon.ts, app/dispatcherWorker.ts): it
@@ -15,6 +12,7 @@ import { rows } from './harness.js';
  */
 
 const NOTIFY = '/integration/v1/notify';
+const captured = capturingLogger();
 let sim: Simulator;
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -25,43 +23,33 @@ afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
   sim.faults.clear();
 });
-afterAll(async () => {
-  await sim.close();
-});
+afterAll(() => sim.close());
 
 /** A dispatcher with `concurrency` slots claiming ahead as the daemon does (or `ahead` rows). */
-function daemonDispatcher(concurrency: number, ahead?: number, stopGraceMs?: number) {
-  const clock = new ManualClock(Date.parse('2026-03-01T00:00:00.000Z'));
-  const ctx = testContext({
-    clock,
-    overrides: {
-      'operator.url': sim.url,
-      'operator.api_key': 'sim-api-key',
-      'operator.rate_per_second': 100_000,
-      'operator.timeout_ms': 10_000,
-      'outbox.poll_ms': 5,
-      'outbox.lease_seconds': 60,
-      'outbox.concurrency': concurrency,
-    },
-  });
-  const component = createDispatcherComponent(ctx, {
-    ...sqliteDispatcher(ctx),
+function daemonDispatcher(concurrency: number, ahead?: number, stopGraceMs = 5_000) {
+  const overrides = {
+    'operator.timeout_ms': 10_000,
+    'outbox.lease_seconds': 60,
+    'outbox.concurrency': concurrency,
+  };
+  const claimAhead = (c: number) => ahead ?? claimAheadRows({ outbox: { concurrency: c } });
+  const h = dispatchContext(sim, captured.log, overrides, {
     owner: 'sqlite-ahead',
-    claimAhead: ahead ?? claimAheadRows(ctx.config),
-    ...(stopGraceMs === undefined ? {} : { stopGraceMs }),
+    claimAhead: claimAhead(concurrency),
+    stopGraceMs,
   });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await component.stop();
-    ctx.operator().close();
+    await h.component.stop();
+    h.ctx.operator().close();
   };
   cleanups.push(async () => {
     await stop();
-    ctx.dispose();
+    h.ctx.dispose();
   });
-  return { ctx, component, stop };
+  return { ...h, stop };
 }
 
 /** Polls until `check` holds; real time bounds it only as a safety net. */
@@ -76,28 +64,17 @@ async function until(what: string, check: () => boolean): Promise<void> {
 describe('the SQLite dispatcher claiming ahead, its groups spaced', () => {
   it('delivers every operation once, in order per unit, and leaves no claim', async () => {
     const d = daemonDispatcher(4);
-    const units = 8;
-    const queued = Array.from({ length: 160 }, (_, index) => ({
-      ref: `sq-ahead-${index}`,
-      unit: index % units,
-    }));
+    const queued = Array.from({ length: 160 }, (_, i) => ({ ref: `sq-ahead-${i}`, unit: 7_000 + (i % 8) }));
     for (const q of queued)
-      expect(enqueueOperation(d.ctx, tokenization(q.ref, { unitId: 7_000 + q.unit })).status).toBe(201);
+      expect(enqueueOperation(d.ctx, tokenization(q.ref, { unitId: q.unit })).status).toBe(201);
     // Answers slow enough that rows wait ahead while others are in flight.
     sim.faults.next(40, 'latency', { latencyMs: 15, pathPrefix: NOTIFY });
     await d.component.start();
     await until('all accepted', () => rows(d.ctx).every((r) => r.state === 'accepted'));
     await d.stop();
-    const byRef = new Map(queued.map((q, index) => [q.ref, { ...q, index }]));
-    const received = sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
-    expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
-    for (let unit = 0; unit < units; unit++) {
-      const arrivals = received
-        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
-        .sort((x, y) => x.seq - y.seq)
-        .map((n) => byRef.get(n.ref as string)?.index);
-      expect(arrivals).toEqual([...byRef.values()].filter((q) => q.unit === unit).map((q) => q.index));
-    }
+    expectUnitOrder(sim.notifications, queued);
+    const sent = sim.notifications.filter((n) => n.ref?.startsWith('sq-ahead-'));
+    expect(sent).toHaveLength(queued.length);
     expect(rows(d.ctx).every((r) => r.lease_owner === null && r.attempts === 1)).toBe(true);
   });
 
@@ -114,24 +91,16 @@ describe('the SQLite dispatcher claiming ahead, its groups spaced', () => {
     await until('four claimed', () => sending().length === 4);
     expect(rows(d.ctx).filter((r) => r.state === 'queued')).toHaveLength(4);
     await d.stop();
-    expect(
-      rows(d.ctx).map((r) => ({
-        ref: r.marketplaceTransactionRef,
-        state: r.state,
-        owner: r.lease_owner,
-        attempts: r.attempts,
-      })),
-    ).toEqual(
-      Array.from({ length: 8 }, (_, i) => ({
-        ref: `sq-held-${i}`,
-        state: 'queued',
-        owner: null,
-        attempts: 0,
-      })),
-    );
+    const end = rows(d.ctx).map((r) => ({
+      ref: r.marketplaceTransactionRef,
+      state: r.state,
+      owner: r.lease_owner,
+      attempts: r.attempts,
+    }));
+    const queuedAgain = (i: number) => ({ ref: `sq-held-${i}`, state: 'queued', owner: null, attempts: 0 });
+    expect(end).toEqual(Array.from({ length: 8 }, (_, i) => queuedAgain(i)));
     // Only the first row's request ever left: the three held ahead were never sent.
-    expect(sim.notifications.filter((n) => n.ref?.startsWith('sq-held-')).map((n) => n.ref)).toEqual([
-      'sq-held-0',
-    ]);
+    const sent = sim.notifications.filter((n) => n.ref?.startsWith('sq-held-')).map((n) => n.ref);
+    expect(sent).toEqual(['sq-held-0']);
   });
 });

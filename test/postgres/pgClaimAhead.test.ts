@@ -6,6 +6,7 @@ import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { PgOperationsStore, pgOutboxHooks } from '../../src/postgres/operationsStore.js';
 import { testContext } from '../helpers/context.js';
 import { tokenization } from '../outbox/fixtures.js';
+import { expectUnitOrder } from '../outbox/harness.js';
 import { usePgOutbox } from './pgOutboxFixture.js';
 
 /**
@@ -126,16 +127,9 @@ describe('claiming ahead on PostgreSQL', () => {
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
-    const byRef = new Map(queued.map((q) => [q.ref, q]));
-    const received = env.sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
-    expect(received.map((n) => n.ref).sort()).toEqual([...byRef.keys()].sort());
-    for (let unit = 0; unit < units; unit++) {
-      const arrivals = received
-        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
-        .sort((x, y) => x.seq - y.seq)
-        .map((n) => byRef.get(n.ref as string)?.index);
-      expect(arrivals).toEqual(queued.filter((q) => q.unit === unit).map((q) => q.index));
-    }
+    expectUnitOrder(env.sim.notifications, queued);
+    const sent = env.sim.notifications.filter((n) => n.ref?.startsWith('ahead-'));
+    expect(sent).toHaveLength(total);
     const end = await rows();
     expect(end.every((r) => r.state === 'accepted' && r.lease_owner === null && r.attempts === 1)).toBe(true);
   });
@@ -172,17 +166,8 @@ describe('claiming ahead on PostgreSQL', () => {
       await Promise.all([a.close(), b.close()]);
     }
     expect(env.sim.faults.pending()).toEqual([]);
-    const byRef = new Map(queued.map((q) => [q.ref, q]));
-    const received = env.sim.notifications.filter((n) => n.ref !== undefined && byRef.has(n.ref));
-    for (let unit = 0; unit < units; unit++) {
-      const arrivals = received
-        .filter((n) => byRef.get(n.ref as string)?.unit === unit)
-        .sort((x, y) => x.seq - y.seq)
-        .map((n) => byRef.get(n.ref as string)?.index)
-        // A retried operation arrives again before the next of its unit, never after it.
-        .filter((index, i, all) => i === 0 || all[i - 1] !== index);
-      expect(arrivals).toEqual(queued.filter((q) => q.unit === unit).map((q) => q.index));
-    }
+    // A retried operation arrives again before the next of its unit, never after it.
+    expectUnitOrder(env.sim.notifications, queued);
     expect((await rows()).every((r) => r.state === 'accepted' && r.lease_owner === null)).toBe(true);
   });
 
