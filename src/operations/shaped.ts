@@ -65,12 +65,12 @@ const LIMITS_KEPT = 256;
 export function shapedPerLimit<S>(make: (limit: number) => S): (limit: number) => S {
   const made = new Map<number, S>();
   return (limit) => {
-    let statement = made.get(limit);
-    if (statement === undefined) {
-      statement = make(limit);
-      if (made.size >= LIMITS_KEPT) made.delete(made.keys().next().value as number);
-      made.set(limit, statement);
-    }
+    const kept = made.get(limit);
+    if (kept !== undefined) return kept;
+    // The oldest count made goes first: a cap, not a cache policy (claims ask for a few counts).
+    if (made.size >= LIMITS_KEPT) made.delete(made.keys().next().value as number);
+    const statement = make(limit);
+    made.set(limit, statement);
     return statement;
   };
 }
