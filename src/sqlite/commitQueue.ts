@@ -98,7 +98,7 @@ export class CommitQueue implements ScriptStore {
   private tasks: Task[] = [];
   private scheduled = false;
   /** The timer of a group put off by its tasks' spacing, while one is: anything else cuts it short. */
-  private spacing: NodeJS.Timeout | null = null;
+  private spacedTimer: NodeJS.Timeout | null = null;
   /** When the last group of spaced tasks only started (performance.now ms). */
   private lastSpacedGroup = Number.NEGATIVE_INFINITY;
   private busyTries = 0;
@@ -194,17 +194,17 @@ export class CommitQueue implements ScriptStore {
     let spacing = Number.POSITIVE_INFINITY;
     for (const task of this.tasks) spacing = Math.min(spacing, task.spacingMs);
     const wait = Math.max(0, this.lastSpacedGroup + spacing - performance.now());
-    if (this.spacing && wait === 0) {
-      clearTimeout(this.spacing);
-      this.spacing = null;
+    if (this.spacedTimer && wait === 0) {
+      clearTimeout(this.spacedTimer);
+      this.spacedTimer = null;
       this.scheduled = false;
     }
     if (this.scheduled || this.tasks.length === 0) return;
     if (wait === 0) this.schedule(0);
     else {
       this.scheduled = true;
-      this.spacing = setTimeout(() => {
-        this.spacing = null;
+      this.spacedTimer = setTimeout(() => {
+        this.spacedTimer = null;
         this.flush();
       }, wait);
     }

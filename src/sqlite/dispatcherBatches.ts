@@ -98,7 +98,7 @@ function batchOf<I, R>(
  * commit costs about as much again for its pages and locks as for its rows: draining 10,000
  * operations in groups of about 4 rows, a COMMIT cost the loop as much as every statement of its
  * rows together. A few milliseconds' worth per group (with the rows claimed ahead, so no send waits
- * for it: the SQLite stores' `claimAhead`) took the drain's CPU from about 250 to about 170 us a row
+ * for it: the SQLite stores' `claimAhead`) took the drain's CPU from about 225 to about 170 us a row
  * (docs/benchmarks.md, "Issue 30, eleventh round"). The first claim after a quiet spell does not wait.
  */
 export const DISPATCHER_GROUP_SPACING_MS = 4;
