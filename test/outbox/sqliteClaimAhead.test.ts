@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { claimAheadRows } from '../../src/outbox/claimAhead.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { capturingLogger, enqueueOperation, tokenization } from './fixtures.js';
-import { dispatchContext, expectUnitOrder, rows } from './harness.js';
+import { dispatchContext, driveUntil, expectUnitOrder, rows } from './harness.js';
 
 /**
  * The SQLite dispatcher as the daemon wires it (app/sqliteDaemon.ts, app/dispatcherWorker.ts): it
@@ -26,11 +26,17 @@ afterEach(async () => {
 afterAll(() => sim.close());
 
 /** A dispatcher with `concurrency` slots claiming ahead as the daemon does (or `ahead` rows). */
-function daemonDispatcher(concurrency: number, ahead?: number, stopGraceMs = 5_000) {
+function daemonDispatcher(
+  concurrency: number,
+  ahead?: number,
+  stopGraceMs = 5_000,
+  more: Record<string, unknown> = {},
+) {
   const overrides = {
     'operator.timeout_ms': 10_000,
     'outbox.lease_seconds': 60,
     'outbox.concurrency': concurrency,
+    ...more,
   };
   const claimAhead = (c: number) => ahead ?? claimAheadRows({ outbox: { concurrency: c } });
   const h = dispatchContext(sim, captured.log, overrides, {
@@ -76,6 +82,34 @@ describe('the SQLite dispatcher claiming ahead, its groups spaced', () => {
     const sent = sim.notifications.filter((n) => n.ref?.startsWith('sq-ahead-'));
     expect(sent).toHaveLength(queued.length);
     expect(rows(d.ctx).every((r) => r.lease_owner === null && r.attempts === 1)).toBe(true);
+  });
+
+  it("through the operator's 500, 502, 503, 429 (Retry-After), resets and slow answers: every operation accepted, in order per unit, no lease left", async () => {
+    // Leases long enough that moving the clock on for the retries never expires a claim.
+    const d = daemonDispatcher(4, undefined, 5_000, {
+      'outbox.lease_seconds': 86_400,
+      'operator.timeout_ms': 1_000,
+    });
+    const queued = Array.from({ length: 60 }, (_, i) => ({ ref: `sq-bad-${i}`, unit: 7_200 + (i % 6) }));
+    for (const q of queued)
+      expect(enqueueOperation(d.ctx, tokenization(q.ref, { unitId: q.unit })).status).toBe(201);
+    for (const kind of ['500', '502', '503', 'reset'] as const)
+      sim.faults.next(3, kind, { pathPrefix: NOTIFY });
+    sim.faults.next(3, '429', { pathPrefix: NOTIFY, retryAfterSec: 1 });
+    sim.faults.next(6, 'latency', { latencyMs: 40, pathPrefix: NOTIFY });
+    await d.component.start();
+    // Backoffs and Retry-After wait on the manual clock: it moves on until every row is accepted.
+    await driveUntil('all accepted', d.clock, d.dispatcher, () =>
+      rows(d.ctx).every((r) => r.state === 'accepted'),
+    );
+    await d.stop();
+    expect(sim.faults.pending()).toEqual([]);
+    // A retried operation arrives again before the next of its unit, never after it.
+    expectUnitOrder(sim.notifications, queued);
+    expect(rows(d.ctx).filter((r) => r.lease_owner !== null)).toEqual([]);
+    // Each refusal and reset cost its row exactly one more attempt: 15 faults, 15 attempts more.
+    const attempts = rows(d.ctx).reduce((n, r) => n + r.attempts, 0);
+    expect(attempts).toBe(queued.length + 15);
   });
 
   it('holds rows beyond its slots, leased, and hands them back unsent at a stop', async () => {
