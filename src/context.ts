@@ -132,8 +132,7 @@ export function createAppContext<Extra extends object = object>(
       return client;
     },
     operatorBudget,
-    // Cast: TypeScript types the spread of a generic `extra` as no AppContext & Extra (and, until
-    // round 5 is merged, AppContext still declares the retired `database`: app/sqliteStores.ts).
+    // Cast: TypeScript types the spread of a generic `extra` as no AppContext & Extra.
   } as AppContext & Extra;
   return ctx;
 }

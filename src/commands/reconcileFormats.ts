@@ -1,4 +1,4 @@
-import { grams } from '../reconcile/amounts.js';
+import { grams } from '../outbox/ledgerEntry.js';
 import type { PassOutcome } from '../reconcile/pass.js';
 import type { BalanceSheetView, FindingView, OpenCounts } from '../reconcile/reconciliationReads.js';
 import { type Column, textTable } from './textTable.js';

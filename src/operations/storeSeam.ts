@@ -1,4 +1,5 @@
 import type { TransactionOptions } from '../store/script.js';
+import type { LedgerFields } from './ledger.js';
 import type { OperationRow } from './rows.js';
 import type { OperationState } from './states.js';
 
@@ -12,6 +13,11 @@ export interface NewOperation {
   body: string;
   /** Hash of the validated input (tells a repeat from a conflicting body). */
   hash: string;
+  /**
+   * What the reconciliation's ledger keeps of it, read from the notification when it was validated:
+   * written beside the row (default: none; the reconciler's catch-up reads it from the body later).
+   */
+  ledger?: LedgerFields;
 }
 
 /** What a claim needs: who claims, the time, the lease's end (ISO) and how many rows at most. */

@@ -1,6 +1,7 @@
 import { all, run, type Script } from '../store/script.js';
 import { greatest, indexedBy, join, raw, type Sql, sql, typed, whenShared } from '../store/sql.js';
 import type { StateChange, StateChangeSink } from './effects.js';
+import { insertLedger, type LedgerInsert } from './ledger.js';
 import { eventAppliesSql, type GuardValues, type OperationRow, OUTBOX_COLUMNS } from './rows.js';
 import { shaped } from './shaped.js';
 import { stateChanged } from './stateChanged.js';
@@ -68,10 +69,22 @@ function* moved(
 /** Rows per INSERT statement: well under either store's bound on a statement's values. */
 const INSERT_BATCH = 500;
 
+/** The ledger entries of the rows a batch inserted, of the operations that carry one (a repeat inserts no row). */
+function ledgerEntries(ops: readonly NewOperation[], inserted: readonly OperationRow[]): LedgerInsert[] {
+  const byRef = new Map(ops.map((o) => [o.ref, o.ledger]));
+  const entries: LedgerInsert[] = [];
+  for (const row of inserted) {
+    const ledger = byRef.get(row.marketplaceTransactionRef);
+    if (ledger) entries.push({ outboxId: Number(row.id), ...ledger });
+  }
+  return entries;
+}
+
 /**
  * Queues new operations; a ref already queued is left as it is and not returned. Where processes
  * share the store, the adapter takes each order key's lock first (postgres/operationsStore.ts says
- * why).
+ * why). Each inserted row's ledger entry, where the operation carries one, is written with it
+ * (ledger.ts).
  */
 export function* insertOperations(
   ops: readonly NewOperation[],
@@ -81,20 +94,20 @@ export function* insertOperations(
   const now = typed(nowIso, 'timestamptz');
   const rows: OperationRow[] = [];
   for (let i = 0; i < ops.length; i += INSERT_BATCH) {
-    const values = ops
-      .slice(i, i + INSERT_BATCH)
-      .map(
-        (o) =>
-          sql`(${o.ref}, ${o.operationType}, ${o.orderKey}, ${o.body}, ${o.hash}, 'queued', 0, ${now}, ${now}, ${now})`,
-      );
-    rows.push(
-      ...(yield* all<OperationRow>(sql`
+    const batch = ops.slice(i, i + INSERT_BATCH);
+    const values = batch.map(
+      (o) =>
+        sql`(${o.ref}, ${o.operationType}, ${o.orderKey}, ${o.body}, ${o.hash}, 'queued', 0, ${now}, ${now}, ${now})`,
+    );
+    const inserted = yield* all<OperationRow>(sql`
         INSERT INTO outbox ("marketplaceTransactionRef", "operationType", order_key, body, body_hash, state, attempts,
                             next_attempt_at, created_at, updated_at)
         VALUES ${join(values, ', ')}
         ON CONFLICT ("marketplaceTransactionRef") DO NOTHING
-        RETURNING ${ROW}`)),
-    );
+        RETURNING ${ROW}`);
+    const entries = ledgerEntries(batch, inserted);
+    if (entries.length > 0) yield* run(insertLedger(entries));
+    rows.push(...inserted);
   }
   rows.sort((a, b) => a.id - b.id);
   const changes = rows.map(

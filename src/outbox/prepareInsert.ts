@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../context.js';
 import type { OperationRow } from '../operations/rows.js';
 import type { NewOperation } from '../operations/storeSeam.js';
+import { ledgerEntryOfNotification } from './ledgerEntry.js';
 import { wireSpelling } from './operationTypes.js';
 import { type FieldError, validateNotification } from './validate.js';
 
@@ -49,8 +50,16 @@ export function prepareInsert(
   const { kind, ref, notification, orderKey } = validation.operation;
   const hash = notificationHash(notification);
   const wire = wireSpelling(kind, ctx.config);
-  const body = JSON.stringify({ ...notification, operationType: wire });
-  return { ref, operationType: wire, orderKey, body, hash };
+  const sent = { ...notification, operationType: wire };
+  // The ledger's entry from the object the body is the JSON of: the reconciler need not parse it again.
+  return {
+    ref,
+    operationType: wire,
+    orderKey,
+    body: JSON.stringify(sent),
+    hash,
+    ledger: ledgerEntryOfNotification(sent),
+  };
 }
 
 /** The answer when the INSERT found `ref` queued already: 200 the same body, 409 another one. */

@@ -1,5 +1,6 @@
+import { grams } from '../outbox/ledgerEntry.js';
 import type { OperationKind } from '../outbox/operationTypes.js';
-import { belowTonne, grams } from './amounts.js';
+import { belowTonne } from './amounts.js';
 import type { Balance, BalanceSheet, CustodyState } from './findingKinds.js';
 
 /**

@@ -1,5 +1,6 @@
 import type { ReconcileSettings } from '../config/configReconcile.js';
-import { grams, KG_EPSILON, tonnes } from './amounts.js';
+import { grams } from '../outbox/ledgerEntry.js';
+import { KG_EPSILON, tonnes } from './amounts.js';
 import type { LedgerFact } from './balances.js';
 import { type BalanceSheet, FINDING_KINDS, type Finding, type FindingKind } from './findingKinds.js';
 

@@ -1,7 +1,8 @@
 import { isoAt } from '../common/clock.js';
+import { insertLedger } from '../operations/ledger.js';
+import { ledgerEntryOf } from '../outbox/ledgerEntry.js';
 import { all, appendFeed, run, type Script, type ScriptStore } from '../store/script.js';
 import { feedOrderLock, reconcilePassLock } from '../store/sql.js';
-import { ledgerEntryOf } from './amounts.js';
 import { balanceSheets, balancesOf } from './balances.js';
 import { readInputs } from './facts.js';
 import { type Finding, type FindingKind, type FindingSubject, findingKey } from './findingKinds.js';
@@ -109,7 +110,7 @@ export async function catchUpLedger(store: ScriptStore): Promise<Set<string>> {
     await store.transaction(
       (function* () {
         for (let i = 0; i < entries.length; i += q.GROUP)
-          yield* run(q.insertLedger(entries.slice(i, i + q.GROUP)));
+          yield* run(insertLedger(entries.slice(i, i + q.GROUP)));
       })(),
       DERIVED,
     );

@@ -24,22 +24,6 @@ export const unledgered = (afterId: number, limit: number) =>
 
 export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
 
-export interface LedgerInsert {
-  outboxId: number;
-  kind: string;
-  issuanceId: string | null;
-  unitId: string | null;
-  amountKg: number | null;
-}
-
-export const insertLedger = (rows: readonly LedgerInsert[]) =>
-  sql`INSERT INTO reconciliation_ledger (outbox_id, kind, issuance_id, unit_id, amount_kg)
-      VALUES ${join(
-        rows.map((r) => sql`(${r.outboxId}, ${r.kind}, ${r.issuanceId}, ${r.unitId}, ${r.amountKg})`),
-        ', ',
-      )}
-      ON CONFLICT (outbox_id) DO NOTHING`;
-
 /**
  * Reported operations with their outbox state: every one (null), or those on these issuances or
  * units, each read through its own index (one statement for both, joined by `OR`, scanned).

@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { freePort } from '../helpers/net.js';
-import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './lib/benchConfig.js';
+import {
+  daemonEnv,
+  QUIET_DAEMON_TOML,
+  RECONCILE_OFF,
+  RECONCILE_TOML,
+  writeConfig,
+} from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import { commitWaits } from './lib/commitWaits.js';
 import { type Latencies, type PacedLoadJob, RATE } from './lib/pacedLoad.js';
@@ -8,8 +14,6 @@ import { runJsonChild, spawnNode, tsx, waitForHealthz } from './lib/proc.js';
 import type { BenchOptions, ScenarioResult } from './lib/result.js';
 import { type SimChild, startRegistrySim, startSimChild } from './lib/simulator.js';
 
-/** BENCH_RECONCILE=0 runs the daemons with `reconcile.enabled = false` (to measure its share). */
-const RECONCILE_OFF = process.env.BENCH_RECONCILE === '0';
 /** BENCH_ENQUEUE_ROWS=paused,draining runs those daemon rows only (durable, paused, draining, sync). */
 const ROWS = new Set((process.env.BENCH_ENQUEUE_ROWS ?? 'durable,paused,draining,sync').split(','));
 
@@ -39,7 +43,7 @@ async function daemonLoad(
   const config = writeConfig(
     options.dir,
     tag,
-    `${syncOnStart ? QUIET_DAEMON_TOML.replace('on_startup = false', 'on_startup = true') : QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n${RECONCILE_OFF ? '[reconcile]\nenabled = false\n' : ''}`,
+    `${syncOnStart ? QUIET_DAEMON_TOML.replace('on_startup = false', 'on_startup = true') : QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = 8\ndispatcher_thread = ${dispatcherThread}\n[database]\nsynchronous = "${synchronous}"\n${RECONCILE_TOML}`,
   );
   const daemon = spawnNode(
     cli.args(['run', '--config', config], [LOOP_DELAY_PRELOAD]),

@@ -5,6 +5,7 @@ import type { NewOperation } from '../../src/operations/storeSeam.js';
 import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { createTestDatabase, startCluster } from '../helpers/postgres.js';
 import type { PgBossOutboxJob } from './children/pgBossOutbox.js';
+import { RECONCILE_OFF } from './lib/benchConfig.js';
 import { cliRunner } from './lib/build.js';
 import { loadPgBoss, pgBossDrain } from './lib/pgBossDrain.js';
 import { type DaemonDrain, daemonDrain, drainOperations } from './lib/pgDaemonDrain.js';
@@ -144,7 +145,7 @@ export async function daemonDrainRows(
     const inProcess = boss === null ? null : await boss.inProcess();
     const api50 = await run('api-50', UNITS, 'api');
     const apiEach = await run('api-each', n, 'api');
-    const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE, the operations' units and issuances in the mirror's custody (the reconciler on, as by default)`;
+    const how = `\`vcu-sync run\` child (${cli.kind}) on a throwaway cluster (fsync off), concurrency ${CONCURRENCY}, simulator child answering 202; each run on a fresh database, no ANALYZE, the operations' units and issuances in the mirror's custody (${RECONCILE_OFF ? 'the reconciler off, BENCH_RECONCILE=0' : 'the reconciler on, as by default'})`;
     const bossRates = rounds.map((r) => r.bossRate).filter((r): r is number => r !== null);
     const bossRate = bossRates.length === 0 ? null : median(bossRates);
     const bossNote =

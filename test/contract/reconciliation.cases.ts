@@ -1,4 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ledgerEntryOf } from '../../src/outbox/ledgerEntry.js';
+import { prepareInsert } from '../../src/outbox/prepareInsert.js';
+import { catchUpLedger } from '../../src/reconcile/pass.js';
+import { sql } from '../../src/store/sql.js';
+import { detokenization, retire, tokenization } from '../outbox/fixtures.js';
 import { Books, type FindingRead, hoursAfter, type ReconcileStoreUnderTest } from './reconcileStores.js';
 
 /**
@@ -347,6 +352,61 @@ export function reconciliationCases(
       const full = await books.pass(hoursAfter(5));
       expect(full.resolved.map((n) => n.finding.subjectId)).toEqual(['IB']);
       expect(await openFindings(books)).toEqual([]);
+    });
+
+    it('an operation queued as the API queues it has its ledger entry from the start, the one its body gives; the catch-up reads only rows queued without one', async () => {
+      const ledger = async () =>
+        (
+          await store.scripts.read<{
+            outbox_id: number;
+            kind: string;
+            issuance_id: string | null;
+            unit_id: string | null;
+            amount_kg: number | null;
+          }>(
+            sql`SELECT outbox_id, kind, issuance_id, unit_id, amount_kg FROM reconciliation_ledger ORDER BY outbox_id`,
+          )
+        ).map((r) => ({
+          outboxId: Number(r.outbox_id),
+          kind: r.kind,
+          issuanceId: r.issuance_id,
+          unitId: r.unit_id,
+          amountKg: r.amount_kg === null ? null : Number(r.amount_kg),
+        }));
+      const notifications = [
+        tokenization('led-0', { unitId: 17, issuanceId: 9, transactionAmount: 2.5 }),
+        retire('led-1', {
+          operationType: 'postRetirement',
+          unitId: '18',
+          transactionAmount: 750,
+          transactionUnit: 'kgCO2e',
+        }),
+        detokenization('led-2', { unitId: 19, issuanceId: '9', transactionAmount: 3 }),
+      ];
+      const prepared = notifications.map((n) => {
+        const p = prepareInsert({ config: store.config }, n);
+        if ('errors' in p) throw new Error(`invalid: ${JSON.stringify(p.errors)}`);
+        return p;
+      });
+      const rows = await store.operations.insert(prepared, hoursAfter(1));
+      // Written in the insert's transaction: what the catch-up would have read from each body.
+      expect(await ledger()).toEqual(rows.map((r) => ({ outboxId: r.id, ...ledgerEntryOf(r.body) })));
+      expect((await ledger()).map((e) => [e.kind, e.issuanceId, e.unitId, e.amountKg])).toEqual([
+        ['tokenization', '9', '17', 2500],
+        ['retire', '7', '18', 750],
+        ['detokenization', '9', '19', 3000],
+      ]);
+      expect([...(await catchUpLedger(store.scripts))]).toEqual([]);
+      // A repeat inserts no row and no entry.
+      expect(await store.operations.insert(prepared.slice(0, 1), hoursAfter(2))).toEqual([]);
+      expect(await ledger()).toHaveLength(3);
+      // A row queued without its entry (an older version's) is caught up from its body.
+      await books.report(
+        { ref: 'old-1', type: 'Transfer', amount: 4, issuanceId: 'I10', unitId: 'U10' },
+        hoursAfter(2),
+      );
+      expect([...(await catchUpLedger(store.scripts))]).toEqual(['I10']);
+      expect((await ledger()).at(-1)).toMatchObject({ kind: 'transfer', issuanceId: 'I10', amountKg: 4000 });
     });
 
     it('amounts in tCO2e, kgCO2e and none are summed in kg; an unknown unit is unreadable and left out', async () => {

@@ -13,8 +13,8 @@ import {
   transferAfterDrop,
 } from '../../src/commands/demoOperations.js';
 import { reconcileSchema } from '../../src/config/configReconcile.js';
+import { ledgerEntryOf } from '../../src/outbox/ledgerEntry.js';
 import { validateNotification } from '../../src/outbox/validate.js';
-import { ledgerEntryOf } from '../../src/reconcile/amounts.js';
 import { balanceSheets, balancesOf, type LedgerFact } from '../../src/reconcile/balances.js';
 import type { CustodyState } from '../../src/reconcile/findingKinds.js';
 import { decideFindings, type LogRetirement } from '../../src/reconcile/findings.js';

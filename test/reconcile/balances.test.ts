@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { amountKg, belowTonne, ledgerEntryOf, tonnes, tonnesKg } from '../../src/reconcile/amounts.js';
+import { amountKg, ledgerEntryOf, ledgerEntryOfNotification } from '../../src/outbox/ledgerEntry.js';
+import { belowTonne, tonnes, tonnesKg } from '../../src/reconcile/amounts.js';
 import { balanceSheets, balancesOf } from '../../src/reconcile/balances.js';
 import { fact } from './ledgerFacts.js';
 
@@ -60,6 +61,31 @@ describe('amounts in kg', () => {
     expect(
       ledgerEntryOf(JSON.stringify({ operationType: 'Mint', issuanceId: '', transactionAmount: 1 })),
     ).toEqual({ kind: 'unknown', issuanceId: null, unitId: null, amountKg: 1000 });
+  });
+
+  it("the entry of a notification (written when it is queued) is the entry of its body's JSON (the catch-up's)", () => {
+    const notifications: Array<Record<string, unknown>> = [
+      {
+        operationType: 'Tokenization',
+        issuanceId: 7,
+        unitId: 101,
+        transactionAmount: 10,
+        transactionUnit: 'tCO2e',
+      },
+      { operationType: ' retire ', issuanceId: ' 8 ', unitId: '', transactionAmount: '2.5' },
+      {
+        operationType: 'Detokenization',
+        issuanceId: 1e21,
+        unitId: -3,
+        transactionAmount: 0.0005,
+        transactionUnit: 'KG',
+      },
+      { operationType: 42, issuanceId: null, transactionAmount: Number.NaN, transactionUnit: 'lb' },
+      { operationType: 'transfer', issuanceId: 12.5, unitId: undefined, transactionAmount: -1 },
+      {},
+    ];
+    for (const n of notifications)
+      expect(ledgerEntryOfNotification(n)).toEqual(ledgerEntryOf(JSON.stringify(n)));
   });
 });
 

@@ -33,6 +33,11 @@ export function daemonEnv(options: {
   };
 }
 
+/** BENCH_RECONCILE=0 runs the benches' daemons with `reconcile.enabled = false` (to measure its share). */
+export const RECONCILE_OFF = process.env.BENCH_RECONCILE === '0';
+/** What a daemon's config adds for {@link RECONCILE_OFF}: nothing, or the `[reconcile]` table turning it off. */
+export const RECONCILE_TOML = RECONCILE_OFF ? '[reconcile]\nenabled = false\n' : '';
+
 /** A daemon config that never syncs on its own (start-up and schedules off). */
 export const QUIET_DAEMON_TOML = `
 [sync]

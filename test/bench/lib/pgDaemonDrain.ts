@@ -7,7 +7,7 @@ import { PgOperationsStore } from '../../../src/postgres/operationsStore.js';
 import { freePort } from '../../helpers/net.js';
 import type { TestDatabase } from '../../helpers/postgres.js';
 import { tokenization } from '../../outbox/fixtures.js';
-import { daemonEnv, QUIET_DAEMON_TOML, writeConfig } from './benchConfig.js';
+import { daemonEnv, QUIET_DAEMON_TOML, RECONCILE_TOML, writeConfig } from './benchConfig.js';
 import type { CliRunner } from './build.js';
 import { timedRequest } from './feedClients.js';
 import { spawnNode, waitForHealthz } from './proc.js';
@@ -164,7 +164,7 @@ export async function daemonDrain(options: DaemonDrainOptions): Promise<DaemonDr
   const config = writeConfig(
     options.dir,
     options.tag,
-    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = ${options.concurrency}\n`,
+    `${QUIET_DAEMON_TOML}\n[operator]\nrate_per_second = 100000\n[outbox]\nconcurrency = ${options.concurrency}\n${RECONCILE_TOML}`,
   );
   const daemon = spawnNode(options.cli.args(['run', '--config', config]), {
     ...daemonEnv({ db: '', operatorUrl: options.operatorUrl, apiPort, webhookPort }),
