@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ledgerEntryOf } from '../../src/outbox/ledgerEntry.js';
 import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { catchUpLedger } from '../../src/reconcile/pass.js';
-import { sql } from '../../src/store/sql.js';
+import { run } from '../../src/store/script.js';
+import { raw, sql } from '../../src/store/sql.js';
 import { detokenization, retire, tokenization } from '../outbox/fixtures.js';
 import { Books, type FindingRead, hoursAfter, type ReconcileStoreUnderTest } from './reconcileStores.js';
 
@@ -407,6 +408,43 @@ export function reconciliationCases(
       );
       expect([...(await catchUpLedger(store.scripts))]).toEqual(['I10']);
       expect((await ledger()).at(-1)).toMatchObject({ kind: 'transfer', issuanceId: 'I10', amountKg: 4000 });
+    });
+
+    it('the ledger entry is written in the transaction of its row: a refused entry queues nothing, and the enqueue goes through once it is accepted', async () => {
+      const refuse: Record<ReconcileStoreUnderTest['kind'], string[]> = {
+        sqlite: [
+          "CREATE TRIGGER refuse_ledger BEFORE INSERT ON reconciliation_ledger BEGIN SELECT RAISE(ABORT, 'ledger refused'); END",
+        ],
+        postgres: [
+          "CREATE FUNCTION refuse_ledger() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'ledger refused'; END $$",
+          'CREATE TRIGGER refuse_ledger BEFORE INSERT ON reconciliation_ledger FOR EACH ROW EXECUTE FUNCTION refuse_ledger()',
+        ],
+      };
+      const allow: Record<ReconcileStoreUnderTest['kind'], string[]> = {
+        sqlite: ['DROP TRIGGER refuse_ledger'],
+        postgres: ['DROP TRIGGER refuse_ledger ON reconciliation_ledger', 'DROP FUNCTION refuse_ledger()'],
+      };
+      const ddl = (statements: readonly string[]) =>
+        store.scripts.transaction(
+          (function* () {
+            for (const text of statements) yield* run(raw(text));
+          })(),
+        );
+      const counts = async () =>
+        (
+          await store.scripts.read<{ outbox: number; ledger: number; feed: number }>(
+            sql`SELECT (SELECT count(*) FROM outbox) AS outbox, (SELECT count(*) FROM reconciliation_ledger) AS ledger,
+                       (SELECT count(*) FROM changes WHERE resource = 'operations') AS feed`,
+          )
+        ).map((r) => [Number(r.outbox), Number(r.ledger), Number(r.feed)])[0];
+      const p = prepareInsert({ config: store.config }, tokenization('atomic-1', { issuanceId: 5 }));
+      if ('errors' in p) throw new Error(`invalid: ${JSON.stringify(p.errors)}`);
+      await ddl(refuse[kind]);
+      await expect(store.operations.insert([p], hoursAfter(1))).rejects.toThrow(/ledger refused/);
+      expect(await counts()).toEqual([0, 0, 0]);
+      await ddl(allow[kind]);
+      expect(await store.operations.insert([p], hoursAfter(1))).toHaveLength(1);
+      expect(await counts()).toEqual([1, 1, 1]);
     });
 
     it('amounts in tCO2e, kgCO2e and none are summed in kg; an unknown unit is unreadable and left out', async () => {
