@@ -86,36 +86,45 @@ const DERIVED = { durable: false } as const;
 /** Ledger rows read per statement while catching up. */
 const CATCH_UP_PAGE = 2_000;
 /**
- * How far below the newest ledgered id to look again: ids a concurrent transaction took but
- * committed later. Only where processes write concurrently (PostgreSQL): on SQLite one writer at a
- * time commits its ids in order, and rescanning 10,000 outbox rows each round held the API's loop
- * ~10-20 ms a second under 500 enqueues/s (the enqueue p99 with the dispatcher paused).
+ * How far below the mark to look again: ids a concurrent transaction took but committed later. Only
+ * where processes write concurrently (PostgreSQL): on SQLite one writer at a time commits its ids in
+ * order, and rescanning 10,000 outbox rows each round held the API's loop ~10-20 ms a second under
+ * 500 enqueues/s (the enqueue p99 with the dispatcher paused).
  */
 const LATE_COMMIT_SPAN = 10_000;
 
 /**
  * Reads the bodies of outbox rows the ledger lacks (each once) and records their amounts; the
- * issuance ids they name, so that the caller re-evaluates them.
+ * issuance ids they name, so that the caller re-evaluates them. Rows queued by this version carry
+ * their entries; those of an older one may lie anywhere below them, so the scan starts at the mark
+ * it left (reconcileStatements.ts, LEDGER_MARK_KEY), not at the newest entry. A database without a
+ * mark (the first round after an upgrade) is scanned whole, once.
  */
-export async function catchUpLedger(store: ScriptStore): Promise<Set<string>> {
+export async function catchUpLedger(store: ScriptStore, at: string): Promise<Set<string>> {
   const touched = new Set<string>();
-  const newest = (await store.read<{ id: number | null }>(q.newestLedgered()))[0]?.id;
+  // Read first: on SQLite every id up to it is committed, and the scan below sees them all.
+  const head = Number((await store.read<{ id: number }>(q.outboxHead()))[0]?.id ?? 0);
+  const marked = Number((await store.read<{ value: string }>(q.ledgerMark()))[0]?.value ?? 0);
+  // A mark above the head: the outbox's ids started again (a database emptied by hand).
+  const mark = Number.isSafeInteger(marked) && marked <= head ? marked : 0;
   const span = store.dialect.capabilities.sharedByProcesses ? LATE_COMMIT_SPAN : 0;
-  let after = Math.max(0, Number(newest ?? 0) - span);
+  let after = Math.max(0, mark - span);
   for (;;) {
     const rows = await store.read<{ id: number; body: string }>(q.unledgered(after, CATCH_UP_PAGE));
-    if (rows.length === 0) return touched;
     const entries = rows.map((r) => ({ outboxId: Number(r.id), ...ledgerEntryOf(r.body) }));
     for (const e of entries) if (e.issuanceId !== null) touched.add(e.issuanceId);
-    await store.transaction(
-      (function* () {
-        for (let i = 0; i < entries.length; i += q.GROUP)
-          yield* run(insertLedger(entries.slice(i, i + q.GROUP)));
-      })(),
-      DERIVED,
-    );
+    const done = rows.length < CATCH_UP_PAGE;
+    if (entries.length > 0 || (done && head !== marked))
+      await store.transaction(
+        (function* () {
+          for (let i = 0; i < entries.length; i += q.GROUP)
+            yield* run(insertLedger(entries.slice(i, i + q.GROUP)));
+          if (done && head !== marked) yield* run(q.setLedgerMark(head, at));
+        })(),
+        DERIVED,
+      );
+    if (done) return touched;
     after = Number(rows[rows.length - 1]?.id);
-    if (rows.length < CATCH_UP_PAGE) return touched;
   }
 }
 
@@ -217,7 +226,7 @@ function* record(
 
 /** One pass over `scope` (null: every issuance and unit): the ledger caught up, the findings recorded. */
 export async function runPass(deps: PassDeps, scope: readonly string[] | null): Promise<PassOutcome> {
-  const ledgered = await catchUpLedger(deps.store);
+  const ledgered = await catchUpLedger(deps.store, isoAt(deps.now()));
   const now = deps.now();
   const inputs = await readInputs(
     (s) => deps.store.read(s),

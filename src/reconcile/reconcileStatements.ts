@@ -22,7 +22,21 @@ export const unledgered = (afterId: number, limit: number) =>
                           WHERE l.outbox_id = o.id AND l.outbox_id > ${afterId})
        ORDER BY o.id ${limitRows(limit)}`;
 
-export const newestLedgered = () => sql`SELECT max(outbox_id) AS id FROM reconciliation_ledger`;
+/**
+ * The `daemon_state` key of the catch-up's mark: every outbox id up to its value has its ledger entry
+ * (where processes share the store, but for ids committed late: pass.ts, LATE_COMMIT_SPAN). Not the
+ * newest entry's id: entries are also written with their rows (operations/ledger.ts), above rows of
+ * an older version still without one.
+ */
+export const LEDGER_MARK_KEY = 'reconcile.ledger_through';
+
+export const ledgerMark = () => sql`SELECT value FROM daemon_state WHERE key = ${LEDGER_MARK_KEY}`;
+
+export const setLedgerMark = (outboxId: number, at: string) =>
+  sql`INSERT INTO daemon_state (key, value, updated_at) VALUES (${LEDGER_MARK_KEY}, ${String(outboxId)}, ${typed(at, 'timestamptz')})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+
+export const outboxHead = () => sql`SELECT coalesce(max(id), 0) AS id FROM outbox`;
 
 /**
  * Reported operations with their outbox state: every one (null), or those on these issuances or

@@ -1,5 +1,5 @@
 import { backoffDelayMs } from '../common/backoff.js';
-import { cancellableSleep } from '../common/clock.js';
+import { cancellableSleep, isoAt } from '../common/clock.js';
 import { errorMessage } from '../common/errors.js';
 import type { AppContext, Component } from '../context.js';
 import type { ChangeSignal } from '../db/changeSignal.js';
@@ -111,7 +111,7 @@ export function createReconcileComponent(
     if (cursor === null) return;
     // Operations queued before the feed is read are in the ledger when their rows are mapped; one
     // queued after is among the ids the next round's catch-up returns.
-    agenda.touch([...(await catchUpLedger(store))]);
+    agenda.touch([...(await catchUpLedger(store, isoAt(clock.now())))]);
     let read = 0;
     for (;;) {
       const page: FeedRow[] = await store.read<FeedRow>(touchingFeed(cursor, feedPage));

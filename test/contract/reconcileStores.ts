@@ -65,6 +65,8 @@ const PG_TABLES = [
   'custody_ids',
   'sync_runs',
   'sync_seen',
+  // The ledger catch-up's mark (reconcile/pass.ts) must not outlive the outbox's ids.
+  'daemon_state',
 ];
 
 /** PostgreSQL's, on the shared database of a test file, emptied first. */

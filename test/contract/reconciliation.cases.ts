@@ -397,7 +397,7 @@ export function reconciliationCases(
         ['retire', '7', '18', 750],
         ['detokenization', '9', '19', 3000],
       ]);
-      expect([...(await catchUpLedger(store.scripts))]).toEqual([]);
+      expect([...(await catchUpLedger(store.scripts, hoursAfter(1)))]).toEqual([]);
       // A repeat inserts no row and no entry.
       expect(await store.operations.insert(prepared.slice(0, 1), hoursAfter(2))).toEqual([]);
       expect(await ledger()).toHaveLength(3);
@@ -406,8 +406,25 @@ export function reconciliationCases(
         { ref: 'old-1', type: 'Transfer', amount: 4, issuanceId: 'I10', unitId: 'U10' },
         hoursAfter(2),
       );
-      expect([...(await catchUpLedger(store.scripts))]).toEqual(['I10']);
+      expect([...(await catchUpLedger(store.scripts, hoursAfter(2)))]).toEqual(['I10']);
       expect((await ledger()).at(-1)).toMatchObject({ kind: 'transfer', issuanceId: 'I10', amountKg: 4000 });
+    });
+
+    it('a row queued without its entry (an older version) below rows queued with theirs is caught up, once; the mark then moves past them', async () => {
+      await books.report(
+        { ref: 'old-0', type: 'Tokenization', amount: 2, issuanceId: 'I11', unitId: 'U11' },
+        hoursAfter(1),
+      );
+      const p = prepareInsert({ config: store.config }, tokenization('new-1', { issuanceId: 12 }));
+      if ('errors' in p) throw new Error(`invalid: ${JSON.stringify(p.errors)}`);
+      const [row] = await store.operations.insert([p], hoursAfter(1));
+      expect([...(await catchUpLedger(store.scripts, hoursAfter(2)))]).toEqual(['I11']);
+      expect(await books.ledgerAmounts()).toEqual([2000, 10_000]);
+      expect([...(await catchUpLedger(store.scripts, hoursAfter(3)))]).toEqual([]);
+      const mark = await store.scripts.read<{ value: string }>(
+        sql`SELECT value FROM daemon_state WHERE key = 'reconcile.ledger_through'`,
+      );
+      expect(mark.map((m) => Number(m.value))).toEqual([row?.id]);
     });
 
     it('the ledger entry is written in the transaction of its row: a refused entry queues nothing, and the enqueue goes through once it is accepted', async () => {
