@@ -230,18 +230,15 @@ export class CommitQueue implements ScriptStore {
     if (tasks.every((t) => t.spacingMs > 0)) this.lastSpacedGroup = performance.now();
     const before = this.totalChanges();
     let results: Settled[];
-    // Synchronous from here to the restore: nothing else on this thread sees the zero timeout.
+    // Synchronous from here to the restore: nothing else on this thread sees the group's pragmas.
     const busyTimeout = this.busyTimeout();
-    this.setBusyTimeout(0);
-    // The group's COMMIT writes the WAL without syncing it; the sync runs off the loop below.
-    if (this.walSync) this.setPragma('synchronous = NORMAL');
+    this.groupPragmas(true, busyTimeout);
     try {
       // IMMEDIATE: take the write lock up front, so reading then writing cannot deadlock with
       // another connection, and so a held lock fails here, before any task has run.
       results = this.batch.immediate(tasks);
     } catch (thrown) {
-      if (this.walSync) this.setPragma('synchronous = FULL');
-      this.setBusyTimeout(busyTimeout);
+      this.groupPragmas(false, busyTimeout);
       const error = thrown instanceof TransactionLost ? thrown.error : thrown;
       const kind = this.faults.noteFailure(error);
       if (kind === 'busy') {
@@ -254,8 +251,7 @@ export class CommitQueue implements ScriptStore {
       this.scheduleQueued();
       return;
     }
-    if (this.walSync) this.setPragma('synchronous = FULL');
-    this.setBusyTimeout(busyTimeout);
+    this.groupPragmas(false, busyTimeout);
     this.busyTries = 0;
     if (this.lockWaitSince !== null) this.onWait?.('lock', (performance.now() - this.lockWaitSince) / 1000);
     this.leaveGate();
@@ -303,8 +299,24 @@ export class CommitQueue implements ScriptStore {
     });
   }
 
-  private setBusyTimeout(ms: number): void {
-    this.setPragma(`busy_timeout = ${Math.trunc(ms)}`);
+  /**
+   * Sets the pragmas of a group's transaction before its BEGIN (`on`), and undoes them after it:
+   * - `busy_timeout = 0`: a held lock fails the BEGIN at once and the group is retried from a timer
+   *   ({@link waitForLock}) rather than freezing the loop;
+   * - with `synchronous = FULL`, `NORMAL`: the COMMIT writes the WAL and its sync runs off the loop
+   *   (./walSync.ts);
+   * - `temp_store = MEMORY`: each task runs in a savepoint, and SQLite keeps the pages a savepoint
+   *   changes in a sub-journal that goes to a file in /var/tmp past 64 KiB, which a group of settles
+   *   (dispatcherBatches.ts) passes. Draining 10,000 operations (`npm run bench -- --only outbox`)
+   *   that was ~7 writes a row, about half the loop's system time, and copies of rows, personal
+   *   fields too, in files outside the database that the retention scrub cannot reach. SQLite reads
+   *   the setting as the transaction begins; outside a group it is the default again, so a large
+   *   read's temporary b-trees still go to disk instead of memory.
+   */
+  private groupPragmas(on: boolean, busyTimeout: number): void {
+    this.setPragma(`busy_timeout = ${on ? 0 : Math.trunc(busyTimeout)}`);
+    if (this.walSync) this.setPragma(`synchronous = ${on ? 'NORMAL' : 'FULL'}`);
+    this.setPragma(`temp_store = ${on ? 'MEMORY' : 'DEFAULT'}`);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -230,6 +231,47 @@ describe('group commit: what it reports of its waits', () => {
       await queue.submit(insert(daemon, 'free'));
       await until('the second fsync reported', () => waits.length >= 3);
       expect(waits.map(([phase]) => phase)).toEqual(['lock', 'fsync', 'fsync']);
+    } finally {
+      dispose();
+    }
+  });
+});
+
+/** The deleted files this process holds open: SQLite's temporary files are unlinked as they are opened. */
+function deletedFilesOpen(): string[] {
+  return readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      return target.endsWith(' (deleted)') ? [target] : [];
+    } catch {
+      return []; // closed meanwhile (the readdir's own descriptor)
+    }
+  });
+}
+
+describe('group commit: savepoints', () => {
+  it("a task's savepoint keeps the pages it changed in memory, not in a file outside the database; outside a group temporary storage is the default again", async () => {
+    const { daemon, dispose } = twoConnections();
+    try {
+      const add = daemon.sqlite.prepare('INSERT INTO t (name, v) VALUES (?, ?)');
+      daemon.sqlite.transaction(() => {
+        for (let i = 0; i < 2_000; i++) add.run(`row-${i}`, Buffer.alloc(200, 1));
+      })();
+      const queue = new CommitQueue(daemon.sqlite);
+      const before = deletedFilesOpen();
+      let during: string[] = [];
+      // Every seventh row of 2,000: ~100 pages of 4 KiB changed in the task's savepoint, past the
+      // 64 KiB SQLite keeps of a sub-journal in memory before it writes one to a temporary file.
+      const changed = await queue.submit(() => {
+        const { changes } = daemon.sqlite.prepare("UPDATE t SET name = 'x' || name WHERE id % 7 = 0").run();
+        during = deletedFilesOpen();
+        return changes;
+      });
+      expect(changed).toBe(285);
+      expect(during.filter((file) => !before.includes(file))).toEqual([]);
+      // A read's temporary b-trees (a large sort, a GROUP BY) still go to disk, not to memory.
+      expect(daemon.sqlite.pragma('temp_store', { simple: true })).toBe(0);
+      expect(daemon.sqlite.prepare("SELECT count(*) FROM t WHERE name LIKE 'x%'").pluck().get()).toBe(285);
     } finally {
       dispose();
     }
