@@ -24,9 +24,11 @@ import {
 import type { Sql } from '../store/sql.js';
 import { durability, recordChanges } from './changes.js';
 import { classifyDatabaseError, type DatabaseFaults, databaseFaultsFor, unavailableFor } from './faults.js';
+import { journalsInMemory } from './journalsInMemory.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
 import { runSqlite, sqliteDialect } from './scripts.js';
+import { setPragma } from './setPragma.js';
 import { WalSync } from './walSync.js';
 import * as writerGate from './writerGate.js';
 
@@ -107,8 +109,6 @@ export class CommitQueue implements ScriptStore {
   private readonly batch: { immediate: (tasks: readonly Task[]) => Settled[] };
   private readonly totalChanges: () => number;
   private readonly busyTimeout: () => number;
-  /** Prepared `PRAGMA x = N` by assignment: a pragma prepared on every flush cost ~2 % of an enqueue. */
-  private readonly setBusy = new Map<string, { run(): unknown }>();
   /** With `synchronous = FULL`: the group's fsync, run off the loop (./walSync.ts); null otherwise. */
   private readonly walSync: WalSync | null;
   /**
@@ -236,7 +236,7 @@ export class CommitQueue implements ScriptStore {
     try {
       // IMMEDIATE: take the write lock up front, so reading then writing cannot deadlock with
       // another connection, and so a held lock fails here, before any task has run.
-      results = this.batch.immediate(tasks);
+      results = journalsInMemory(this.sqlite, () => this.batch.immediate(tasks));
     } catch (thrown) {
       this.groupPragmas(false, busyTimeout);
       const error = thrown instanceof TransactionLost ? thrown.error : thrown;
@@ -304,34 +304,12 @@ export class CommitQueue implements ScriptStore {
    * - `busy_timeout = 0`: a held lock fails the BEGIN at once and the group is retried from a timer
    *   ({@link waitForLock}) rather than freezing the loop;
    * - with `synchronous = FULL`, `NORMAL`: the COMMIT writes the WAL and its sync runs off the loop
-   *   (./walSync.ts);
-   * - `temp_store = MEMORY`: each task runs in a savepoint, and SQLite keeps the pages a savepoint
-   *   changes in a sub-journal that goes to a file in /var/tmp past 64 KiB, which a group of settles
-   *   (dispatcherBatches.ts) passes. Draining 10,000 operations (`npm run bench -- --only outbox`)
-   *   that was ~7 writes a row, about half the loop's system time, and copies of rows, personal
-   *   fields too, in files outside the database that the retention scrub cannot reach. SQLite reads
-   *   the setting as the transaction begins; outside a group it is the default again, so a large
-   *   read's temporary b-trees still go to disk instead of memory.
+   *   (./walSync.ts).
+   * The group's transaction keeps its savepoints' journals in memory too (./journalsInMemory.ts).
    */
   private groupPragmas(on: boolean, busyTimeout: number): void {
-    this.setPragma(`busy_timeout = ${on ? 0 : Math.trunc(busyTimeout)}`);
-    if (this.walSync) this.setPragma(`synchronous = ${on ? 'NORMAL' : 'FULL'}`);
-    this.setPragma(`temp_store = ${on ? 'MEMORY' : 'DEFAULT'}`);
-  }
-
-  /**
-   * Sets a pragma through a statement prepared once per value. SQLite applies such a pragma when
-   * the statement is prepared, and the statement's first run after that does nothing (seen on
-   * better-sqlite3 13: `prepare(N)`, `prepare(F)`, `run(N)` leaves F); later runs apply it. So a
-   * new statement is prepared and run at once, and every later use is a working run.
-   */
-  private setPragma(assignment: string): void {
-    let statement = this.setBusy.get(assignment);
-    if (!statement) {
-      statement = this.sqlite.prepare(`PRAGMA ${assignment}`);
-      this.setBusy.set(assignment, statement);
-    }
-    statement.run();
+    setPragma(this.sqlite, `busy_timeout = ${on ? 0 : Math.trunc(busyTimeout)}`);
+    if (this.walSync) setPragma(this.sqlite, `synchronous = ${on ? 'NORMAL' : 'FULL'}`);
   }
 
   /** Tells the fault tracker what the commit showed: a write that failed, or one that made it to disk. */

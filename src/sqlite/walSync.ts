@@ -2,6 +2,7 @@ import { closeSync, fsync, openSync } from 'node:fs';
 import { durability } from './changes.js';
 import type { Sqlite } from './open.js';
 import { perHandle } from './perHandle.js';
+import { setPragma } from './setPragma.js';
 
 /**
  * Most fsyncs of one WAL in flight at once. A group that committed while one was running used to
@@ -201,12 +202,12 @@ export async function commitThenSync<T>(
   transaction: () => T,
 ): Promise<T> {
   if (!walSync) return transaction();
-  sqlite.pragma('synchronous = NORMAL');
+  setPragma(sqlite, 'synchronous = NORMAL');
   let result: T;
   try {
     result = transaction();
   } finally {
-    sqlite.pragma('synchronous = FULL');
+    setPragma(sqlite, 'synchronous = FULL');
   }
   const synced = walSync.sync();
   // Feed readers are woken once the rows are durable (./changes.ts announceAfterCommit).
