@@ -18,7 +18,11 @@ import { setPragma } from './setPragma.js';
  * instead of 119 (`npm run bench -- --only rss`), so they keep SQLite's default.
  */
 
-/** Runs `write`, one whole transaction from its BEGIN to its COMMIT, with its journals in memory. */
+/**
+ * Runs `write`, one whole transaction from its BEGIN to its COMMIT, with its journals in memory. The
+ * setting goes back in a `finally`, after a rollback too: SQLite refuses the change inside a
+ * transaction only while a TEMP table is open, and vcu-sync makes none.
+ */
 export function journalsInMemory<T>(sqlite: Sqlite, write: () => T): T {
   setPragma(sqlite, 'temp_store = MEMORY');
   try {
