@@ -1,5 +1,6 @@
+import { putDaemonState } from '../store/daemonState.js';
 import { first, run, type Script, type ScriptStore } from '../store/script.js';
-import { raw, sql, typed, whenShared } from '../store/sql.js';
+import { raw, sql, whenShared } from '../store/sql.js';
 
 /** The `daemon_state` key under which a paused dispatcher records why and since when. */
 export const PAUSE_KEY = 'outbox.paused';
@@ -43,10 +44,7 @@ const pauseRow = (lock: boolean) => sql`
 /** Records the pause; an existing one keeps its `since`. */
 function* writePause(pause: OutboxPause, nowIso: string): Script<OutboxPause> {
   const kept = { ...pause, since: pauseOf(yield* first(pauseRow(true)))?.since ?? pause.since };
-  yield* run(sql`
-    INSERT INTO daemon_state (key, value, updated_at)
-    VALUES (${PAUSE_KEY}, ${JSON.stringify(kept)}, ${typed(nowIso, 'timestamptz')})
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`);
+  yield* run(putDaemonState(PAUSE_KEY, JSON.stringify(kept), nowIso));
   return kept;
 }
 

@@ -114,12 +114,13 @@ export async function catchUpLedger(store: ScriptStore, at: string): Promise<Set
     const entries = rows.map((r) => ({ outboxId: Number(r.id), ...ledgerEntryOf(r.body) }));
     for (const e of entries) if (e.issuanceId !== null) touched.add(e.issuanceId);
     const done = rows.length < CATCH_UP_PAGE;
-    if (entries.length > 0 || (done && head !== marked))
+    const moveMark = done && head !== marked;
+    if (entries.length > 0 || moveMark)
       await store.transaction(
         (function* () {
           for (let i = 0; i < entries.length; i += q.GROUP)
             yield* run(insertLedger(entries.slice(i, i + q.GROUP)));
-          if (done && head !== marked) yield* run(q.setLedgerMark(head, at));
+          if (moveMark) yield* run(q.setLedgerMark(head, at));
         })(),
         DERIVED,
       );

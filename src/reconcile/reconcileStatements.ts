@@ -1,3 +1,4 @@
+import { putDaemonState } from '../store/daemonState.js';
 import { join, limitRows, raw, type Sql, sql, typed, valueList } from '../store/sql.js';
 import type { Finding } from './findingKinds.js';
 
@@ -33,8 +34,7 @@ export const LEDGER_MARK_KEY = 'reconcile.ledger_through';
 export const ledgerMark = () => sql`SELECT value FROM daemon_state WHERE key = ${LEDGER_MARK_KEY}`;
 
 export const setLedgerMark = (outboxId: number, at: string) =>
-  sql`INSERT INTO daemon_state (key, value, updated_at) VALUES (${LEDGER_MARK_KEY}, ${String(outboxId)}, ${typed(at, 'timestamptz')})
-      ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`;
+  putDaemonState(LEDGER_MARK_KEY, String(outboxId), at);
 
 export const outboxHead = () => sql`SELECT coalesce(max(id), 0) AS id FROM outbox`;
 

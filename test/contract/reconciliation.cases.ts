@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ledgerEntryOf } from '../../src/outbox/ledgerEntry.js';
 import { prepareInsert } from '../../src/outbox/prepareInsert.js';
 import { catchUpLedger } from '../../src/reconcile/pass.js';
+import { ledgerMark } from '../../src/reconcile/reconcileStatements.js';
 import { run } from '../../src/store/script.js';
 import { raw, sql } from '../../src/store/sql.js';
 import { detokenization, retire, tokenization } from '../outbox/fixtures.js';
@@ -421,9 +422,7 @@ export function reconciliationCases(
       expect([...(await catchUpLedger(store.scripts, hoursAfter(2)))]).toEqual(['I11']);
       expect(await books.ledgerAmounts()).toEqual([2000, 10_000]);
       expect([...(await catchUpLedger(store.scripts, hoursAfter(3)))]).toEqual([]);
-      const mark = await store.scripts.read<{ value: string }>(
-        sql`SELECT value FROM daemon_state WHERE key = 'reconcile.ledger_through'`,
-      );
+      const mark = await store.scripts.read<{ value: string }>(ledgerMark());
       expect(mark.map((m) => Number(m.value))).toEqual([row?.id]);
     });
 
