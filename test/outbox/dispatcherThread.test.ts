@@ -143,7 +143,8 @@ describe('dispatcher thread', () => {
       expect(later.map((r) => r.status)).toEqual([201, 201, 201]);
       // The worker's probe runs on its own timer (50 ms here), so one may hold a row as 'sending' by
       // now; while the key is refused none is accepted, and the pause holds.
-      for (const ref of ['paused-1', 'paused-2', 'paused-3']) expect(['queued', 'sending']).toContain(state(ref));
+      for (const ref of ['paused-1', 'paused-2', 'paused-3'])
+        expect(['queued', 'sending']).toContain(state(ref));
       expect(component.sendingPaused()).toBe(true);
       sim.faults.clear();
       // The worker's own probe finds the key works: everything goes, with no restart and no wake.
