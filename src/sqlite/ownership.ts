@@ -4,10 +4,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { EXIT_CONFIG, UserError } from '../common/errors.js';
 import { DAEMON_RECORD_KEY } from '../health/snapshotReads.js';
+import { putDaemonState } from '../store/daemonState.js';
 import { createPrivateFile } from './fileMode.js';
 import { holderOfLockNamed } from './lockHolders.js';
 import { lockFileProblem } from './lockProblem.js';
 import type { Sqlite } from './open.js';
+import { runSqlite } from './scripts.js';
 
 /**
  * One daemon per SQLite file.
@@ -283,12 +285,7 @@ export interface DaemonRecord {
 }
 
 export function writeDaemonRecord(sqlite: Sqlite, record: DaemonRecord): void {
-  sqlite
-    .prepare(
-      `INSERT INTO daemon_state (key, value, updated_at) VALUES (?, ?, ?)
-       ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-    )
-    .run(DAEMON_RECORD_KEY, JSON.stringify(record), record.startedAt);
+  runSqlite(sqlite, putDaemonState(DAEMON_RECORD_KEY, JSON.stringify(record), record.startedAt));
 }
 
 export function clearDaemonRecord(sqlite: Sqlite): void {

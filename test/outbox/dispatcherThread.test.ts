@@ -142,7 +142,7 @@ describe('dispatcher thread', () => {
       );
       expect(later.map((r) => r.status)).toEqual([201, 201, 201]);
       // The worker's probe runs on its own timer (50 ms here), so one may hold a row as 'sending' by
-      // now; while the key is refused none is accepted, and the pause holds.
+      // now; while the key is refused none is accepted or failed, and the pause holds.
       for (const ref of ['paused-1', 'paused-2', 'paused-3'])
         expect(['queued', 'sending']).toContain(state(ref));
       expect(component.sendingPaused()).toBe(true);
